@@ -1,0 +1,351 @@
+//! The reference merge: any number of deep images over the union of their data windows, to a flat
+//! composite or to a merged deep image. Rows are processed in parallel; per pixel the cost is a
+//! gather plus an adaptive stable sort, linear in the samples for sorted inputs.
+
+use rayon::prelude::*;
+
+use super::flatten::flatten_pixel;
+use super::order::{sort_samples, Sample};
+use super::pixel::{CompositeChannels, PixelSamples};
+use super::tidy::{needs_tidy, tidy_pixel};
+use crate::deep::{
+    Bounds, Channel, ChannelRole, DeepImage, DeepState, FlatChannel, FlatImage, FlatValues, Plane,
+    SampleType,
+};
+use crate::error::{Error, Result};
+
+/// What the merge produces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputKind {
+    /// A flat composite; with `z`, also the Z of the front-most contributing sample.
+    Flat {
+        /// Add a Z channel.
+        z: bool,
+    },
+    /// A merged deep image.
+    Deep,
+}
+
+/// How to merge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MergeOptions {
+    /// Flat or deep output.
+    pub output: OutputKind,
+    /// Tidy deep output: split overlapping volumes and merge coincident ones (flat output always
+    /// tidies where volumes overlap, since that is what makes its colour right).
+    pub tidy: bool,
+}
+
+impl Default for MergeOptions {
+    fn default() -> Self {
+        MergeOptions {
+            output: OutputKind::Flat { z: false },
+            tidy: false,
+        }
+    }
+}
+
+/// The result of a merge.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MergeOutput {
+    /// Flat composite.
+    Flat(FlatImage),
+    /// Merged deep image.
+    Deep(DeepImage),
+}
+
+/// Everything the merge needs to know about its inputs, worked out once.
+pub struct MergePlan<'a> {
+    /// The inputs, first on the command line first.
+    pub inputs: Vec<&'a DeepImage>,
+    /// Union of the data windows.
+    pub window: Bounds,
+    /// The first input's display window.
+    pub display_window: Bounds,
+    /// Composited channels and their alphas.
+    pub composite: CompositeChannels,
+    /// Per input, the source channel of each composited column.
+    pub sources: Vec<Vec<Option<usize>>>,
+    /// Per input, its Z and ZBack channels.
+    pub depth: Vec<(Option<usize>, Option<usize>)>,
+    /// Channels of deep output: the union of the inputs', types promoted where they disagree.
+    pub deep_channels: Vec<Channel>,
+}
+
+impl<'a> MergePlan<'a> {
+    /// Plan a merge; refuses inputs without a Z channel and channels whose types cannot be joined.
+    pub fn new(inputs: &[&'a DeepImage]) -> Result<Self> {
+        if inputs.is_empty() {
+            return Err(Error::Usage("nothing to merge".into()));
+        }
+        let mut deep_channels: Vec<Channel> = Vec::new();
+        for image in inputs {
+            for c in &image.channels {
+                match deep_channels.iter_mut().find(|d| d.name == c.name) {
+                    Some(d) if d.sample_type != c.sample_type => {
+                        if (d.sample_type == SampleType::U32) != (c.sample_type == SampleType::U32)
+                        {
+                            return Err(Error::Usage(format!(
+                                "channel {} is an integer channel in one input and a float channel in another",
+                                c.name
+                            )));
+                        }
+                        d.sample_type = SampleType::F32;
+                    }
+                    Some(_) => {}
+                    None => deep_channels.push(c.clone()),
+                }
+            }
+        }
+        deep_channels.sort_by(|a, b| a.name.cmp(&b.name));
+        let composite = CompositeChannels::of(inputs);
+        let sources = inputs.iter().map(|i| composite.sources_in(i)).collect();
+        let depth = inputs
+            .iter()
+            .map(|i| {
+                (
+                    i.role_index(ChannelRole::Z),
+                    i.role_index(ChannelRole::ZBack),
+                )
+            })
+            .collect();
+        let window = inputs
+            .iter()
+            .map(|i| i.data_window)
+            .reduce(|a, b| a.union(&b))
+            .expect("non-empty");
+        Ok(MergePlan {
+            inputs: inputs.to_vec(),
+            window,
+            display_window: inputs[0].display_window,
+            composite,
+            sources,
+            depth,
+            deep_channels,
+        })
+    }
+
+    /// The samples of every input at absolute pixel (x, y), in merge order.
+    pub fn ordered_samples(&self, x: i32, y: i32, out: &mut Vec<Sample>) {
+        out.clear();
+        for (i, image) in self.inputs.iter().enumerate() {
+            let Some(p) = image.pixel_index(x, y) else {
+                continue;
+            };
+            let (z, zback) = self.depth[i];
+            for index in image.range(p) {
+                let zf = z.map_or(0.0, |c| image.planes[c].get_f32(index));
+                let zb = zback.map_or(zf, |c| image.planes[c].get_f32(index));
+                out.push(Sample {
+                    z: zf,
+                    zback: if zb > zf { zb } else { zf },
+                    input: i as u32,
+                    index: index as u64,
+                });
+            }
+        }
+        sort_samples(out);
+    }
+}
+
+/// Merge `inputs` (two or more for a real merge; one is allowed and just re-orders or flattens).
+pub fn merge_images(inputs: &[&DeepImage], options: &MergeOptions) -> Result<MergeOutput> {
+    for image in inputs {
+        image.check_depths()?;
+    }
+    let plan = MergePlan::new(inputs)?;
+    Ok(match options.output {
+        OutputKind::Flat { z } => MergeOutput::Flat(merge_flat(&plan, z)),
+        OutputKind::Deep => MergeOutput::Deep(merge_deep(&plan, options.tidy)),
+    })
+}
+
+fn merge_flat(plan: &MergePlan, with_z: bool) -> FlatImage {
+    let window = plan.window;
+    let width = window.width();
+    let columns = plan.composite.len();
+    let ids: Vec<&Channel> = plan
+        .deep_channels
+        .iter()
+        .filter(|c| c.role == ChannelRole::Id)
+        .collect();
+    let id_sources: Vec<Vec<Option<usize>>> = plan
+        .inputs
+        .iter()
+        .map(|image| ids.iter().map(|c| image.channel_index(&c.name)).collect())
+        .collect();
+
+    struct Row {
+        values: Vec<f32>,
+        ids: Vec<u32>,
+        z: Vec<f32>,
+    }
+    let rows: Vec<Row> = (0..window.height())
+        .into_par_iter()
+        .map_init(
+            || (Vec::new(), PixelSamples::new(columns)),
+            |(samples, pixel), row| {
+                let y = window.y0 + row as i32;
+                let mut out = Row {
+                    values: Vec::with_capacity(width * columns),
+                    ids: Vec::with_capacity(width * ids.len()),
+                    z: Vec::with_capacity(width),
+                };
+                for col in 0..width {
+                    let x = window.x0 + col as i32;
+                    plan.ordered_samples(x, y, samples);
+                    pixel.gather(samples, &plan.inputs, &plan.sources);
+                    if needs_tidy(&pixel.samples) {
+                        tidy_pixel(pixel, &plan.composite);
+                    }
+                    let flat = flatten_pixel(pixel, &plan.composite);
+                    out.values.extend_from_slice(&flat.values);
+                    let front = flat.front.map(|s| pixel.samples[s]);
+                    for k in 0..ids.len() {
+                        out.ids.push(front.map_or(0, |s| {
+                            id_sources[s.input as usize][k].map_or(0, |c| {
+                                match &plan.inputs[s.input as usize].planes[c] {
+                                    Plane::U32(v) => v[s.index as usize],
+                                    other => other.get_f32(s.index as usize) as u32,
+                                }
+                            })
+                        }));
+                    }
+                    out.z.push(front.map_or(0.0, |s| s.z));
+                }
+                out
+            },
+        )
+        .collect();
+
+    let mut channels: Vec<FlatChannel> = Vec::new();
+    for (k, name) in plan.composite.names.iter().enumerate() {
+        let values = rows
+            .iter()
+            .flat_map(|r| r.values.chunks_exact(columns).map(move |px| px[k]))
+            .collect();
+        channels.push(FlatChannel {
+            name: name.clone(),
+            values: FlatValues::F32(values),
+        });
+    }
+    for (k, c) in ids.iter().enumerate() {
+        let n = ids.len();
+        let values = rows
+            .iter()
+            .flat_map(|r| r.ids.chunks_exact(n).map(move |px| px[k]))
+            .collect();
+        channels.push(FlatChannel {
+            name: c.name.clone(),
+            values: FlatValues::U32(values),
+        });
+    }
+    if with_z {
+        channels.push(FlatChannel {
+            name: "Z".into(),
+            values: FlatValues::F32(rows.iter().flat_map(|r| r.z.iter().copied()).collect()),
+        });
+    }
+    channels.sort_by(|a, b| a.name.cmp(&b.name));
+    FlatImage {
+        display_window: plan.display_window,
+        data_window: window,
+        channels,
+    }
+}
+
+fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {
+    let window = plan.window;
+    let width = window.width();
+    let columns = plan.composite.len();
+    let rows: Vec<DeepRow> = (0..window.height())
+        .into_par_iter()
+        .map_init(
+            || (Vec::new(), PixelSamples::new(columns)),
+            |(samples, pixel), row| {
+                let y = window.y0 + row as i32;
+                let mut out = DeepRow {
+                    counts: Vec::with_capacity(width),
+                    samples: Vec::new(),
+                    tidied: Vec::new(),
+                };
+                for col in 0..width {
+                    plan.ordered_samples(window.x0 + col as i32, y, samples);
+                    if tidy && needs_tidy(samples) {
+                        pixel.gather(samples, &plan.inputs, &plan.sources);
+                        tidy_pixel(pixel, &plan.composite);
+                        out.counts.push(pixel.len() as u32);
+                        for s in 0..pixel.len() {
+                            out.samples.push(pixel.samples[s]);
+                            out.tidied.push(Some(pixel.row(s).to_vec()));
+                        }
+                    } else {
+                        out.counts.push(samples.len() as u32);
+                        out.samples.extend_from_slice(samples);
+                        out.tidied.extend(std::iter::repeat_n(None, samples.len()));
+                    }
+                }
+                out
+            },
+        )
+        .collect();
+
+    let counts: Vec<u32> = rows.iter().flat_map(|r| r.counts.iter().copied()).collect();
+    let total: usize = counts.iter().map(|&c| c as usize).sum();
+    let planes: Vec<Plane> = plan
+        .deep_channels
+        .par_iter()
+        .map(|channel| build_plane(plan, channel, &rows, total))
+        .collect();
+    DeepImage::from_counts(
+        plan.display_window,
+        window,
+        plan.deep_channels.clone(),
+        &counts,
+        planes,
+        if tidy {
+            DeepState::Tidy
+        } else {
+            DeepState::Sorted
+        },
+    )
+    .expect("counts and planes built together")
+}
+
+/// One row of a deep merge: per-pixel counts, the samples in merge order, and for samples that
+/// tidying split or merged, their new composited values.
+struct DeepRow {
+    counts: Vec<u32>,
+    samples: Vec<Sample>,
+    tidied: Vec<Option<Vec<f32>>>,
+}
+
+/// One output plane. Untouched samples copy their source value bit-exactly (a channel an input
+/// lacks gives 0); samples made by tidying take their new depth or composited value.
+fn build_plane(plan: &MergePlan, channel: &Channel, rows: &[DeepRow], total: usize) -> Plane {
+    let mut plane = Plane::with_capacity(channel.sample_type, total);
+    let column = plan.composite.names.iter().position(|n| n == &channel.name);
+    let sources: Vec<Option<usize>> = plan
+        .inputs
+        .iter()
+        .map(|i| i.channel_index(&channel.name))
+        .collect();
+    for row in rows {
+        for (sample, tidied) in row.samples.iter().zip(&row.tidied) {
+            let new_value = tidied.as_ref().and_then(|values| match channel.role {
+                ChannelRole::Z => Some(sample.z),
+                ChannelRole::ZBack => Some(sample.zback),
+                _ => column.map(|k| values[k]),
+            });
+            match (new_value, sources[sample.input as usize]) {
+                (Some(v), _) => plane.push_f32(v),
+                (None, Some(c)) => plane.push_from(
+                    &plan.inputs[sample.input as usize].planes[c],
+                    sample.index as usize,
+                ),
+                (None, None) => plane.push_zero(),
+            }
+        }
+    }
+    plane
+}

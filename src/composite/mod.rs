@@ -1,0 +1,15 @@
+//! THE definition of a correct merge (DESIGN §4): sample order, tidying of overlapping volumes,
+//! "over", flattening, and the reference merge of any number of deep images.
+//!
+//! Everything else (the CPU twins in `cpu`, the GL engine in `gpu`) is tested against this module.
+
+mod flatten;
+mod merge;
+mod order;
+mod pixel;
+pub mod tidy;
+
+pub use flatten::{flatten_pixel, FlattenResult};
+pub use merge::{merge_images, MergeOptions, MergeOutput, MergePlan, OutputKind};
+pub use order::{depth_less, sort_samples, Sample};
+pub use pixel::{CompositeChannels, CompositeKind, PixelSamples};

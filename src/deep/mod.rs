@@ -1,0 +1,206 @@
+//! The host-side deep image: a data window, a channel list with roles, per-pixel sample counts
+//! stored as offsets (compressed sparse rows) and one plane of values per channel.
+//!
+//! Pixel `p` (row-major over the data window) owns samples `offsets[p]..offsets[p + 1]` in every
+//! plane. This is the form the EXR reader produces, the CPU engine merges and the GPU uploads.
+
+mod bounds;
+mod channel;
+mod flat;
+
+pub use bounds::Bounds;
+pub use channel::{Channel, ChannelRole, Plane, SampleType};
+pub use flat::{FlatChannel, FlatImage, FlatValues};
+
+use crate::error::{Error, Result};
+
+/// What the file says about the order of samples inside each pixel (`deepImageState`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DeepState {
+    /// Nothing is known: samples may be in any order and may overlap (also: attribute absent).
+    Messy = 0,
+    /// Sorted by (Z, ZBack) in each pixel; volumes may overlap.
+    Sorted = 1,
+    /// No two samples overlap, but they may be in any order.
+    NonOverlapping = 2,
+    /// Sorted and non-overlapping.
+    Tidy = 3,
+}
+
+impl DeepState {
+    /// From the attribute's byte; unknown values are treated as messy.
+    pub fn from_byte(byte: u8) -> Self {
+        match byte {
+            1 => DeepState::Sorted,
+            2 => DeepState::NonOverlapping,
+            3 => DeepState::Tidy,
+            _ => DeepState::Messy,
+        }
+    }
+
+    /// True when each pixel's samples are known to be sorted.
+    pub fn is_sorted(self) -> bool {
+        matches!(self, DeepState::Sorted | DeepState::Tidy)
+    }
+
+    /// Lower-case name as `deepmerge info` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeepState::Messy => "messy",
+            DeepState::Sorted => "sorted",
+            DeepState::NonOverlapping => "non-overlapping",
+            DeepState::Tidy => "tidy",
+        }
+    }
+}
+
+/// A deep image in host memory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeepImage {
+    /// The display window (the frame), inclusive.
+    pub display_window: Bounds,
+    /// The data window: the pixels that are stored, inclusive.
+    pub data_window: Bounds,
+    /// Channels in EXR order (sorted by name).
+    pub channels: Vec<Channel>,
+    /// Exclusive prefix sum of the per-pixel sample counts; `pixel_count() + 1` entries.
+    pub offsets: Vec<u64>,
+    /// One plane per channel, each `sample_count()` long.
+    pub planes: Vec<Plane>,
+    /// What is known about sample order.
+    pub state: DeepState,
+}
+
+impl DeepImage {
+    /// An image with the given windows and channels and no samples.
+    pub fn empty(display_window: Bounds, data_window: Bounds, channels: Vec<Channel>) -> Self {
+        let planes = channels
+            .iter()
+            .map(|c| Plane::zeros(c.sample_type, 0))
+            .collect();
+        DeepImage {
+            display_window,
+            data_window,
+            offsets: vec![0; data_window.area() + 1],
+            channels,
+            planes,
+            state: DeepState::Tidy,
+        }
+    }
+
+    /// Build from per-pixel counts and planes, checking that the sizes agree.
+    pub fn from_counts(
+        display_window: Bounds,
+        data_window: Bounds,
+        channels: Vec<Channel>,
+        counts: &[u32],
+        planes: Vec<Plane>,
+        state: DeepState,
+    ) -> Result<Self> {
+        if counts.len() != data_window.area() {
+            return Err(Error::format(format!(
+                "{} sample counts for a data window of {} pixels",
+                counts.len(),
+                data_window.area()
+            )));
+        }
+        let offsets = offsets_from_counts(counts);
+        let total = *offsets.last().unwrap_or(&0) as usize;
+        if planes.len() != channels.len() || planes.iter().any(|p| p.len() != total) {
+            return Err(Error::format("plane sizes disagree with the sample counts"));
+        }
+        Ok(DeepImage {
+            display_window,
+            data_window,
+            channels,
+            offsets,
+            planes,
+            state,
+        })
+    }
+
+    /// Number of pixels in the data window.
+    pub fn pixel_count(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Total number of samples.
+    pub fn sample_count(&self) -> usize {
+        *self.offsets.last().unwrap_or(&0) as usize
+    }
+
+    /// Samples of pixel `p` (row-major index in the data window).
+    pub fn count(&self, p: usize) -> usize {
+        (self.offsets[p + 1] - self.offsets[p]) as usize
+    }
+
+    /// The sample index range of pixel `p`.
+    pub fn range(&self, p: usize) -> std::ops::Range<usize> {
+        self.offsets[p] as usize..self.offsets[p + 1] as usize
+    }
+
+    /// Per-pixel counts.
+    pub fn counts(&self) -> Vec<u32> {
+        self.offsets
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as u32)
+            .collect()
+    }
+
+    /// Row-major pixel index of absolute pixel (x, y), if it lies in the data window.
+    pub fn pixel_index(&self, x: i32, y: i32) -> Option<usize> {
+        self.data_window.index_of(x, y)
+    }
+
+    /// Index of the channel with exactly this name.
+    pub fn channel_index(&self, name: &str) -> Option<usize> {
+        self.channels.iter().position(|c| c.name == name)
+    }
+
+    /// Index of the first channel with this role.
+    pub fn role_index(&self, role: ChannelRole) -> Option<usize> {
+        self.channels.iter().position(|c| c.role == role)
+    }
+
+    /// The largest number of samples in one pixel.
+    pub fn max_count(&self) -> usize {
+        self.offsets
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as usize)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Refuse depths the merge cannot order: NaN in Z or ZBack (infinities are allowed and sort
+    /// as the largest and smallest depths). Names the first offending pixel.
+    pub fn check_depths(&self) -> Result<()> {
+        for role in [ChannelRole::Z, ChannelRole::ZBack] {
+            let Some(c) = self.role_index(role) else {
+                continue;
+            };
+            let plane = &self.planes[c];
+            if let Some(i) = (0..plane.len()).find(|&i| plane.get_f32(i).is_nan()) {
+                let p = self.offsets.partition_point(|&o| o <= i as u64) - 1;
+                let (x, y) = self.data_window.coords_of(p);
+                return Err(Error::format(format!(
+                    "channel {} is NaN at pixel ({x}, {y}) sample {}; depths must be numbers",
+                    self.channels[c].name,
+                    i as u64 - self.offsets[p]
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Exclusive prefix sum of counts, with the total appended.
+pub fn offsets_from_counts(counts: &[u32]) -> Vec<u64> {
+    let mut offsets = Vec::with_capacity(counts.len() + 1);
+    let mut total = 0u64;
+    offsets.push(0);
+    for &c in counts {
+        total += c as u64;
+        offsets.push(total);
+    }
+    offsets
+}

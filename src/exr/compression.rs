@@ -1,0 +1,267 @@
+//! The byte-level codecs of deep EXR chunks: NONE, RLE, ZIPS and ZIP.
+//!
+//! RLE and ZIP(S) share OpenEXR's preprocessing: the bytes are split into even and odd halves and
+//! delta-coded ("predictor") before the run-length or zlib stage. Deflate itself comes from the
+//! crates the `exr` crate uses (`zune-inflate` to read, `miniz_oxide` to write).
+//! OpenEXR stores a block raw whenever compressing would not make it smaller, so a packed size
+//! equal to the unpacked size means "stored raw" for every codec.
+
+use crate::error::{Error, Result};
+
+/// A deep-capable EXR compression method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Codec {
+    /// Stored raw.
+    None,
+    /// Run-length encoding, one scanline per chunk.
+    Rle,
+    /// zlib, one scanline per chunk.
+    Zips,
+    /// zlib, sixteen scanlines per chunk.
+    Zip,
+}
+
+impl Codec {
+    /// Scanlines per chunk in a scanline file.
+    pub fn lines_per_chunk(self) -> usize {
+        match self {
+            Codec::Zip => 16,
+            _ => 1,
+        }
+    }
+
+    /// Name as the CLI and `info` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::None => "none",
+            Codec::Rle => "rle",
+            Codec::Zips => "zips",
+            Codec::Zip => "zip",
+        }
+    }
+
+    /// From the `exr` crate's compression attribute; other methods cannot hold deep data.
+    pub fn from_exr(c: exr::compression::Compression) -> Result<Self> {
+        use exr::compression::Compression as C;
+        Ok(match c {
+            C::Uncompressed => Codec::None,
+            C::RLE => Codec::Rle,
+            C::ZIP1 => Codec::Zips,
+            C::ZIP16 => Codec::Zip,
+            other => {
+                return Err(Error::format(format!(
+                    "compression {other} is not allowed for deep data (only NONE, RLE, ZIPS, ZIP)"
+                )))
+            }
+        })
+    }
+
+    /// The `exr` crate's compression attribute.
+    pub fn to_exr(self) -> exr::compression::Compression {
+        use exr::compression::Compression as C;
+        match self {
+            Codec::None => C::Uncompressed,
+            Codec::Rle => C::RLE,
+            Codec::Zips => C::ZIP1,
+            Codec::Zip => C::ZIP16,
+        }
+    }
+}
+
+/// Unpack `packed` into exactly `expected` bytes. `what` names the block in errors.
+pub fn decompress(codec: Codec, packed: &[u8], expected: usize, what: &str) -> Result<Vec<u8>> {
+    if packed.len() == expected {
+        return Ok(packed.to_vec());
+    }
+    let mut bytes = match codec {
+        Codec::None => {
+            return Err(Error::format(format!(
+                "{what}: uncompressed block holds {} bytes, expected {expected}",
+                packed.len()
+            )))
+        }
+        Codec::Rle => rle_decode(packed, expected, what)?,
+        Codec::Zips | Codec::Zip => {
+            let options = zune_inflate::DeflateOptions::default()
+                .set_limit(expected)
+                .set_size_hint(expected);
+            zune_inflate::DeflateDecoder::new_with_options(packed, options)
+                .decode_zlib()
+                .map_err(|e| Error::format(format!("{what}: zlib data is corrupt ({e:?})")))?
+        }
+    };
+    if bytes.len() != expected {
+        return Err(Error::format(format!(
+            "{what}: unpacks to {} bytes, expected {expected}",
+            bytes.len()
+        )));
+    }
+    undo_predictor(&mut bytes);
+    Ok(deinterleave(&bytes))
+}
+
+/// Pack `raw` with `codec`; returns `raw` itself when packing would not make it smaller.
+pub fn compress(codec: Codec, raw: &[u8]) -> Vec<u8> {
+    if codec == Codec::None || raw.is_empty() {
+        return raw.to_vec();
+    }
+    let mut bytes = interleave(raw);
+    apply_predictor(&mut bytes);
+    let packed = match codec {
+        Codec::Rle => rle_encode(&bytes),
+        _ => miniz_oxide::deflate::compress_to_vec_zlib(&bytes, 4),
+    };
+    if packed.len() < raw.len() {
+        packed
+    } else {
+        raw.to_vec()
+    }
+}
+
+/// Even-indexed bytes first, then odd-indexed ones.
+fn interleave(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    out.extend(raw.iter().step_by(2));
+    out.extend(raw.iter().skip(1).step_by(2));
+    out
+}
+
+/// Inverse of [`interleave`].
+fn deinterleave(split: &[u8]) -> Vec<u8> {
+    let half = split.len().div_ceil(2);
+    let (even, odd) = split.split_at(half);
+    let mut out = Vec::with_capacity(split.len());
+    for i in 0..half {
+        out.push(even[i]);
+        if i < odd.len() {
+            out.push(odd[i]);
+        }
+    }
+    out
+}
+
+fn apply_predictor(bytes: &mut [u8]) {
+    for i in (1..bytes.len()).rev() {
+        bytes[i] = bytes[i].wrapping_sub(bytes[i - 1]).wrapping_add(128);
+    }
+}
+
+fn undo_predictor(bytes: &mut [u8]) {
+    for i in 1..bytes.len() {
+        bytes[i] = bytes[i - 1].wrapping_add(bytes[i]).wrapping_sub(128);
+    }
+}
+
+/// OpenEXR's RLE: a signed count byte; negative means that many literal bytes follow,
+/// otherwise the next byte repeats count + 1 times. Never produces more than `limit` bytes.
+fn rle_decode(packed: &[u8], limit: usize, what: &str) -> Result<Vec<u8>> {
+    let corrupt = || Error::format(format!("{what}: RLE data is corrupt"));
+    let mut out = Vec::with_capacity(limit);
+    let mut i = 0;
+    while i < packed.len() {
+        let n = packed[i] as i8;
+        i += 1;
+        if n < 0 {
+            let len = (-(n as i32)) as usize;
+            let run = packed.get(i..i + len).ok_or_else(corrupt)?;
+            if out.len() + len > limit {
+                return Err(corrupt());
+            }
+            out.extend_from_slice(run);
+            i += len;
+        } else {
+            let len = n as usize + 1;
+            let value = *packed.get(i).ok_or_else(corrupt)?;
+            if out.len() + len > limit {
+                return Err(corrupt());
+            }
+            out.extend(std::iter::repeat_n(value, len));
+            i += 1;
+        }
+    }
+    Ok(out)
+}
+
+/// OpenEXR's RLE encoder: runs of three or more equal bytes become (count - 1, byte), the rest
+/// literal stretches of at most 127 bytes.
+fn rle_encode(bytes: &[u8]) -> Vec<u8> {
+    const MIN_RUN: usize = 3;
+    const MAX_RUN: usize = 127;
+    let mut out = Vec::with_capacity(bytes.len() / 2);
+    let mut start = 0;
+    while start < bytes.len() {
+        let mut end = start + 1;
+        while end < bytes.len() && bytes[end] == bytes[start] && end - start < MAX_RUN + 1 {
+            end += 1;
+        }
+        if end - start >= MIN_RUN {
+            out.push((end - start - 1) as u8);
+            out.push(bytes[start]);
+            start = end;
+        } else {
+            // A literal stretch runs until the next run of MIN_RUN equal bytes begins.
+            let mut lit_end = start;
+            while lit_end < bytes.len()
+                && lit_end - start < MAX_RUN
+                && !(lit_end + 2 < bytes.len()
+                    && bytes[lit_end] == bytes[lit_end + 1]
+                    && bytes[lit_end] == bytes[lit_end + 2])
+            {
+                lit_end += 1;
+            }
+            out.push((-((lit_end - start) as i32)) as i8 as u8);
+            out.extend_from_slice(&bytes[start..lit_end]);
+            start = lit_end;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_bytes() -> Vec<u8> {
+        let mut v: Vec<u8> = (0..1000u32).flat_map(|i| (i / 7).to_le_bytes()).collect();
+        v.extend(std::iter::repeat_n(9u8, 300));
+        v.extend((0..77u8).map(|i| i.wrapping_mul(37)));
+        v
+    }
+
+    #[test]
+    fn every_codec_round_trips() {
+        let raw = sample_bytes();
+        for codec in [Codec::None, Codec::Rle, Codec::Zips, Codec::Zip] {
+            let packed = compress(codec, &raw);
+            if codec != Codec::None {
+                assert!(packed.len() < raw.len(), "{codec:?} did not compress");
+            }
+            assert_eq!(decompress(codec, &packed, raw.len(), "t").unwrap(), raw);
+        }
+    }
+
+    #[test]
+    fn odd_lengths_round_trip() {
+        for len in [1usize, 2, 3, 5, 128, 129, 255] {
+            let raw: Vec<u8> = (0..len).map(|i| (i % 3) as u8).collect();
+            for codec in [Codec::Rle, Codec::Zips] {
+                let packed = compress(codec, &raw);
+                assert_eq!(decompress(codec, &packed, len, "t").unwrap(), raw);
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_data_is_an_error_not_a_panic() {
+        let raw = sample_bytes();
+        let mut packed = compress(Codec::Rle, &raw);
+        packed.truncate(packed.len() / 2);
+        assert!(decompress(Codec::Rle, &packed, raw.len(), "t").is_err());
+        let mut z = compress(Codec::Zips, &raw);
+        z[5] ^= 0xff;
+        z.truncate(z.len() - 3);
+        assert!(decompress(Codec::Zips, &z, raw.len(), "t").is_err());
+        // RLE that claims more output than expected is refused, not allocated.
+        assert!(decompress(Codec::Rle, &[127, 1, 127, 1], 10, "t").is_err());
+    }
+}

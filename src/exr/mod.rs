@@ -1,0 +1,15 @@
+//! Deep EXR input and output on top of the `exr` crate's header and attribute types.
+//!
+//! The `exr` crate parses headers (deep ones included) but decodes no deep pixels; the deep chunk
+//! layout (sample-count table plus sample data) and its codecs are ours.
+
+mod compression;
+mod read;
+mod write;
+
+pub use compression::{compress, decompress, Codec};
+pub use read::{
+    decode_deep, read_deep, read_parts_info, PartInfo, PartSelector, ReadOptions,
+    DEFAULT_MAX_MEMORY,
+};
+pub use write::{encode_deep, merged_state, write_atomically, write_deep, write_flat, FlatType};

@@ -1,0 +1,601 @@
+//! Reading deep EXR files: headers through the `exr` crate, the deep chunks through our own codec.
+//!
+//! The whole file is read into memory, the selected part's chunks are located through the offset
+//! table, and every chunk is parsed with bounds checks: its sample-count table (cumulative, per
+//! pixel) must be non-decreasing and agree with the size of its sample data. Sample memory is
+//! reserved only after all count tables have been read and the total checked against
+//! [`ReadOptions::max_memory`]. Chunks decode in parallel in batches, so the transient memory is a
+//! few chunks, not a second copy of the image.
+
+use std::path::Path;
+
+use exr::meta::attribute::{LevelMode, Text};
+use exr::meta::header::Header;
+use exr::meta::{BlockDescription, MetaData};
+use rayon::prelude::*;
+
+use super::compression::{decompress, Codec};
+use crate::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
+use crate::error::{Error, Result};
+
+/// The default ceiling on the memory one input may take once decoded: 8 GiB.
+pub const DEFAULT_MAX_MEMORY: u64 = 8 << 30;
+
+/// Which part of a multi-part file to read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum PartSelector {
+    /// The first deep part.
+    #[default]
+    FirstDeep,
+    /// The part at this index (0-based).
+    Index(usize),
+    /// The part with this `name` attribute.
+    Name(String),
+}
+
+impl std::str::FromStr for PartSelector {
+    type Err = std::convert::Infallible;
+    /// A number selects by index, anything else by name.
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        Ok(match s.parse::<usize>() {
+            Ok(i) => PartSelector::Index(i),
+            Err(_) => PartSelector::Name(s.to_string()),
+        })
+    }
+}
+
+/// How to read a deep file.
+#[derive(Clone, Debug)]
+pub struct ReadOptions {
+    /// The part to read.
+    pub part: PartSelector,
+    /// Refuse files whose decoded offsets and samples would take more bytes than this.
+    pub max_memory: u64,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            part: PartSelector::FirstDeep,
+            max_memory: DEFAULT_MAX_MEMORY,
+        }
+    }
+}
+
+/// What a part's header says, for `deepmerge info` and for the reader.
+#[derive(Clone, Debug)]
+pub struct PartInfo {
+    /// Index in the file.
+    pub index: usize,
+    /// The `name` attribute, if any.
+    pub name: Option<String>,
+    /// True for deep parts.
+    pub deep: bool,
+    /// Tile size for tiled parts.
+    pub tiles: Option<(usize, usize)>,
+    /// Display window.
+    pub display_window: Bounds,
+    /// Data window.
+    pub data_window: Bounds,
+    /// Channels in file order.
+    pub channels: Vec<Channel>,
+    /// Compression method as the `exr` crate names it.
+    pub compression: String,
+    /// `deepImageState`, absent meaning messy.
+    pub state: DeepState,
+    /// Line order as the header states it.
+    pub line_order: String,
+}
+
+/// Read the headers of every part.
+pub fn read_parts_info(path: &Path) -> Result<Vec<PartInfo>> {
+    let bytes = read_file(path)?;
+    parse_meta(&bytes)
+        .map(|(meta, _)| part_infos(&meta))
+        .map_err(|e| e.in_file(path))
+}
+
+/// Read one deep part of a file into a [`DeepImage`].
+pub fn read_deep(path: &Path, options: &ReadOptions) -> Result<DeepImage> {
+    let bytes = read_file(path)?;
+    decode_deep(&bytes, options).map_err(|e| e.in_file(path))
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::file(path, format!("cannot read: {e}")))
+}
+
+/// Decode one deep part from the bytes of a whole file.
+pub fn decode_deep(bytes: &[u8], options: &ReadOptions) -> Result<DeepImage> {
+    let (meta, table_start) = parse_meta(bytes)?;
+    let infos = part_infos(&meta);
+    let index = select_part(&infos, &options.part)?;
+    let header = &meta.headers[index];
+    let info = &infos[index];
+    let codec = Codec::from_exr(header.compression)?;
+    if let BlockDescription::Tiles(t) = header.blocks {
+        if t.level_mode != LevelMode::Singular {
+            return Err(Error::format(
+                "deep tiled file has mip or rip levels; only single-level deep tiles are supported",
+            ));
+        }
+    }
+    let window = info.data_window;
+    let channels = info.channels.clone();
+    let bytes_per_sample: usize = channels.iter().map(|c| c.sample_type.size()).sum();
+
+    let pixel_bytes = window.area() as u64 * 12;
+    check_memory(pixel_bytes, options.max_memory, "its data window")?;
+
+    // Locate this part's chunks: the offset tables of all parts follow the headers in order.
+    let mut table_at = table_start;
+    for h in &meta.headers[..index] {
+        table_at += 8 * h.chunk_count;
+    }
+    let chunk_count = header.chunk_count;
+    let expected = expected_chunk_count(header, window);
+    if chunk_count != expected {
+        return Err(Error::format(format!(
+            "header says {chunk_count} chunks, the data window needs {expected}"
+        )));
+    }
+    let table = bytes
+        .get(table_at..table_at + 8 * chunk_count)
+        .ok_or_else(|| Error::format("file is truncated inside the chunk offset table"))?;
+    let chunk_offsets: Vec<usize> = table
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().unwrap()) as usize)
+        .collect();
+    let multipart = meta.requirements.is_multilayer();
+
+    // Pass 1: parse every chunk and its sample-count table.
+    let chunks: Vec<RawChunk> = chunk_offsets
+        .par_iter()
+        .enumerate()
+        .map(|(i, &at)| {
+            parse_chunk(bytes, at, multipart, index, header, window, codec)
+                .map_err(|e| Error::format(format!("chunk {i}: {e}")))
+        })
+        .collect::<Result<_>>()?;
+
+    let mut counts = vec![0u32; window.area()];
+    let mut seen = vec![false; chunks.len()];
+    let mut total: u64 = 0;
+    for chunk in &chunks {
+        let slot = chunk_slot(header, window, &chunk.region);
+        if std::mem::replace(&mut seen[slot], true) {
+            return Err(Error::format(format!(
+                "two chunks hold the same block {}",
+                chunk.region
+            )));
+        }
+        for (k, &c) in chunk.counts.iter().enumerate() {
+            let (x, y) = chunk.region.coords_of(k);
+            counts[window.index_of(x, y).expect("region inside window")] = c;
+            total += c as u64;
+        }
+    }
+    check_memory(
+        pixel_bytes + total * bytes_per_sample as u64,
+        options.max_memory,
+        &format!("its {total} samples"),
+    )?;
+
+    let offsets = crate::deep::offsets_from_counts(&counts);
+    let mut planes: Vec<Plane> = channels
+        .iter()
+        .map(|c| Plane::zeros(c.sample_type, total as usize))
+        .collect();
+
+    // Pass 2: unpack sample data a batch of chunks at a time and place it.
+    let batch = rayon::current_num_threads().max(1) * 4;
+    for group in chunks.chunks(batch) {
+        let unpacked: Vec<Vec<u8>> = group
+            .par_iter()
+            .map(|c| {
+                decompress(codec, c.packed_samples, c.unpacked_size, "sample data")
+                    .map_err(|e| Error::format(format!("block {}: {e}", c.region)))
+            })
+            .collect::<Result<_>>()?;
+        for (chunk, data) in group.iter().zip(&unpacked) {
+            scatter_chunk(chunk, data, window, &offsets, &channels, &mut planes);
+        }
+    }
+
+    let image = DeepImage {
+        display_window: info.display_window,
+        data_window: window,
+        channels,
+        offsets,
+        planes,
+        state: info.state,
+    };
+    Ok(image)
+}
+
+fn check_memory(bytes: u64, limit: u64, what: &str) -> Result<()> {
+    if bytes > limit {
+        return Err(Error::format(format!(
+            "{what} would need {:.2} GiB, over the memory limit of {:.2} GiB (raise it with --max-memory)",
+            bytes as f64 / (1u64 << 30) as f64,
+            limit as f64 / (1u64 << 30) as f64
+        )));
+    }
+    Ok(())
+}
+
+/// Parse headers; returns them with the byte position where the offset tables begin.
+fn parse_meta(bytes: &[u8]) -> Result<(MetaData, usize)> {
+    if bytes.len() < 8 {
+        return Err(Error::format(
+            "file is too short to be an OpenEXR file (truncated or empty)",
+        ));
+    }
+    if bytes[..4] != [0x76, 0x2f, 0x31, 0x01] {
+        return Err(Error::format("not an OpenEXR file (wrong magic number)"));
+    }
+    let meta = MetaData::read_from_buffered(bytes, false)
+        .map_err(|e| Error::format(format!("cannot parse the EXR header: {e}")))?;
+    let multipart = meta.requirements.is_multilayer();
+    let table_start = headers_end(bytes, multipart)
+        .ok_or_else(|| Error::format("file is truncated inside its header"))?;
+    Ok((meta, table_start))
+}
+
+/// Byte position just past the header(s): attributes are `name\0type\0size:i32 value`, a header
+/// ends with an empty name, and a multi-part file ends its header list with one more empty name.
+fn headers_end(bytes: &[u8], multipart: bool) -> Option<usize> {
+    let mut at = 8;
+    let cstr_end = |at: usize| bytes[at..].iter().position(|&b| b == 0).map(|n| at + n);
+    loop {
+        // One header.
+        loop {
+            let name_end = cstr_end(at)?;
+            if name_end == at {
+                at += 1;
+                break;
+            }
+            let type_end = cstr_end(name_end + 1)?;
+            let size_bytes = bytes.get(type_end + 1..type_end + 5)?;
+            let size = i32::from_le_bytes(size_bytes.try_into().ok()?);
+            if size < 0 {
+                return None;
+            }
+            at = type_end + 5 + size as usize;
+            if at > bytes.len() {
+                return None;
+            }
+        }
+        if !multipart {
+            return Some(at);
+        }
+        if *bytes.get(at)? == 0 {
+            return Some(at + 1);
+        }
+    }
+}
+
+fn bounds_of(b: exr::meta::attribute::IntegerBounds) -> Bounds {
+    Bounds::from_origin_size(b.position.x(), b.position.y(), b.size.x(), b.size.y())
+}
+
+fn part_infos(meta: &MetaData) -> Vec<PartInfo> {
+    meta.headers
+        .iter()
+        .enumerate()
+        .map(|(index, h)| PartInfo {
+            index,
+            name: h.own_attributes.layer_name.as_ref().map(|t| t.to_string()),
+            deep: h.deep,
+            tiles: match h.blocks {
+                BlockDescription::Tiles(t) => Some((t.tile_size.x(), t.tile_size.y())),
+                BlockDescription::ScanLines => None,
+            },
+            display_window: bounds_of(h.shared_attributes.display_window),
+            data_window: bounds_of(h.data_window()),
+            channels: h
+                .channels
+                .list
+                .iter()
+                .map(|c| {
+                    let t = match c.sample_type {
+                        exr::meta::attribute::SampleType::U32 => SampleType::U32,
+                        exr::meta::attribute::SampleType::F16 => SampleType::F16,
+                        exr::meta::attribute::SampleType::F32 => SampleType::F32,
+                    };
+                    Channel::new(c.name.to_string(), t)
+                })
+                .collect(),
+            compression: format!("{}", h.compression),
+            state: deep_state(h),
+            line_order: format!("{:?}", h.line_order),
+        })
+        .collect()
+}
+
+/// `deepImageState` is a one-byte attribute of its own type, which the `exr` crate keeps among
+/// the custom attributes.
+fn deep_state(h: &Header) -> DeepState {
+    let key = Text::from("deepImageState");
+    match h.own_attributes.other.get(&key) {
+        Some(exr::meta::attribute::AttributeValue::Custom { bytes, .. }) if !bytes.is_empty() => {
+            DeepState::from_byte(bytes[0])
+        }
+        _ => DeepState::Messy,
+    }
+}
+
+fn select_part(infos: &[PartInfo], selector: &PartSelector) -> Result<usize> {
+    let names = || {
+        infos
+            .iter()
+            .map(|p| format!("{}:{}", p.index, p.name.as_deref().unwrap_or("(unnamed)")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let index = match selector {
+        PartSelector::FirstDeep => infos.iter().position(|p| p.deep).ok_or_else(|| {
+            Error::format(
+                "is a flat (non-deep) EXR; deepmerge needs deep input \
+                 (make it deep first, e.g. with oiiotool --deepen)",
+            )
+        })?,
+        PartSelector::Index(i) if *i < infos.len() => *i,
+        PartSelector::Index(i) => {
+            return Err(Error::format(format!(
+                "has no part {i}; parts are {}",
+                names()
+            )))
+        }
+        PartSelector::Name(n) => infos
+            .iter()
+            .position(|p| p.name.as_deref() == Some(n.as_str()))
+            .ok_or_else(|| {
+                Error::format(format!("has no part named {n:?}; parts are {}", names()))
+            })?,
+    };
+    if !infos[index].deep {
+        return Err(Error::format(format!(
+            "part {index} is flat (non-deep); deepmerge needs a deep part"
+        )));
+    }
+    Ok(index)
+}
+
+fn expected_chunk_count(header: &Header, window: Bounds) -> usize {
+    match header.blocks {
+        BlockDescription::ScanLines => window
+            .height()
+            .div_ceil(header.compression.scan_lines_per_block()),
+        BlockDescription::Tiles(t) => {
+            window.width().div_ceil(t.tile_size.x()) * window.height().div_ceil(t.tile_size.y())
+        }
+    }
+}
+
+/// Index of the block a chunk's region stands for, to catch duplicates.
+fn chunk_slot(header: &Header, window: Bounds, region: &Bounds) -> usize {
+    match header.blocks {
+        BlockDescription::ScanLines => {
+            (region.y0 - window.y0) as usize / header.compression.scan_lines_per_block()
+        }
+        BlockDescription::Tiles(t) => {
+            let tiles_x = window.width().div_ceil(t.tile_size.x());
+            let tx = (region.x0 - window.x0) as usize / t.tile_size.x();
+            let ty = (region.y0 - window.y0) as usize / t.tile_size.y();
+            ty * tiles_x + tx
+        }
+    }
+}
+
+/// A chunk whose count table has been decoded and whose sample data is still packed.
+struct RawChunk<'a> {
+    region: Bounds,
+    counts: Vec<u32>,
+    packed_samples: &'a [u8],
+    unpacked_size: usize,
+}
+
+struct ByteReader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> ByteReader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let end = end.ok_or_else(|| Error::format("file is truncated inside a chunk"))?;
+        let s = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+    fn i32(&mut self) -> Result<i32> {
+        Ok(i32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+}
+
+fn parse_chunk<'a>(
+    bytes: &'a [u8],
+    at: usize,
+    multipart: bool,
+    part: usize,
+    header: &Header,
+    window: Bounds,
+    codec: Codec,
+) -> Result<RawChunk<'a>> {
+    if at >= bytes.len() {
+        return Err(Error::format(
+            "file is truncated: a chunk offset points past the end",
+        ));
+    }
+    let mut r = ByteReader { bytes, at };
+    if multipart {
+        let p = r.i32()?;
+        if p != part as i32 {
+            return Err(Error::format(format!(
+                "offset table points at a chunk of part {p}, not {part}"
+            )));
+        }
+    }
+    let region = match header.blocks {
+        BlockDescription::ScanLines => {
+            let y = r.i32()?;
+            let lines = header.compression.scan_lines_per_block() as i64;
+            let rel = y as i64 - window.y0 as i64;
+            if rel < 0 || y > window.y1 || rel % lines != 0 {
+                return Err(Error::format(format!(
+                    "scanline chunk at y = {y} is outside the data window or misaligned"
+                )));
+            }
+            Bounds {
+                x0: window.x0,
+                y0: y,
+                x1: window.x1,
+                y1: (y as i64 + lines - 1).min(window.y1 as i64) as i32,
+            }
+        }
+        BlockDescription::Tiles(t) => {
+            let (tx, ty, lx, ly) = (r.i32()?, r.i32()?, r.i32()?, r.i32()?);
+            let (tw, th) = (t.tile_size.x() as i64, t.tile_size.y() as i64);
+            let x0 = window.x0 as i64 + tx as i64 * tw;
+            let y0 = window.y0 as i64 + ty as i64 * th;
+            if tx < 0
+                || ty < 0
+                || lx != 0
+                || ly != 0
+                || x0 > window.x1 as i64
+                || y0 > window.y1 as i64
+            {
+                return Err(Error::format(format!(
+                    "tile ({tx}, {ty}) level ({lx}, {ly}) is outside the data window"
+                )));
+            }
+            Bounds {
+                x0: x0 as i32,
+                y0: y0 as i32,
+                x1: (x0 + tw - 1).min(window.x1 as i64) as i32,
+                y1: (y0 + th - 1).min(window.y1 as i64) as i32,
+            }
+        }
+    };
+    let packed_table_size = r.u64()? as usize;
+    let packed_sample_size = r.u64()? as usize;
+    let unpacked_size = r.u64()? as usize;
+    let packed_table = r.take(packed_table_size)?;
+    let packed_samples = r.take(packed_sample_size)?;
+
+    let pixels = region.area();
+    // OpenEXR writes the table of a clipped edge tile stored raw at the full tile size, with the
+    // clipped pixels first: a raw table of full-tile size is accepted and its tail ignored.
+    let full_tile = match header.blocks {
+        BlockDescription::Tiles(t) => t.tile_size.x() * t.tile_size.y(),
+        BlockDescription::ScanLines => pixels,
+    };
+    let table = if full_tile != pixels && packed_table.len() == full_tile * 4 {
+        packed_table[..pixels * 4].to_vec()
+    } else {
+        decompress(codec, packed_table, pixels * 4, "sample-count table")
+            .map_err(|e| Error::format(format!("block {region}: {e}")))?
+    };
+    let cumulative: Vec<i32> = table
+        .chunks_exact(4)
+        .map(|b| i32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    let bytes_per_sample: u64 = header
+        .channels
+        .list
+        .iter()
+        .map(|c| c.sample_type.bytes_per_sample() as u64)
+        .sum();
+    let counts = counts_from_table(&cumulative, region, bytes_per_sample, unpacked_size as u64)?;
+    Ok(RawChunk {
+        region,
+        counts,
+        packed_samples,
+        unpacked_size,
+    })
+}
+
+/// Per-pixel counts from a chunk's cumulative table. OpenEXR accumulates within each line of a
+/// block (tiles, as written by the library); a table accumulated over the whole block is accepted
+/// too. The convention is the one whose total matches the chunk's unpacked data size; the table
+/// must never decrease inside its running sum.
+fn counts_from_table(
+    cumulative: &[i32],
+    region: Bounds,
+    bytes_per_sample: u64,
+    unpacked_size: u64,
+) -> Result<Vec<u32>> {
+    let w = region.width();
+    let corrupt = |detail: String| {
+        Error::format(format!(
+            "block {region}: corrupt sample-count table ({detail})"
+        ))
+    };
+    let decode = |per_line: bool| -> Result<(Vec<u32>, u64)> {
+        let mut counts = Vec::with_capacity(cumulative.len());
+        let mut previous = 0i32;
+        let mut total = 0u64;
+        for (k, &value) in cumulative.iter().enumerate() {
+            if per_line && k % w == 0 {
+                previous = 0;
+            }
+            if value < previous {
+                let (x, y) = region.coords_of(k);
+                return Err(corrupt(format!("decreases at pixel ({x}, {y})")));
+            }
+            counts.push((value - previous) as u32);
+            total += (value - previous) as u64;
+            previous = value;
+        }
+        Ok((counts, total))
+    };
+    let mut last_error = None;
+    for per_line in [true, false] {
+        match decode(per_line) {
+            Ok((counts, total)) if total * bytes_per_sample == unpacked_size => return Ok(counts),
+            Ok((_, total)) => {
+                last_error = Some(corrupt(format!(
+                    "{total} samples need {} bytes, the chunk holds {unpacked_size}",
+                    total * bytes_per_sample
+                )))
+            }
+            Err(e) => last_error = Some(e),
+        }
+    }
+    Err(last_error.expect("tried"))
+}
+
+/// Place a chunk's unpacked samples: for each line of the block, for each channel, the samples
+/// of every pixel of that line in turn.
+fn scatter_chunk(
+    chunk: &RawChunk,
+    data: &[u8],
+    window: Bounds,
+    offsets: &[u64],
+    channels: &[Channel],
+    planes: &mut [Plane],
+) {
+    let w = chunk.region.width();
+    let mut at = 0;
+    for line in 0..chunk.region.height() {
+        let row = &chunk.counts[line * w..(line + 1) * w];
+        let line_samples: usize = row.iter().map(|&c| c as usize).sum();
+        let y = chunk.region.y0 + line as i32;
+        let first = window.index_of(chunk.region.x0, y).expect("inside");
+        for (c, channel) in channels.iter().enumerate() {
+            let size = channel.sample_type.size();
+            let mut src = at;
+            for (k, &n) in row.iter().enumerate() {
+                let n = n as usize;
+                let dst = offsets[first + k] as usize;
+                planes[c].write_le_at(dst, &data[src..src + n * size]);
+                src += n * size;
+            }
+            at += line_samples * size;
+        }
+    }
+}

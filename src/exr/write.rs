@@ -1,0 +1,267 @@
+//! Writing deep scanline and flat EXR files.
+//!
+//! Deep headers are written attribute by attribute with the `exr` crate's attribute encoder (its
+//! whole-header writer does not support deep parts yet); flat files go through the `exr` crate's
+//! image writer. Every file is written to a temporary file beside the target and renamed into
+//! place, so a failure never leaves a partial output.
+
+use std::io::Write;
+use std::path::Path;
+
+use exr::meta::attribute::{
+    self as attr, AttributeValue, BlockType, ChannelDescription, ChannelList, IntegerBounds,
+    LineOrder, Text,
+};
+use exr::prelude::SmallVec;
+use rayon::prelude::*;
+
+use super::compression::{compress, Codec};
+use crate::deep::{Bounds, DeepImage, DeepState, FlatImage, FlatValues, SampleType};
+use crate::error::{Error, Result};
+
+/// Storage type of colour and alpha in a flat file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FlatType {
+    /// 16-bit half floats (the default, as compositors expect).
+    #[default]
+    Half,
+    /// 32-bit floats.
+    Float,
+}
+
+/// Write bytes to `path` through a temporary file in the same directory and a rename.
+pub fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let io_err = |e: std::io::Error| Error::file(path, format!("cannot write: {e}"));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".deepmerge-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(io_err)?;
+    {
+        let mut buffered = std::io::BufWriter::new(tmp.as_file_mut());
+        write(&mut buffered)?;
+        buffered.flush().map_err(io_err)?;
+    }
+    tmp.as_file().sync_all().map_err(io_err)?;
+    tmp.persist(path).map_err(|e| io_err(e.error))?;
+    Ok(())
+}
+
+fn exr_type(t: SampleType) -> attr::SampleType {
+    match t {
+        SampleType::U32 => attr::SampleType::U32,
+        SampleType::F16 => attr::SampleType::F16,
+        SampleType::F32 => attr::SampleType::F32,
+    }
+}
+
+fn exr_bounds(b: Bounds) -> IntegerBounds {
+    IntegerBounds::new((b.x0, b.y0), (b.width(), b.height()))
+}
+
+/// Write a deep scanline file with the given codec; `deepImageState` records `image.state`.
+pub fn write_deep(path: &Path, image: &DeepImage, codec: Codec) -> Result<()> {
+    if image.data_window.area() == 0 {
+        return Err(Error::file(
+            path,
+            "cannot write an image with an empty data window",
+        ));
+    }
+    let bytes = encode_deep(image, codec)?;
+    write_atomically(path, |w| {
+        w.write_all(&bytes)
+            .map_err(|e| Error::file(path, format!("cannot write: {e}")))
+    })
+}
+
+/// Encode a deep scanline file in memory.
+pub fn encode_deep(image: &DeepImage, codec: Codec) -> Result<Vec<u8>> {
+    let window = image.data_window;
+    let lines = codec.lines_per_chunk();
+    let chunk_count = window.height().div_ceil(lines);
+    let mut out = Vec::new();
+    write_deep_header(&mut out, image, codec, chunk_count)?;
+
+    let chunks: Vec<Vec<u8>> = (0..chunk_count)
+        .into_par_iter()
+        .map(|i| encode_chunk(image, codec, i * lines, lines))
+        .collect();
+    let table_at = out.len();
+    let mut offset = (table_at + 8 * chunk_count) as u64;
+    for c in &chunks {
+        out.extend(offset.to_le_bytes());
+        offset += c.len() as u64;
+    }
+    for c in chunks {
+        out.extend(c);
+    }
+    Ok(out)
+}
+
+fn write_deep_header(
+    out: &mut Vec<u8>,
+    image: &DeepImage,
+    codec: Codec,
+    chunk_count: usize,
+) -> Result<()> {
+    let long_names = image.channels.iter().any(|c| c.name.len() > 31);
+    out.extend([0x76, 0x2f, 0x31, 0x01]);
+    // Version 2, bit 10: long names, bit 11: deep data.
+    let flags: u32 = 2 | (u32::from(long_names) << 10) | (1 << 11);
+    out.extend(flags.to_le_bytes());
+
+    let channels: SmallVec<[ChannelDescription; 5]> = image
+        .channels
+        .iter()
+        .map(|c| ChannelDescription::new(c.name.as_str(), exr_type(c.sample_type), false))
+        .collect();
+    let max_samples = i32::try_from(image.max_count())
+        .map_err(|_| Error::format("a pixel holds more samples than EXR can count"))?;
+    let attributes: Vec<(&str, AttributeValue)> = vec![
+        (
+            "channels",
+            AttributeValue::ChannelList(ChannelList::new(channels)),
+        ),
+        ("compression", AttributeValue::Compression(codec.to_exr())),
+        (
+            "dataWindow",
+            AttributeValue::IntegerBounds(exr_bounds(image.data_window)),
+        ),
+        (
+            "displayWindow",
+            AttributeValue::IntegerBounds(exr_bounds(image.display_window)),
+        ),
+        (
+            "lineOrder",
+            AttributeValue::LineOrder(LineOrder::Increasing),
+        ),
+        ("pixelAspectRatio", AttributeValue::F32(1.0)),
+        (
+            "screenWindowCenter",
+            AttributeValue::FloatVec2((0.0, 0.0).into()),
+        ),
+        ("screenWindowWidth", AttributeValue::F32(1.0)),
+        ("type", AttributeValue::BlockType(BlockType::DeepScanLine)),
+        ("version", AttributeValue::I32(1)),
+        ("maxSamplesPerPixel", AttributeValue::I32(max_samples)),
+        ("chunkCount", AttributeValue::I32(chunk_count as i32)),
+        (
+            "deepImageState",
+            AttributeValue::Custom {
+                kind: Text::from("deepImageState"),
+                bytes: SmallVec::from_slice(&[image.state as u8]),
+            },
+        ),
+    ];
+    for (name, value) in &attributes {
+        attr::write(name.as_bytes(), value, out)
+            .map_err(|e| Error::format(format!("cannot encode attribute {name}: {e}")))?;
+    }
+    out.push(0);
+    Ok(())
+}
+
+/// One chunk: y, packed table size, packed data size, unpacked data size, table, data; the data
+/// holds, for each line, for each channel, the samples of each pixel in turn.
+fn encode_chunk(image: &DeepImage, codec: Codec, first_line: usize, lines: usize) -> Vec<u8> {
+    let window = image.data_window;
+    let w = window.width();
+    let last_line = (first_line + lines).min(window.height());
+    let first_pixel = first_line * w;
+    let end_pixel = last_line * w;
+
+    // The count table accumulates within each line, as OpenEXR writes it.
+    let mut table = Vec::with_capacity((end_pixel - first_pixel) * 4);
+    for p in first_pixel..end_pixel {
+        let line_start = image.offsets[p - p % w];
+        table.extend(((image.offsets[p + 1] - line_start) as i32).to_le_bytes());
+    }
+    let mut data = Vec::new();
+    for line in first_line..last_line {
+        let a = image.offsets[line * w] as usize;
+        let b = image.offsets[(line + 1) * w] as usize;
+        for plane in &image.planes {
+            plane.write_le(a..b, &mut data);
+        }
+    }
+    let packed_table = compress(codec, &table);
+    let packed_data = compress(codec, &data);
+    let mut out = Vec::with_capacity(28 + packed_table.len() + packed_data.len());
+    out.extend((window.y0 + first_line as i32).to_le_bytes());
+    out.extend((packed_table.len() as u64).to_le_bytes());
+    out.extend((packed_data.len() as u64).to_le_bytes());
+    out.extend((data.len() as u64).to_le_bytes());
+    out.extend(packed_table);
+    out.extend(packed_data);
+    out
+}
+
+/// Write a flat scanline EXR (ZIP compressed): float channels as `flat_type`, except channels
+/// named Z, which are always 32-bit float; uint channels stay uint.
+pub fn write_flat(path: &Path, image: &FlatImage, flat_type: FlatType) -> Result<()> {
+    use exr::prelude::{
+        AnyChannel, AnyChannels, Encoding, FlatSamples, Image, Layer, LayerAttributes, Vec2,
+        WritableImage,
+    };
+    if image.data_window.area() == 0 {
+        return Err(Error::file(
+            path,
+            "cannot write an image with an empty data window",
+        ));
+    }
+    let list: SmallVec<[AnyChannel<FlatSamples>; 4]> = image
+        .channels
+        .iter()
+        .map(|c| {
+            let samples = match &c.values {
+                FlatValues::U32(v) => FlatSamples::U32(v.clone()),
+                FlatValues::F32(v) if c.name == "Z" || flat_type == FlatType::Float => {
+                    FlatSamples::F32(v.clone())
+                }
+                FlatValues::F32(v) => {
+                    FlatSamples::F16(v.iter().map(|&x| half::f16::from_f32(x)).collect())
+                }
+            };
+            AnyChannel::new(c.name.as_str(), samples)
+        })
+        .collect();
+    let size = (image.data_window.width(), image.data_window.height());
+    let attributes = LayerAttributes {
+        layer_position: Vec2(image.data_window.x0, image.data_window.y0),
+        ..LayerAttributes::default()
+    };
+    let layer = Layer::new(
+        size,
+        attributes,
+        Encoding::SMALL_LOSSLESS,
+        AnyChannels::sort(list),
+    );
+    let mut exr_image = Image::from_layer(layer);
+    exr_image.attributes.display_window = exr_bounds(image.display_window);
+    let mut bytes = Vec::new();
+    exr_image
+        .write()
+        .non_parallel()
+        .to_buffered(std::io::Cursor::new(&mut bytes))
+        .map_err(|e| Error::file(path, format!("cannot encode flat EXR: {e}")))?;
+    write_atomically(path, |w| {
+        w.write_all(&bytes)
+            .map_err(|e| Error::file(path, format!("cannot write: {e}")))
+    })
+}
+
+/// The state a merged deep image may truthfully claim.
+pub fn merged_state(tidy: bool) -> DeepState {
+    if tidy {
+        DeepState::Tidy
+    } else {
+        DeepState::Sorted
+    }
+}

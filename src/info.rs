@@ -1,0 +1,113 @@
+//! `deepmerge info`: what a file holds, per part, with sample statistics for deep parts.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::deep::DeepImage;
+use crate::error::Result;
+use crate::exr::{read_deep, read_parts_info, PartSelector, ReadOptions};
+
+/// Depth-complexity bins (inclusive upper bounds) as the paper draws them; the last is open.
+pub const COMPLEXITY_BINS: [(&str, usize); 5] = [
+    ("<=16", 16),
+    ("16-64", 64),
+    ("64-128", 128),
+    ("128-512", 512),
+    (">512", usize::MAX),
+];
+
+/// Sample statistics of a deep image.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SampleStats {
+    /// All samples.
+    pub total: usize,
+    /// Most samples in one pixel.
+    pub max: usize,
+    /// Mean samples per pixel of the data window.
+    pub mean: f64,
+    /// Pixels with no samples.
+    pub empty: usize,
+    /// Pixels per [`COMPLEXITY_BINS`] bin (empty pixels included in the first).
+    pub histogram: [usize; 5],
+}
+
+/// Statistics of `image`.
+pub fn sample_stats(image: &DeepImage) -> SampleStats {
+    let mut histogram = [0usize; 5];
+    let mut empty = 0;
+    for p in 0..image.pixel_count() {
+        let n = image.count(p);
+        empty += usize::from(n == 0);
+        let bin = COMPLEXITY_BINS
+            .iter()
+            .position(|&(_, hi)| n <= hi)
+            .unwrap_or(4);
+        histogram[bin] += 1;
+    }
+    SampleStats {
+        total: image.sample_count(),
+        max: image.max_count(),
+        mean: image.sample_count() as f64 / image.pixel_count().max(1) as f64,
+        empty,
+        histogram,
+    }
+}
+
+/// The report `deepmerge info FILE` prints.
+pub fn describe_file(path: &Path, max_memory: u64) -> Result<String> {
+    let parts = read_parts_info(path)?;
+    let mut out = String::new();
+    let _ = writeln!(out, "{}: {} part(s)", path.display(), parts.len());
+    for part in &parts {
+        let kind = match (part.deep, part.tiles) {
+            (true, Some(_)) => "deep tiled",
+            (true, None) => "deep scanline",
+            (false, Some(_)) => "flat tiled",
+            (false, None) => "flat scanline",
+        };
+        let _ = writeln!(
+            out,
+            "  part {}{}: {kind}",
+            part.index,
+            part.name
+                .as_ref()
+                .map(|n| format!(" \"{n}\""))
+                .unwrap_or_default()
+        );
+        if let Some((w, h)) = part.tiles {
+            let _ = writeln!(out, "    tiles: {w}x{h}");
+        }
+        let _ = writeln!(out, "    display window: {}", part.display_window);
+        let _ = writeln!(out, "    data window: {}", part.data_window);
+        let channels: Vec<String> = part
+            .channels
+            .iter()
+            .map(|c| format!("{} ({})", c.name, c.sample_type.name()))
+            .collect();
+        let _ = writeln!(out, "    channels: {}", channels.join(", "));
+        let _ = writeln!(out, "    compression: {}", part.compression);
+        let _ = writeln!(out, "    line order: {}", part.line_order);
+        if !part.deep {
+            continue;
+        }
+        let _ = writeln!(out, "    deep image state: {}", part.state.name());
+        let options = ReadOptions {
+            part: PartSelector::Index(part.index),
+            max_memory,
+        };
+        let image = read_deep(path, &options)?;
+        let s = sample_stats(&image);
+        let _ = writeln!(
+            out,
+            "    samples: {} total, max {} per pixel, mean {:.3} per pixel, {} empty pixels",
+            s.total, s.max, s.mean, s.empty
+        );
+        let bins: Vec<String> = COMPLEXITY_BINS
+            .iter()
+            .zip(s.histogram)
+            .map(|((name, _), n)| format!("{name}: {n}"))
+            .collect();
+        let _ = writeln!(out, "    depth complexity (pixels): {}", bins.join(", "));
+    }
+    Ok(out)
+}
