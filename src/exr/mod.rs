@@ -12,4 +12,7 @@ pub use read::{
     decode_deep, read_deep, read_parts_info, PartInfo, PartSelector, ReadOptions,
     DEFAULT_MAX_MEMORY,
 };
-pub use write::{encode_deep, merged_state, write_atomically, write_deep, write_flat, FlatType};
+pub use write::{
+    encode_deep, encode_deep_with, merged_state, write_atomically, write_deep, write_deep_with,
+    write_flat, DeepWriteOptions, FlatType,
+};

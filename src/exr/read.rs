@@ -234,8 +234,11 @@ fn parse_meta(bytes: &[u8]) -> Result<(MetaData, usize)> {
     if bytes[..4] != [0x76, 0x2f, 0x31, 0x01] {
         return Err(Error::format("not an OpenEXR file (wrong magic number)"));
     }
-    let meta = MetaData::read_from_buffered(bytes, false)
-        .map_err(|e| Error::format(format!("cannot parse the EXR header: {e}")))?;
+    // The header parser is a dependency; a malformed header must give an error, never a panic.
+    let parsed = std::panic::catch_unwind(|| MetaData::read_from_buffered(bytes, false))
+        .map_err(|_| Error::format("cannot parse the EXR header (malformed)"))?;
+    let meta =
+        parsed.map_err(|e| Error::format(format!("cannot parse the EXR header: {e}")))?;
     let multipart = meta.requirements.is_multilayer();
     let table_start = headers_end(bytes, multipart)
         .ok_or_else(|| Error::format("file is truncated inside its header"))?;

@@ -66,28 +66,66 @@ fn exr_bounds(b: Bounds) -> IntegerBounds {
     IntegerBounds::new((b.x0, b.y0), (b.width(), b.height()))
 }
 
+/// Options for deep output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeepWriteOptions {
+    /// Compression.
+    pub codec: Codec,
+    /// Record `deepImageState` (true by default). Some readers, PyPI OpenEXR 3.5 among them,
+    /// refuse files that carry it; leaving it out claims nothing ("messy"), which is never false.
+    pub write_state: bool,
+}
+
+impl Default for DeepWriteOptions {
+    fn default() -> Self {
+        DeepWriteOptions {
+            codec: Codec::Zips,
+            write_state: true,
+        }
+    }
+}
+
 /// Write a deep scanline file with the given codec; `deepImageState` records `image.state`.
 pub fn write_deep(path: &Path, image: &DeepImage, codec: Codec) -> Result<()> {
+    let options = DeepWriteOptions {
+        codec,
+        ..DeepWriteOptions::default()
+    };
+    write_deep_with(path, image, &options)
+}
+
+/// Write a deep scanline file.
+pub fn write_deep_with(path: &Path, image: &DeepImage, options: &DeepWriteOptions) -> Result<()> {
     if image.data_window.area() == 0 {
         return Err(Error::file(
             path,
             "cannot write an image with an empty data window",
         ));
     }
-    let bytes = encode_deep(image, codec)?;
+    let bytes = encode_deep_with(image, options)?;
     write_atomically(path, |w| {
         w.write_all(&bytes)
             .map_err(|e| Error::file(path, format!("cannot write: {e}")))
     })
 }
 
-/// Encode a deep scanline file in memory.
+/// Encode a deep scanline file in memory, with `deepImageState`.
 pub fn encode_deep(image: &DeepImage, codec: Codec) -> Result<Vec<u8>> {
+    let options = DeepWriteOptions {
+        codec,
+        ..DeepWriteOptions::default()
+    };
+    encode_deep_with(image, &options)
+}
+
+/// Encode a deep scanline file in memory.
+pub fn encode_deep_with(image: &DeepImage, options: &DeepWriteOptions) -> Result<Vec<u8>> {
+    let codec = options.codec;
     let window = image.data_window;
     let lines = codec.lines_per_chunk();
     let chunk_count = window.height().div_ceil(lines);
     let mut out = Vec::new();
-    write_deep_header(&mut out, image, codec, chunk_count)?;
+    write_deep_header(&mut out, image, options, chunk_count)?;
 
     let chunks: Vec<Vec<u8>> = (0..chunk_count)
         .into_par_iter()
@@ -108,9 +146,10 @@ pub fn encode_deep(image: &DeepImage, codec: Codec) -> Result<Vec<u8>> {
 fn write_deep_header(
     out: &mut Vec<u8>,
     image: &DeepImage,
-    codec: Codec,
+    options: &DeepWriteOptions,
     chunk_count: usize,
 ) -> Result<()> {
+    let codec = options.codec;
     let long_names = image.channels.iter().any(|c| c.name.len() > 31);
     out.extend([0x76, 0x2f, 0x31, 0x01]);
     // Version 2, bit 10: long names, bit 11: deep data.
@@ -124,7 +163,7 @@ fn write_deep_header(
         .collect();
     let max_samples = i32::try_from(image.max_count())
         .map_err(|_| Error::format("a pixel holds more samples than EXR can count"))?;
-    let attributes: Vec<(&str, AttributeValue)> = vec![
+    let mut attributes: Vec<(&str, AttributeValue)> = vec![
         (
             "channels",
             AttributeValue::ChannelList(ChannelList::new(channels)),
@@ -152,14 +191,17 @@ fn write_deep_header(
         ("version", AttributeValue::I32(1)),
         ("maxSamplesPerPixel", AttributeValue::I32(max_samples)),
         ("chunkCount", AttributeValue::I32(chunk_count as i32)),
-        (
+    ];
+    if options.write_state {
+        // Its own attribute type: one byte, 0 messy, 1 sorted, 2 non-overlapping, 3 tidy.
+        attributes.push((
             "deepImageState",
             AttributeValue::Custom {
                 kind: Text::from("deepImageState"),
                 bytes: SmallVec::from_slice(&[image.state as u8]),
             },
-        ),
-    ];
+        ));
+    }
     for (name, value) in &attributes {
         attr::write(name.as_bytes(), value, out)
             .map_err(|e| Error::format(format!("cannot encode attribute {name}: {e}")))?;

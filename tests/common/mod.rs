@@ -1,0 +1,173 @@
+//! Shared helpers for the integration tests: corpus paths, the independent reader (PyPI
+//! OpenEXR through `tests/independent/dump_deep.py`), the CLI binary, small synthetic images.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use deepmerge::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
+use deepmerge::exr::{read_deep, PartSelector, ReadOptions};
+use half::f16;
+
+/// A file of the committed corpus.
+pub fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(rel)
+}
+
+/// Read part `part` of a corpus file with our reader.
+pub fn read(path: &Path, part: usize) -> DeepImage {
+    let options = ReadOptions {
+        part: PartSelector::Index(part),
+        ..ReadOptions::default()
+    };
+    read_deep(path, &options).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// What the independent reader decoded.
+pub struct Dump {
+    pub width: usize,
+    pub height: usize,
+    /// (name, type code: 0 uint, 1 half, 2 float, 255 unknown)
+    pub channels: Vec<(String, u32)>,
+    pub counts: Vec<u32>,
+    /// Raw little-endian bytes of every channel's values.
+    pub values: Vec<Vec<u8>>,
+}
+
+/// Decode `path` part `part` with PyPI OpenEXR. Fails the test (never skips) if Python or the
+/// module is missing: CI installs them.
+pub fn independent_dump(path: &Path, part: usize) -> Dump {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/independent/dump_deep.py");
+    let status = Command::new("python3")
+        .arg(&script)
+        .arg(path)
+        .arg(part.to_string())
+        .arg(out.path())
+        .output()
+        .expect("python3 must be installed (the independent reader runs on PyPI OpenEXR)");
+    assert!(
+        status.status.success(),
+        "independent reader failed on {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let bytes = std::fs::read(out.path()).unwrap();
+    let mut at = 0;
+    let u32_at = |at: &mut usize| {
+        let v = u32::from_le_bytes(bytes[*at..*at + 4].try_into().unwrap());
+        *at += 4;
+        v
+    };
+    let width = u32_at(&mut at) as usize;
+    let height = u32_at(&mut at) as usize;
+    let n = u32_at(&mut at) as usize;
+    let mut channels = Vec::new();
+    for _ in 0..n {
+        let len = u32_at(&mut at) as usize;
+        let name = String::from_utf8(bytes[at..at + len].to_vec()).unwrap();
+        at += len;
+        let kind = u32_at(&mut at);
+        channels.push((name, kind));
+    }
+    let counts: Vec<u32> = (0..width * height).map(|_| u32_at(&mut at)).collect();
+    let total: usize = counts.iter().map(|&c| c as usize).sum();
+    let mut values = Vec::new();
+    for (_, kind) in &channels {
+        let size = if *kind == 1 { 2 } else { 4 };
+        let len = if *kind == 255 { 0 } else { total * size };
+        values.push(bytes[at..at + len].to_vec());
+        at += len;
+    }
+    Dump {
+        width,
+        height,
+        channels,
+        counts,
+        values,
+    }
+}
+
+/// Assert that our decode equals the independent one, sample for sample and bit for bit.
+pub fn assert_matches_dump(ours: &DeepImage, dump: &Dump, what: &str) {
+    assert_eq!(ours.data_window.width(), dump.width, "{what}: width");
+    assert_eq!(ours.data_window.height(), dump.height, "{what}: height");
+    assert_eq!(ours.counts(), dump.counts, "{what}: sample counts");
+    assert_eq!(ours.channels.len(), dump.channels.len(), "{what}: channels");
+    for (k, (name, kind)) in dump.channels.iter().enumerate() {
+        let c = &ours.channels[k];
+        assert_eq!(&c.name, name, "{what}: channel order");
+        if *kind != 255 {
+            assert_eq!(c.sample_type.code() as u32, *kind, "{what}: type of {name}");
+        }
+        let mut bytes = Vec::new();
+        ours.planes[k].write_le(0..ours.sample_count(), &mut bytes);
+        if *kind != 255 {
+            assert!(bytes == dump.values[k], "{what}: values of {name} differ");
+        } else {
+            assert!(bytes.is_empty(), "{what}: {name} should have no samples");
+        }
+    }
+}
+
+/// The CLI binary.
+pub fn deepmerge() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+}
+
+/// Run the CLI, returning (success, stdout, stderr).
+pub fn run(args: &[&str]) -> (bool, String, String) {
+    let out = deepmerge().args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A small synthetic deep image with half colour and float Z: pixel i gets `count(i)` samples at
+/// depths derived from `seed`, sorted; values vary so that mistakes show.
+pub fn synthetic(window: Bounds, seed: u32, count: impl Fn(usize) -> u32) -> DeepImage {
+    let channels = vec![
+        Channel::new("A", SampleType::F16),
+        Channel::new("B", SampleType::F16),
+        Channel::new("G", SampleType::F16),
+        Channel::new("R", SampleType::F16),
+        Channel::new("Z", SampleType::F32),
+    ];
+    let counts: Vec<u32> = (0..window.area()).map(&count).collect();
+    let total: usize = counts.iter().map(|&c| c as usize).sum();
+    let mut rng = seed.wrapping_mul(2654435761).max(1);
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 17;
+        rng ^= rng << 5;
+        (rng % 10_000) as f32 / 10_000.0
+    };
+    let mut a = Vec::with_capacity(total);
+    let mut z = Vec::with_capacity(total);
+    for &c in &counts {
+        let mut depth = 1.0 + next() * 10.0;
+        for _ in 0..c {
+            a.push(f16::from_f32(0.05 + 0.5 * next()));
+            depth += 0.01 + next();
+            z.push(depth);
+        }
+    }
+    let colour = |k: f32| -> Plane {
+        Plane::F16(
+            a.iter()
+                .enumerate()
+                .map(|(i, al)| f16::from_f32(al.to_f32() * ((i as f32 * k).sin() * 0.5 + 0.5)))
+                .collect(),
+        )
+    };
+    let planes = vec![
+        Plane::F16(a.clone()),
+        colour(0.37),
+        colour(0.11),
+        colour(0.73),
+        Plane::F32(z),
+    ];
+    DeepImage::from_counts(window, window, channels, &counts, planes, DeepState::Sorted).unwrap()
+}
