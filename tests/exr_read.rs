@@ -87,8 +87,14 @@ fn parts_are_chosen_by_index_name_or_first_deep() {
     let first = read_deep(&path, &ReadOptions::default()).unwrap();
     assert_eq!(first.sample_count(), 172_743);
     let missing = by_name("rgba.middle").unwrap_err().to_string();
-    assert!(missing.contains("no part named \"rgba.middle\""), "{missing}");
-    assert!(missing.contains("1:rgba.right"), "lists the parts: {missing}");
+    assert!(
+        missing.contains("no part named \"rgba.middle\""),
+        "{missing}"
+    );
+    assert!(
+        missing.contains("1:rgba.right"),
+        "lists the parts: {missing}"
+    );
 }
 
 #[test]

@@ -26,7 +26,9 @@ fn deep_round_trips_are_bit_exact_for_every_codec() {
         read(&data("oiio/input-crop.deep.exr"), 0), // ZBack, per-channel alpha
         read(&data("oiio/deep-nosamples.exr"), 0),
         // Long lists, a width not a multiple of 16, a height not a multiple of ZIP's 16 lines.
-        synthetic(Bounds::from_origin_size(3, -2, 37, 21), 3, |p| (p * 7 % 41) as u32),
+        synthetic(Bounds::from_origin_size(3, -2, 37, 21), 3, |p| {
+            (p * 7 % 41) as u32
+        }),
     ];
     for image in &images {
         for codec in CODECS {
@@ -44,7 +46,9 @@ fn deep_round_trips_are_bit_exact_for_every_codec() {
 #[test]
 fn written_deep_files_read_back_in_pypi_openexr() {
     let dir = tempfile::tempdir().unwrap();
-    let image = synthetic(Bounds::from_origin_size(0, 0, 33, 17), 11, |p| (p % 9) as u32);
+    let image = synthetic(Bounds::from_origin_size(0, 0, 33, 17), 11, |p| {
+        (p % 9) as u32
+    });
     let ids = read(&data("openexr/11.deep.exr"), 0);
     // NONE, RLE and ZIPS: OpenEXR itself refuses ZIP for deep data (see PROVENANCE.md).
     for codec in [Codec::None, Codec::Rle, Codec::Zips] {
@@ -56,7 +60,11 @@ fn written_deep_files_read_back_in_pypi_openexr() {
                 write_state: false,
             };
             write_deep_with(&path, im, &options).unwrap();
-            assert_matches_dump(im, &independent_dump(&path, 0), &format!("{name} {codec:?}"));
+            assert_matches_dump(
+                im,
+                &independent_dump(&path, 0),
+                &format!("{name} {codec:?}"),
+            );
         }
     }
 }
@@ -68,10 +76,16 @@ fn oiiotool_stats(path: &std::path::Path) -> Vec<String> {
         .arg(path)
         .output()
         .expect("oiiotool must be installed (openimageio-tools)");
-    assert!(out.status.success(), "oiiotool failed on {}", path.display());
+    assert!(
+        out.status.success(),
+        "oiiotool failed on {}",
+        path.display()
+    );
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| l.contains("Stats M") || l.contains("Total deep samples") || l.contains("depth was"))
+        .filter(|l| {
+            l.contains("Stats M") || l.contains("Total deep samples") || l.contains("depth was")
+        })
         .map(|l| l.trim().to_string())
         .collect()
 }
@@ -79,14 +93,21 @@ fn oiiotool_stats(path: &std::path::Path) -> Vec<String> {
 #[test]
 fn written_deep_files_read_in_oiiotool_with_the_same_statistics() {
     let dir = tempfile::tempdir().unwrap();
-    for file in ["openexr-images/Trunks.exr", "oiio/deepalpha.exr", "openexr/11.deep.exr"] {
+    for file in [
+        "openexr-images/Trunks.exr",
+        "oiio/deepalpha.exr",
+        "openexr/11.deep.exr",
+    ] {
         let original = data(file);
         let image = read(&original, 0);
         for codec in [Codec::Rle, Codec::Zips] {
             let path = dir.path().join(format!("out-{}.exr", codec.name()));
             write_deep(&path, &image, codec).unwrap();
             let ours = oiiotool_stats(&path);
-            assert!(ours.iter().any(|l| l.contains("Total deep samples")), "{ours:?}");
+            assert!(
+                ours.iter().any(|l| l.contains("Total deep samples")),
+                "{ours:?}"
+            );
             assert_eq!(ours, oiiotool_stats(&original), "{file} {codec:?}");
         }
     }
@@ -120,7 +141,11 @@ fn flat_files_read_back_in_the_exr_crate_and_pypi() {
             let name = c.name.to_string();
             let exact = name == "Z" || flat_type == FlatType::Float;
             for (g, v) in got.iter().zip(&values) {
-                let want = if exact { *v } else { half::f16::from_f32(*v).to_f32() };
+                let want = if exact {
+                    *v
+                } else {
+                    half::f16::from_f32(*v).to_f32()
+                };
                 assert_eq!(*g, want, "{name} {flat_type:?}");
             }
         }
@@ -130,6 +155,10 @@ fn flat_files_read_back_in_the_exr_crate_and_pypi() {
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&py.stdout);
-        assert!(py.status.success() && text.contains("[-3, 2]"), "{text} {}", String::from_utf8_lossy(&py.stderr));
+        assert!(
+            py.status.success() && text.contains("[-3, 2]"),
+            "{text} {}",
+            String::from_utf8_lossy(&py.stderr)
+        );
     }
 }

@@ -216,12 +216,22 @@ pub fn decode_deep(bytes: &[u8], options: &ReadOptions) -> Result<DeepImage> {
 fn check_memory(bytes: u64, limit: u64, what: &str) -> Result<()> {
     if bytes > limit {
         return Err(Error::format(format!(
-            "{what} would need {:.2} GiB, over the memory limit of {:.2} GiB (raise it with --max-memory)",
-            bytes as f64 / (1u64 << 30) as f64,
-            limit as f64 / (1u64 << 30) as f64
+            "{what} would need {}, over the memory limit of {} (raise it with --max-memory)",
+            human_bytes(bytes),
+            human_bytes(limit)
         )));
     }
     Ok(())
+}
+
+/// Bytes as GiB with two decimals, or MiB below a tenth of a GiB.
+pub fn human_bytes(bytes: u64) -> String {
+    let gib = bytes as f64 / (1u64 << 30) as f64;
+    if gib >= 0.1 {
+        format!("{gib:.2} GiB")
+    } else {
+        format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+    }
 }
 
 /// Parse headers; returns them with the byte position where the offset tables begin.
@@ -234,14 +244,13 @@ fn parse_meta(bytes: &[u8]) -> Result<(MetaData, usize)> {
     if bytes[..4] != [0x76, 0x2f, 0x31, 0x01] {
         return Err(Error::format("not an OpenEXR file (wrong magic number)"));
     }
+    let multipart_flag = bytes[5] & 0x10 != 0;
+    let table_start = headers_end(bytes, multipart_flag)
+        .ok_or_else(|| Error::format("file is truncated inside its header"))?;
     // The header parser is a dependency; a malformed header must give an error, never a panic.
     let parsed = std::panic::catch_unwind(|| MetaData::read_from_buffered(bytes, false))
         .map_err(|_| Error::format("cannot parse the EXR header (malformed)"))?;
-    let meta =
-        parsed.map_err(|e| Error::format(format!("cannot parse the EXR header: {e}")))?;
-    let multipart = meta.requirements.is_multilayer();
-    let table_start = headers_end(bytes, multipart)
-        .ok_or_else(|| Error::format("file is truncated inside its header"))?;
+    let meta = parsed.map_err(|e| Error::format(format!("cannot parse the EXR header: {e}")))?;
     Ok((meta, table_start))
 }
 

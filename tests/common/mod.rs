@@ -11,7 +11,9 @@ use half::f16;
 
 /// A file of the committed corpus.
 pub fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(rel)
 }
 
 /// Read part `part` of a corpus file with our reader.
