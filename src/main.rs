@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use deepmerge::composite::{merge_images, MergeOptions, MergeOutput, OutputKind};
 use deepmerge::deep::DeepImage;
-use deepmerge::exr::{self, Codec, FlatType, PartSelector, ReadOptions};
+use deepmerge::exr::{self, Codec, DeepWriteOptions, FlatType, PartSelector, ReadOptions};
 use deepmerge::{Error, Result};
 
 #[derive(Parser, Debug)]
@@ -89,6 +89,9 @@ struct MergeArgs {
     /// Add a Z channel to flat output (depth of the front-most contributing sample).
     #[arg(long)]
     flat_z: bool,
+    /// Leave `deepImageState` out of deep output (for readers that refuse it, e.g. PyPI OpenEXR).
+    #[arg(long)]
+    no_deep_state: bool,
     /// Tidy deep output: split overlapping volumes, merge coincident ones.
     #[arg(long)]
     tidy: bool,
@@ -191,9 +194,9 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             "--flat-z and --flat-type apply to flat output, not --deep".into(),
         ));
     }
-    if !args.deep && (args.tidy || args.compression != CompressionArg::Zips) {
+    if !args.deep && (args.tidy || args.no_deep_state || args.compression != CompressionArg::Zips) {
         return Err(Error::Usage(
-            "--tidy and --compression apply to deep output; add --deep (flat output is always composited tidily)".into(),
+            "--tidy, --compression and --no-deep-state apply to deep output; add --deep (flat output is always composited tidily)".into(),
         ));
     }
     let read_options = ReadOptions {
@@ -238,7 +241,11 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
                 CompressionArg::Zips => Codec::Zips,
                 CompressionArg::Zip => Codec::Zip,
             };
-            exr::write_deep(output, &deep, codec)
+            let options = DeepWriteOptions {
+                codec,
+                write_state: !args.no_deep_state,
+            };
+            exr::write_deep_with(output, &deep, &options)
         }
     }
 }

@@ -1,0 +1,116 @@
+//! The command line end to end: info reports, option checks, deep output.
+
+mod common;
+use common::*;
+
+#[test]
+fn info_reports_parts_windows_channels_and_complexity() {
+    let file = data("openexr-images/Stereo-Trunks-multipart.exr");
+    let (ok, out, err) = run(&["info", file.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("2 part(s)"), "{out}");
+    assert!(
+        out.contains("part 1 \"rgba.right\": deep scanline"),
+        "{out}"
+    );
+    assert!(
+        out.contains("data window: (0,266)-(1882,1079) 1883x814"),
+        "{out}"
+    );
+    assert!(
+        out.contains("channels: A (half), B (half), G (half), R (half), Z (float)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("samples: 193453 total, max 2 per pixel"),
+        "{out}"
+    );
+    assert!(
+        out.contains("depth complexity (pixels): <=16: 1532762, 16-64: 0"),
+        "{out}"
+    );
+    let tiled = data("oiio/deepalpha.exr");
+    let (ok, out, _) = run(&["info", tiled.to_str().unwrap()]);
+    assert!(ok);
+    assert!(
+        out.contains("deep tiled") && out.contains("tiles: 64x64"),
+        "{out}"
+    );
+    assert!(out.contains("max 22 per pixel"), "{out}");
+    let flat = data("openexr-images/composited.exr");
+    let (ok, out, _) = run(&["info", flat.to_str().unwrap()]);
+    assert!(ok && out.contains("flat scanline"), "{out}");
+}
+
+#[test]
+fn options_that_do_not_apply_are_refused_not_ignored() {
+    let a = data("openexr-images/Balls.exr");
+    let b = data("openexr-images/Trunks.exr");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.exr");
+    let base = [
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    for (extra, expect) in [
+        (
+            &["--backend", "cpu", "--layout", "bia"][..],
+            "do not apply to --backend cpu",
+        ),
+        (
+            &["--backend", "cpu", "--deep", "--flat-z"][..],
+            "apply to flat output",
+        ),
+        (&["--backend", "cpu", "--tidy"][..], "apply to deep output"),
+        (
+            &["--backend", "cpu", "--compression", "rle"][..],
+            "apply to deep output",
+        ),
+        (
+            &["--backend", "cpu", "--max-memory", "-1"][..],
+            "--max-memory",
+        ),
+    ] {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        let (ok, _, err) = run(&args);
+        assert!(!ok, "{extra:?} should be refused");
+        assert!(err.contains(expect), "{extra:?}: {err}");
+        assert!(!out.exists());
+    }
+    let (ok, _, err) = run(&[a.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(
+        !ok && err.contains("required"),
+        "one input is not a merge: {err}"
+    );
+}
+
+#[test]
+fn deep_output_from_the_cli_reads_back_with_every_sample() {
+    let a = data("openexr-images/Balls.exr");
+    let b = data("openexr-images/Trunks.exr");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("deep.exr");
+    let (ok, _, err) = run(&[
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "--deep",
+        "--compression",
+        "rle",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let merged = read(&out, 0);
+    assert_eq!(merged.sample_count(), 162_877 + 49_152);
+    assert_eq!(
+        merged.data_window,
+        read(&a, 0).data_window.union(&read(&b, 0).data_window)
+    );
+    let (ok, info, _) = run(&["info", out.to_str().unwrap()]);
+    assert!(ok && info.contains("deep image state: sorted"), "{info}");
+}
