@@ -69,8 +69,8 @@ fn options_that_do_not_apply_are_refused_not_ignored() {
             "apply to deep output",
         ),
         (
-            &["--backend", "cpu", "--max-memory", "-1"][..],
-            "--max-memory",
+            &["--backend", "cpu", "--max-memory", "0"][..],
+            "--max-memory must be a positive",
         ),
     ] {
         let mut args = base.to_vec();
