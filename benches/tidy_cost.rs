@@ -9,18 +9,23 @@
 //! - `gate`: the merge's path, gather, `needs_tidy`, flatten;
 //! - `always_tidy`: what the gate saves, gather, `tidy_pixel` on every pixel, flatten;
 //!
-//! plus `merge_images` itself (parallel) for scale. Run: `cargo bench --bench tidy_cost`.
+//! plus `gate_alone`, `needs_tidy` over every pixel's (pre-gathered) samples, which measures the
+//! gate's own cost without the noise of the whole merge, and `merge_images` itself (parallel)
+//! for scale. Run: `cargo bench --bench tidy_cost` (or `--profile test` to reuse the test build).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use deepmerge::composite::{
     flatten_pixel, merge_images, needs_tidy, tidy_pixel, MergeOptions, MergePlan, PixelSamples,
+    Sample,
 };
 use deepmerge::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
 
 const SIDE: usize = 256;
 const PER_PIXEL: usize = 8;
 
-/// A points-only image: `PER_PIXEL` samples per pixel at pseudo-random sorted depths, A,B,G,R,Z.
+/// A points-only image: `PER_PIXEL` samples per pixel at pseudo-random sorted depths, channels
+/// A,B,G,R,Z,ZBack with ZBack = Z. ZBack is there on purpose: without it the merge knows from the
+/// header that nothing can overlap and skips the gate altogether (`MergePlan::may_have_volumes`).
 fn points_image(seed: u32) -> DeepImage {
     let window = Bounds::from_origin_size(0, 0, SIDE, SIDE);
     let mut state = seed.wrapping_mul(2_654_435_761) | 1;
@@ -46,7 +51,7 @@ fn points_image(seed: u32) -> DeepImage {
             c.push(alpha * next());
         }
     }
-    let channels = ["A", "B", "G", "R", "Z"]
+    let channels = ["A", "B", "G", "R", "Z", "ZBack"]
         .iter()
         .map(|n| Channel::new(*n, SampleType::F32))
         .collect();
@@ -55,6 +60,7 @@ fn points_image(seed: u32) -> DeepImage {
         Plane::F32(c.clone()),
         Plane::F32(c.clone()),
         Plane::F32(c),
+        Plane::F32(z.clone()),
         Plane::F32(z),
     ];
     let counts = vec![PER_PIXEL as u32; SIDE * SIDE];
@@ -96,6 +102,10 @@ fn flatten_all(plan: &MergePlan, step: Step) -> f32 {
 fn bench(c: &mut Criterion) {
     let (a, b) = (points_image(1), points_image(2));
     let plan = MergePlan::new(&[&a, &b]).unwrap();
+    assert!(
+        plan.may_have_volumes,
+        "the bench must exercise the per-pixel gate"
+    );
     // The three paths must agree on points-only input (the gate never fires).
     let base = flatten_all(&plan, Step::NoGate);
     assert_eq!(base, flatten_all(&plan, Step::Gate));
@@ -113,6 +123,17 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("always_tidy", |bch| {
         bch.iter(|| black_box(flatten_all(&plan, Step::AlwaysTidy)))
+    });
+    let pixels: Vec<Vec<Sample>> = (plan.window.y0..=plan.window.y1)
+        .flat_map(|y| (plan.window.x0..=plan.window.x1).map(move |x| (x, y)))
+        .map(|(x, y)| {
+            let mut samples = Vec::new();
+            plan.ordered_samples(x, y, &mut samples);
+            samples
+        })
+        .collect();
+    group.bench_function("gate_alone", |bch| {
+        bch.iter(|| black_box(pixels.iter().filter(|p| needs_tidy(black_box(p))).count()))
     });
     group.finish();
     c.bench_function("merge_images_points_only_parallel", |bch| {

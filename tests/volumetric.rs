@@ -961,10 +961,40 @@ fn cull_matches_the_reference_exactly() {
     println!("cull: dropped {culled} of {} samples", input.sample_count());
     assert!(culled > 0);
     // Same samples kept in every pixel, values bit-exact (both keep IN's samples untouched).
-    // The reference tests per-sample alpha >= 1 where we accumulate alpha; in this corpus every
-    // holdout pixel that becomes opaque does so at a sample of alpha 1, so they agree.
     assert_eq!(ours.counts(), reference.counts());
     assert_eq!(ours.planes, reference.planes);
+
+    // Where the two rules differ, and why they agree here. The reference (OpenImageIO's
+    // DeepData::opaque_z) takes the first holdout sample whose own alpha is >= 1 and culls
+    // behind its ZBack; we accumulate alpha and cull behind the Z of the sample that makes the
+    // holdout opaque (every piece of an opaque medium is opaque, so an opaque volume hides what
+    // starts inside it). They differ only (a) where accumulated alpha reaches 1 before any
+    // single sample does, and (b) where the opaque sample is a volume with IN samples starting
+    // inside it. Count both: neither occurs in this corpus.
+    let (_, in_pixels) = pixels_of(&input);
+    let (channels, ho_pixels) = pixels_of(&hold);
+    let a = channels.names.iter().position(|n| n == "A").unwrap();
+    let (mut accumulated_first, mut inside_opaque_volume) = (0, 0);
+    for (i, h) in in_pixels.iter().zip(&ho_pixels) {
+        let single = (0..h.len()).find(|&s| h.row(s)[a] >= 1.0);
+        let mut acc = 0.0f32;
+        let accumulated = (0..h.len()).find(|&s| {
+            acc += (1.0 - acc) * h.row(s)[a];
+            acc >= 1.0
+        });
+        if accumulated != single {
+            accumulated_first += 1;
+        }
+        if let Some(s) = single {
+            let o = h.samples[s];
+            inside_opaque_volume += i
+                .samples
+                .iter()
+                .filter(|t| t.z > o.z && t.z <= o.zback)
+                .count();
+        }
+    }
+    assert_eq!((accumulated_first, inside_opaque_volume), (0, 0));
 }
 
 #[test]
@@ -1089,6 +1119,11 @@ fn cull_uses_accumulated_alpha() {
             .sample_count(),
         4
     );
+    // An opaque holdout volume [2, 5) hides what starts inside it (OpenImageIO culls only
+    // behind its ZBack, 5, and would keep all four).
+    let opaque_volume = pixel_image(&[volume(2.0, 5.0, 1.0, [0.0; 3])]);
+    let out = holdout(&a, &opaque_volume, HoldoutMode::Cull).unwrap();
+    assert_eq!(plane(&out, "Z"), vec![1.0]);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -17,6 +17,9 @@
 //! [`HoldoutMode::Cull`] keeps IN's samples unchanged and drops those that start behind the
 //! holdout's opaque depth: the Z of the holdout sample (in merge order) at which its accumulated
 //! alpha reaches 1 in every alpha column. A volume that straddles that depth is kept whole.
+//! (OpenImageIO's `deep_holdout` differs in two ways: it looks for a single sample with alpha of
+//! at least 1 rather than accumulating, and culls behind that sample's ZBack rather than its Z;
+//! an opaque medium is opaque from its front, so samples starting inside it are hidden.)
 //!
 //! Output has IN's data window, channels and ids; untouched samples keep their values bit-exactly.
 

@@ -4,7 +4,8 @@
 //! merge of the inputs' runs; linear in the samples for sorted inputs.
 //!
 //! Volumes are tidied ([`super::tidy`]) only in pixels where they overlap something
-//! ([`needs_tidy`] is the gate), so inputs made only of points pay one pass over their depths.
+//! ([`needs_tidy`] is the gate), so inputs made only of points pay one pass over their depths,
+//! and inputs without a ZBack channel not even that ([`MergePlan::may_have_volumes`]).
 //!
 //! Channels that are not composited:
 //! - uint channels (ids) are never blended. Deep output copies them bit-exactly from the sample
@@ -84,6 +85,9 @@ pub struct MergePlan<'a> {
     pub deep_channels: Vec<Channel>,
     /// Which inputs get their pixels sorted ([`SortPolicy::Auto`] unless changed).
     pub sort: SortPolicy,
+    /// Whether any input has a ZBack channel. Without one every sample is a point, no pixel can
+    /// need tidying, and the merge skips even the per-pixel [`needs_tidy`] gate.
+    pub may_have_volumes: bool,
 }
 
 impl<'a> MergePlan<'a> {
@@ -114,7 +118,7 @@ impl<'a> MergePlan<'a> {
         deep_channels.sort_by(|a, b| a.name.cmp(&b.name));
         let composite = CompositeChannels::of(inputs);
         let sources = inputs.iter().map(|i| composite.sources_in(i)).collect();
-        let depth = inputs
+        let depth: Vec<(Option<usize>, Option<usize>)> = inputs
             .iter()
             .map(|i| {
                 (
@@ -128,6 +132,7 @@ impl<'a> MergePlan<'a> {
             .map(|i| i.data_window)
             .reduce(|a, b| a.union(&b))
             .expect("non-empty");
+        let may_have_volumes = depth.iter().any(|(_, zback)| zback.is_some());
         Ok(MergePlan {
             inputs: inputs.to_vec(),
             window,
@@ -135,6 +140,7 @@ impl<'a> MergePlan<'a> {
             composite,
             sources,
             depth,
+            may_have_volumes,
             deep_channels,
             sort: SortPolicy::Auto,
         })
@@ -243,7 +249,7 @@ fn merge_flat(plan: &MergePlan, with_z: bool) -> FlatImage {
                     let x = window.x0 + col as i32;
                     plan.ordered_samples_into(x, y, samples, scratch);
                     pixel.gather(samples, &plan.inputs, &plan.sources);
-                    if needs_tidy(&pixel.samples) {
+                    if plan.may_have_volumes && needs_tidy(&pixel.samples) {
                         tidy_pixel(pixel, &plan.composite);
                     }
                     let flat = flatten_pixel(pixel, &plan.composite);
@@ -325,7 +331,7 @@ fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {
                 };
                 for col in 0..width {
                     plan.ordered_samples_into(window.x0 + col as i32, y, samples, scratch);
-                    if tidy && needs_tidy(samples) {
+                    if tidy && plan.may_have_volumes && needs_tidy(samples) {
                         pixel.gather(samples, &plan.inputs, &plan.sources);
                         tidy_pixel(pixel, &plan.composite);
                         out.counts.push(pixel.len() as u32);
