@@ -1226,3 +1226,54 @@ proptest! {
         prop_assert_eq!(&px, &once);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 128,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn holdout_only_removes((a, h) in arb_inputs()) {
+        let (ia, ih) = (pixel_image(&a), pixel_image(&h));
+        let before = flat(&[&ia]);
+        let held = holdout(&ia, &ih, HoldoutMode::Attenuate).unwrap();
+        let after = flat(&[&held]);
+        // Alpha can only go down, and stays in [0, 1] (f32 rounding allowed).
+        let (x, y) = (value(&after, "A"), value(&before, "A"));
+        prop_assert!((-1e-7..=y + 1e-6).contains(&x), "A {} > {}", x, y);
+        for v in plane(&held, "A") {
+            prop_assert!((-1e-7..=1.0 + 1e-6).contains(&v), "sample alpha {}", v);
+        }
+        let culled = holdout(&ia, &ih, HoldoutMode::Cull).unwrap();
+        prop_assert!(culled.sample_count() <= ia.sample_count());
+    }
+
+    #[test]
+    fn transparent_holdout_changes_nothing_visible((a, h) in arb_inputs()) {
+        // A holdout whose alphas are all 0 cuts IN's volumes at its boundaries but leaves the
+        // composite as it was.
+        let clear: Vec<S> = h.iter().map(|s| S { a: 0.0, ..*s }).collect();
+        let (ia, ih) = (pixel_image(&a), pixel_image(&clear));
+        let held = holdout(&ia, &ih, HoldoutMode::Attenuate).unwrap();
+        prop_assert_eq!(held.sample_count() >= ia.sample_count(), true);
+        let (x, y) = (flat(&[&held]), flat(&[&ia]));
+        for name in ["R", "G", "B", "A"] {
+            prop_assert!((value(&x, name) - value(&y, name)).abs() <= 1e-5, "{}", name);
+        }
+        prop_assert_eq!(holdout(&ia, &ih, HoldoutMode::Cull).unwrap().planes, ia.planes);
+    }
+}
+
+#[test]
+fn holdout_by_an_empty_image_is_the_identity() {
+    let pixels = sorted_pixels();
+    let input = image(4, &pixels, DeepState::Sorted);
+    let empty = image(4, &vec![Vec::new(); pixels.len()], DeepState::Tidy);
+    for mode in [HoldoutMode::Attenuate, HoldoutMode::Cull] {
+        let out = holdout(&input, &empty, mode).unwrap();
+        assert_eq!(out.planes, input.planes, "{mode:?}");
+        assert_eq!(out.counts(), input.counts());
+    }
+}
