@@ -3,9 +3,10 @@
 //! gather, a stable sort of each input's samples where the [`SortPolicy`] asks for one, and a
 //! merge of the inputs' runs; linear in the samples for sorted inputs.
 //!
-//! Volumes are tidied ([`super::tidy`]) only in pixels where they overlap something
-//! ([`needs_tidy`] is the gate), so inputs made only of points pay one pass over their depths,
-//! and inputs without a ZBack channel not even that ([`MergePlan::may_have_volumes`]).
+//! Volumes are tidied ([`super::tidy`]) only in pixels where they overlap something. The gate
+//! has two steps: gathering notes whether the pixel holds any volume at all (one OR per sample
+//! in a loop that already compares Z with ZBack), and only then does [`needs_tidy`] look for an
+//! overlap. Points-only inputs therefore pay nothing measurable (`benches/tidy_cost.rs`).
 //!
 //! Channels that are not composited:
 //! - uint channels (ids) are never blended. Deep output copies them bit-exactly from the sample
@@ -85,9 +86,6 @@ pub struct MergePlan<'a> {
     pub deep_channels: Vec<Channel>,
     /// Which inputs get their pixels sorted ([`SortPolicy::Auto`] unless changed).
     pub sort: SortPolicy,
-    /// Whether any input has a ZBack channel. Without one every sample is a point, no pixel can
-    /// need tidying, and the merge skips even the per-pixel [`needs_tidy`] gate.
-    pub may_have_volumes: bool,
 }
 
 impl<'a> MergePlan<'a> {
@@ -118,7 +116,7 @@ impl<'a> MergePlan<'a> {
         deep_channels.sort_by(|a, b| a.name.cmp(&b.name));
         let composite = CompositeChannels::of(inputs);
         let sources = inputs.iter().map(|i| composite.sources_in(i)).collect();
-        let depth: Vec<(Option<usize>, Option<usize>)> = inputs
+        let depth = inputs
             .iter()
             .map(|i| {
                 (
@@ -132,7 +130,6 @@ impl<'a> MergePlan<'a> {
             .map(|i| i.data_window)
             .reduce(|a, b| a.union(&b))
             .expect("non-empty");
-        let may_have_volumes = depth.iter().any(|(_, zback)| zback.is_some());
         Ok(MergePlan {
             inputs: inputs.to_vec(),
             window,
@@ -140,7 +137,6 @@ impl<'a> MergePlan<'a> {
             composite,
             sources,
             depth,
-            may_have_volumes,
             deep_channels,
             sort: SortPolicy::Auto,
         })
@@ -153,14 +149,19 @@ impl<'a> MergePlan<'a> {
 
     /// [`Self::ordered_samples`] with a reusable scratch buffer for merging the inputs' runs.
     /// Each input's run is sorted where [`Self::sort`] asks, then merged into the runs before it.
+    ///
+    /// Returns whether any of the pixel's samples is a volume. That falls out of the gather for
+    /// free, and a pixel without one cannot need tidying: the merge then skips even the
+    /// [`needs_tidy`] pass, so points-only pixels pay nothing for volume support.
     pub fn ordered_samples_into(
         &self,
         x: i32,
         y: i32,
         out: &mut Vec<Sample>,
         scratch: &mut Vec<Sample>,
-    ) {
+    ) -> bool {
         out.clear();
+        let mut any_volume = false;
         for (i, image) in self.inputs.iter().enumerate() {
             let Some(p) = image.pixel_index(x, y) else {
                 continue;
@@ -170,6 +171,7 @@ impl<'a> MergePlan<'a> {
             for index in image.range(p) {
                 let zf = z.map_or(0.0, |c| image.planes[c].get_f32(index));
                 let zb = zback.map_or(zf, |c| image.planes[c].get_f32(index));
+                any_volume |= zb > zf;
                 out.push(Sample {
                     z: zf,
                     zback: if zb > zf { zb } else { zf },
@@ -183,6 +185,7 @@ impl<'a> MergePlan<'a> {
             }
             merge_sorted_runs(out, start, scratch);
         }
+        any_volume
     }
 }
 
@@ -247,9 +250,9 @@ fn merge_flat(plan: &MergePlan, with_z: bool) -> FlatImage {
                 };
                 for col in 0..width {
                     let x = window.x0 + col as i32;
-                    plan.ordered_samples_into(x, y, samples, scratch);
+                    let any_volume = plan.ordered_samples_into(x, y, samples, scratch);
                     pixel.gather(samples, &plan.inputs, &plan.sources);
-                    if plan.may_have_volumes && needs_tidy(&pixel.samples) {
+                    if any_volume && needs_tidy(&pixel.samples) {
                         tidy_pixel(pixel, &plan.composite);
                     }
                     let flat = flatten_pixel(pixel, &plan.composite);
@@ -330,8 +333,9 @@ fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {
                     tidied: Vec::new(),
                 };
                 for col in 0..width {
-                    plan.ordered_samples_into(window.x0 + col as i32, y, samples, scratch);
-                    if tidy && plan.may_have_volumes && needs_tidy(samples) {
+                    let any_volume =
+                        plan.ordered_samples_into(window.x0 + col as i32, y, samples, scratch);
+                    if tidy && any_volume && needs_tidy(samples) {
                         pixel.gather(samples, &plan.inputs, &plan.sources);
                         tidy_pixel(pixel, &plan.composite);
                         out.counts.push(pixel.len() as u32);
