@@ -1,11 +1,25 @@
 //! The reference merge: any number of deep images over the union of their data windows, to a flat
 //! composite or to a merged deep image. Rows are processed in parallel; per pixel the cost is a
-//! gather plus an adaptive stable sort, linear in the samples for sorted inputs.
+//! gather, a stable sort of each input's samples where the [`SortPolicy`] asks for one, and a
+//! merge of the inputs' runs; linear in the samples for sorted inputs.
+//!
+//! Volumes are tidied ([`super::tidy`]) only in pixels where they overlap something. The gate
+//! has two steps: gathering notes whether the pixel holds any volume at all (one OR per sample
+//! in a loop that already compares Z with ZBack), and only then does [`needs_tidy`] look for an
+//! overlap. Points-only inputs therefore pay nothing measurable (`benches/tidy_cost.rs`).
+//!
+//! Channels that are not composited:
+//! - uint channels (ids) are never blended. Deep output copies them bit-exactly from the sample
+//!   they belong to (a piece cut from a volume by tidying keeps its source's ids; volumes merged
+//!   by tidying keep the ids of the first in merge order). Flat output takes them from the
+//!   front-most contributing sample: the first in merge order with any alpha above 0.
+//! - Z and ZBack: deep output keeps them, except for tidied pieces, which carry their new bounds.
+//!   Flat output's optional Z is the front-most contributing sample's Z.
 
 use rayon::prelude::*;
 
 use super::flatten::flatten_pixel;
-use super::order::{sort_samples, Sample};
+use super::order::{merge_sorted_runs, sort_samples, Sample, SortPolicy};
 use super::pixel::{CompositeChannels, PixelSamples};
 use super::tidy::{needs_tidy, tidy_pixel};
 use crate::deep::{
@@ -70,6 +84,8 @@ pub struct MergePlan<'a> {
     pub depth: Vec<(Option<usize>, Option<usize>)>,
     /// Channels of deep output: the union of the inputs', types promoted where they disagree.
     pub deep_channels: Vec<Channel>,
+    /// Which inputs get their pixels sorted ([`SortPolicy::Auto`] unless changed).
+    pub sort: SortPolicy,
 }
 
 impl<'a> MergePlan<'a> {
@@ -122,20 +138,40 @@ impl<'a> MergePlan<'a> {
             sources,
             depth,
             deep_channels,
+            sort: SortPolicy::Auto,
         })
     }
 
     /// The samples of every input at absolute pixel (x, y), in merge order.
     pub fn ordered_samples(&self, x: i32, y: i32, out: &mut Vec<Sample>) {
+        self.ordered_samples_into(x, y, out, &mut Vec::new());
+    }
+
+    /// [`Self::ordered_samples`] with a reusable scratch buffer for merging the inputs' runs.
+    /// Each input's run is sorted where [`Self::sort`] asks, then merged into the runs before it.
+    ///
+    /// Returns whether any of the pixel's samples is a volume. That falls out of the gather for
+    /// free, and a pixel without one cannot need tidying: the merge then skips even the
+    /// [`needs_tidy`] pass, so points-only pixels pay nothing for volume support.
+    pub fn ordered_samples_into(
+        &self,
+        x: i32,
+        y: i32,
+        out: &mut Vec<Sample>,
+        scratch: &mut Vec<Sample>,
+    ) -> bool {
         out.clear();
+        let mut any_volume = false;
         for (i, image) in self.inputs.iter().enumerate() {
             let Some(p) = image.pixel_index(x, y) else {
                 continue;
             };
             let (z, zback) = self.depth[i];
+            let start = out.len();
             for index in image.range(p) {
                 let zf = z.map_or(0.0, |c| image.planes[c].get_f32(index));
                 let zb = zback.map_or(zf, |c| image.planes[c].get_f32(index));
+                any_volume |= zb > zf;
                 out.push(Sample {
                     z: zf,
                     zback: if zb > zf { zb } else { zf },
@@ -143,17 +179,38 @@ impl<'a> MergePlan<'a> {
                     index: index as u64,
                 });
             }
+            if self.sort.sorts(image.state) {
+                // Stable and adaptive: already sorted pixels cost one pass.
+                sort_samples(&mut out[start..]);
+            }
+            merge_sorted_runs(out, start, scratch);
         }
-        sort_samples(out);
+        any_volume
     }
 }
 
-/// Merge `inputs` (two or more for a real merge; one is allowed and just re-orders or flattens).
+/// Merge `inputs` (two or more for a real merge; one is allowed and just re-orders or flattens),
+/// sorting inputs whose header does not say they are sorted ([`SortPolicy::Auto`]).
 pub fn merge_images(inputs: &[&DeepImage], options: &MergeOptions) -> Result<MergeOutput> {
+    merge_images_sorted(inputs, options, SortPolicy::Auto)
+}
+
+/// [`merge_images`] with an explicit sort policy (`--sort` is [`SortPolicy::Always`],
+/// `--assume-sorted` is [`SortPolicy::AssumeSorted`]).
+///
+/// The policy is a parameter rather than a field of [`MergeOptions`] because the CLI builds
+/// `MergeOptions` with a struct literal; it can move into the options once callers use
+/// `..Default::default()`.
+pub fn merge_images_sorted(
+    inputs: &[&DeepImage],
+    options: &MergeOptions,
+    sort: SortPolicy,
+) -> Result<MergeOutput> {
     for image in inputs {
         image.check_depths()?;
     }
-    let plan = MergePlan::new(inputs)?;
+    let mut plan = MergePlan::new(inputs)?;
+    plan.sort = sort;
     Ok(match options.output {
         OutputKind::Flat { z } => MergeOutput::Flat(merge_flat(&plan, z)),
         OutputKind::Deep => MergeOutput::Deep(merge_deep(&plan, options.tidy)),
@@ -183,8 +240,8 @@ fn merge_flat(plan: &MergePlan, with_z: bool) -> FlatImage {
     let rows: Vec<Row> = (0..window.height())
         .into_par_iter()
         .map_init(
-            || (Vec::new(), PixelSamples::new(columns)),
-            |(samples, pixel), row| {
+            || (Vec::new(), Vec::new(), PixelSamples::new(columns)),
+            |(samples, scratch, pixel), row| {
                 let y = window.y0 + row as i32;
                 let mut out = Row {
                     values: Vec::with_capacity(width * columns),
@@ -193,23 +250,29 @@ fn merge_flat(plan: &MergePlan, with_z: bool) -> FlatImage {
                 };
                 for col in 0..width {
                     let x = window.x0 + col as i32;
-                    plan.ordered_samples(x, y, samples);
+                    let any_volume = plan.ordered_samples_into(x, y, samples, scratch);
                     pixel.gather(samples, &plan.inputs, &plan.sources);
-                    if needs_tidy(&pixel.samples) {
+                    if any_volume && needs_tidy(&pixel.samples) {
                         tidy_pixel(pixel, &plan.composite);
                     }
                     let flat = flatten_pixel(pixel, &plan.composite);
                     out.values.extend_from_slice(&flat.values);
                     let front = flat.front.map(|s| pixel.samples[s]);
-                    for k in 0..ids.len() {
-                        out.ids.push(front.map_or(0, |s| {
-                            id_sources[s.input as usize][k].map_or(0, |c| {
-                                match &plan.inputs[s.input as usize].planes[c] {
-                                    Plane::U32(v) => v[s.index as usize],
-                                    other => other.get_f32(s.index as usize) as u32,
-                                }
-                            })
-                        }));
+                    // Ids of the front-most contributing sample; 0 where nothing contributes
+                    // or its input lacks the channel.
+                    match front {
+                        None => out.ids.extend(std::iter::repeat_n(0, ids.len())),
+                        Some(s) => {
+                            out.ids
+                                .extend(id_sources[s.input as usize].iter().map(|source| {
+                                    source.map_or(0, |c| {
+                                        match &plan.inputs[s.input as usize].planes[c] {
+                                            Plane::U32(v) => v[s.index as usize],
+                                            other => other.get_f32(s.index as usize) as u32,
+                                        }
+                                    })
+                                }))
+                        }
                     }
                     out.z.push(front.map_or(0.0, |s| s.z));
                 }
@@ -261,8 +324,8 @@ fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {
     let rows: Vec<DeepRow> = (0..window.height())
         .into_par_iter()
         .map_init(
-            || (Vec::new(), PixelSamples::new(columns)),
-            |(samples, pixel), row| {
+            || (Vec::new(), Vec::new(), PixelSamples::new(columns)),
+            |(samples, scratch, pixel), row| {
                 let y = window.y0 + row as i32;
                 let mut out = DeepRow {
                     counts: Vec::with_capacity(width),
@@ -270,8 +333,9 @@ fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {
                     tidied: Vec::new(),
                 };
                 for col in 0..width {
-                    plan.ordered_samples(window.x0 + col as i32, y, samples);
-                    if tidy && needs_tidy(samples) {
+                    let any_volume =
+                        plan.ordered_samples_into(window.x0 + col as i32, y, samples, scratch);
+                    if tidy && any_volume && needs_tidy(samples) {
                         pixel.gather(samples, &plan.inputs, &plan.sources);
                         tidy_pixel(pixel, &plan.composite);
                         out.counts.push(pixel.len() as u32);

@@ -4,12 +4,18 @@
 //! Everything else (the CPU twins in `cpu`, the GL engine in `gpu`) is tested against this module.
 
 mod flatten;
+pub mod holdout;
 mod merge;
 mod order;
 mod pixel;
 pub mod tidy;
 
+pub use tidy::{is_tidy, needs_tidy, tidy_pixel};
+
 pub use flatten::{flatten_pixel, FlattenResult};
-pub use merge::{merge_images, MergeOptions, MergeOutput, MergePlan, OutputKind};
-pub use order::{depth_less, sort_samples, Sample};
+pub use holdout::{holdout, HoldoutMode};
+pub use merge::{
+    merge_images, merge_images_sorted, MergeOptions, MergeOutput, MergePlan, OutputKind,
+};
+pub use order::{depth_less, merge_sorted_runs, sort_samples, Sample, SortPolicy};
 pub use pixel::{CompositeChannels, CompositeKind, PixelSamples};
