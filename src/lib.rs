@@ -12,10 +12,13 @@
 //!    stage has a CPU twin in `cpu` with the same names, and both are tested against step 2.
 //! 4. [`exr::write_deep`] and [`exr::write_flat`] write the result through a temporary file.
 
+pub mod bench;
 pub mod composite;
 pub mod deep;
 pub mod error;
 pub mod exr;
+pub mod heatmap;
 pub mod info;
+pub mod scene;
 
 pub use error::{Error, Result};

@@ -1,0 +1,656 @@
+//! `deepmerge bench`: the paper's Tables 1-4 (Archer, Leach and van Schyndel 2018) measured in
+//! one run on the procedural scenes of [`crate::scene`], each timing beside the bandwidth floor
+//! and a peer measured in the same run (DESIGN §5).
+//!
+//! - Table 1: merge two inputs and composite to a flat image.
+//! - Table 2: merge two inputs and keep the merged deep image.
+//! - Table 3: merge four inputs pairwise, (0 + 1) + (2 + 3), compositing the last merge.
+//! - Table 4: memory of the two inputs per engine / layout.
+//!
+//! Columns: every [`MergeEngine`] (now the CPU engine and `oiiotool` end to end; the GL engine
+//! adds one column per layout x method), then one floor per [`BandwidthProbe`]. Each cell is the
+//! median of `repeats` runs after one warm-up run, in ms and as worst / cell for its row.
+//! An optional end-to-end table times whole command lines (read EXR files, merge, write) of
+//! `deepmerge` against `oiiotool` on real files, for the README.
+
+mod engine;
+mod floor;
+mod table;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub use engine::{
+    csr_bytes, run_operation, BenchCase, CaseFiles, CpuEngine, MergeEngine, OiiotoolEngine,
+    Operation,
+};
+pub use floor::{
+    bytes_per_sample, bytes_read, layout_model_bytes, traffic_bytes, BandwidthProbe,
+    CpuMemcpyProbe, Layout,
+};
+pub use table::{significant, Cell, Table, TableRow, Unit};
+
+use crate::composite::{merge_images, MergeOptions, MergeOutput, OutputKind};
+use crate::deep::DeepImage;
+use crate::error::{Error, Result};
+use crate::exr::{read_deep, write_deep, write_flat, Codec, FlatType, ReadOptions};
+use crate::info::{sample_stats, COMPLEXITY_BINS};
+use crate::scene;
+
+/// Where the `oiiotool` peer comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PeerSetting {
+    /// The `oiiotool` on PATH, if there is one (else the column says "not installed").
+    Detect,
+    /// This program.
+    Path(PathBuf),
+    /// Leave the peer out.
+    Off,
+}
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct BenchConfig {
+    /// Scenes (rows), by name.
+    pub scenes: Vec<String>,
+    /// Scene width in pixels.
+    pub width: usize,
+    /// Scene height in pixels.
+    pub height: usize,
+    /// Scene seed.
+    pub seed: u64,
+    /// Timed runs per cell (the median is reported), after one untimed warm-up run.
+    pub repeats: usize,
+    /// The `oiiotool` peer.
+    pub oiiotool: PeerSetting,
+    /// Deep EXR files for the end-to-end table (e.g. Balls, Leaves, Trunks); empty: no table.
+    pub e2e_inputs: Vec<PathBuf>,
+    /// The `deepmerge` executable for the end-to-end table (the CLI passes
+    /// `std::env::current_exe()`); `None` times the same pipeline in-process instead.
+    pub deepmerge_exe: Option<PathBuf>,
+    /// Folder for scene files and outputs; `None`: a temporary folder, removed afterwards.
+    pub work_dir: Option<PathBuf>,
+    /// Bytes the memcpy probe copies (each way).
+    pub copy_bytes: usize,
+    /// Print progress to stderr.
+    pub progress: bool,
+}
+
+impl Default for BenchConfig {
+    fn default() -> Self {
+        BenchConfig {
+            scenes: scene::SCENE_NAMES.iter().map(|s| s.to_string()).collect(),
+            width: 1920,
+            height: 1080,
+            seed: 1,
+            repeats: 5,
+            oiiotool: PeerSetting::Detect,
+            e2e_inputs: Vec::new(),
+            deepmerge_exe: None,
+            work_dir: None,
+            copy_bytes: 256 << 20,
+            progress: true,
+        }
+    }
+}
+
+/// The engines of a run, and the columns of engines that could not run (with the reason).
+pub struct EngineSet {
+    /// Engines to time, one column each.
+    pub engines: Vec<Box<dyn MergeEngine>>,
+    /// Column label and reason for each absent engine (e.g. `oiiotool e2e`, `not installed`).
+    pub absent: Vec<(String, String)>,
+    /// Header lines about the engines (versions, renderer).
+    pub about: Vec<String>,
+}
+
+/// The engines `run` uses: the CPU engine, then `oiiotool` when installed.
+pub fn default_engines(config: &BenchConfig) -> EngineSet {
+    let mut set = EngineSet {
+        engines: vec![Box::new(CpuEngine)],
+        absent: Vec::new(),
+        about: vec![format!(
+            "cpu: composite::merge_images on host memory, {} rayon threads",
+            rayon::current_num_threads()
+        )],
+    };
+    // GL ENGINE PLUGS IN HERE: when `crate::gpu` exists, open one headless context and push one
+    // engine per column, in the paper's order: for layout in [LL, LA, IA, BIA], for method in
+    // [stepwise, RBM] (block size from the config), each implementing `MergeEngine` with the
+    // inputs uploaded and built in `prepare` (untimed; data resident on the GPU), timed after
+    // glFinish, and `memory_bytes` from its real buffer sizes. Add its GL_RENDERER to
+    // `set.about`, and its copy-bandwidth kernel as a `BandwidthProbe` in `default_probes`.
+    // Without a usable context, push ("GL", "no OpenGL 4.3 context: ...") to `set.absent`.
+    set.about
+        .push("gl: not built on this branch (no GL columns; see docs/benchmarks.md)".into());
+    let oiiotool = match &config.oiiotool {
+        PeerSetting::Off => None,
+        PeerSetting::Detect => Some(OiiotoolEngine::detect()),
+        PeerSetting::Path(p) => Some(OiiotoolEngine::probe(p)),
+    };
+    match oiiotool {
+        None => {}
+        Some(Some((program, version))) => {
+            set.about.push(format!(
+                "oiiotool: {} {version}, end to end (process start, EXR read, merge, EXR write)",
+                program.display()
+            ));
+            set.engines.push(Box::new(OiiotoolEngine::new(program)));
+        }
+        Some(None) => {
+            set.about.push("oiiotool: not installed".into());
+            set.absent
+                .push(("oiiotool e2e".into(), "not installed".into()));
+        }
+    }
+    set
+}
+
+/// The floors `run` uses: host memcpy (the GL engine's copy kernel joins it later).
+pub fn default_probes(config: &BenchConfig) -> Vec<Box<dyn BandwidthProbe>> {
+    vec![Box::new(CpuMemcpyProbe {
+        bytes: config.copy_bytes,
+        runs: 5,
+    })]
+}
+
+/// Everything one run measured.
+#[derive(Clone, Debug)]
+pub struct BenchReport {
+    /// Lines that head the output: device, renderer, sizes, bandwidth, peers.
+    pub header: Vec<String>,
+    /// The scenes' inputs: sample counts and depth-complexity spread.
+    pub inputs: Table,
+    /// Tables 1-4.
+    pub tables: Vec<Table>,
+    /// Whole command lines on real files, when asked for.
+    pub end_to_end: Option<Table>,
+}
+
+impl BenchReport {
+    /// Plain text, tables aligned.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for line in &self.header {
+            let _ = writeln!(out, "{line}");
+        }
+        for table in std::iter::once(&self.inputs)
+            .chain(&self.tables)
+            .chain(&self.end_to_end)
+        {
+            out.push('\n');
+            out.push_str(&table.to_text());
+        }
+        out
+    }
+
+    /// Markdown (for docs/benchmarks.md and the README).
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::new();
+        for line in &self.header {
+            let _ = writeln!(out, "- {line}");
+        }
+        for table in std::iter::once(&self.inputs)
+            .chain(&self.tables)
+            .chain(&self.end_to_end)
+        {
+            out.push('\n');
+            out.push_str(&table.to_markdown());
+        }
+        out
+    }
+}
+
+/// Run the bench with the default engines and floors.
+pub fn run(config: &BenchConfig) -> Result<BenchReport> {
+    let engines = default_engines(config);
+    let probes = default_probes(config);
+    run_with(config, engines, probes)
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// A temporary or given work folder; a temporary one is removed when this is dropped.
+enum WorkDir {
+    Temp(tempfile::TempDir),
+    Given(PathBuf),
+}
+
+impl WorkDir {
+    fn path(&self) -> PathBuf {
+        match self {
+            WorkDir::Temp(t) => t.path().to_path_buf(),
+            WorkDir::Given(p) => p.clone(),
+        }
+    }
+}
+
+/// Run the bench with these engines and floors.
+pub fn run_with(
+    config: &BenchConfig,
+    mut set: EngineSet,
+    mut probes: Vec<Box<dyn BandwidthProbe>>,
+) -> Result<BenchReport> {
+    if config.scenes.is_empty() || config.repeats == 0 {
+        return Err(Error::Usage(
+            "bench needs at least one scene and one repeat".into(),
+        ));
+    }
+    let work = match &config.work_dir {
+        Some(p) => {
+            std::fs::create_dir_all(p)
+                .map_err(|e| Error::file(p, format!("cannot create folder: {e}")))?;
+            WorkDir::Given(p.clone())
+        }
+        None => WorkDir::Temp(
+            tempfile::Builder::new()
+                .prefix("deepmerge-bench-")
+                .tempdir()
+                .map_err(|e| Error::Usage(format!("cannot make a temporary folder: {e}")))?,
+        ),
+    };
+    let progress = |what: &str| {
+        if config.progress {
+            eprintln!("bench: {what}");
+        }
+    };
+
+    // Bandwidth first, before the scenes take memory.
+    let mut bandwidths = Vec::new();
+    for probe in probes.iter_mut() {
+        progress(&format!("measuring {}", probe.name()));
+        bandwidths.push((probe.name(), probe.copy_bandwidth()?));
+    }
+
+    let mut header = vec![
+        "deepmerge bench: the paper's Tables 1-4 (Archer, Leach and van Schyndel 2018)".to_string(),
+        format!("device: {}", describe_host()),
+        format!(
+            "scenes: {}x{} pixels, seed {}, 2 inputs (4 for Table 3); median of {} runs after 1 warm-up",
+            config.width, config.height, config.seed, config.repeats
+        ),
+    ];
+    header.extend(set.about.iter().cloned());
+    for (name, bw) in &bandwidths {
+        header.push(format!(
+            "{name}: copy bandwidth {:.2} GB/s (bytes read + written per second)",
+            bw / 1e9
+        ));
+    }
+
+    let needs_files = set.engines.iter().any(|e| e.needs_files());
+    let engine_columns: Vec<String> = set
+        .engines
+        .iter()
+        .map(|e| e.name())
+        .chain(set.absent.iter().map(|(n, _)| n.clone()))
+        .collect();
+    let mut time_rows: [Vec<TableRow>; 3] = Default::default();
+    let mut memory_rows = Vec::new();
+    let mut input_rows = Vec::new();
+
+    for name in &config.scenes {
+        progress(&format!(
+            "generating {name} {}x{}",
+            config.width, config.height
+        ));
+        let start = Instant::now();
+        let pair = scene::generate_inputs(name, config.width, config.height, config.seed, 2)?;
+        let quad = scene::generate_inputs(name, config.width, config.height, config.seed, 4)?;
+        let generated = start.elapsed();
+        let files = if needs_files {
+            let dir = work.path();
+            let write = |images: &[DeepImage], tag: &str| -> Result<Vec<PathBuf>> {
+                let paths = scene::scene_paths(&dir.join(format!("{name}{tag}")), images.len());
+                for (image, path) in images.iter().zip(&paths) {
+                    write_deep(path, image, Codec::Zips)?;
+                }
+                Ok(paths)
+            };
+            Some(CaseFiles {
+                pair: write(&pair, "")?,
+                quad: write(&quad, "4")?,
+            })
+        } else {
+            None
+        };
+        input_rows.push(describe_inputs(name, &pair, generated));
+        let case = BenchCase {
+            scene: name.clone(),
+            pair,
+            quad,
+            files,
+            work_dir: work.path(),
+        };
+
+        let mut cells: [Vec<Cell>; 3] = Default::default();
+        let mut memory = Vec::new();
+        for engine in set.engines.iter_mut() {
+            let label = engine.name();
+            engine.prepare(&case)?;
+            for (k, op) in Operation::ALL.into_iter().enumerate() {
+                progress(&format!("{name}: {label} {}", op.name()));
+                let mut measure = || -> Result<Duration> {
+                    run_operation(engine.as_mut(), op, &case)?; // warm-up
+                    let times = (0..config.repeats)
+                        .map(|_| run_operation(engine.as_mut(), op, &case))
+                        .collect::<Result<Vec<_>>>()?;
+                    Ok(median(times))
+                };
+                cells[k].push(match measure() {
+                    Ok(t) => Cell::Value(ms(t)),
+                    Err(e) => Cell::Text(format!("failed: {e}")),
+                });
+            }
+            memory.push(match engine.memory_bytes(&case) {
+                Some(b) => Cell::Value(b as f64 / MIB),
+                None => Cell::Text("n/a".into()),
+            });
+            engine.release();
+        }
+        for (_, why) in &set.absent {
+            for row in cells.iter_mut() {
+                row.push(Cell::Text(why.clone()));
+            }
+            memory.push(Cell::Text(why.clone()));
+        }
+        let traffic = traffic_bytes(&case.pair, &case.quad);
+        for (k, row) in cells.iter_mut().enumerate() {
+            for (_, bw) in &bandwidths {
+                row.push(Cell::Value(traffic[k] as f64 / bw * 1e3));
+            }
+        }
+        for layout in Layout::ALL {
+            let bytes: u64 = case
+                .pair
+                .iter()
+                .map(|i| layout_model_bytes(i, layout))
+                .sum();
+            memory.push(Cell::Value(bytes as f64 / MIB));
+        }
+        for (k, row) in cells.into_iter().enumerate() {
+            time_rows[k].push(TableRow {
+                label: name.clone(),
+                cells: row,
+            });
+        }
+        memory_rows.push(TableRow {
+            label: name.clone(),
+            cells: memory,
+        });
+    }
+
+    let floor_columns: Vec<String> = bandwidths.iter().map(|(n, _)| n.clone()).collect();
+    let time_columns: Vec<String> = engine_columns
+        .iter()
+        .chain(&floor_columns)
+        .cloned()
+        .collect();
+    let time_notes = vec![
+        "cells: median ms (worst cell of the row / this cell); floor = (bytes read + written) / copy bandwidth".to_string(),
+        "cpu: in host memory, no file I/O; oiiotool e2e: whole command (process start, EXR decode, merge, EXR encode)".to_string(),
+        "GL layouts LL/LA/IA/BIA x stepwise/RBM: not built on this branch yet".to_string(),
+    ];
+    let [composite, save_deep, pairwise] = time_rows;
+    let table = |title: &str, rows: Vec<TableRow>| Table {
+        title: title.to_string(),
+        unit: Unit::Millis,
+        columns: time_columns.clone(),
+        row_header: "scene".into(),
+        rows,
+        notes: time_notes.clone(),
+    };
+    let mut memory_columns = engine_columns.clone();
+    memory_columns.extend(Layout::ALL.iter().map(|l| format!("{} (model)", l.name())));
+    let tables = vec![
+        table(
+            "Table 1: merge two deep images, compositing during the merge",
+            composite,
+        ),
+        table(
+            "Table 2: merge two deep images, saving the result as a deep image",
+            save_deep,
+        ),
+        table(
+            "Table 3: merge four deep images by iterated pairwise merging, (0+1)+(2+3), then composite",
+            pairwise,
+        ),
+        Table {
+            title: "Table 4: memory of the two input deep images".into(),
+            unit: Unit::MiB,
+            columns: memory_columns,
+            row_header: "scene".into(),
+            rows: memory_rows,
+            notes: vec![
+                "cells: MiB (largest of the row / this cell)".into(),
+                "cpu: CSR as held (u64 offsets + planes); oiiotool: not measurable from outside".into(),
+                "(model): DESIGN §3 formulas with 4-byte indices, the same bytes per sample, G = 32; predictions until the GL engine reports its buffers".into(),
+            ],
+        },
+    ];
+    let inputs = Table {
+        title: format!(
+            "Scenes: the two inputs at {}x{}, and their merge's depth complexity",
+            config.width, config.height
+        ),
+        unit: Unit::Text,
+        columns: vec![
+            "samples (in 0 + in 1)".into(),
+            "max/pixel (in 0, in 1, merged)".into(),
+            "merged pixels <=16 / 16-64 / 64-128 / 128-512 / >512".into(),
+            "generated in".into(),
+        ],
+        row_header: "scene".into(),
+        rows: input_rows,
+        notes: vec!["complexity bins as the paper's Fig. 8 (blue, green, yellow, red)".into()],
+    };
+    let end_to_end = if config.e2e_inputs.is_empty() {
+        None
+    } else {
+        Some(end_to_end_table(config, &work.path(), &set)?)
+    };
+    Ok(BenchReport {
+        header,
+        inputs,
+        tables,
+        end_to_end,
+    })
+}
+
+/// The inputs row: sample counts, per-pixel maxima and the merged depth-complexity spread.
+fn describe_inputs(name: &str, pair: &[DeepImage], generated: Duration) -> TableRow {
+    let merged_counts: Vec<u32> = pair[0]
+        .counts()
+        .iter()
+        .zip(pair[1].counts())
+        .map(|(a, b)| a + b)
+        .collect();
+    let mut histogram = [0usize; 5];
+    for &n in &merged_counts {
+        let bin = COMPLEXITY_BINS
+            .iter()
+            .position(|&(_, hi)| n as usize <= hi)
+            .unwrap_or(4);
+        histogram[bin] += 1;
+    }
+    let pixels = merged_counts.len().max(1) as f64;
+    let spread: Vec<String> = histogram
+        .iter()
+        .map(|&n| format!("{:.1}%", 100.0 * n as f64 / pixels))
+        .collect();
+    let (s0, s1) = (sample_stats(&pair[0]), sample_stats(&pair[1]));
+    let merged_max = merged_counts.iter().max().copied().unwrap_or(0);
+    TableRow {
+        label: name.to_string(),
+        cells: vec![
+            Cell::Text(format!("{} + {}", s0.total, s1.total)),
+            Cell::Text(format!("{}, {}, {}", s0.max, s1.max, merged_max)),
+            Cell::Text(spread.join(" / ")),
+            Cell::Text(format!("{} ms", significant(ms(generated)))),
+        ],
+    }
+}
+
+/// Whole command lines on real files: `deepmerge` (or its pipeline in-process) and `oiiotool`.
+fn end_to_end_table(
+    config: &BenchConfig,
+    work: &std::path::Path,
+    set: &EngineSet,
+) -> Result<Table> {
+    let inputs = &config.e2e_inputs;
+    if inputs.len() < 2 {
+        return Err(Error::Usage(
+            "the end-to-end table needs at least two deep EXR files".into(),
+        ));
+    }
+    let label: Vec<String> = inputs
+        .iter()
+        .map(|p| {
+            p.file_stem()
+                .map_or_else(|| p.display().to_string(), |s| s.to_string_lossy().into())
+        })
+        .collect();
+    let repeat = |run: &mut dyn FnMut() -> Result<Duration>| -> Cell {
+        let result = (|| {
+            run()?;
+            let times = (0..config.repeats)
+                .map(|_| run())
+                .collect::<Result<Vec<_>>>()?;
+            Ok::<_, Error>(median(times))
+        })();
+        match result {
+            Ok(t) => Cell::Value(ms(t)),
+            Err(e) => Cell::Text(format!("failed: {e}")),
+        }
+    };
+    let ours_out = work.join("e2e-deepmerge.exr");
+    let (ours_label, ours) = match &config.deepmerge_exe {
+        Some(exe) => {
+            let cell = repeat(&mut || {
+                let start = Instant::now();
+                let out = Command::new(exe)
+                    .args(inputs)
+                    .args(["--backend", "cpu", "-o"])
+                    .arg(&ours_out)
+                    .output()
+                    .map_err(|e| Error::Usage(format!("cannot run {}: {e}", exe.display())))?;
+                let time = start.elapsed();
+                if !out.status.success() {
+                    return Err(Error::Usage(
+                        String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                    ));
+                }
+                Ok(time)
+            });
+            ("deepmerge --backend cpu (process)", cell)
+        }
+        None => {
+            let cell = repeat(&mut || {
+                let start = Instant::now();
+                let images = inputs
+                    .iter()
+                    .map(|p| read_deep(p, &ReadOptions::default()))
+                    .collect::<Result<Vec<_>>>()?;
+                let refs: Vec<&DeepImage> = images.iter().collect();
+                let out = merge_images(
+                    &refs,
+                    &MergeOptions {
+                        output: OutputKind::Flat { z: false },
+                        tidy: false,
+                    },
+                )?;
+                if let MergeOutput::Flat(flat) = out {
+                    write_flat(&ours_out, &flat, FlatType::Half)?;
+                }
+                Ok(start.elapsed())
+            });
+            ("deepmerge cpu pipeline (in-process)", cell)
+        }
+    };
+    let mut columns = vec![ours_label.to_string()];
+    let mut cells = vec![ours];
+    let oiiotool = set.engines.iter().any(|e| e.name() == "oiiotool e2e");
+    columns.push("oiiotool".into());
+    if oiiotool {
+        let program = match &config.oiiotool {
+            PeerSetting::Path(p) => p.clone(),
+            _ => PathBuf::from("oiiotool"),
+        };
+        let out_path = work.join("e2e-oiiotool.exr");
+        cells.push(repeat(&mut || {
+            // a b --deepmerge c --deepmerge ... --flatten
+            let mut command = Command::new(&program);
+            command.arg(&inputs[0]);
+            for input in &inputs[1..] {
+                command.arg(input).arg("--deepmerge");
+            }
+            command.arg("--flatten").arg("-o").arg(&out_path);
+            let start = Instant::now();
+            let out = command
+                .output()
+                .map_err(|e| Error::Usage(format!("cannot run oiiotool: {e}")))?;
+            let time = start.elapsed();
+            if !out.status.success() {
+                return Err(Error::Usage(
+                    String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                ));
+            }
+            Ok(time)
+        }));
+    } else {
+        cells.push(Cell::Text("not installed".into()));
+    }
+    Ok(Table {
+        title: format!(
+            "End to end: {} -> flat EXR (read, merge, composite, write)",
+            label.join(" + ")
+        ),
+        unit: Unit::Millis,
+        columns,
+        row_header: "inputs".into(),
+        rows: vec![TableRow {
+            label: label.join(" + "),
+            cells,
+        }],
+        notes: vec![format!(
+            "median of {} runs after 1 warm-up; both write a half RGBA flat EXR",
+            config.repeats
+        )],
+    })
+}
+
+/// CPU model, threads and memory of this machine, from /proc where it exists.
+pub fn describe_host() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map_or_else(
+            || std::env::consts::ARCH.to_string(),
+            |(_, m)| m.trim().to_string(),
+        );
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let memory = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|l| l.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or_else(String::new, |kb| {
+            format!(", {:.0} GiB RAM", kb / (1u64 << 20) as f64)
+        });
+    format!(
+        "{model}, {} hardware threads{memory}",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    )
+}
