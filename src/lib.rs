@@ -13,9 +13,11 @@
 //! 4. [`exr::write_deep`] and [`exr::write_flat`] write the result through a temporary file.
 
 pub mod composite;
+pub mod cpu;
 pub mod deep;
 pub mod error;
 pub mod exr;
+pub mod gpu;
 pub mod info;
 
 pub use error::{Error, Result};
