@@ -1,12 +1,13 @@
-// The buffers of image SRC at bindings SRC_BINDING .. SRC_BINDING + 4, and a reader that walks a
+// The buffers of image SRC at bindings SRC_BINDING_0 .. SRC_BINDING_4 (GLSL 4.30 wants literal
+// bindings, so the host defines all five), and a reader that walks a
 // pixel's list in the merge's direction. SRC_ACCESS is readonly or writeonly-free (empty).
-layout(std430, binding = SRC_BINDING + 0) SRC_ACCESS buffer SRC_KeysBuf { Fragment SRC_keys[]; };
-layout(std430, binding = SRC_BINDING + 1) SRC_ACCESS buffer SRC_ValuesBuf { float SRC_values[]; };
-layout(std430, binding = SRC_BINDING + 2) readonly buffer SRC_OffsetsBuf { uint SRC_offsets[]; };
+layout(std430, binding = SRC_BINDING_0) SRC_ACCESS buffer SRC_KeysBuf { Fragment SRC_keys[]; };
+layout(std430, binding = SRC_BINDING_1) SRC_ACCESS buffer SRC_ValuesBuf { float SRC_values[]; };
+layout(std430, binding = SRC_BINDING_2) readonly buffer SRC_OffsetsBuf { uint SRC_offsets[]; };
 // IA/BIA: per-group min counts. LL: head per pixel.
-layout(std430, binding = SRC_BINDING + 3) buffer SRC_Aux1Buf { uint SRC_aux1[]; };
+layout(std430, binding = SRC_BINDING_3) buffer SRC_Aux1Buf { uint SRC_aux1[]; };
 // LL: next per node; next[0] is the node allocation counter (node 0 is the null node).
-layout(std430, binding = SRC_BINDING + 4) buffer SRC_Aux2Buf { uint SRC_aux2[]; };
+layout(std430, binding = SRC_BINDING_4) buffer SRC_Aux2Buf { uint SRC_aux2[]; };
 
 #include "layout.glsl"
 

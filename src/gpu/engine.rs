@@ -149,10 +149,13 @@ impl<'a> GpuImage<'a> {
 }
 
 fn layout_defines(defines: Defines, name: &str, layout: Layout, binding: u32, access: &str) -> Defines {
-    defines
+    let mut defines = defines
         .set(&format!("{name}_LAYOUT"), layout.glsl_id())
-        .set(&format!("{name}_BINDING"), binding)
-        .set(&format!("{name}_ACCESS"), access)
+        .set(&format!("{name}_ACCESS"), access);
+    for k in 0..5 {
+        defines = defines.set(&format!("{name}_BINDING_{k}"), binding + k);
+    }
+    defines
 }
 
 fn base_defines(block_size: u32) -> Defines {

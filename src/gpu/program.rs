@@ -84,7 +84,8 @@ fn inline(
             out.push_str(&format!("#line {} {number}\n", line_index + 2));
         } else if let Some(rest) = trimmed.strip_prefix("#include") {
             let (file, _) = parse_include(name, rest, false)?;
-            if once.insert(file.clone()) {
+            // Once per program, but once per renaming inside an `#include_as`.
+            if once.insert(format!("{file}|{}", rename.unwrap_or(""))) {
                 inline(&file, rename, out, files, once, depth + 1)?;
                 out.push_str(&format!("#line {} {number}\n", line_index + 2));
             } else {
