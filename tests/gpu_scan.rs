@@ -6,7 +6,9 @@ use deepmerge::gpu::scan::{exclusive_scan as gpu_scan, SCAN_GROUP};
 use deepmerge::gpu::GlContext;
 
 fn counts(n: usize, seed: u64) -> Vec<u32> {
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
             state = state
@@ -21,7 +23,20 @@ fn counts(n: usize, seed: u64) -> Vec<u32> {
 fn gpu_scan_matches_cpu_scan_at_edge_sizes() {
     let ctx = GlContext::new().expect("a GL 4.3 context (install libegl1 libgl1-mesa-dri)");
     let g = SCAN_GROUP;
-    for n in [0, 1, 31, 32, 33, g - 1, g, g + 1, g * g - 1, g * g, g * g + 1, 3 * g * g + 7] {
+    for n in [
+        0,
+        1,
+        31,
+        32,
+        33,
+        g - 1,
+        g,
+        g + 1,
+        g * g - 1,
+        g * g,
+        g * g + 1,
+        3 * g * g + 7,
+    ] {
         let input = counts(n, n as u64);
         assert_eq!(gpu_scan(&ctx, &input).unwrap(), cpu_scan(&input), "n = {n}");
     }
@@ -34,7 +49,11 @@ fn gpu_scan_matches_cpu_scan_at_ten_million() {
     let gpu = gpu_scan(&ctx, &input).unwrap();
     let cpu = cpu_scan(&input);
     assert_eq!(gpu.len(), cpu.len());
-    assert!(gpu == cpu, "first difference at {:?}", gpu.iter().zip(&cpu).position(|(a, b)| a != b));
+    assert!(
+        gpu == cpu,
+        "first difference at {:?}",
+        gpu.iter().zip(&cpu).position(|(a, b)| a != b)
+    );
 }
 
 #[test]
@@ -45,5 +64,8 @@ fn gl_info_reports_renderer_and_limits() {
     assert!(info.max_ssbo_bytes >= 1 << 24, "{info}");
     assert!(info.max_compute_ssbo_bindings >= 12, "{info}");
     let text = info.to_string();
-    assert!(text.contains(&info.renderer) && text.contains("shader storage"), "{text}");
+    assert!(
+        text.contains(&info.renderer) && text.contains("shader storage"),
+        "{text}"
+    );
 }

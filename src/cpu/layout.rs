@@ -77,8 +77,6 @@ pub fn address(
         Layout::LinkedList => None,
         Layout::Linearised => Some(address_la(offsets, p, i)),
         Layout::Interleaved => Some(address_ia(offsets, min_counts, p, i)),
-        Layout::BlockedInterleaved => {
-            Some(address_bia(offsets, min_counts, block_size, p, i))
-        }
+        Layout::BlockedInterleaved => Some(address_bia(offsets, min_counts, block_size, p, i)),
     }
 }

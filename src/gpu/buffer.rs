@@ -66,7 +66,8 @@ impl<'a> GpuBuffer<'a> {
         assert!(bytes.len() <= self.bytes);
         // SAFETY: the range lies inside the buffer.
         unsafe {
-            self.gl.bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(self.buffer));
+            self.gl
+                .bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(self.buffer));
             self.gl
                 .get_buffer_sub_data(glow::SHADER_STORAGE_BUFFER, 0, bytes);
         }
@@ -79,7 +80,8 @@ impl<'a> GpuBuffer<'a> {
         assert!(bytes.len() <= self.bytes);
         // SAFETY: the range lies inside the buffer.
         unsafe {
-            self.gl.bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(self.buffer));
+            self.gl
+                .bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(self.buffer));
             self.gl
                 .buffer_sub_data_u8_slice(glow::SHADER_STORAGE_BUFFER, 0, bytes);
         }

@@ -15,7 +15,6 @@ use glutin::config::{ConfigSurfaceTypes, ConfigTemplateBuilder};
 use glutin::context::{ContextApi, ContextAttributesBuilder, GlProfile, Version};
 use glutin::display::{GetGlDisplay, GlDisplay};
 
-
 use crate::error::{Error, Result};
 
 /// What the GL implementation is and the limits the engine depends on.
@@ -54,7 +53,11 @@ impl fmt::Display for GlInfo {
             self.renderer,
             if self.software { " (software)" } else { "" }
         )?;
-        writeln!(f, "version:   {} (GLSL {})", self.version, self.glsl_version)?;
+        writeln!(
+            f,
+            "version:   {} (GLSL {})",
+            self.version, self.glsl_version
+        )?;
         writeln!(
             f,
             "max shader storage block: {} MiB",
@@ -142,8 +145,8 @@ impl GlContext {
             .with_context_api(ContextApi::OpenGl(Some(Version::new(4, 3))))
             .build(None);
         // SAFETY: the config came from this display.
-        let not_current = unsafe { display.create_context(&config, &attributes) }
-            .map_err(|e| e.to_string())?;
+        let not_current =
+            unsafe { display.create_context(&config, &attributes) }.map_err(|e| e.to_string())?;
         let context = not_current
             .make_current_surfaceless()
             .map_err(|e| e.to_string())?;
@@ -181,7 +184,9 @@ impl GlContext {
         if code == glow::NO_ERROR {
             Ok(())
         } else {
-            Err(Error::Gl(format!("{what} failed with GL error 0x{code:04x}")))
+            Err(Error::Gl(format!(
+                "{what} failed with GL error 0x{code:04x}"
+            )))
         }
     }
 }
@@ -204,7 +209,9 @@ unsafe fn query_info(gl: &glow::Context, software: bool) -> GlInfo {
         version: gl.get_parameter_string(glow::VERSION),
         glsl_version: gl.get_parameter_string(glow::SHADING_LANGUAGE_VERSION),
         software,
-        max_ssbo_bytes: gl.get_parameter_i64(glow::MAX_SHADER_STORAGE_BLOCK_SIZE).max(0) as u64,
+        max_ssbo_bytes: gl
+            .get_parameter_i64(glow::MAX_SHADER_STORAGE_BLOCK_SIZE)
+            .max(0) as u64,
         max_compute_ssbo_bindings: int(glow::MAX_COMPUTE_SHADER_STORAGE_BLOCKS),
         max_shared_memory_bytes: int(glow::MAX_COMPUTE_SHARED_MEMORY_SIZE),
         max_invocations: int(glow::MAX_COMPUTE_WORK_GROUP_INVOCATIONS),

@@ -148,7 +148,13 @@ impl<'a> GpuImage<'a> {
     }
 }
 
-fn layout_defines(defines: Defines, name: &str, layout: Layout, binding: u32, access: &str) -> Defines {
+fn layout_defines(
+    defines: Defines,
+    name: &str,
+    layout: Layout,
+    binding: u32,
+    access: &str,
+) -> Defines {
     let mut defines = defines
         .set(&format!("{name}_LAYOUT"), layout.glsl_id())
         .set(&format!("{name}_ACCESS"), access);
@@ -292,7 +298,10 @@ impl MergeSpec {
             }
         }
         let d = base_defines(self.block_size)
-            .set("MERGE_METHOD", u32::from(self.method == MergeMethod::RegisterBlock))
+            .set(
+                "MERGE_METHOD",
+                u32::from(self.method == MergeMethod::RegisterBlock),
+            )
             .set("MERGE_DESC", u32::from(self.descending));
         let d = layout_defines(d, "A", a.layout, 0, "readonly");
         Ok(layout_defines(d, "B", b.layout, 5, "readonly"))
@@ -311,7 +320,11 @@ pub fn merge_deep<'a>(
     let gl = &ctx.gl;
     let pixels = a.pixels;
     let samples = a.samples + b.samples;
-    check_fits(ctx, (samples + 1) * 16.max(a.stride * 4), "a merged deep image")?;
+    check_fits(
+        ctx,
+        (samples + 1) * 16.max(a.stride * 4),
+        "a merged deep image",
+    )?;
     // Counting pass and scan for the output's offsets.
     let counts = GpuBuffer::zeroed(gl, pixels * 4)?;
     let program = ctx.program("count.comp", &base_defines(spec.block_size))?;
@@ -335,7 +348,8 @@ pub fn merge_deep<'a>(
         a.stride,
         offsets,
     )?;
-    let defines = columns.defines(layout_defines(spec.defines(a, b)?, "OUT", layout, 10, ""))
+    let defines = columns
+        .defines(layout_defines(spec.defines(a, b)?, "OUT", layout, 10, ""))
         .set("OUTPUT_DEEP", 1);
     let program = ctx.program("merge.comp", &defines)?;
     // SAFETY: the program belongs to this context.
@@ -365,7 +379,9 @@ pub fn merge_flat<'a>(
     columns: &ColumnSpec,
 ) -> Result<GpuFlat<'a>> {
     if spec.descending {
-        return Err(Error::Gl("internal: a flat composite must merge front to back".into()));
+        return Err(Error::Gl(
+            "internal: a flat composite must merge front to back".into(),
+        ));
     }
     let gl = &ctx.gl;
     let pixels = a.pixels;
@@ -424,7 +440,13 @@ pub fn copy_bandwidth(ctx: &GlContext, bytes: usize, repeats: usize) -> Result<(
         unsafe {
             gl.bind_buffer(glow::COPY_READ_BUFFER, Some(src.buffer));
             gl.bind_buffer(glow::COPY_WRITE_BUFFER, Some(dst.buffer));
-            gl.copy_buffer_sub_data(glow::COPY_READ_BUFFER, glow::COPY_WRITE_BUFFER, 0, 0, bytes as i32);
+            gl.copy_buffer_sub_data(
+                glow::COPY_READ_BUFFER,
+                glow::COPY_WRITE_BUFFER,
+                0,
+                0,
+                bytes as i32,
+            );
         }
     }
     unsafe { gl.finish() };

@@ -14,7 +14,9 @@ use std::time::Instant;
 
 use glow::HasContext;
 
-use super::engine::{build_image, merge_deep, merge_flat, ColumnSpec, GpuFlat, GpuImage, MergeSpec};
+use super::engine::{
+    build_image, merge_deep, merge_flat, ColumnSpec, GpuFlat, GpuImage, MergeSpec,
+};
 use super::stats::{BufferBytes, GpuStats};
 use super::{GlContext, GlOptions};
 use crate::composite::tidy::{needs_tidy, tidy_pixel};
@@ -23,9 +25,7 @@ use crate::composite::{
     PixelSamples, Sample,
 };
 use crate::cpu::{Fragment, Layout, MAX_BLOCK_SIZE};
-use crate::deep::{
-    ChannelRole, DeepImage, DeepState, FlatChannel, FlatImage, FlatValues, Plane,
-};
+use crate::deep::{ChannelRole, DeepImage, DeepState, FlatChannel, FlatImage, FlatValues, Plane};
 use crate::error::{Error, Result};
 
 /// A run of rows of the union window, with its pixel order.
@@ -138,7 +138,12 @@ fn row_samples(plan: &MergePlan) -> Vec<u64> {
 }
 
 /// Cut the window into bands whose merged buffers fit `limit` bytes each.
-fn plan_bands(plan: &MergePlan, gl_options: &GlOptions, limit: u64, stride: usize) -> Result<Vec<Band>> {
+fn plan_bands(
+    plan: &MergePlan,
+    gl_options: &GlOptions,
+    limit: u64,
+    stride: usize,
+) -> Result<Vec<Band>> {
     let per_sample = 16u64.max(4 * stride as u64);
     let width = plan.window.width();
     let mut bands = Vec::new();
@@ -337,7 +342,9 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             } else {
                 let out = merge_deep(self.ctx, a, b, self.gl_options.layout, spec, &self.columns)?;
                 let bytes = out.bytes();
-                peak = peak.max(inputs_bytes + bytes.total() + merged.as_ref().map_or(0, |i| i.bytes().total()));
+                peak = peak.max(
+                    inputs_bytes + bytes.total() + merged.as_ref().map_or(0, |i| i.bytes().total()),
+                );
                 merged_bytes.add(&bytes);
                 merged = Some(out);
             }
@@ -415,15 +422,28 @@ impl Accumulated {
         let pixels = plan.window.area();
         let flat = matches!(options.output, OutputKind::Flat { .. });
         Accumulated {
-            flat_values: if flat { vec![0.0; pixels * stride] } else { Vec::new() },
-            flat_front: if flat { vec![[0; 4]; pixels] } else { Vec::new() },
+            flat_values: if flat {
+                vec![0.0; pixels * stride]
+            } else {
+                Vec::new()
+            },
+            flat_front: if flat {
+                vec![[0; 4]; pixels]
+            } else {
+                Vec::new()
+            },
             deep_counts: Vec::new(),
             deep_samples: Vec::new(),
             stride,
         }
     }
 
-    fn assemble(self, plan: &MergePlan, options: &MergeOptions, stats: &mut GpuStats) -> MergeOutput {
+    fn assemble(
+        self,
+        plan: &MergePlan,
+        options: &MergeOptions,
+        stats: &mut GpuStats,
+    ) -> MergeOutput {
         match options.output {
             OutputKind::Flat { z } => MergeOutput::Flat(self.assemble_flat(plan, z, stats)),
             OutputKind::Deep => MergeOutput::Deep(self.assemble_deep(plan, options.tidy, stats)),
@@ -466,12 +486,13 @@ impl Accumulated {
                 let image = plan.inputs[front[0] as usize];
                 let index = front[1] as usize;
                 for (k, c) in ids.iter().enumerate() {
-                    id_values[k][i] = image.channel_index(&c.name).map_or(0, |ch| {
-                        match &image.planes[ch] {
-                            Plane::U32(v) => v[index],
-                            other => other.get_f32(index) as u32,
-                        }
-                    });
+                    id_values[k][i] =
+                        image
+                            .channel_index(&c.name)
+                            .map_or(0, |ch| match &image.planes[ch] {
+                                Plane::U32(v) => v[index],
+                                other => other.get_f32(index) as u32,
+                            });
                 }
                 z_values[i] = f32::from_bits(front[2]);
             }
@@ -483,7 +504,11 @@ impl Accumulated {
             .enumerate()
             .map(|(k, name)| FlatChannel {
                 name: name.clone(),
-                values: FlatValues::F32((0..pixels).map(|i| self.flat_values[i * stride + k]).collect()),
+                values: FlatValues::F32(
+                    (0..pixels)
+                        .map(|i| self.flat_values[i * stride + k])
+                        .collect(),
+                ),
             })
             .collect();
         for (c, values) in ids.iter().zip(id_values) {
@@ -588,7 +613,11 @@ impl Accumulated {
             plan.deep_channels.clone(),
             &counts,
             planes,
-            if tidy { DeepState::Tidy } else { DeepState::Sorted },
+            if tidy {
+                DeepState::Tidy
+            } else {
+                DeepState::Sorted
+            },
         )
         .expect("counts and planes built together")
     }
@@ -615,7 +644,8 @@ pub fn merge_images_gl(
     for band in bands {
         // Each band re-plans cheaply (the plan is a few small vectors) and owns its merger.
         let band_plan = MergePlan::new(inputs)?;
-        let mut merger = GpuMerger::upload_band(ctx, band_plan, columns.clone(), band, options, gl_options)?;
+        let mut merger =
+            GpuMerger::upload_band(ctx, band_plan, columns.clone(), band, options, gl_options)?;
         merger.read_band(&mut out)?;
         let stats = merger.stats;
         total = Some(match total {

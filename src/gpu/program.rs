@@ -19,7 +19,10 @@ const SOURCES: &[(&str, &str)] = &[
     ("image.glsl", include_str!("../../glsl/image.glsl")),
     ("scan.comp", include_str!("../../glsl/scan.comp")),
     ("scan_add.comp", include_str!("../../glsl/scan_add.comp")),
-    ("min_counts.comp", include_str!("../../glsl/min_counts.comp")),
+    (
+        "min_counts.comp",
+        include_str!("../../glsl/min_counts.comp"),
+    ),
     ("count.comp", include_str!("../../glsl/count.comp")),
     ("build.comp", include_str!("../../glsl/build.comp")),
     ("merge.comp", include_str!("../../glsl/merge.comp")),
@@ -186,15 +189,16 @@ impl GlContext {
         let x = groups.min(65535);
         let y = groups.div_ceil(x);
         if y > 65535 {
-            return Err(Error::Gl(format!("{threads} invocations are too many for one dispatch")));
+            return Err(Error::Gl(format!(
+                "{threads} invocations are too many for one dispatch"
+            )));
         }
         // SAFETY: a dispatch with a program in use; barriers make the writes visible to the next
         // stage and to buffer reads.
         unsafe {
             self.gl.dispatch_compute(x as u32, y as u32, 1);
-            self.gl.memory_barrier(
-                glow::SHADER_STORAGE_BARRIER_BIT | glow::BUFFER_UPDATE_BARRIER_BIT,
-            );
+            self.gl
+                .memory_barrier(glow::SHADER_STORAGE_BARRIER_BIT | glow::BUFFER_UPDATE_BARRIER_BIT);
         }
         self.check("glDispatchCompute")
     }

@@ -93,7 +93,8 @@ pub(crate) fn copy_u32(
     // SAFETY: both ranges lie inside their buffers.
     unsafe {
         ctx.gl.bind_buffer(glow::COPY_READ_BUFFER, Some(src.buffer));
-        ctx.gl.bind_buffer(glow::COPY_WRITE_BUFFER, Some(dst.buffer));
+        ctx.gl
+            .bind_buffer(glow::COPY_WRITE_BUFFER, Some(dst.buffer));
         ctx.gl.copy_buffer_sub_data(
             glow::COPY_READ_BUFFER,
             glow::COPY_WRITE_BUFFER,

@@ -206,9 +206,21 @@ pub fn assert_gl_matches_reference(
     what: &str,
 ) -> GpuStats {
     let reference = merge_images(inputs, options).expect("reference merge");
+    assert_gl_matches(ctx, inputs, options, gl, &reference, what)
+}
+
+/// As [`assert_gl_matches_reference`], with the reference output computed once by the caller.
+pub fn assert_gl_matches(
+    ctx: &GlContext,
+    inputs: &[&DeepImage],
+    options: &MergeOptions,
+    gl: &GlOptions,
+    reference: &MergeOutput,
+    what: &str,
+) -> GpuStats {
     let (output, stats) = merge_images_gl(ctx, inputs, options, gl)
         .unwrap_or_else(|e| panic!("{what}: GL merge failed: {e}"));
-    match (&output, &reference) {
+    match (&output, reference) {
         (MergeOutput::Flat(a), MergeOutput::Flat(b)) => {
             assert_eq!(a.data_window, b.data_window, "{what}");
             assert_eq!(a.channels.len(), b.channels.len(), "{what}");
@@ -244,15 +256,68 @@ pub fn assert_gl_matches_reference(
             assert_eq!(a.data_window, b.data_window, "{what}");
             assert_eq!(a.channels, b.channels, "{what}");
             if a.offsets != b.offsets {
-                let p = a.offsets.iter().zip(&b.offsets).position(|(x, y)| x != y).unwrap();
-                panic!("{what}: deep counts differ from pixel {:?}", a.data_window.coords_of(p.saturating_sub(1)));
+                let p = a
+                    .offsets
+                    .iter()
+                    .zip(&b.offsets)
+                    .position(|(x, y)| x != y)
+                    .unwrap();
+                panic!(
+                    "{what}: deep counts differ from pixel {:?}",
+                    a.data_window.coords_of(p.saturating_sub(1))
+                );
             }
             for (c, (pa, pb)) in a.planes.iter().zip(&b.planes).enumerate() {
-                assert!(pa == pb, "{what}: deep channel {} differs", a.channels[c].name);
+                assert!(
+                    pa == pb,
+                    "{what}: deep channel {} differs",
+                    a.channels[c].name
+                );
             }
             assert_eq!(a.state, b.state, "{what}");
         }
         _ => panic!("{what}: output kinds differ"),
     }
     stats
+}
+
+type GlJob = Box<dyn FnOnce(&GlContext) + Send>;
+
+/// Run `job` on this test binary's one GL thread, which owns one context for all tests, so
+/// the compiled programs are shared (compiling on llvmpipe costs far more than the small merges
+/// these tests run). A panic in the job is re-raised in the calling test.
+pub fn with_gl<R: Send + 'static>(job: impl FnOnce(&GlContext) -> R + Send + 'static) -> R {
+    use std::sync::mpsc::{channel, Sender};
+    use std::sync::{Mutex, OnceLock};
+    static GL_THREAD: OnceLock<Mutex<Sender<GlJob>>> = OnceLock::new();
+    let sender = GL_THREAD
+        .get_or_init(|| {
+            let (tx, rx) = channel::<GlJob>();
+            std::thread::spawn(move || {
+                let ctx = GlContext::new().expect(
+                    "a GL 4.3 context (install libegl1 libgl1-mesa-dri); GL tests fail without it",
+                );
+                for job in rx {
+                    job(&ctx);
+                }
+            });
+            Mutex::new(tx)
+        })
+        .lock()
+        .unwrap()
+        .clone();
+    let (result_tx, result_rx) = std::sync::mpsc::channel();
+    sender
+        .send(Box::new(move |ctx: &GlContext| {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(ctx)));
+            let _ = result_tx.send(result);
+        }))
+        .expect("GL thread alive");
+    match result_rx
+        .recv()
+        .expect("the GL thread died (no GL context?)")
+    {
+        Ok(value) => value,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
 }
