@@ -14,9 +14,11 @@
 
 pub mod bench;
 pub mod composite;
+pub mod cpu;
 pub mod deep;
 pub mod error;
 pub mod exr;
+pub mod gpu;
 pub mod heatmap;
 pub mod info;
 pub mod scene;

@@ -1,0 +1,29 @@
+// Addressing of image SRC (twin: cpu::layout). Included once per image with SRC replaced by the
+// image's name; needs SRC_LAYOUT, SRC_offsets, SRC_aux1 (IA/BIA: per-group min counts) and the
+// uniform u_pixels. BLOCK_SIZE is the BIA block.
+uint SRC_count(uint p) {
+    return SRC_offsets[p + 1u] - SRC_offsets[p];
+}
+
+uint SRC_address(uint p, uint i) {
+#if SRC_LAYOUT == LAYOUT_LA
+    return SRC_offsets[p] + i;
+#elif SRC_LAYOUT == LAYOUT_IA || SRC_LAYOUT == LAYOUT_BIA
+    uint g = p / uint(GROUP_SIZE);
+    uint r = p % uint(GROUP_SIZE);
+    // The last group may be narrower than GROUP_SIZE: interleave over its real width.
+    uint width = min(uint(GROUP_SIZE), u_pixels - g * uint(GROUP_SIZE));
+    uint m = SRC_aux1[g];
+    uint base = SRC_offsets[g * uint(GROUP_SIZE)];
+    if (i < m) {
+#if SRC_LAYOUT == LAYOUT_IA
+        return base + r + width * i;
+#else
+        return base + (i / uint(BLOCK_SIZE)) * width * uint(BLOCK_SIZE) + r * uint(BLOCK_SIZE) + (i % uint(BLOCK_SIZE));
+#endif
+    }
+    return width * m + SRC_offsets[p] - m * r + (i - m);
+#else
+    return 0u; // LL has no addresses
+#endif
+}

@@ -1,0 +1,236 @@
+// Merge the lists of images A (earlier inputs) and B (the next input) at each pixel (twin:
+// cpu::merge), stepwise (MERGE_METHOD 0) or with register blocks of BLOCK_SIZE (MERGE_METHOD 1),
+// into a deep image OUT in any layout (OUTPUT_DEEP) or a flat composite (OUTPUT_FLAT).
+//
+// Direction: with MERGE_DESC the lists are walked back to front, the largest key is emitted
+// first and ties take B first, which is exactly the ascending merge reversed. A descending merge
+// feeding LL head insertion yields an ascending list; the host picks directions so that every
+// LL list is read the way it was built, and flat output always merges ascending.
+layout(local_size_x = GROUP_SIZE) in;
+#include "common.glsl"
+#include "fragment.glsl"
+
+uniform uint u_pixels;
+
+#include_as "image.glsl" A
+#include_as "image.glsl" B
+
+#if OUTPUT_DEEP
+#include_as "image.glsl" OUT
+#else
+// Flat output: NUM_COLUMNS values per pixel, and per pixel (input, index, Z bits, flags) of the
+// front-most sample with any alpha above 0. Flags: 1 = has a front sample, 2 = needs tidying.
+layout(std430, binding = 10) writeonly buffer FlatValues { float flat_values[]; };
+layout(std430, binding = 11) writeonly buffer FlatFront { uvec4 flat_front[]; };
+#endif
+
+// Composite column c's alpha column, or -1 for alpha columns (CompositeChannels::kinds).
+const int ALPHA_OF[NUM_COLUMNS] = int[NUM_COLUMNS](ALPHA_OF_LIST);
+const int ALPHAS[NUM_ALPHAS_ALLOC] = int[NUM_ALPHAS_ALLOC](ALPHAS_LIST);
+
+// Per-pixel merge state.
+uint g_pixel;
+uint g_emitted;
+uint g_total;
+#if !OUTPUT_DEEP
+// `precise` keeps the compiler from fusing `acc + (1 - a) * v` into an fma: the reference
+// rounds the product and the sum separately.
+precise float g_acc[NUM_COLUMNS];
+bool g_done;
+bool g_has_front;
+bool g_needs_tidy;
+float g_reach;
+Fragment g_front;
+#endif
+
+void emit(bool from_b, uint slot) {
+    Fragment f = from_b ? B_keys[slot] : A_keys[slot];
+#if OUTPUT_DEEP
+    uint out_slot;
+#if OUT_LAYOUT == LAYOUT_LL
+    out_slot = atomicAdd(OUT_aux2[0], 1u);
+    OUT_aux2[out_slot] = atomicExchange(OUT_aux1[g_pixel], out_slot);
+#else
+    // Arrays are stored ascending whatever the merge direction.
+    out_slot = OUT_address(g_pixel, MERGE_DESC != 0 ? g_total - 1u - g_emitted : g_emitted);
+#endif
+    OUT_keys[out_slot] = f;
+    for (uint c = 0u; c < NUM_COLUMNS; ++c) {
+        OUT_values[out_slot * NUM_COLUMNS + c] =
+            from_b ? B_values[slot * NUM_COLUMNS + c] : A_values[slot * NUM_COLUMNS + c];
+    }
+#else
+    // composite::tidy::needs_tidy, sample by sample.
+    if (f.z < g_reach) {
+        g_needs_tidy = true;
+    }
+    if (f.zback > f.z) {
+        g_reach = max(g_reach, f.zback);
+    }
+    if (!g_done) {
+        bool all_opaque = NUM_ALPHAS > 0;
+        for (int a = 0; a < NUM_ALPHAS; ++a) {
+            all_opaque = all_opaque && g_acc[ALPHAS[a]] >= 1.0;
+        }
+        g_done = all_opaque;
+    }
+    if (!g_done) {
+        float v[NUM_COLUMNS];
+        for (uint c = 0u; c < NUM_COLUMNS; ++c) {
+            v[c] = from_b ? B_values[slot * NUM_COLUMNS + c] : A_values[slot * NUM_COLUMNS + c];
+        }
+        if (!g_has_front) {
+            for (int a = 0; a < NUM_ALPHAS; ++a) {
+                if (v[ALPHAS[a]] > 0.0) {
+                    g_has_front = true;
+                }
+            }
+            if (g_has_front) {
+                g_front = f;
+            }
+        }
+        // Colours first: they read the alpha accumulated before this sample.
+        for (int c = 0; c < NUM_COLUMNS; ++c) {
+            if (ALPHA_OF[c] >= 0) {
+                precise float t = (1.0 - g_acc[ALPHA_OF[c]]) * v[c];
+                g_acc[c] = g_acc[c] + t;
+            }
+        }
+        for (int a = 0; a < NUM_ALPHAS; ++a) {
+            int k = ALPHAS[a];
+            precise float t = (1.0 - g_acc[k]) * v[k];
+            g_acc[k] = g_acc[k] + t;
+        }
+    }
+#endif
+    g_emitted += 1u;
+}
+
+bool take_b(Fragment fa, Fragment fb) {
+#if MERGE_DESC
+    return !depth_less(fb, fa);
+#else
+    return depth_less(fb, fa);
+#endif
+}
+
+void main() {
+    uint p = linear_invocation();
+    if (p >= u_pixels) {
+        return;
+    }
+    g_pixel = p;
+    g_emitted = 0u;
+    uint na = A_count(p);
+    uint nb = B_count(p);
+    g_total = na + nb;
+#if !OUTPUT_DEEP
+    for (int c = 0; c < NUM_COLUMNS; ++c) {
+        g_acc[c] = 0.0;
+    }
+    g_done = false;
+    g_has_front = false;
+    g_needs_tidy = false;
+    g_reach = uintBitsToFloat(0xff800000u); // -infinity
+#endif
+    uint cursor_a = A_begin(p);
+    uint cursor_b = B_begin(p);
+
+#if MERGE_METHOD == 0
+    // Stepwise: one fragment of each list in hand.
+    uint ia = 0u, ib = 0u;
+    uint slot_a = 0u, slot_b = 0u;
+    Fragment fa, fb;
+    if (na > 0u) { slot_a = A_next_slot(p, na, cursor_a); fa = A_keys[slot_a]; }
+    if (nb > 0u) { slot_b = B_next_slot(p, nb, cursor_b); fb = B_keys[slot_b]; }
+    while (ia < na && ib < nb) {
+        if (take_b(fa, fb)) {
+            emit(true, slot_b);
+            ib += 1u;
+            if (ib < nb) { slot_b = B_next_slot(p, nb, cursor_b); fb = B_keys[slot_b]; }
+        } else {
+            emit(false, slot_a);
+            ia += 1u;
+            if (ia < na) { slot_a = A_next_slot(p, na, cursor_a); fa = A_keys[slot_a]; }
+        }
+    }
+    while (ia < na) {
+        emit(false, slot_a);
+        ia += 1u;
+        if (ia < na) { slot_a = A_next_slot(p, na, cursor_a); }
+    }
+    while (ib < nb) {
+        emit(true, slot_b);
+        ib += 1u;
+        if (ib < nb) { slot_b = B_next_slot(p, nb, cursor_b); }
+    }
+#else
+    // Register blocks: every loop over a block has the compile-time bound BLOCK_SIZE (with an
+    // early exit), so the compiler can keep the blocks in registers.
+    Fragment block_a[BLOCK_SIZE];
+    Fragment block_b[BLOCK_SIZE];
+    uint slots_a[BLOCK_SIZE];
+    uint slots_b[BLOCK_SIZE];
+    uint read_a = 0u, held_a = 0u, pos_a = 0u;
+    uint read_b = 0u, held_b = 0u, pos_b = 0u;
+    for (;;) {
+        if (pos_a == held_a) {
+            held_a = min(uint(BLOCK_SIZE), na - read_a);
+            for (uint j = 0u; j < uint(BLOCK_SIZE); ++j) {
+                if (j >= held_a) break;
+                slots_a[j] = A_next_slot(p, na, cursor_a);
+                block_a[j] = A_keys[slots_a[j]];
+            }
+            read_a += held_a;
+            pos_a = 0u;
+        }
+        if (pos_b == held_b) {
+            held_b = min(uint(BLOCK_SIZE), nb - read_b);
+            for (uint j = 0u; j < uint(BLOCK_SIZE); ++j) {
+                if (j >= held_b) break;
+                slots_b[j] = B_next_slot(p, nb, cursor_b);
+                block_b[j] = B_keys[slots_b[j]];
+            }
+            read_b += held_b;
+            pos_b = 0u;
+        }
+        if (held_a == 0u && held_b == 0u) {
+            break;
+        }
+        for (uint k = 0u; k < uint(2 * BLOCK_SIZE); ++k) {
+            if (pos_a == held_a || pos_b == held_b) break;
+            if (take_b(block_a[pos_a], block_b[pos_b])) {
+                emit(true, slots_b[pos_b]);
+                pos_b += 1u;
+            } else {
+                emit(false, slots_a[pos_a]);
+                pos_a += 1u;
+            }
+        }
+        // A list whose refill found nothing is finished: drain the other block.
+        if (held_a == 0u) {
+            for (uint j = 0u; j < uint(BLOCK_SIZE); ++j) {
+                if (j >= held_b) break;
+                if (j >= pos_b) emit(true, slots_b[j]);
+            }
+            pos_b = held_b;
+        } else if (held_b == 0u) {
+            for (uint j = 0u; j < uint(BLOCK_SIZE); ++j) {
+                if (j >= held_a) break;
+                if (j >= pos_a) emit(false, slots_a[j]);
+            }
+            pos_a = held_a;
+        }
+    }
+#endif
+
+#if !OUTPUT_DEEP
+    for (int c = 0; c < NUM_COLUMNS; ++c) {
+        flat_values[p * uint(NUM_COLUMNS) + uint(c)] = g_acc[c];
+    }
+    uint flags = (g_has_front ? 1u : 0u) | (g_needs_tidy ? 2u : 0u);
+    flat_front[p] = g_has_front
+        ? uvec4(g_front.input_index, g_front.sample_index, floatBitsToUint(g_front.z), flags)
+        : uvec4(0u, 0u, 0u, flags);
+#endif
+}

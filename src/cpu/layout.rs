@@ -1,0 +1,82 @@
+//! Twin of `glsl/layout.glsl`: where sample i of pixel p lives in each array layout
+//! (DESIGN §3), and the per-group minimum counts that IA and BIA need.
+//!
+//! One refinement over the paper's formulas: the last group of an image may hold fewer than
+//! `G` pixels, so the interleaving stride is the group's real width `min(G, P - g·G)`; with the
+//! full G its interleaved part would run past the end of the data.
+
+use super::{Layout, GROUP_SIZE};
+
+/// Number of pixels in group `g` of an image of `pixels` pixels.
+pub fn group_width(g: usize, pixels: usize) -> usize {
+    (pixels - g * GROUP_SIZE as usize).min(GROUP_SIZE as usize)
+}
+
+/// Per group of [`GROUP_SIZE`] pixels, the smallest count (IA), rounded down to a multiple of
+/// `block_size` for BIA. Empty for LL and LA, which need none.
+pub fn group_min_counts(layout: Layout, block_size: u32, counts: &[u32]) -> Vec<u32> {
+    match layout {
+        Layout::LinkedList | Layout::Linearised => Vec::new(),
+        Layout::Interleaved | Layout::BlockedInterleaved => counts
+            .chunks(GROUP_SIZE as usize)
+            .map(|group| {
+                let m = group.iter().copied().min().unwrap_or(0);
+                if layout == Layout::BlockedInterleaved {
+                    m - m % block_size
+                } else {
+                    m
+                }
+            })
+            .collect(),
+    }
+}
+
+/// LA: sample i of pixel p.
+pub fn address_la(offsets: &[u32], p: usize, i: u32) -> u32 {
+    offsets[p] + i
+}
+
+/// IA: sample i of pixel p; `min_counts` from [`group_min_counts`].
+pub fn address_ia(offsets: &[u32], min_counts: &[u32], p: usize, i: u32) -> u32 {
+    let g = p / GROUP_SIZE as usize;
+    let r = (p % GROUP_SIZE as usize) as u32;
+    let width = group_width(g, offsets.len() - 1) as u32;
+    let m = min_counts[g];
+    let base = offsets[g * GROUP_SIZE as usize];
+    if i < m {
+        base + r + width * i
+    } else {
+        width * m + offsets[p] - m * r + (i - m)
+    }
+}
+
+/// BIA: sample i of pixel p, blocks of `block_size`; `min_counts` already rounded down to blocks.
+pub fn address_bia(offsets: &[u32], min_counts: &[u32], block_size: u32, p: usize, i: u32) -> u32 {
+    let g = p / GROUP_SIZE as usize;
+    let r = (p % GROUP_SIZE as usize) as u32;
+    let width = group_width(g, offsets.len() - 1) as u32;
+    let m = min_counts[g];
+    let base = offsets[g * GROUP_SIZE as usize];
+    if i < m {
+        base + (i / block_size) * width * block_size + r * block_size + (i % block_size)
+    } else {
+        width * m + offsets[p] - m * r + (i - m)
+    }
+}
+
+/// Sample i of pixel p in any array layout (LL has no addresses: its nodes are allocated).
+pub fn address(
+    layout: Layout,
+    block_size: u32,
+    offsets: &[u32],
+    min_counts: &[u32],
+    p: usize,
+    i: u32,
+) -> Option<u32> {
+    match layout {
+        Layout::LinkedList => None,
+        Layout::Linearised => Some(address_la(offsets, p, i)),
+        Layout::Interleaved => Some(address_ia(offsets, min_counts, p, i)),
+        Layout::BlockedInterleaved => Some(address_bia(offsets, min_counts, block_size, p, i)),
+    }
+}

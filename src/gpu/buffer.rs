@@ -1,0 +1,96 @@
+//! Shader storage buffers that know their size and free themselves.
+
+use glow::HasContext;
+
+use crate::error::{Error, Result};
+
+/// One buffer object on the GPU.
+pub struct GpuBuffer<'a> {
+    gl: &'a glow::Context,
+    /// The GL name.
+    pub buffer: glow::Buffer,
+    /// Size in bytes (at least 4: GL refuses empty storage blocks).
+    pub bytes: usize,
+}
+
+impl<'a> GpuBuffer<'a> {
+    /// A zero-filled buffer of `bytes` (at least 16).
+    pub fn zeroed(gl: &'a glow::Context, bytes: usize) -> Result<Self> {
+        // glow 0.16 has no glClearBufferData; a calloc'd upload is cheap enough.
+        Self::from_slice(gl, &vec![0u8; bytes.max(16)])
+    }
+
+    /// A buffer holding `data`.
+    pub fn from_slice<T: bytemuck::Pod>(gl: &'a glow::Context, data: &[T]) -> Result<Self> {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        let buffer = Self::alloc(gl, bytes.len().max(16))?;
+        // SAFETY: the buffer is at least as large as `bytes`.
+        unsafe {
+            gl.bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(buffer.buffer));
+            gl.buffer_sub_data_u8_slice(glow::SHADER_STORAGE_BUFFER, 0, bytes);
+        }
+        Ok(buffer)
+    }
+
+    fn alloc(gl: &'a glow::Context, bytes: usize) -> Result<Self> {
+        let size = i32::try_from(bytes)
+            .map_err(|_| Error::Gl(format!("a buffer of {bytes} bytes is too large")))?;
+        // SAFETY: plain object creation on the current context.
+        unsafe {
+            let buffer = gl
+                .create_buffer()
+                .map_err(|e| Error::Gl(format!("cannot create a buffer: {e}")))?;
+            gl.bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(buffer));
+            gl.buffer_data_size(glow::SHADER_STORAGE_BUFFER, size, glow::DYNAMIC_COPY);
+            if gl.get_error() == glow::OUT_OF_MEMORY {
+                gl.delete_buffer(buffer);
+                return Err(Error::Gl(format!("out of memory allocating {bytes} bytes")));
+            }
+            Ok(GpuBuffer { gl, buffer, bytes })
+        }
+    }
+
+    /// Bind to storage binding `index`.
+    pub fn bind(&self, index: u32) {
+        // SAFETY: the buffer is alive.
+        unsafe {
+            self.gl
+                .bind_buffer_base(glow::SHADER_STORAGE_BUFFER, index, Some(self.buffer))
+        };
+    }
+
+    /// Read the first `len` elements back.
+    pub fn read<T: bytemuck::Pod + Default>(&self, len: usize) -> Vec<T> {
+        let mut out = vec![T::default(); len];
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
+        assert!(bytes.len() <= self.bytes);
+        // SAFETY: the range lies inside the buffer.
+        unsafe {
+            self.gl
+                .bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(self.buffer));
+            self.gl
+                .get_buffer_sub_data(glow::SHADER_STORAGE_BUFFER, 0, bytes);
+        }
+        out
+    }
+
+    /// Overwrite the start of the buffer with `data`.
+    pub fn write<T: bytemuck::Pod>(&self, data: &[T]) {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        assert!(bytes.len() <= self.bytes);
+        // SAFETY: the range lies inside the buffer.
+        unsafe {
+            self.gl
+                .bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(self.buffer));
+            self.gl
+                .buffer_sub_data_u8_slice(glow::SHADER_STORAGE_BUFFER, 0, bytes);
+        }
+    }
+}
+
+impl Drop for GpuBuffer<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the buffer belongs to this context and nothing uses it any more.
+        unsafe { self.gl.delete_buffer(self.buffer) };
+    }
+}

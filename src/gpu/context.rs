@@ -1,0 +1,221 @@
+//! The headless OpenGL context (DESIGN §5): EGL device platform, no surface, core 4.3+.
+//!
+//! A context is current on the thread that made it; [`GlContext`] is therefore neither `Send`
+//! nor `Sync`. Tests make one per test; a long-lived user keeps one on a dedicated thread.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+
+use glow::HasContext;
+use glutin::api::egl::context::PossiblyCurrentContext;
+use glutin::api::egl::device::Device;
+use glutin::api::egl::display::Display;
+use glutin::config::{ConfigSurfaceTypes, ConfigTemplateBuilder};
+use glutin::context::{ContextApi, ContextAttributesBuilder, GlProfile, Version};
+use glutin::display::{GetGlDisplay, GlDisplay};
+
+use crate::error::{Error, Result};
+
+/// What the GL implementation is and the limits the engine depends on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GlInfo {
+    /// GL_VENDOR.
+    pub vendor: String,
+    /// GL_RENDERER (e.g. `llvmpipe (LLVM 15.0.6, 256 bits)`).
+    pub renderer: String,
+    /// GL_VERSION.
+    pub version: String,
+    /// GL_SHADING_LANGUAGE_VERSION.
+    pub glsl_version: String,
+    /// True when the EGL device is a software rasteriser (`EGL_MESA_device_software`).
+    pub software: bool,
+    /// GL_MAX_SHADER_STORAGE_BLOCK_SIZE in bytes: the most one bound buffer range may hold.
+    pub max_ssbo_bytes: u64,
+    /// GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS.
+    pub max_compute_ssbo_bindings: u32,
+    /// GL_MAX_COMPUTE_SHARED_MEMORY_SIZE in bytes.
+    pub max_shared_memory_bytes: u32,
+    /// GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS.
+    pub max_invocations: u32,
+    /// GL_MAX_COMPUTE_WORK_GROUP_COUNT (x, y, z).
+    pub max_group_count: [u32; 3],
+    /// GL_MAX_COMPUTE_WORK_GROUP_SIZE (x, y, z).
+    pub max_group_size: [u32; 3],
+}
+
+impl fmt::Display for GlInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "vendor:    {}", self.vendor)?;
+        writeln!(
+            f,
+            "renderer:  {}{}",
+            self.renderer,
+            if self.software { " (software)" } else { "" }
+        )?;
+        writeln!(
+            f,
+            "version:   {} (GLSL {})",
+            self.version, self.glsl_version
+        )?;
+        writeln!(
+            f,
+            "max shader storage block: {} MiB",
+            self.max_ssbo_bytes >> 20
+        )?;
+        writeln!(
+            f,
+            "max compute SSBO bindings: {}",
+            self.max_compute_ssbo_bindings
+        )?;
+        writeln!(
+            f,
+            "max compute shared memory: {} KiB",
+            self.max_shared_memory_bytes >> 10
+        )?;
+        writeln!(
+            f,
+            "max work group invocations: {}, size {:?}, count {:?}",
+            self.max_invocations, self.max_group_size, self.max_group_count
+        )
+    }
+}
+
+/// A current, surfaceless GL context with a cache of compiled programs.
+pub struct GlContext {
+    /// The GL function table.
+    pub gl: glow::Context,
+    info: GlInfo,
+    /// Programs by (stage file, define set); see `program.rs`.
+    pub(crate) programs: RefCell<HashMap<String, glow::Program>>,
+    // Kept alive (and current) as long as the function table is used.
+    _context: PossiblyCurrentContext,
+    _display: Display,
+}
+
+impl GlContext {
+    /// Make a context on the best EGL device: a hardware one (no `EGL_MESA_device_software`)
+    /// where present, else the software rasteriser.
+    pub fn new() -> Result<GlContext> {
+        let devices: Vec<Device> = Device::query_devices()
+            .map_err(|e| {
+                Error::Gl(format!(
+                    "no EGL devices ({e}); install libegl1 and libgl1-mesa-dri (llvmpipe) or a GPU driver"
+                ))
+            })?
+            .collect();
+        if devices.is_empty() {
+            return Err(Error::Gl(
+                "EGL lists no devices; install libgl1-mesa-dri (llvmpipe) or a GPU driver".into(),
+            ));
+        }
+        let is_software = |d: &Device| d.extensions().contains("EGL_MESA_device_software");
+        let mut ordered: Vec<&Device> = devices.iter().filter(|d| !is_software(d)).collect();
+        ordered.extend(devices.iter().filter(|d| is_software(d)));
+        let mut failures = Vec::new();
+        for device in ordered {
+            match Self::on_device(device) {
+                Ok(context) => return Ok(context),
+                Err(e) => failures.push(format!(
+                    "{}: {e}",
+                    device.name().or(device.vendor()).unwrap_or("device")
+                )),
+            }
+        }
+        Err(Error::Gl(format!(
+            "no EGL device gave a core 4.3 context with compute shaders ({})",
+            failures.join("; ")
+        )))
+    }
+
+    fn on_device(device: &Device) -> std::result::Result<GlContext, String> {
+        // SAFETY: no raw display handle is passed, so glutin opens the device itself.
+        let display = unsafe { Display::with_device(device, None) }.map_err(|e| e.to_string())?;
+        // The default template asks for window surfaces and finds no config on a device display.
+        let template = ConfigTemplateBuilder::new()
+            .with_surface_type(ConfigSurfaceTypes::empty())
+            .build();
+        // SAFETY: the template is plain data; the display stays alive in the returned context.
+        let config = unsafe { display.find_configs(template) }
+            .map_err(|e| e.to_string())?
+            .next()
+            .ok_or("no surfaceless config")?;
+        let attributes = ContextAttributesBuilder::new()
+            .with_profile(GlProfile::Core)
+            .with_context_api(ContextApi::OpenGl(Some(Version::new(4, 3))))
+            .build(None);
+        // SAFETY: the config came from this display.
+        let not_current =
+            unsafe { display.create_context(&config, &attributes) }.map_err(|e| e.to_string())?;
+        let context = not_current
+            .make_current_surfaceless()
+            .map_err(|e| e.to_string())?;
+        let gl_display = context.display();
+        // SAFETY: the context is current on this thread and the loader is the display's own.
+        let gl = unsafe {
+            glow::Context::from_loader_function_cstr(|name| gl_display.get_proc_address(name))
+        };
+        let software = device.extensions().contains("EGL_MESA_device_software");
+        let info = unsafe { query_info(&gl, software) };
+        if info.max_compute_ssbo_bindings < 12 {
+            return Err(format!(
+                "{} offers {} storage buffers per compute shader; 12 are needed",
+                info.renderer, info.max_compute_ssbo_bindings
+            ));
+        }
+        Ok(GlContext {
+            gl,
+            info,
+            programs: RefCell::new(HashMap::new()),
+            _context: context,
+            _display: display,
+        })
+    }
+
+    /// Vendor, renderer, version and the limits that matter.
+    pub fn info(&self) -> &GlInfo {
+        &self.info
+    }
+
+    /// Check for a GL error after `what`.
+    pub(crate) fn check(&self, what: &str) -> Result<()> {
+        // SAFETY: a plain query on the current context.
+        let code = unsafe { self.gl.get_error() };
+        if code == glow::NO_ERROR {
+            Ok(())
+        } else {
+            Err(Error::Gl(format!(
+                "{what} failed with GL error 0x{code:04x}"
+            )))
+        }
+    }
+}
+
+impl Drop for GlContext {
+    fn drop(&mut self) {
+        for (_, program) in self.programs.borrow_mut().drain() {
+            // SAFETY: the programs were made on this context, which is still current.
+            unsafe { self.gl.delete_program(program) };
+        }
+    }
+}
+
+unsafe fn query_info(gl: &glow::Context, software: bool) -> GlInfo {
+    let int = |name| gl.get_parameter_i32(name).max(0) as u32;
+    let indexed = |name, i| gl.get_parameter_indexed_i32(name, i).max(0) as u32;
+    GlInfo {
+        vendor: gl.get_parameter_string(glow::VENDOR),
+        renderer: gl.get_parameter_string(glow::RENDERER),
+        version: gl.get_parameter_string(glow::VERSION),
+        glsl_version: gl.get_parameter_string(glow::SHADING_LANGUAGE_VERSION),
+        software,
+        max_ssbo_bytes: gl
+            .get_parameter_i64(glow::MAX_SHADER_STORAGE_BLOCK_SIZE)
+            .max(0) as u64,
+        max_compute_ssbo_bindings: int(glow::MAX_COMPUTE_SHADER_STORAGE_BLOCKS),
+        max_shared_memory_bytes: int(glow::MAX_COMPUTE_SHARED_MEMORY_SIZE),
+        max_invocations: int(glow::MAX_COMPUTE_WORK_GROUP_INVOCATIONS),
+        max_group_count: [0, 1, 2].map(|i| indexed(glow::MAX_COMPUTE_WORK_GROUP_COUNT, i)),
+        max_group_size: [0, 1, 2].map(|i| indexed(glow::MAX_COMPUTE_WORK_GROUP_SIZE, i)),
+    }
+}

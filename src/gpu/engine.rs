@@ -1,0 +1,456 @@
+//! The GPU stages on resident buffers: build an image in a layout from a pixel-ordered stream
+//! (upload → scan → min counts → scatter) and merge two images into a third or into a flat
+//! composite. The host-side orchestration (bands, inputs, readback) lives in `merge.rs`.
+
+use glow::HasContext;
+
+use super::buffer::GpuBuffer;
+use super::program::Defines;
+use super::scan::exclusive_scan_buffer;
+use super::stats::BufferBytes;
+use super::GlContext;
+use crate::cpu::build::BuiltImage;
+use crate::cpu::{Fragment, Layout, MergeMethod, GROUP_SIZE};
+use crate::error::{Error, Result};
+
+/// What the flat composite needs to know about the composited columns (from
+/// `composite::CompositeChannels`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColumnSpec {
+    /// Per column, the column of its alpha, or `None` for alpha columns.
+    pub alpha_of: Vec<Option<usize>>,
+}
+
+impl ColumnSpec {
+    /// Values stored per fragment slot (at least 1: GLSL has no empty arrays).
+    pub fn stride(&self) -> usize {
+        self.alpha_of.len().max(1)
+    }
+
+    fn defines(&self, defines: Defines) -> Defines {
+        let mut alpha_of: Vec<String> = self
+            .alpha_of
+            .iter()
+            .map(|a| a.map_or("-1".to_string(), |a| a.to_string()))
+            .collect();
+        if alpha_of.is_empty() {
+            alpha_of.push("-1".into());
+        }
+        let alphas: Vec<String> = self
+            .alpha_of
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.is_none())
+            .map(|(k, _)| k.to_string())
+            .collect();
+        let count = alphas.len();
+        defines
+            .set("NUM_COLUMNS", self.stride())
+            .set("ALPHA_OF_LIST", alpha_of.join(","))
+            .set("NUM_ALPHAS", count)
+            .set("NUM_ALPHAS_ALLOC", count.max(1))
+            .set(
+                "ALPHAS_LIST",
+                if count == 0 {
+                    "0".to_string()
+                } else {
+                    alphas.join(",")
+                },
+            )
+    }
+}
+
+/// One deep image resident on the GPU in a layout.
+pub struct GpuImage<'a> {
+    /// The layout.
+    pub layout: Layout,
+    /// BIA block size (also what RBM merges it with).
+    pub block_size: u32,
+    /// For LL: lists run front to back. Arrays are stored ascending.
+    pub ascending: bool,
+    /// Pixels.
+    pub pixels: usize,
+    /// Fragments.
+    pub samples: usize,
+    /// Values per slot.
+    pub stride: usize,
+    /// Fragment keys, one per slot (LL: node 0 unused).
+    pub keys: GpuBuffer<'a>,
+    /// `stride` values per slot.
+    pub values: GpuBuffer<'a>,
+    /// Exclusive scan of the counts (`pixels + 1`).
+    pub offsets: GpuBuffer<'a>,
+    /// IA/BIA: per-group min counts; LL: heads.
+    pub aux1: GpuBuffer<'a>,
+    /// LL: next pointers, with the node counter in entry 0.
+    pub aux2: GpuBuffer<'a>,
+}
+
+impl<'a> GpuImage<'a> {
+    /// Bytes of each buffer, as `--stats` reports them.
+    pub fn bytes(&self) -> BufferBytes {
+        BufferBytes {
+            keys: self.keys.bytes as u64,
+            values: self.values.bytes as u64,
+            offsets: self.offsets.bytes as u64,
+            min_counts_or_heads: if self.layout == Layout::Linearised {
+                0
+            } else {
+                self.aux1.bytes as u64
+            },
+            next: if self.layout == Layout::LinkedList {
+                self.aux2.bytes as u64
+            } else {
+                0
+            },
+        }
+    }
+
+    fn bind(&self, first: u32) {
+        self.keys.bind(first);
+        self.values.bind(first + 1);
+        self.offsets.bind(first + 2);
+        self.aux1.bind(first + 3);
+        self.aux2.bind(first + 4);
+    }
+
+    /// Read the whole image back into its CPU twin's form (values only when `with_values`).
+    pub fn read_back(&self, with_values: bool) -> BuiltImage {
+        let slots = self.samples + usize::from(self.layout == Layout::LinkedList);
+        let groups = self.pixels.div_ceil(GROUP_SIZE as usize);
+        BuiltImage {
+            layout: self.layout,
+            block_size: self.block_size,
+            columns: self.stride,
+            offsets: self.offsets.read(self.pixels + 1),
+            min_counts: match self.layout {
+                Layout::Interleaved | Layout::BlockedInterleaved => self.aux1.read(groups),
+                _ => Vec::new(),
+            },
+            head: if self.layout == Layout::LinkedList {
+                self.aux1.read(self.pixels)
+            } else {
+                Vec::new()
+            },
+            next: if self.layout == Layout::LinkedList {
+                self.aux2.read(slots)
+            } else {
+                Vec::new()
+            },
+            slots: self.keys.read(slots),
+            values: if with_values {
+                self.values.read(slots * self.stride)
+            } else {
+                Vec::new()
+            },
+            ascending: self.ascending,
+        }
+    }
+}
+
+fn layout_defines(
+    defines: Defines,
+    name: &str,
+    layout: Layout,
+    binding: u32,
+    access: &str,
+) -> Defines {
+    let mut defines = defines
+        .set(&format!("{name}_LAYOUT"), layout.glsl_id())
+        .set(&format!("{name}_ACCESS"), access);
+    for k in 0..5 {
+        defines = defines.set(&format!("{name}_BINDING_{k}"), binding + k);
+    }
+    defines
+}
+
+fn base_defines(block_size: u32) -> Defines {
+    Defines::default()
+        .set("GROUP_SIZE", GROUP_SIZE)
+        .set("BLOCK_SIZE", block_size)
+}
+
+/// Allocate the buffers of an image with `offsets` already computed (`samples` in all).
+fn allocate<'a>(
+    ctx: &'a GlContext,
+    layout: Layout,
+    block_size: u32,
+    ascending: bool,
+    pixels: usize,
+    samples: usize,
+    stride: usize,
+    offsets: GpuBuffer<'a>,
+) -> Result<GpuImage<'a>> {
+    let gl = &ctx.gl;
+    let slots = samples + usize::from(layout == Layout::LinkedList);
+    let keys = GpuBuffer::zeroed(gl, slots * std::mem::size_of::<Fragment>())?;
+    let values = GpuBuffer::zeroed(gl, slots * stride * 4)?;
+    let (aux1, aux2) = match layout {
+        Layout::LinkedList => {
+            let next = GpuBuffer::zeroed(gl, slots * 4)?;
+            next.write(&[1u32]); // the node counter starts at 1: node 0 is the null node
+            (GpuBuffer::zeroed(gl, pixels * 4)?, next)
+        }
+        Layout::Linearised => (GpuBuffer::zeroed(gl, 4)?, GpuBuffer::zeroed(gl, 4)?),
+        Layout::Interleaved | Layout::BlockedInterleaved => {
+            let groups = pixels.div_ceil(GROUP_SIZE as usize);
+            let min_counts = GpuBuffer::zeroed(gl, groups * 4)?;
+            let program = ctx.program(
+                "min_counts.comp",
+                &base_defines(block_size).set("LAYOUT", layout.glsl_id()),
+            )?;
+            // SAFETY: the program belongs to this context.
+            unsafe { gl.use_program(Some(program)) };
+            ctx.uniform_u32(program, "u_pixels", pixels as u32);
+            offsets.bind(0);
+            min_counts.bind(1);
+            ctx.dispatch(groups, 64)?;
+            (min_counts, GpuBuffer::zeroed(gl, 4)?)
+        }
+    };
+    Ok(GpuImage {
+        layout,
+        block_size,
+        ascending: layout != Layout::LinkedList || ascending,
+        pixels,
+        samples,
+        stride,
+        keys,
+        values,
+        offsets,
+        aux1,
+        aux2,
+    })
+}
+
+/// Check that a buffer of `bytes` can be bound as one storage block.
+pub fn check_fits(ctx: &GlContext, bytes: usize, what: &str) -> Result<()> {
+    let max = ctx.info().max_ssbo_bytes;
+    if bytes as u64 > max {
+        return Err(Error::Gl(format!(
+            "{what} needs {bytes} bytes in one buffer, more than GL_MAX_SHADER_STORAGE_BLOCK_SIZE ({max}); use smaller bands"
+        )));
+    }
+    Ok(())
+}
+
+/// Build `layout` from per-pixel `counts` and the stream (`keys` pixel after pixel, `values`
+/// `stride` per key): upload, GPU scan, min counts, scatter. `ascending` picks an LL list's
+/// direction.
+#[allow(clippy::too_many_arguments)]
+pub fn build_image<'a>(
+    ctx: &'a GlContext,
+    layout: Layout,
+    block_size: u32,
+    ascending: bool,
+    counts: &[u32],
+    keys: &[Fragment],
+    values: &[f32],
+    stride: usize,
+) -> Result<GpuImage<'a>> {
+    let gl = &ctx.gl;
+    let pixels = counts.len();
+    let samples = keys.len();
+    if values.len() != samples * stride {
+        return Err(Error::Gl("stream values do not match its keys".into()));
+    }
+    check_fits(ctx, (samples + 1) * 16.max(stride * 4), "a deep image")?;
+    let count_buffer = GpuBuffer::from_slice(gl, counts)?;
+    let offsets = exclusive_scan_buffer(ctx, &count_buffer, pixels)?;
+    drop(count_buffer);
+    let image = allocate(
+        ctx, layout, block_size, ascending, pixels, samples, stride, offsets,
+    )?;
+    let stream_keys = GpuBuffer::from_slice(gl, keys)?;
+    let stream_values = GpuBuffer::from_slice(gl, values)?;
+    let defines = layout_defines(base_defines(block_size), "OUT", layout, 0, "")
+        .set("NUM_COLUMNS", stride)
+        .set("LL_ASCENDING", u32::from(ascending));
+    let program = ctx.program("build.comp", &defines)?;
+    // SAFETY: the program belongs to this context.
+    unsafe { gl.use_program(Some(program)) };
+    ctx.uniform_u32(program, "u_pixels", pixels as u32);
+    image.bind(0);
+    stream_keys.bind(10);
+    stream_values.bind(11);
+    ctx.dispatch(pixels, GROUP_SIZE as usize)?;
+    Ok(image)
+}
+
+/// How one merge runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MergeSpec {
+    /// Stepwise or register blocks.
+    pub method: MergeMethod,
+    /// Register block size (and BIA block).
+    pub block_size: u32,
+    /// Walk the lists back to front (see `glsl/merge.comp`).
+    pub descending: bool,
+}
+
+impl MergeSpec {
+    fn defines(&self, a: &GpuImage, b: &GpuImage) -> Result<Defines> {
+        for (name, image) in [("A", a), ("B", b)] {
+            if image.layout == Layout::LinkedList && image.ascending == self.descending {
+                return Err(Error::Gl(format!(
+                    "internal: list {name} runs the other way from the merge"
+                )));
+            }
+        }
+        let d = base_defines(self.block_size)
+            .set(
+                "MERGE_METHOD",
+                u32::from(self.method == MergeMethod::RegisterBlock),
+            )
+            .set("MERGE_DESC", u32::from(self.descending));
+        let d = layout_defines(d, "A", a.layout, 0, "readonly");
+        Ok(layout_defines(d, "B", b.layout, 5, "readonly"))
+    }
+}
+
+/// Merge `a` (earlier inputs) with `b` into a new deep image in `layout`.
+pub fn merge_deep<'a>(
+    ctx: &'a GlContext,
+    a: &GpuImage<'a>,
+    b: &GpuImage<'a>,
+    layout: Layout,
+    spec: MergeSpec,
+    columns: &ColumnSpec,
+) -> Result<GpuImage<'a>> {
+    let gl = &ctx.gl;
+    let pixels = a.pixels;
+    let samples = a.samples + b.samples;
+    check_fits(
+        ctx,
+        (samples + 1) * 16.max(a.stride * 4),
+        "a merged deep image",
+    )?;
+    // Counting pass and scan for the output's offsets.
+    let counts = GpuBuffer::zeroed(gl, pixels * 4)?;
+    let program = ctx.program("count.comp", &base_defines(spec.block_size))?;
+    // SAFETY: the program belongs to this context.
+    unsafe { gl.use_program(Some(program)) };
+    ctx.uniform_u32(program, "u_pixels", pixels as u32);
+    a.offsets.bind(0);
+    b.offsets.bind(1);
+    counts.bind(2);
+    ctx.dispatch(pixels, GROUP_SIZE as usize)?;
+    let offsets = exclusive_scan_buffer(ctx, &counts, pixels)?;
+    drop(counts);
+    // A descending merge head-inserted into LL gives an ascending list, and vice versa.
+    let out = allocate(
+        ctx,
+        layout,
+        spec.block_size,
+        spec.descending,
+        pixels,
+        samples,
+        a.stride,
+        offsets,
+    )?;
+    let defines = columns
+        .defines(layout_defines(spec.defines(a, b)?, "OUT", layout, 10, ""))
+        .set("OUTPUT_DEEP", 1);
+    let program = ctx.program("merge.comp", &defines)?;
+    // SAFETY: the program belongs to this context.
+    unsafe { gl.use_program(Some(program)) };
+    ctx.uniform_u32(program, "u_pixels", pixels as u32);
+    a.bind(0);
+    b.bind(5);
+    out.bind(10);
+    ctx.dispatch(pixels, GROUP_SIZE as usize)?;
+    Ok(out)
+}
+
+/// A flat composite resident on the GPU.
+pub struct GpuFlat<'a> {
+    /// `stride` values per pixel.
+    pub values: GpuBuffer<'a>,
+    /// Per pixel (input, index, Z bits, flags): 1 = has a front sample, 2 = needs tidying.
+    pub front: GpuBuffer<'a>,
+}
+
+/// Merge `a` with `b` and composite front to back (the merge must run ascending).
+pub fn merge_flat<'a>(
+    ctx: &'a GlContext,
+    a: &GpuImage<'a>,
+    b: &GpuImage<'a>,
+    spec: MergeSpec,
+    columns: &ColumnSpec,
+) -> Result<GpuFlat<'a>> {
+    if spec.descending {
+        return Err(Error::Gl(
+            "internal: a flat composite must merge front to back".into(),
+        ));
+    }
+    let gl = &ctx.gl;
+    let pixels = a.pixels;
+    let flat = GpuFlat {
+        values: GpuBuffer::zeroed(gl, pixels * columns.stride() * 4)?,
+        front: GpuBuffer::zeroed(gl, pixels * 16)?,
+    };
+    let defines = columns
+        .defines(layout_defines(
+            spec.defines(a, b)?,
+            "OUT",
+            Layout::Linearised,
+            10,
+            "",
+        ))
+        .set("OUTPUT_DEEP", 0);
+    let program = ctx.program("merge.comp", &defines)?;
+    // SAFETY: the program belongs to this context.
+    unsafe { gl.use_program(Some(program)) };
+    ctx.uniform_u32(program, "u_pixels", pixels as u32);
+    a.bind(0);
+    b.bind(5);
+    flat.values.bind(10);
+    flat.front.bind(11);
+    ctx.dispatch(pixels, GROUP_SIZE as usize)?;
+    Ok(flat)
+}
+
+/// Time copying `bytes` between two buffers with a compute kernel and with
+/// `glCopyBufferSubData`, `repeats` times each; returns (kernel, copy) bytes per second
+/// (counting bytes read plus bytes written), the memory-bandwidth floor merges compare to.
+pub fn copy_bandwidth(ctx: &GlContext, bytes: usize, repeats: usize) -> Result<(f64, f64)> {
+    let bytes = bytes.max(16) / 16 * 16;
+    check_fits(ctx, bytes, "the copy benchmark")?;
+    let gl = &ctx.gl;
+    let src = GpuBuffer::zeroed(gl, bytes)?;
+    let dst = GpuBuffer::zeroed(gl, bytes)?;
+    let program = ctx.program("copy.comp", &Defines::default())?;
+    let n = bytes / 16;
+    // SAFETY: the program and buffers belong to this context.
+    unsafe { gl.use_program(Some(program)) };
+    ctx.uniform_u32(program, "u_n", n as u32);
+    src.bind(0);
+    dst.bind(1);
+    ctx.dispatch(n, 64)?; // warm-up (compiles the pipeline)
+    unsafe { gl.finish() };
+    let start = std::time::Instant::now();
+    for _ in 0..repeats {
+        ctx.dispatch(n, 64)?;
+    }
+    unsafe { gl.finish() };
+    let kernel = (2 * bytes * repeats) as f64 / start.elapsed().as_secs_f64();
+    let start = std::time::Instant::now();
+    for _ in 0..repeats {
+        // SAFETY: both ranges lie inside the buffers.
+        unsafe {
+            gl.bind_buffer(glow::COPY_READ_BUFFER, Some(src.buffer));
+            gl.bind_buffer(glow::COPY_WRITE_BUFFER, Some(dst.buffer));
+            gl.copy_buffer_sub_data(
+                glow::COPY_READ_BUFFER,
+                glow::COPY_WRITE_BUFFER,
+                0,
+                0,
+                bytes as i32,
+            );
+        }
+    }
+    unsafe { gl.finish() };
+    let copy = (2 * bytes * repeats) as f64 / start.elapsed().as_secs_f64();
+    ctx.check("copy benchmark")?;
+    Ok((kernel, copy))
+}

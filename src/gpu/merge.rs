@@ -1,0 +1,674 @@
+//! The GL merge of whole deep images: cut the union window into row bands that fit the GL limits,
+//! gather each input's band into a pixel-ordered stream on the host, build every input on the
+//! GPU, merge them pairwise with the deep intermediate staying resident, read the band back and
+//! assemble the output exactly as `composite::merge_images` would.
+//!
+//! Documented v1 shortcuts:
+//! - inputs not known to be sorted (`DeepState::is_sorted` false) are sorted per pixel on the
+//!   host while their stream is gathered (stable, so the tie rule holds);
+//! - pixels where volumes overlap (`composite::tidy::needs_tidy`) are detected on the GPU (flat)
+//!   or on the merged order read back (deep, with `tidy`), and the host tidies and flattens
+//!   just those pixels with the `composite` functions.
+
+use std::time::Instant;
+
+use glow::HasContext;
+
+use super::engine::{
+    build_image, merge_deep, merge_flat, ColumnSpec, GpuFlat, GpuImage, MergeSpec,
+};
+use super::stats::{BufferBytes, GpuStats};
+use super::{GlContext, GlOptions};
+use crate::composite::tidy::{needs_tidy, tidy_pixel};
+use crate::composite::{
+    depth_less, flatten_pixel, CompositeKind, MergeOptions, MergeOutput, MergePlan, OutputKind,
+    PixelSamples, Sample,
+};
+use crate::cpu::{Fragment, Layout, MAX_BLOCK_SIZE};
+use crate::deep::{ChannelRole, DeepImage, DeepState, FlatChannel, FlatImage, FlatValues, Plane};
+use crate::error::{Error, Result};
+
+/// A run of rows of the union window, with its pixel order.
+#[derive(Clone, Debug)]
+struct Band {
+    /// First row, relative to the window.
+    row0: usize,
+    rows: usize,
+    width: usize,
+    /// Layout pixel p → row-major index inside the band.
+    perm: Vec<u32>,
+}
+
+impl Band {
+    fn new(row0: usize, rows: usize, width: usize, options: &GlOptions) -> Band {
+        Band {
+            row0,
+            rows,
+            width,
+            perm: options.pixel_order.permutation(width, rows),
+        }
+    }
+
+    fn pixels(&self) -> usize {
+        self.width * self.rows
+    }
+}
+
+/// What is resident after the merges: the flat composite or the merged deep image.
+enum Resident<'a> {
+    Flat(GpuFlat<'a>),
+    Deep(GpuImage<'a>),
+}
+
+/// A merge with its inputs resident on the GPU: build once, merge many (for benches), finish.
+pub struct GpuMerger<'a, 'i> {
+    ctx: &'a GlContext,
+    plan: MergePlan<'i>,
+    options: MergeOptions,
+    gl_options: GlOptions,
+    columns: ColumnSpec,
+    band: Band,
+    /// Built inputs; with a single input, an empty second image follows it.
+    images: Vec<GpuImage<'a>>,
+    /// Per merge, whether it walks the lists back to front.
+    descending: Vec<bool>,
+    resident: Option<Resident<'a>>,
+    stats: GpuStats,
+}
+
+/// Check options, plan the merge.
+fn prepare<'i>(
+    inputs: &[&'i DeepImage],
+    gl_options: &GlOptions,
+) -> Result<(MergePlan<'i>, ColumnSpec)> {
+    if !(1..=MAX_BLOCK_SIZE).contains(&gl_options.block_size) {
+        return Err(Error::Usage(format!(
+            "block size {} is outside 1..={MAX_BLOCK_SIZE}",
+            gl_options.block_size
+        )));
+    }
+    for image in inputs {
+        image.check_depths()?;
+        if image.sample_count() > u32::MAX as usize {
+            return Err(Error::Usage(
+                "an input has more than 2^32 samples; the GL engine indexes samples with u32"
+                    .into(),
+            ));
+        }
+    }
+    let plan = MergePlan::new(inputs)?;
+    let columns = ColumnSpec {
+        alpha_of: plan
+            .composite
+            .kinds
+            .iter()
+            .map(|k| match k {
+                CompositeKind::Alpha => None,
+                CompositeKind::Colour { alpha } => Some(*alpha),
+            })
+            .collect(),
+    };
+    Ok((plan, columns))
+}
+
+/// Per merge (N - 1 of them, at least 1), whether it runs back to front. The last runs front to
+/// back (flat needs it); an LL intermediate is head-inserted, so it comes out reversed from its
+/// merge and the merge before must run the opposite way of the one that reads it.
+fn merge_directions(merges: usize, layout: Layout) -> Vec<bool> {
+    let mut descending = vec![false; merges];
+    for m in (0..merges.saturating_sub(1)).rev() {
+        descending[m] = layout == Layout::LinkedList && !descending[m + 1];
+    }
+    descending
+}
+
+/// Samples of each row of the window over all inputs.
+fn row_samples(plan: &MergePlan) -> Vec<u64> {
+    let window = plan.window;
+    let mut rows = vec![0u64; window.height()];
+    for image in &plan.inputs {
+        let dw = image.data_window;
+        let w = dw.width();
+        for rel in 0..dw.height() {
+            let y = dw.y0 as i64 + rel as i64 - window.y0 as i64;
+            rows[y as usize] += image.offsets[(rel + 1) * w] - image.offsets[rel * w];
+        }
+    }
+    rows
+}
+
+/// Cut the window into bands whose merged buffers fit `limit` bytes each.
+fn plan_bands(
+    plan: &MergePlan,
+    gl_options: &GlOptions,
+    limit: u64,
+    stride: usize,
+) -> Result<Vec<Band>> {
+    let per_sample = 16u64.max(4 * stride as u64);
+    let width = plan.window.width();
+    let mut bands = Vec::new();
+    let mut row0 = 0;
+    let mut total = 0u64;
+    let rows = row_samples(plan);
+    for (y, &n) in rows.iter().enumerate() {
+        if (n + 1) * per_sample > limit {
+            return Err(Error::Gl(format!(
+                "row {} holds {n} samples, more than one GPU buffer of {limit} bytes can take",
+                plan.window.y0 as i64 + y as i64
+            )));
+        }
+        if y > row0 && (total + n + 1) * per_sample > limit {
+            bands.push(Band::new(row0, y - row0, width, gl_options));
+            row0 = y;
+            total = 0;
+        }
+        total += n;
+    }
+    bands.push(Band::new(row0, rows.len() - row0, width, gl_options));
+    Ok(bands)
+}
+
+/// Input `k`'s samples in `band`, pixel by pixel in layout order: counts, keys, values.
+fn gather_stream(
+    plan: &MergePlan,
+    k: usize,
+    band: &Band,
+    stride: usize,
+) -> (Vec<u32>, Vec<Fragment>, Vec<f32>) {
+    let image = plan.inputs[k];
+    let window = plan.window;
+    let (z, zback) = plan.depth[k];
+    let sources = &plan.sources[k];
+    let sorted = image.state.is_sorted();
+    let mut counts = Vec::with_capacity(band.pixels());
+    let mut keys = Vec::new();
+    let mut values = Vec::new();
+    let mut order: Vec<usize> = Vec::new();
+    for &q in &band.perm {
+        let x = window.x0 + (q as usize % band.width) as i32;
+        let y = window.y0 + (band.row0 + q as usize / band.width) as i32;
+        let Some(p) = image.pixel_index(x, y) else {
+            counts.push(0);
+            continue;
+        };
+        let range = image.range(p);
+        counts.push(range.len() as u32);
+        let key = |index: usize| {
+            let zf = z.map_or(0.0, |c| image.planes[c].get_f32(index));
+            let zb = zback.map_or(zf, |c| image.planes[c].get_f32(index));
+            Fragment {
+                z: zf,
+                zback: if zb > zf { zb } else { zf },
+                input: k as u32,
+                index: index as u32,
+            }
+        };
+        order.clear();
+        order.extend(range);
+        if !sorted {
+            // v1: unsorted inputs are sorted here, stably, so equal depths keep file order.
+            order.sort_by(|&i, &j| {
+                let (a, b) = (key(i), key(j));
+                if a.depth_less(&b) {
+                    std::cmp::Ordering::Less
+                } else if b.depth_less(&a) {
+                    std::cmp::Ordering::Greater
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            });
+        }
+        for &index in &order {
+            keys.push(key(index));
+            for c in 0..stride {
+                values.push(match sources.get(c).copied().flatten() {
+                    Some(ch) => image.planes[ch].get_f32(index),
+                    None => 0.0,
+                });
+            }
+        }
+    }
+    (counts, keys, values)
+}
+
+impl<'a, 'i> GpuMerger<'a, 'i> {
+    /// Build every input on the GPU over the whole union window as one band (fails when it does
+    /// not fit one storage buffer; `merge_images_gl` cuts bands instead).
+    pub fn upload(
+        ctx: &'a GlContext,
+        inputs: &[&'i DeepImage],
+        options: &MergeOptions,
+        gl_options: &GlOptions,
+    ) -> Result<Self> {
+        let (plan, columns) = prepare(inputs, gl_options)?;
+        let band = Band::new(0, plan.window.height(), plan.window.width(), gl_options);
+        Self::upload_band(ctx, plan, columns, band, options, gl_options)
+    }
+
+    fn upload_band(
+        ctx: &'a GlContext,
+        plan: MergePlan<'i>,
+        columns: ColumnSpec,
+        band: Band,
+        options: &MergeOptions,
+        gl_options: &GlOptions,
+    ) -> Result<Self> {
+        let merges = plan.inputs.len().saturating_sub(1).max(1);
+        let descending = merge_directions(merges, gl_options.layout);
+        let stride = columns.stride();
+        let mut stats = GpuStats {
+            renderer: ctx.info().renderer.clone(),
+            layout: gl_options.layout,
+            method: gl_options.method,
+            block_size: gl_options.block_size,
+            bands: 1,
+            pixels: band.pixels() as u64,
+            input_samples: 0,
+            output_samples: 0,
+            host_tidied_pixels: 0,
+            input_bytes: BufferBytes::default(),
+            merged_bytes: BufferBytes::default(),
+            peak_bytes: 0,
+            upload_s: 0.0,
+            build_s: 0.0,
+            merge_s: 0.0,
+            readback_s: 0.0,
+        };
+        let mut images = Vec::new();
+        for k in 0..plan.inputs.len().max(2) {
+            let start = Instant::now();
+            let (counts, keys, values) = if k < plan.inputs.len() {
+                gather_stream(&plan, k, &band, stride)
+            } else {
+                (vec![0; band.pixels()], Vec::new(), Vec::new())
+            };
+            stats.upload_s += start.elapsed().as_secs_f64();
+            let start = Instant::now();
+            // Input 0 is read by merge 0, input k by merge k - 1: build lists the way it walks.
+            let ascending = !descending[k.saturating_sub(1)];
+            let image = build_image(
+                ctx,
+                gl_options.layout,
+                gl_options.block_size,
+                ascending,
+                &counts,
+                &keys,
+                &values,
+                stride,
+            )?;
+            // SAFETY: a plain finish on the current context, for honest timing.
+            unsafe { ctx.gl.finish() };
+            stats.build_s += start.elapsed().as_secs_f64();
+            stats.input_samples += keys.len() as u64;
+            stats.input_bytes.add(&image.bytes());
+            images.push(image);
+        }
+        stats.output_samples = stats.input_samples;
+        Ok(GpuMerger {
+            ctx,
+            plan,
+            options: *options,
+            gl_options: *gl_options,
+            columns,
+            band,
+            images,
+            descending,
+            resident: None,
+            stats,
+        })
+    }
+
+    /// Run the merge kernels on the resident inputs (again); returns the seconds they took.
+    pub fn merge_resident(&mut self) -> Result<f64> {
+        self.resident = None;
+        let start = Instant::now();
+        let merges = self.descending.len();
+        let flat = matches!(self.options.output, OutputKind::Flat { .. });
+        let mut merged: Option<GpuImage<'a>> = None;
+        let mut merged_bytes = BufferBytes::default();
+        let inputs_bytes: u64 = self.images.iter().map(|i| i.bytes().total()).sum();
+        let mut peak = inputs_bytes;
+        for m in 0..merges {
+            let spec = MergeSpec {
+                method: self.gl_options.method,
+                block_size: self.gl_options.block_size,
+                descending: self.descending[m],
+            };
+            let a = merged.as_ref().unwrap_or(&self.images[0]);
+            let b = &self.images[m + 1];
+            if m + 1 == merges && flat {
+                let out = merge_flat(self.ctx, a, b, spec, &self.columns)?;
+                self.resident = Some(Resident::Flat(out));
+            } else {
+                let out = merge_deep(self.ctx, a, b, self.gl_options.layout, spec, &self.columns)?;
+                let bytes = out.bytes();
+                peak = peak.max(
+                    inputs_bytes + bytes.total() + merged.as_ref().map_or(0, |i| i.bytes().total()),
+                );
+                merged_bytes.add(&bytes);
+                merged = Some(out);
+            }
+        }
+        if !flat {
+            self.resident = merged.map(Resident::Deep);
+        }
+        // SAFETY: a plain finish on the current context, for honest timing.
+        unsafe { self.ctx.gl.finish() };
+        let seconds = start.elapsed().as_secs_f64();
+        self.stats.merge_s = seconds;
+        self.stats.merged_bytes = merged_bytes;
+        self.stats.peak_bytes = peak;
+        Ok(seconds)
+    }
+
+    /// Read the result back (merging first if `merge_resident` was not called).
+    pub fn finish(mut self) -> Result<(MergeOutput, GpuStats)> {
+        let mut out = Accumulated::new(&self.plan, &self.options, self.columns.stride());
+        self.read_band(&mut out)?;
+        let start = Instant::now();
+        let output = out.assemble(&self.plan, &self.options, &mut self.stats);
+        self.stats.readback_s += start.elapsed().as_secs_f64();
+        Ok((output, self.stats))
+    }
+
+    fn read_band(&mut self, out: &mut Accumulated) -> Result<()> {
+        if self.resident.is_none() {
+            self.merge_resident()?;
+        }
+        let start = Instant::now();
+        let pixels = self.band.pixels();
+        let base = self.band.row0 * self.band.width;
+        match self.resident.as_ref().expect("merged") {
+            Resident::Flat(flat) => {
+                let stride = self.columns.stride();
+                let values: Vec<f32> = flat.values.read(pixels * stride);
+                let front: Vec<[u32; 4]> = flat.front.read(pixels);
+                for (p, &q) in self.band.perm.iter().enumerate() {
+                    let i = base + q as usize;
+                    out.flat_values[i * stride..(i + 1) * stride]
+                        .copy_from_slice(&values[p * stride..(p + 1) * stride]);
+                    out.flat_front[i] = front[p];
+                }
+            }
+            Resident::Deep(image) => {
+                let built = image.read_back(false);
+                let mut inverse = vec![0u32; pixels];
+                for (p, &q) in self.band.perm.iter().enumerate() {
+                    inverse[q as usize] = p as u32;
+                }
+                for &p in &inverse {
+                    let fragments = built.pixel(p as usize);
+                    out.deep_counts.push(fragments.len() as u32);
+                    out.deep_samples.extend(fragments);
+                }
+            }
+        }
+        self.stats.readback_s += start.elapsed().as_secs_f64();
+        Ok(())
+    }
+}
+
+/// The output gathered band by band, row-major over the window.
+struct Accumulated {
+    flat_values: Vec<f32>,
+    flat_front: Vec<[u32; 4]>,
+    deep_counts: Vec<u32>,
+    deep_samples: Vec<Fragment>,
+    stride: usize,
+}
+
+impl Accumulated {
+    fn new(plan: &MergePlan, options: &MergeOptions, stride: usize) -> Self {
+        let pixels = plan.window.area();
+        let flat = matches!(options.output, OutputKind::Flat { .. });
+        Accumulated {
+            flat_values: if flat {
+                vec![0.0; pixels * stride]
+            } else {
+                Vec::new()
+            },
+            flat_front: if flat {
+                vec![[0; 4]; pixels]
+            } else {
+                Vec::new()
+            },
+            deep_counts: Vec::new(),
+            deep_samples: Vec::new(),
+            stride,
+        }
+    }
+
+    fn assemble(
+        self,
+        plan: &MergePlan,
+        options: &MergeOptions,
+        stats: &mut GpuStats,
+    ) -> MergeOutput {
+        match options.output {
+            OutputKind::Flat { z } => MergeOutput::Flat(self.assemble_flat(plan, z, stats)),
+            OutputKind::Deep => MergeOutput::Deep(self.assemble_deep(plan, options.tidy, stats)),
+        }
+    }
+
+    fn assemble_flat(mut self, plan: &MergePlan, with_z: bool, stats: &mut GpuStats) -> FlatImage {
+        let window = plan.window;
+        let columns = plan.composite.len();
+        let stride = self.stride;
+        let ids: Vec<&crate::deep::Channel> = plan
+            .deep_channels
+            .iter()
+            .filter(|c| c.role == ChannelRole::Id)
+            .collect();
+        let pixels = window.area();
+        let mut id_values = vec![vec![0u32; pixels]; ids.len()];
+        let mut z_values = vec![0f32; pixels];
+        let mut samples = Vec::new();
+        let mut pixel = PixelSamples::new(columns);
+        for i in 0..pixels {
+            let mut front = self.flat_front[i];
+            if front[3] & 2 != 0 {
+                // Volumes overlap here: tidy and flatten on the host with the reference.
+                stats.host_tidied_pixels += 1;
+                let (x, y) = window.coords_of(i);
+                plan.ordered_samples(x, y, &mut samples);
+                pixel.gather(&samples, &plan.inputs, &plan.sources);
+                if needs_tidy(&pixel.samples) {
+                    tidy_pixel(&mut pixel, &plan.composite);
+                }
+                let flat = flatten_pixel(&pixel, &plan.composite);
+                self.flat_values[i * stride..i * stride + columns].copy_from_slice(&flat.values);
+                front = match flat.front.map(|s| pixel.samples[s]) {
+                    Some(s) => [s.input, s.index as u32, s.z.to_bits(), 1],
+                    None => [0; 4],
+                };
+            }
+            if front[3] & 1 != 0 {
+                let image = plan.inputs[front[0] as usize];
+                let index = front[1] as usize;
+                for (k, c) in ids.iter().enumerate() {
+                    id_values[k][i] =
+                        image
+                            .channel_index(&c.name)
+                            .map_or(0, |ch| match &image.planes[ch] {
+                                Plane::U32(v) => v[index],
+                                other => other.get_f32(index) as u32,
+                            });
+                }
+                z_values[i] = f32::from_bits(front[2]);
+            }
+        }
+        let mut channels: Vec<FlatChannel> = plan
+            .composite
+            .names
+            .iter()
+            .enumerate()
+            .map(|(k, name)| FlatChannel {
+                name: name.clone(),
+                values: FlatValues::F32(
+                    (0..pixels)
+                        .map(|i| self.flat_values[i * stride + k])
+                        .collect(),
+                ),
+            })
+            .collect();
+        for (c, values) in ids.iter().zip(id_values) {
+            channels.push(FlatChannel {
+                name: c.name.clone(),
+                values: FlatValues::U32(values),
+            });
+        }
+        if with_z {
+            channels.push(FlatChannel {
+                name: "Z".into(),
+                values: FlatValues::F32(z_values),
+            });
+        }
+        channels.sort_by(|a, b| a.name.cmp(&b.name));
+        FlatImage {
+            display_window: plan.display_window,
+            data_window: window,
+            channels,
+        }
+    }
+
+    fn assemble_deep(self, plan: &MergePlan, tidy: bool, stats: &mut GpuStats) -> DeepImage {
+        let window = plan.window;
+        let columns = plan.composite.len();
+        let mut counts = Vec::with_capacity(self.deep_counts.len());
+        let mut samples: Vec<Sample> = Vec::with_capacity(self.deep_samples.len());
+        // Values of samples that tidying made, by position in `samples`.
+        let mut tidied: Vec<(usize, Vec<f32>)> = Vec::new();
+        let mut start = 0usize;
+        let mut pixel = PixelSamples::new(columns);
+        let mut ordered = Vec::new();
+        for (i, &n) in self.deep_counts.iter().enumerate() {
+            let list = &self.deep_samples[start..start + n as usize];
+            start += n as usize;
+            let first = samples.len();
+            samples.extend(list.iter().map(|f| Sample {
+                z: f.z,
+                zback: f.zback,
+                input: f.input,
+                index: f.index as u64,
+            }));
+            debug_assert!(samples[first..]
+                .windows(2)
+                .all(|w| !depth_less((w[1].z, w[1].zback), (w[0].z, w[0].zback))));
+            if tidy && needs_tidy(&samples[first..]) {
+                stats.host_tidied_pixels += 1;
+                samples.truncate(first);
+                let (x, y) = window.coords_of(i);
+                plan.ordered_samples(x, y, &mut ordered);
+                pixel.gather(&ordered, &plan.inputs, &plan.sources);
+                tidy_pixel(&mut pixel, &plan.composite);
+                for s in 0..pixel.len() {
+                    tidied.push((samples.len(), pixel.row(s).to_vec()));
+                    samples.push(pixel.samples[s]);
+                }
+                counts.push(pixel.len() as u32);
+            } else {
+                counts.push(n);
+            }
+        }
+        let planes = plan
+            .deep_channels
+            .iter()
+            .map(|channel| {
+                let mut plane = Plane::with_capacity(channel.sample_type, samples.len());
+                let column = plan.composite.names.iter().position(|n| n == &channel.name);
+                let sources: Vec<Option<usize>> = plan
+                    .inputs
+                    .iter()
+                    .map(|i| i.channel_index(&channel.name))
+                    .collect();
+                let mut next_tidied = tidied.iter().peekable();
+                for (position, sample) in samples.iter().enumerate() {
+                    let values = match next_tidied.peek() {
+                        Some((at, values)) if *at == position => {
+                            next_tidied.next();
+                            Some(values)
+                        }
+                        _ => None,
+                    };
+                    let new_value = values.and_then(|values| match channel.role {
+                        ChannelRole::Z => Some(sample.z),
+                        ChannelRole::ZBack => Some(sample.zback),
+                        _ => column.map(|k| values[k]),
+                    });
+                    match (new_value, sources[sample.input as usize]) {
+                        (Some(v), _) => plane.push_f32(v),
+                        (None, Some(c)) => plane.push_from(
+                            &plan.inputs[sample.input as usize].planes[c],
+                            sample.index as usize,
+                        ),
+                        (None, None) => plane.push_zero(),
+                    }
+                }
+                plane
+            })
+            .collect();
+        DeepImage::from_counts(
+            plan.display_window,
+            window,
+            plan.deep_channels.clone(),
+            &counts,
+            planes,
+            if tidy {
+                DeepState::Tidy
+            } else {
+                DeepState::Sorted
+            },
+        )
+        .expect("counts and planes built together")
+    }
+}
+
+/// Merge `inputs` with the GL engine: same result as `composite::merge_images` (see the module
+/// docs for what the host still does), plus statistics.
+pub fn merge_images_gl(
+    ctx: &GlContext,
+    inputs: &[&DeepImage],
+    options: &MergeOptions,
+    gl_options: &GlOptions,
+) -> Result<(MergeOutput, GpuStats)> {
+    let (plan, columns) = prepare(inputs, gl_options)?;
+    let stride = columns.stride();
+    let mut limit = ctx.info().max_ssbo_bytes;
+    if gl_options.band_budget_bytes > 0 {
+        limit = limit.min(gl_options.band_budget_bytes);
+    }
+    let bands = plan_bands(&plan, gl_options, limit, stride)?;
+    let mut out = Accumulated::new(&plan, options, stride);
+    let mut total: Option<GpuStats> = None;
+    let band_count = bands.len();
+    for band in bands {
+        // Each band re-plans cheaply (the plan is a few small vectors) and owns its merger.
+        let band_plan = MergePlan::new(inputs)?;
+        let mut merger =
+            GpuMerger::upload_band(ctx, band_plan, columns.clone(), band, options, gl_options)?;
+        merger.read_band(&mut out)?;
+        let stats = merger.stats;
+        total = Some(match total {
+            None => stats,
+            Some(mut t) => {
+                t.pixels += stats.pixels;
+                t.input_samples += stats.input_samples;
+                t.output_samples += stats.output_samples;
+                t.input_bytes.add(&stats.input_bytes);
+                t.merged_bytes.add(&stats.merged_bytes);
+                t.peak_bytes = t.peak_bytes.max(stats.peak_bytes);
+                t.upload_s += stats.upload_s;
+                t.build_s += stats.build_s;
+                t.merge_s += stats.merge_s;
+                t.readback_s += stats.readback_s;
+                t
+            }
+        });
+    }
+    let mut stats = total.expect("at least one band");
+    stats.bands = band_count;
+    let start = Instant::now();
+    let output = out.assemble(&plan, options, &mut stats);
+    stats.readback_s += start.elapsed().as_secs_f64();
+    Ok((output, stats))
+}

@@ -1,0 +1,205 @@
+//! Loading the compute stages in `glsl/`: the sources are embedded with `include_str!`, a tiny
+//! resolver inlines `#include "file"` (once per program) and `#include_as "file" NAME` (every
+//! time, with the token prefix `SRC` renamed to `NAME`, so one image template serves images A, B
+//! and OUT), `#define`s specialise the stage, and each (stage, defines) program is compiled once
+//! per context and cached.
+
+use std::collections::HashSet;
+
+use glow::HasContext;
+
+use super::GlContext;
+use crate::error::{Error, Result};
+
+/// Every GLSL file, by name.
+const SOURCES: &[(&str, &str)] = &[
+    ("common.glsl", include_str!("../../glsl/common.glsl")),
+    ("fragment.glsl", include_str!("../../glsl/fragment.glsl")),
+    ("layout.glsl", include_str!("../../glsl/layout.glsl")),
+    ("image.glsl", include_str!("../../glsl/image.glsl")),
+    ("scan.comp", include_str!("../../glsl/scan.comp")),
+    ("scan_add.comp", include_str!("../../glsl/scan_add.comp")),
+    (
+        "min_counts.comp",
+        include_str!("../../glsl/min_counts.comp"),
+    ),
+    ("count.comp", include_str!("../../glsl/count.comp")),
+    ("build.comp", include_str!("../../glsl/build.comp")),
+    ("merge.comp", include_str!("../../glsl/merge.comp")),
+    ("copy.comp", include_str!("../../glsl/copy.comp")),
+];
+
+fn source(name: &str) -> Result<&'static str> {
+    SOURCES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, s)| *s)
+        .ok_or_else(|| Error::Gl(format!("glsl/{name}: no such shader file")))
+}
+
+/// The `#define`s a stage is specialised with, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Defines(pub Vec<(String, String)>);
+
+impl Defines {
+    /// Add `#define name value`.
+    pub fn set(mut self, name: &str, value: impl ToString) -> Self {
+        self.0.push((name.to_string(), value.to_string()));
+        self
+    }
+}
+
+/// The full source of `stage` with its includes inlined and `defines` in front. Files are
+/// numbered for `#line` in the order they are first met; the table comes back for error messages.
+pub fn resolve(stage: &str, defines: &Defines) -> Result<(String, Vec<String>)> {
+    let mut out = String::from("#version 430 core\n");
+    for (name, value) in &defines.0 {
+        out.push_str(&format!("#define {name} {value}\n"));
+    }
+    let mut files = Vec::new();
+    let mut once = HashSet::new();
+    inline(stage, None, &mut out, &mut files, &mut once, 0)?;
+    Ok((out, files))
+}
+
+fn inline(
+    name: &str,
+    rename: Option<&str>,
+    out: &mut String,
+    files: &mut Vec<String>,
+    once: &mut HashSet<String>,
+    depth: usize,
+) -> Result<()> {
+    if depth > 8 {
+        return Err(Error::Gl(format!("glsl/{name}: includes nest too deep")));
+    }
+    let number = files.iter().position(|f| f == name).unwrap_or_else(|| {
+        files.push(name.to_string());
+        files.len() - 1
+    });
+    let text = source(name)?;
+    out.push_str(&format!("#line 1 {number}\n"));
+    for (line_index, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if let Some(rest) = trimmed.strip_prefix("#include_as") {
+            let (file, new_name) = parse_include(name, rest, true)?;
+            inline(&file, new_name.as_deref(), out, files, once, depth + 1)?;
+            out.push_str(&format!("#line {} {number}\n", line_index + 2));
+        } else if let Some(rest) = trimmed.strip_prefix("#include") {
+            let (file, _) = parse_include(name, rest, false)?;
+            // Once per program, but once per renaming inside an `#include_as`.
+            if once.insert(format!("{file}|{}", rename.unwrap_or(""))) {
+                inline(&file, rename, out, files, once, depth + 1)?;
+                out.push_str(&format!("#line {} {number}\n", line_index + 2));
+            } else {
+                out.push('\n');
+            }
+        } else {
+            match rename {
+                Some(new_name) => out.push_str(&line.replace("SRC", new_name)),
+                None => out.push_str(line),
+            }
+            out.push('\n');
+        }
+    }
+    Ok(())
+}
+
+fn parse_include(from: &str, rest: &str, with_name: bool) -> Result<(String, Option<String>)> {
+    let bad = || Error::Gl(format!("glsl/{from}: malformed include `{}`", rest.trim()));
+    let rest = rest.trim();
+    let rest = rest.strip_prefix('"').ok_or_else(bad)?;
+    let end = rest.find('"').ok_or_else(bad)?;
+    let file = rest[..end].to_string();
+    let tail = rest[end + 1..].trim();
+    if with_name {
+        if tail.is_empty() || !tail.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(bad());
+        }
+        Ok((file, Some(tail.to_string())))
+    } else {
+        Ok((file, None))
+    }
+}
+
+impl GlContext {
+    /// The program for `stage` specialised with `defines`, compiled on first use.
+    pub fn program(&self, stage: &str, defines: &Defines) -> Result<glow::Program> {
+        let key = format!("{stage}|{:?}", defines.0);
+        if let Some(program) = self.programs.borrow().get(&key) {
+            return Ok(*program);
+        }
+        let (text, files) = resolve(stage, defines)?;
+        let table = files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| format!("{i}={f}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let gl = &self.gl;
+        // SAFETY: plain object creation and queries on the current context.
+        let program = unsafe {
+            let shader = gl
+                .create_shader(glow::COMPUTE_SHADER)
+                .map_err(|e| Error::Gl(format!("glsl/{stage}: cannot create shader: {e}")))?;
+            gl.shader_source(shader, &text);
+            gl.compile_shader(shader);
+            if !gl.get_shader_compile_status(shader) {
+                let log = gl.get_shader_info_log(shader);
+                gl.delete_shader(shader);
+                return Err(Error::Gl(format!(
+                    "glsl/{stage} failed to compile (defines {:?}; source numbers {table}):\n{log}",
+                    defines.0
+                )));
+            }
+            let program = gl
+                .create_program()
+                .map_err(|e| Error::Gl(format!("glsl/{stage}: cannot create program: {e}")))?;
+            gl.attach_shader(program, shader);
+            gl.link_program(program);
+            gl.detach_shader(program, shader);
+            gl.delete_shader(shader);
+            if !gl.get_program_link_status(program) {
+                let log = gl.get_program_info_log(program);
+                gl.delete_program(program);
+                return Err(Error::Gl(format!(
+                    "glsl/{stage} failed to link (defines {:?}):\n{log}",
+                    defines.0
+                )));
+            }
+            program
+        };
+        self.programs.borrow_mut().insert(key, program);
+        Ok(program)
+    }
+
+    /// Set a `uint` uniform of the bound program (absent uniforms are ignored, as GL does).
+    pub(crate) fn uniform_u32(&self, program: glow::Program, name: &str, value: u32) {
+        // SAFETY: the program belongs to this context and is in use.
+        unsafe {
+            let location = self.gl.get_uniform_location(program, name);
+            self.gl.uniform_1_u32(location.as_ref(), value);
+        }
+    }
+
+    /// Run `program` (already in use) over `threads` invocations of `local` each, splitting the
+    /// groups into rows so no dimension passes 65535.
+    pub(crate) fn dispatch(&self, threads: usize, local: usize) -> Result<()> {
+        let groups = threads.div_ceil(local).max(1);
+        let x = groups.min(65535);
+        let y = groups.div_ceil(x);
+        if y > 65535 {
+            return Err(Error::Gl(format!(
+                "{threads} invocations are too many for one dispatch"
+            )));
+        }
+        // SAFETY: a dispatch with a program in use; barriers make the writes visible to the next
+        // stage and to buffer reads.
+        unsafe {
+            self.gl.dispatch_compute(x as u32, y as u32, 1);
+            self.gl
+                .memory_barrier(glow::SHADER_STORAGE_BARRIER_BIT | glow::BUFFER_UPDATE_BARRIER_BIT);
+        }
+        self.check("glDispatchCompute")
+    }
+}

@@ -1,0 +1,114 @@
+//! GPU exclusive prefix sum (twin: [`crate::cpu::scan::exclusive_scan`]): `scan.comp` scans
+//! work groups of [`SCAN_GROUP`] in shared memory and writes one total per group, the totals are
+//! scanned recursively, and `scan_add.comp` adds them back. Any length works, 0 included.
+
+use glow::HasContext;
+
+use super::buffer::GpuBuffer;
+use super::program::Defines;
+use super::GlContext;
+use crate::error::Result;
+
+/// Threads (and elements) per scan work group: 256 u32 fit twice in shared memory with room to
+/// spare on every implementation (32 KiB is the minimum).
+pub const SCAN_GROUP: usize = 256;
+
+fn defines() -> Defines {
+    Defines::default().set("SCAN_GROUP", format!("{SCAN_GROUP}u"))
+}
+
+/// Groups a 1D dispatch of `n` elements really launches (rows of at most 65535 groups).
+fn launched_groups(n: usize) -> usize {
+    let groups = n.div_ceil(SCAN_GROUP).max(1);
+    let x = groups.min(65535);
+    x * groups.div_ceil(x)
+}
+
+/// Exclusive scan of the first `n` u32 of `input` into a new buffer of `n + 1` u32 (the total
+/// last).
+pub fn exclusive_scan_buffer<'a>(
+    ctx: &'a GlContext,
+    input: &GpuBuffer<'a>,
+    n: usize,
+) -> Result<GpuBuffer<'a>> {
+    let output = GpuBuffer::zeroed(&ctx.gl, (n + 1) * 4)?;
+    scan_into(ctx, input, &output, n)?;
+    Ok(output)
+}
+
+fn scan_into<'a>(
+    ctx: &'a GlContext,
+    input: &GpuBuffer<'a>,
+    output: &GpuBuffer<'a>,
+    n: usize,
+) -> Result<()> {
+    let groups = launched_groups(n);
+    let sums = GpuBuffer::zeroed(&ctx.gl, (groups + 1) * 4)?;
+    let scan = ctx.program("scan.comp", &defines())?;
+    // SAFETY: the program belongs to this context.
+    unsafe { ctx.gl.use_program(Some(scan)) };
+    ctx.uniform_u32(scan, "u_n", n as u32);
+    input.bind(0);
+    output.bind(1);
+    sums.bind(2);
+    ctx.dispatch(n, SCAN_GROUP)?;
+    let real_groups = n.div_ceil(SCAN_GROUP).max(1);
+    if real_groups == 1 {
+        // One group: nothing to add ([0]) and its total is the grand total ([1]).
+        let scanned = GpuBuffer::zeroed(&ctx.gl, 8)?;
+        copy_u32(ctx, &sums, 0, &scanned, 1, 1)?;
+        return add(ctx, output, &scanned, n, 1);
+    }
+    let scanned = GpuBuffer::zeroed(&ctx.gl, (real_groups + 1) * 4)?;
+    scan_into(ctx, &sums, &scanned, real_groups)?;
+    add(ctx, output, &scanned, n, real_groups)
+}
+
+fn add<'a>(
+    ctx: &'a GlContext,
+    output: &GpuBuffer<'a>,
+    scanned: &GpuBuffer<'a>,
+    n: usize,
+    groups: usize,
+) -> Result<()> {
+    let program = ctx.program("scan_add.comp", &defines())?;
+    // SAFETY: the program belongs to this context.
+    unsafe { ctx.gl.use_program(Some(program)) };
+    ctx.uniform_u32(program, "u_n", n as u32);
+    ctx.uniform_u32(program, "u_groups", groups as u32);
+    output.bind(1);
+    scanned.bind(3);
+    ctx.dispatch(n.max(1), SCAN_GROUP)
+}
+
+/// Copy `count` u32 from `src[from..]` to `dst[to..]`.
+pub(crate) fn copy_u32(
+    ctx: &GlContext,
+    src: &GpuBuffer,
+    from: usize,
+    dst: &GpuBuffer,
+    to: usize,
+    count: usize,
+) -> Result<()> {
+    // SAFETY: both ranges lie inside their buffers.
+    unsafe {
+        ctx.gl.bind_buffer(glow::COPY_READ_BUFFER, Some(src.buffer));
+        ctx.gl
+            .bind_buffer(glow::COPY_WRITE_BUFFER, Some(dst.buffer));
+        ctx.gl.copy_buffer_sub_data(
+            glow::COPY_READ_BUFFER,
+            glow::COPY_WRITE_BUFFER,
+            (from * 4) as i32,
+            (to * 4) as i32,
+            (count * 4) as i32,
+        );
+    }
+    ctx.check("glCopyBufferSubData")
+}
+
+/// Scan `counts` on the GPU and read the `n + 1` offsets back (for tests and small jobs).
+pub fn exclusive_scan(ctx: &GlContext, counts: &[u32]) -> Result<Vec<u32>> {
+    let input = GpuBuffer::from_slice(&ctx.gl, counts)?;
+    let output = exclusive_scan_buffer(ctx, &input, counts.len())?;
+    Ok(output.read(counts.len() + 1))
+}

@@ -1,0 +1,120 @@
+//! What a GL merge cost: buffer bytes per layout (the paper's Table 4) and time per phase.
+
+use std::fmt;
+
+use crate::cpu::{Layout, MergeMethod};
+
+/// Bytes of one image's buffers, or a sum over images.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BufferBytes {
+    /// Fragment keys (Z, ZBack, source reference), 16 bytes per slot.
+    pub keys: u64,
+    /// Composited values, 4 bytes per column per slot.
+    pub values: u64,
+    /// Per-pixel offsets (every layout keeps them; LL only for counting merged outputs).
+    pub offsets: u64,
+    /// IA/BIA per-group min counts, or LL heads.
+    pub min_counts_or_heads: u64,
+    /// LL next pointers.
+    pub next: u64,
+}
+
+impl BufferBytes {
+    /// All of them.
+    pub fn total(&self) -> u64 {
+        self.keys + self.values + self.offsets + self.min_counts_or_heads + self.next
+    }
+
+    /// Add another image's bytes.
+    pub fn add(&mut self, other: &BufferBytes) {
+        self.keys += other.keys;
+        self.values += other.values;
+        self.offsets += other.offsets;
+        self.min_counts_or_heads += other.min_counts_or_heads;
+        self.next += other.next;
+    }
+}
+
+impl fmt::Display for BufferBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        write!(
+            f,
+            "{:.2} MiB (keys {:.2}, values {:.2}, offsets {:.2}, min counts/heads {:.2}, next {:.2})",
+            mib(self.total()),
+            mib(self.keys),
+            mib(self.values),
+            mib(self.offsets),
+            mib(self.min_counts_or_heads),
+            mib(self.next)
+        )
+    }
+}
+
+/// Statistics of one `merge_images_gl` call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuStats {
+    /// GL_RENDERER.
+    pub renderer: String,
+    /// Layout of every image.
+    pub layout: Layout,
+    /// Merge method.
+    pub method: MergeMethod,
+    /// Block size.
+    pub block_size: u32,
+    /// Row bands the window was cut into.
+    pub bands: usize,
+    /// Pixels of the output window.
+    pub pixels: u64,
+    /// Samples over all inputs.
+    pub input_samples: u64,
+    /// Samples of the last merge's output (= input samples).
+    pub output_samples: u64,
+    /// Pixels the host tidied and flattened with `composite` because volumes overlap there.
+    pub host_tidied_pixels: u64,
+    /// Bytes of the inputs' built images, summed over bands.
+    pub input_bytes: BufferBytes,
+    /// Bytes of the merged images (intermediates and a deep output), summed over bands.
+    pub merged_bytes: BufferBytes,
+    /// Most bytes of images resident at once in any band.
+    pub peak_bytes: u64,
+    /// Seconds: gathering streams on the host and uploading them.
+    pub upload_s: f64,
+    /// Seconds: GPU builds (scan, min counts, scatter).
+    pub build_s: f64,
+    /// Seconds: GPU merges (counting, scan and merge kernels).
+    pub merge_s: f64,
+    /// Seconds: reading back and assembling the output on the host.
+    pub readback_s: f64,
+}
+
+impl fmt::Display for GpuStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "renderer:       {}", self.renderer)?;
+        writeln!(
+            f,
+            "merge:          {} {} block {} in {} band(s)",
+            self.layout.name(),
+            self.method.name(),
+            self.block_size,
+            self.bands
+        )?;
+        writeln!(
+            f,
+            "pixels:         {} ({} input samples, {} tidied on the host)",
+            self.pixels, self.input_samples, self.host_tidied_pixels
+        )?;
+        writeln!(f, "input images:   {}", self.input_bytes)?;
+        writeln!(f, "merged images:  {}", self.merged_bytes)?;
+        writeln!(
+            f,
+            "peak resident:  {:.2} MiB",
+            self.peak_bytes as f64 / (1 << 20) as f64
+        )?;
+        writeln!(
+            f,
+            "time:           upload {:.3}s, build {:.3}s, merge {:.3}s, readback {:.3}s",
+            self.upload_s, self.build_s, self.merge_s, self.readback_s
+        )
+    }
+}

@@ -1,0 +1,239 @@
+//! The GL merge against the reference `composite::merge_images`: every layout × {S, RBM} ×
+//! block sizes × {flat, deep}, on the real Balls/Leaves/Trunks files and on synthetic edge cases.
+//! Flat output must be bit-identical and deep output identical sample for sample.
+
+mod gpu_common;
+
+use deepmerge::composite::merge_images;
+use deepmerge::composite::{MergeOptions, OutputKind};
+use deepmerge::deep::{Bounds, DeepImage};
+use deepmerge::gpu::{GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
+use gpu_common::{assert_gl_matches, assert_gl_matches_reference, crop, real, with_gl, Synth};
+
+const BLOCKS: [u32; 4] = [1, 4, 8, 16];
+
+fn outputs() -> [MergeOptions; 3] {
+    [
+        MergeOptions {
+            output: OutputKind::Flat { z: true },
+            ..Default::default()
+        },
+        MergeOptions {
+            output: OutputKind::Deep,
+            ..Default::default()
+        },
+        MergeOptions {
+            output: OutputKind::Deep,
+            tidy: true,
+            ..Default::default()
+        },
+    ]
+}
+
+/// Every layout × method × block × output on `inputs`.
+fn full_matrix(ctx: &GlContext, inputs: &[&DeepImage], name: &str, order: PixelOrder) {
+    for layout in Layout::ALL {
+        for method in [MergeMethod::Stepwise, MergeMethod::RegisterBlock] {
+            for block_size in BLOCKS {
+                for options in outputs() {
+                    let gl = GlOptions {
+                        layout,
+                        method,
+                        block_size,
+                        pixel_order: order,
+                        ..Default::default()
+                    };
+                    let what = format!(
+                        "{name}: {} {} block {block_size} {:?} tidy {}",
+                        layout.name(),
+                        method.name(),
+                        options.output,
+                        options.tidy
+                    );
+                    assert_gl_matches_reference(ctx, inputs, &options, &gl, &what);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn real_pair_cropped_full_matrix() {
+    with_gl(|ctx| {
+        // A window that is not a multiple of 32 wide, crossing Balls' data-window edge.
+        let window = Bounds {
+            x0: 100,
+            y0: 150,
+            x1: 100 + 236,
+            y1: 150 + 120,
+        };
+        let balls = crop(&real("Balls.exr"), window);
+        let leaves = crop(&real("Leaves.exr"), window);
+        assert!(
+            balls.data_window != leaves.data_window,
+            "crop should keep the windows different"
+        );
+        full_matrix(
+            ctx,
+            &[&balls, &leaves],
+            "Balls+Leaves crop",
+            PixelOrder::RowMajor,
+        );
+    });
+}
+
+#[test]
+fn real_files_whole_pair_and_chain() {
+    with_gl(|ctx| {
+        let balls = real("Balls.exr");
+        let leaves = real("Leaves.exr");
+        let trunks = real("Trunks.exr");
+        let flat = MergeOptions {
+            output: OutputKind::Flat { z: false },
+            ..Default::default()
+        };
+        let deep = MergeOptions {
+            output: OutputKind::Deep,
+            ..Default::default()
+        };
+        let pair: [&DeepImage; 2] = [&balls, &leaves];
+        let chain: [&DeepImage; 3] = [&balls, &leaves, &trunks];
+        let cases = [
+            ("pair flat", &pair[..], flat, PixelOrder::Tiled),
+            ("chain flat", &chain[..], flat, PixelOrder::RowMajor),
+            ("chain deep", &chain[..], deep, PixelOrder::RowMajor),
+        ];
+        for (name, inputs, options, order) in cases {
+            let reference = merge_images(inputs, &options).expect("reference merge");
+            for layout in Layout::ALL {
+                for (method, block_size) in
+                    [(MergeMethod::Stepwise, 1), (MergeMethod::RegisterBlock, 8)]
+                {
+                    let gl = GlOptions {
+                        layout,
+                        method,
+                        block_size,
+                        pixel_order: order,
+                        ..Default::default()
+                    };
+                    let what = format!("{name} {} {} {order:?}", layout.name(), method.name());
+                    assert_gl_matches(ctx, inputs, &options, &gl, &reference, &what);
+                }
+            }
+        }
+    });
+}
+
+/// Long lists (beyond the largest block), ties, empty pixels, ids, a width of 45 and data
+/// windows that only partly overlap.
+#[test]
+fn synthetic_edge_cases_full_matrix() {
+    with_gl(|ctx| {
+        let a = Synth::new(Bounds::from_origin_size(3, 2, 45, 9), 40, 1).build();
+        let mut s = Synth::new(Bounds::from_origin_size(20, 5, 37, 11), 21, 2);
+        s.messy = true;
+        let b = s.build();
+        full_matrix(ctx, &[&a, &b], "synthetic", PixelOrder::Tiled);
+    });
+}
+
+#[test]
+fn synthetic_special_inputs() {
+    with_gl(|ctx| {
+        let gl = |layout, method, block_size| GlOptions {
+            layout,
+            method,
+            block_size,
+            ..Default::default()
+        };
+        let long = Synth::new(Bounds::from_origin_size(0, 0, 33, 7), 70, 3).build();
+        let empty = Synth {
+            max_count: 0,
+            ..Synth::new(Bounds::from_origin_size(0, 0, 33, 7), 0, 4)
+        }
+        .build();
+        assert_eq!(empty.sample_count(), 0);
+        let disjoint = Synth::new(Bounds::from_origin_size(50, 20, 10, 3), 5, 5).build();
+        let mut volumes = Synth::new(Bounds::from_origin_size(0, 0, 33, 7), 9, 6);
+        volumes.volumes = true;
+        let volumes = volumes.build();
+        let single_pixel = Synth::new(Bounds::from_origin_size(7, 7, 1, 1), 3, 7).build();
+        let cases: Vec<(&str, Vec<&DeepImage>)> = vec![
+            ("one empty input", vec![&long, &empty]),
+            ("empty first", vec![&empty, &long]),
+            ("disjoint windows", vec![&long, &disjoint]),
+            ("overlapping volumes", vec![&long, &volumes]),
+            ("single input", vec![&volumes]),
+            ("single pixel", vec![&single_pixel, &single_pixel]),
+            (
+                "chain of five",
+                vec![&long, &volumes, &disjoint, &empty, &long],
+            ),
+        ];
+        for (name, inputs) in &cases {
+            for layout in Layout::ALL {
+                for (method, block) in [
+                    (MergeMethod::Stepwise, 1),
+                    (MergeMethod::RegisterBlock, 4),
+                    (MergeMethod::RegisterBlock, 32),
+                ] {
+                    for options in outputs() {
+                        let what = format!(
+                            "{name}: {} {} {block} {:?} tidy {}",
+                            layout.name(),
+                            method.name(),
+                            options.output,
+                            options.tidy
+                        );
+                        assert_gl_matches_reference(
+                            ctx,
+                            inputs,
+                            &options,
+                            &gl(layout, method, block),
+                            &what,
+                        );
+                    }
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn small_band_budget_forces_several_bands() {
+    with_gl(|ctx| {
+        let a = Synth::new(Bounds::from_origin_size(0, 0, 70, 40), 12, 8).build();
+        let b = Synth::new(Bounds::from_origin_size(5, 3, 64, 40), 12, 9).build();
+        for layout in Layout::ALL {
+            for options in outputs() {
+                let gl = GlOptions {
+                    layout,
+                    band_budget_bytes: 64 << 10,
+                    ..Default::default()
+                };
+                let stats = assert_gl_matches_reference(
+                    ctx,
+                    &[&a, &b, &a],
+                    &options,
+                    &gl,
+                    &format!("bands {}", layout.name()),
+                );
+                assert!(stats.bands >= 4, "only {} bands", stats.bands);
+            }
+        }
+    });
+}
+
+#[test]
+fn bad_block_size_is_a_usage_error() {
+    with_gl(|ctx| {
+        let a = Synth::new(Bounds::from_origin_size(0, 0, 4, 4), 3, 1).build();
+        let gl = GlOptions {
+            block_size: 33,
+            ..Default::default()
+        };
+        let err = deepmerge::gpu::merge_images_gl(ctx, &[&a, &a], &MergeOptions::default(), &gl)
+            .unwrap_err();
+        assert!(err.to_string().contains("block size 33"), "{err}");
+    });
+}

@@ -1,0 +1,71 @@
+//! The GPU exclusive scan against its CPU twin at the sizes where work-group scans go wrong.
+//! Runs on whatever GL the machine has (Mesa llvmpipe in CI); no GL is a failure, not a skip.
+
+use deepmerge::cpu::scan::exclusive_scan as cpu_scan;
+use deepmerge::gpu::scan::{exclusive_scan as gpu_scan, SCAN_GROUP};
+use deepmerge::gpu::GlContext;
+
+fn counts(n: usize, seed: u64) -> Vec<u32> {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) % 300) as u32
+        })
+        .collect()
+}
+
+#[test]
+fn gpu_scan_matches_cpu_scan_at_edge_sizes() {
+    let ctx = GlContext::new().expect("a GL 4.3 context (install libegl1 libgl1-mesa-dri)");
+    let g = SCAN_GROUP;
+    for n in [
+        0,
+        1,
+        31,
+        32,
+        33,
+        g - 1,
+        g,
+        g + 1,
+        g * g - 1,
+        g * g,
+        g * g + 1,
+        3 * g * g + 7,
+    ] {
+        let input = counts(n, n as u64);
+        assert_eq!(gpu_scan(&ctx, &input).unwrap(), cpu_scan(&input), "n = {n}");
+    }
+}
+
+#[test]
+fn gpu_scan_matches_cpu_scan_at_ten_million() {
+    let ctx = GlContext::new().expect("a GL 4.3 context (install libegl1 libgl1-mesa-dri)");
+    let input = counts(10_000_000, 7);
+    let gpu = gpu_scan(&ctx, &input).unwrap();
+    let cpu = cpu_scan(&input);
+    assert_eq!(gpu.len(), cpu.len());
+    assert!(
+        gpu == cpu,
+        "first difference at {:?}",
+        gpu.iter().zip(&cpu).position(|(a, b)| a != b)
+    );
+}
+
+#[test]
+fn gl_info_reports_renderer_and_limits() {
+    let ctx = GlContext::new().expect("a GL 4.3 context");
+    let info = ctx.info();
+    assert!(!info.renderer.is_empty());
+    assert!(info.max_ssbo_bytes >= 1 << 24, "{info}");
+    assert!(info.max_compute_ssbo_bindings >= 12, "{info}");
+    let text = info.to_string();
+    assert!(
+        text.contains(&info.renderer) && text.contains("shader storage"),
+        "{text}"
+    );
+}
