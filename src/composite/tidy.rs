@@ -108,30 +108,18 @@ pub fn merge_coincident(rows: &[&[f32]], channels: &CompositeChannels, out: &mut
     }
 }
 
-/// Reusable buffers for [`tidy_pixel`], so a row of pixels allocates once.
-#[derive(Default)]
-struct Scratch {
-    cuts: Vec<f32>,
-    pieces: PixelSamples,
-    order: Vec<usize>,
-}
-
 /// Split and merge `pixel`'s samples (in merge order) in place so that no two overlap; the
 /// result is in merge order and tidy ([`is_tidy`]).
 ///
 /// Pieces keep their source's `input` and `index`, so non-composited channels (ids) still come
 /// from the sample they were cut from; a merged piece keeps those of its first contributor in
 /// merge order. Samples that need no cut keep their values unchanged.
+///
+/// It allocates a few small buffers per call: it only runs on pixels the gate lets through.
 pub fn tidy_pixel(pixel: &mut PixelSamples, channels: &CompositeChannels) {
-    let mut scratch = Scratch::default();
-    tidy_pixel_with(pixel, channels, &mut scratch);
-}
-
-fn tidy_pixel_with(pixel: &mut PixelSamples, channels: &CompositeChannels, scratch: &mut Scratch) {
     let width = pixel.width;
     // Every depth at which something starts or ends; a volume is cut at those strictly inside it.
-    let cuts = &mut scratch.cuts;
-    cuts.clear();
+    let mut cuts = Vec::with_capacity(2 * pixel.len());
     for s in &pixel.samples {
         cuts.push(s.z);
         if s.is_volume() {
@@ -141,10 +129,7 @@ fn tidy_pixel_with(pixel: &mut PixelSamples, channels: &CompositeChannels, scrat
     cuts.sort_unstable_by(f32::total_cmp);
     cuts.dedup_by(|a, b| a == b);
 
-    let pieces = &mut scratch.pieces;
-    pieces.width = width;
-    pieces.samples.clear();
-    pieces.values.clear();
+    let mut pieces = PixelSamples::new(width);
     let mut piece_row = vec![0.0f32; width];
     for (s, sample) in pixel.samples.iter().enumerate() {
         let row = pixel.row(s);
@@ -177,9 +162,7 @@ fn tidy_pixel_with(pixel: &mut PixelSamples, channels: &CompositeChannels, scrat
 
     // Pieces of a later sample may lie in front of pieces of an earlier one: restore merge order.
     // The sort is stable, so equal depths keep the order of their sources (input, then index).
-    let order = &mut scratch.order;
-    order.clear();
-    order.extend(0..pieces.len());
+    let mut order: Vec<usize> = (0..pieces.len()).collect();
     order.sort_by(|&a, &b| {
         let (sa, sb) = (&pieces.samples[a], &pieces.samples[b]);
         if depth_less((sa.z, sa.zback), (sb.z, sb.zback)) {
