@@ -4,9 +4,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use deepmerge::composite::{merge_images, MergeOptions, MergeOutput, OutputKind};
+use deepmerge::composite::{
+    holdout, merge_images, HoldoutMode, MergeOptions, MergeOutput, OutputKind, SortPolicy,
+};
 use deepmerge::deep::DeepImage;
 use deepmerge::exr::{self, Codec, DeepWriteOptions, FlatType, PartSelector, ReadOptions};
+use deepmerge::gpu::{merge_images_gl, GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
 use deepmerge::{Error, Result};
 
 #[derive(Parser, Debug)]
@@ -26,6 +29,28 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Hold IN out by HOLDOUT: attenuate IN's samples by the holdout's transmittance at their
+    /// depth (splitting volumes where needed), or with --cull drop those behind its opaque depth.
+    Holdout {
+        /// The deep image to hold out.
+        input: PathBuf,
+        /// The deep image that holds it out.
+        holdout: PathBuf,
+        /// Output deep EXR.
+        #[arg(short, long, value_name = "OUT")]
+        output: PathBuf,
+        /// Drop samples behind the holdout's first opaque depth instead of attenuating.
+        #[arg(long)]
+        cull: bool,
+        /// Compression of the output.
+        #[arg(long, value_enum, default_value_t = CompressionArg::Zips)]
+        compression: CompressionArg,
+        /// Refuse inputs that would take more than this many GiB once decoded.
+        #[arg(long, value_name = "GIB", default_value_t = 8.0)]
+        max_memory: f64,
+    },
+    /// Print the OpenGL device, renderer, version and the limits the engine depends on.
+    GpuInfo,
     /// Describe deep and flat EXR files: parts, windows, channels, sample statistics.
     Info {
         /// Files to describe.
@@ -61,6 +86,14 @@ enum LayoutArg {
     La,
     Ia,
     Bia,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum PixelOrderArg {
+    /// Pixels along rows.
+    Row,
+    /// 8x4 tiles in the GPU's raster pattern.
+    Tiled,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -110,6 +143,18 @@ struct MergeArgs {
     /// Register block size, 1 to 32 (GL backend).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
     block: Option<u32>,
+    /// Pixel order of GPU layouts: row-major, or 8x4 raster tiles (GL backend).
+    #[arg(long, value_enum)]
+    pixel_order: Option<PixelOrderArg>,
+    /// Print GPU statistics: buffers per layout (bytes), bands, timings (GL backend).
+    #[arg(long)]
+    stats: bool,
+    /// Sort every input pixel, even where the file says it is sorted.
+    #[arg(long, conflicts_with = "assume_sorted")]
+    sort: bool,
+    /// Trust that every input's pixels are sorted, whatever the file says.
+    #[arg(long)]
+    assume_sorted: bool,
     /// Part to read from multi-part inputs: an index or a name (default: the first deep part).
     #[arg(long, value_name = "PART")]
     part: Option<String>,
@@ -122,6 +167,15 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Info { files, max_memory }) => run_info(&files, max_memory),
+        Some(Command::Holdout {
+            input,
+            holdout,
+            output,
+            cull,
+            compression,
+            max_memory,
+        }) => run_holdout(&input, &holdout, &output, cull, compression, max_memory),
+        Some(Command::GpuInfo) => GlContext::new().map(|ctx| print!("{}", ctx.info())),
         None => run_merge(&cli.merge),
     };
     match result {
@@ -166,28 +220,93 @@ fn check_output_is_not_an_input(output: &Path, inputs: &[PathBuf]) -> Result<()>
     Ok(())
 }
 
+fn codec_of(c: CompressionArg) -> Codec {
+    match c {
+        CompressionArg::None => Codec::None,
+        CompressionArg::Rle => Codec::Rle,
+        CompressionArg::Zips => Codec::Zips,
+        CompressionArg::Zip => Codec::Zip,
+    }
+}
+
+fn read_inputs(paths: &[PathBuf], options: &ReadOptions) -> Result<Vec<DeepImage>> {
+    paths
+        .iter()
+        .map(|path| {
+            let image = exr::read_deep(path, options)?;
+            image.check_depths().map_err(|e| e.in_file(path))?;
+            Ok(image)
+        })
+        .collect()
+}
+
+fn run_holdout(
+    input: &Path,
+    holdout_path: &Path,
+    output: &Path,
+    cull: bool,
+    compression: CompressionArg,
+    max_memory: f64,
+) -> Result<()> {
+    let inputs = [input.to_path_buf(), holdout_path.to_path_buf()];
+    check_output_is_not_an_input(output, &inputs)?;
+    let options = ReadOptions {
+        max_memory: gib_to_bytes(max_memory)?,
+        ..ReadOptions::default()
+    };
+    let images = read_inputs(&inputs, &options)?;
+    let mode = if cull {
+        HoldoutMode::Cull
+    } else {
+        HoldoutMode::Attenuate
+    };
+    let result = holdout(&images[0], &images[1], mode)?;
+    exr::write_deep(output, &result, codec_of(compression))
+}
+
+/// The GL engine's options from the command line; `None` when none was given.
+fn gl_options(args: &MergeArgs) -> Option<GlOptions> {
+    let given = args.layout.is_some()
+        || args.rbm
+        || args.stepwise
+        || args.block.is_some()
+        || args.pixel_order.is_some()
+        || args.stats;
+    if !given {
+        return None;
+    }
+    let defaults = GlOptions::default();
+    Some(GlOptions {
+        layout: match args.layout {
+            Some(LayoutArg::Ll) => Layout::LinkedList,
+            Some(LayoutArg::La) => Layout::Linearised,
+            Some(LayoutArg::Ia) => Layout::Interleaved,
+            Some(LayoutArg::Bia) => Layout::BlockedInterleaved,
+            None => defaults.layout,
+        },
+        method: if args.stepwise {
+            MergeMethod::Stepwise
+        } else {
+            MergeMethod::RegisterBlock
+        },
+        block_size: args.block.unwrap_or(defaults.block_size),
+        pixel_order: match args.pixel_order {
+            Some(PixelOrderArg::Tiled) => PixelOrder::Tiled,
+            Some(PixelOrderArg::Row) => PixelOrder::RowMajor,
+            None => defaults.pixel_order,
+        },
+        ..defaults
+    })
+}
+
 fn run_merge(args: &MergeArgs) -> Result<()> {
     let output = args.output.as_ref().expect("clap requires -o");
     check_output_is_not_an_input(output, &args.inputs)?;
-    let gl_options_given =
-        args.layout.is_some() || args.rbm || args.stepwise || args.block.is_some();
-    match args.backend {
-        BackendArg::Gl => {
-            return Err(Error::Gl(
-                "the OpenGL backend is not built yet; use --backend cpu".into(),
-            ))
-        }
-        BackendArg::Cpu if gl_options_given => {
-            return Err(Error::Usage(
-                "--layout, --rbm, --stepwise and --block choose how the GPU merges; they do not apply to --backend cpu".into(),
-            ))
-        }
-        BackendArg::Auto if gl_options_given => {
-            return Err(Error::Gl(
-                "--layout, --rbm, --stepwise and --block need the OpenGL backend, which is not built yet".into(),
-            ))
-        }
-        _ => {}
+    let requested_gl = gl_options(args);
+    if args.backend == BackendArg::Cpu && requested_gl.is_some() {
+        return Err(Error::Usage(
+            "--layout, --rbm, --stepwise, --block, --pixel-order and --stats choose how the GPU merges; they do not apply to --backend cpu".into(),
+        ));
     }
     if args.deep && (args.flat_z || args.flat_type != FlatTypeArg::Half) {
         return Err(Error::Usage(
@@ -207,16 +326,24 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             .unwrap_or(PartSelector::FirstDeep),
         max_memory: gib_to_bytes(args.max_memory)?,
     };
-    let images: Vec<DeepImage> = args
-        .inputs
-        .iter()
-        .map(|path| {
-            let image = exr::read_deep(path, &read_options)?;
-            image.check_depths().map_err(|e| e.in_file(path))?;
-            Ok(image)
-        })
-        .collect::<Result<_>>()?;
-    eprintln!("deepmerge: merging {} inputs on the CPU", images.len());
+    // Make the GL context before reading, so a `--backend gl` without GL fails fast.
+    let context = match args.backend {
+        BackendArg::Cpu => None,
+        BackendArg::Gl => Some(GlContext::new()?),
+        BackendArg::Auto => match GlContext::new() {
+            Ok(ctx) => Some(ctx),
+            Err(e) if requested_gl.is_some() => {
+                return Err(Error::Gl(format!(
+                    "GPU options were given but no GL context can be made ({e})"
+                )))
+            }
+            Err(e) => {
+                eprintln!("deepmerge: no OpenGL ({e}); using the CPU engine");
+                None
+            }
+        },
+    };
+    let images = read_inputs(&args.inputs, &read_options)?;
     let refs: Vec<&DeepImage> = images.iter().collect();
     let options = MergeOptions {
         output: if args.deep {
@@ -225,8 +352,37 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             OutputKind::Flat { z: args.flat_z }
         },
         tidy: args.tidy,
+        sort: if args.sort {
+            SortPolicy::Always
+        } else if args.assume_sorted {
+            SortPolicy::AssumeSorted
+        } else {
+            SortPolicy::Auto
+        },
     };
-    match merge_images(&refs, &options)? {
+    let merged = match &context {
+        Some(ctx) => {
+            let gl = requested_gl.unwrap_or_default();
+            eprintln!(
+                "deepmerge: merging {} inputs with OpenGL on {} ({} {} block {})",
+                images.len(),
+                ctx.info().renderer,
+                gl.layout.name(),
+                gl.method.name(),
+                gl.block_size
+            );
+            let (merged, stats) = merge_images_gl(ctx, &refs, &options, &gl)?;
+            if args.stats {
+                eprint!("{stats}");
+            }
+            merged
+        }
+        None => {
+            eprintln!("deepmerge: merging {} inputs on the CPU", images.len());
+            merge_images(&refs, &options)?
+        }
+    };
+    match merged {
         MergeOutput::Flat(flat) => {
             let flat_type = match args.flat_type {
                 FlatTypeArg::Half => FlatType::Half,
@@ -235,14 +391,8 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             exr::write_flat(output, &flat, flat_type)
         }
         MergeOutput::Deep(deep) => {
-            let codec = match args.compression {
-                CompressionArg::None => Codec::None,
-                CompressionArg::Rle => Codec::Rle,
-                CompressionArg::Zips => Codec::Zips,
-                CompressionArg::Zip => Codec::Zip,
-            };
             let options = DeepWriteOptions {
-                codec,
+                codec: codec_of(args.compression),
                 write_state: !args.no_deep_state,
             };
             exr::write_deep_with(output, &deep, &options)

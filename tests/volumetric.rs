@@ -6,9 +6,8 @@
 use std::path::PathBuf;
 
 use deepmerge::composite::{
-    holdout, is_tidy, merge_images, merge_images_sorted, needs_tidy, tidy_pixel, CompositeChannels,
-    CompositeKind, HoldoutMode, MergeOptions, MergeOutput, MergePlan, OutputKind, PixelSamples,
-    SortPolicy,
+    holdout, is_tidy, merge_images, needs_tidy, tidy_pixel, CompositeChannels, CompositeKind,
+    HoldoutMode, MergeOptions, MergeOutput, MergePlan, OutputKind, PixelSamples, SortPolicy,
 };
 use deepmerge::deep::{Bounds, Channel, DeepImage, DeepState, FlatImage, Plane, SampleType};
 use deepmerge::exr::{read_deep, ReadOptions};
@@ -419,17 +418,33 @@ fn shuffled_input_merges_like_sorted_input() {
             output: OutputKind::Deep,
             tidy,
         };
-        let want = merge_images_sorted(&[&sorted, &other], &options, SortPolicy::Auto).unwrap();
+        let want = merge_images(
+            &[&sorted, &other],
+            &MergeOptions {
+                sort: SortPolicy::Auto,
+                ..options
+            },
+        )
+        .unwrap();
         for policy in [SortPolicy::Auto, SortPolicy::Always] {
-            let got = merge_images_sorted(&[&messy, &other], &options, policy).unwrap();
+            let got = merge_images(
+                &[&messy, &other],
+                &MergeOptions {
+                    sort: policy,
+                    ..options
+                },
+            )
+            .unwrap();
             assert_eq!(got, want, "{policy:?}, tidy {tidy}");
         }
     }
     let want = flat(&[&sorted, &other]);
-    let got = merge_images_sorted(
+    let got = merge_images(
         &[&messy, &other],
-        &MergeOptions::default(),
-        SortPolicy::Always,
+        &MergeOptions {
+            sort: SortPolicy::Always,
+            ..MergeOptions::default()
+        },
     )
     .unwrap();
     assert_eq!(got, MergeOutput::Flat(want));
@@ -442,10 +457,34 @@ fn header_claims_decide_auto_and_always_overrides_them() {
     let sorted_pixels = sorted_pixels();
     let sorted = image(4, &sorted_pixels, DeepState::Sorted);
     let liar = image(4, &shuffled(&sorted_pixels, 7), DeepState::Sorted);
-    let right = merge_images_sorted(&[&sorted], &MergeOptions::default(), SortPolicy::Auto);
-    let always = merge_images_sorted(&[&liar], &MergeOptions::default(), SortPolicy::Always);
-    let auto = merge_images_sorted(&[&liar], &MergeOptions::default(), SortPolicy::Auto);
-    let assume = merge_images_sorted(&[&liar], &MergeOptions::default(), SortPolicy::AssumeSorted);
+    let right = merge_images(
+        &[&sorted],
+        &MergeOptions {
+            sort: SortPolicy::Auto,
+            ..MergeOptions::default()
+        },
+    );
+    let always = merge_images(
+        &[&liar],
+        &MergeOptions {
+            sort: SortPolicy::Always,
+            ..MergeOptions::default()
+        },
+    );
+    let auto = merge_images(
+        &[&liar],
+        &MergeOptions {
+            sort: SortPolicy::Auto,
+            ..MergeOptions::default()
+        },
+    );
+    let assume = merge_images(
+        &[&liar],
+        &MergeOptions {
+            sort: SortPolicy::AssumeSorted,
+            ..MergeOptions::default()
+        },
+    );
     assert_eq!(always.unwrap(), *right.as_ref().unwrap());
     assert_ne!(auto.unwrap(), *right.as_ref().unwrap());
     assert_ne!(assume.unwrap(), *right.as_ref().unwrap());
@@ -462,7 +501,7 @@ fn header_claims_decide_auto_and_always_overrides_them() {
         SortPolicy::AssumeSorted,
     ]
     .iter()
-    .map(|&p| merge_images_sorted(&[&sorted, &other], &options, p).unwrap())
+    .map(|&p| merge_images(&[&sorted, &other], &MergeOptions { sort: p, ..options }).unwrap())
     .collect();
     assert_eq!(results[0], results[1]);
     assert_eq!(results[0], results[2]);

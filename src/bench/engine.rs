@@ -132,7 +132,7 @@ impl CpuEngine {
             inputs,
             &MergeOptions {
                 output,
-                tidy: false,
+                ..MergeOptions::default()
             },
         )
     }

@@ -567,7 +567,7 @@ fn end_to_end_table(
                     &refs,
                     &MergeOptions {
                         output: OutputKind::Flat { z: false },
-                        tidy: false,
+                        ..MergeOptions::default()
                     },
                 )?;
                 if let MergeOutput::Flat(flat) = out {

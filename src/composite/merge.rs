@@ -48,6 +48,8 @@ pub struct MergeOptions {
     /// Tidy deep output: split overlapping volumes and merge coincident ones (flat output always
     /// tidies where volumes overlap, since that is what makes its colour right).
     pub tidy: bool,
+    /// Which inputs' pixels are sorted before merging (`--sort`, `--assume-sorted`).
+    pub sort: SortPolicy,
 }
 
 impl Default for MergeOptions {
@@ -55,6 +57,7 @@ impl Default for MergeOptions {
         MergeOptions {
             output: OutputKind::Flat { z: false },
             tidy: false,
+            sort: SortPolicy::Auto,
         }
     }
 }
@@ -190,27 +193,13 @@ impl<'a> MergePlan<'a> {
 }
 
 /// Merge `inputs` (two or more for a real merge; one is allowed and just re-orders or flattens),
-/// sorting inputs whose header does not say they are sorted ([`SortPolicy::Auto`]).
+/// sorting the inputs' pixels as [`MergeOptions::sort`] says.
 pub fn merge_images(inputs: &[&DeepImage], options: &MergeOptions) -> Result<MergeOutput> {
-    merge_images_sorted(inputs, options, SortPolicy::Auto)
-}
-
-/// [`merge_images`] with an explicit sort policy (`--sort` is [`SortPolicy::Always`],
-/// `--assume-sorted` is [`SortPolicy::AssumeSorted`]).
-///
-/// The policy is a parameter rather than a field of [`MergeOptions`] because the CLI builds
-/// `MergeOptions` with a struct literal; it can move into the options once callers use
-/// `..Default::default()`.
-pub fn merge_images_sorted(
-    inputs: &[&DeepImage],
-    options: &MergeOptions,
-    sort: SortPolicy,
-) -> Result<MergeOutput> {
     for image in inputs {
         image.check_depths()?;
     }
     let mut plan = MergePlan::new(inputs)?;
-    plan.sort = sort;
+    plan.sort = options.sort;
     Ok(match options.output {
         OutputKind::Flat { z } => MergeOutput::Flat(merge_flat(&plan, z)),
         OutputKind::Deep => MergeOutput::Deep(merge_deep(&plan, options.tidy)),

@@ -631,7 +631,8 @@ pub fn merge_images_gl(
     options: &MergeOptions,
     gl_options: &GlOptions,
 ) -> Result<(MergeOutput, GpuStats)> {
-    let (plan, columns) = prepare(inputs, gl_options)?;
+    let (mut plan, columns) = prepare(inputs, gl_options)?;
+    plan.sort = options.sort;
     let stride = columns.stride();
     let mut limit = ctx.info().max_ssbo_bytes;
     if gl_options.band_budget_bytes > 0 {
