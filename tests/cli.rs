@@ -114,3 +114,107 @@ fn deep_output_from_the_cli_reads_back_with_every_sample() {
     let (ok, info, _) = run(&["info", out.to_str().unwrap()]);
     assert!(ok && info.contains("deep image state: sorted"), "{info}");
 }
+
+#[test]
+fn gl_backend_gives_the_cpu_result_through_the_readme_command() {
+    let a = data("openexr-images/Balls.exr");
+    let b = data("openexr-images/Trunks.exr");
+    let dir = tempfile::tempdir().unwrap();
+    let gl = dir.path().join("gl.exr");
+    let cpu = dir.path().join("cpu.exr");
+    // The README's usage: auto backend, BIA layout, register-block merging.
+    let (ok, _, err) = run(&[
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--layout",
+        "bia",
+        "--rbm",
+        "-o",
+        gl.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(err.contains("with OpenGL on"), "says which engine: {err}");
+    let (ok, _, err) = run(&[
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "-o",
+        cpu.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(err.contains("on the CPU"), "{err}");
+    assert_eq!(std::fs::read(&gl).unwrap(), std::fs::read(&cpu).unwrap());
+    // --stats prints the memory per buffer (the paper's Table 4).
+    let (ok, _, err) = run(&[
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--backend",
+        "gl",
+        "--layout",
+        "ll",
+        "--stepwise",
+        "--stats",
+        "-o",
+        gl.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(err.contains("LL S") && err.contains("next"), "{err}");
+}
+
+#[test]
+fn gpu_info_names_the_renderer_and_limits() {
+    let (ok, out, err) = run(&["gpu-info"]);
+    assert!(ok, "GL must be available (Mesa llvmpipe in CI): {err}");
+    assert!(out.contains("renderer:"), "{out}");
+    assert!(out.contains("max shader storage block:"), "{out}");
+}
+
+#[test]
+fn holdout_subcommand_writes_a_deep_result() {
+    let input = data("oiio/input-crop.deep.exr");
+    let hold = data("oiio/holdout-crop.deep.exr");
+    let dir = tempfile::tempdir().unwrap();
+    for (extra, name) in [(None, "held.exr"), (Some("--cull"), "culled.exr")] {
+        let out = dir.path().join(name);
+        let mut args = vec![
+            "holdout",
+            input.to_str().unwrap(),
+            hold.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        let (ok, _, err) = run(&args);
+        assert!(ok, "{err}");
+        let held = read(&out, 0);
+        let original = read(&input, 0);
+        assert_eq!(held.data_window, original.data_window);
+        assert!(
+            held.sample_count() < original.sample_count(),
+            "{name}: the holdout removes samples"
+        );
+    }
+    let (ok, _, err) = run(&[
+        "holdout",
+        input.to_str().unwrap(),
+        hold.to_str().unwrap(),
+        "-o",
+        input.to_str().unwrap(),
+    ]);
+    assert!(!ok && err.contains("output path is also an input"), "{err}");
+}
+
+#[test]
+fn sort_flags_conflict() {
+    let a = data("openexr-images/Balls.exr");
+    let (ok, _, err) = run(&[
+        a.to_str().unwrap(),
+        a.to_str().unwrap(),
+        "--sort",
+        "--assume-sorted",
+        "-o",
+        "/tmp/never.exr",
+    ]);
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
+}
