@@ -87,6 +87,7 @@ fn deep(inputs: &[&DeepImage], tidy: bool) -> DeepImage {
     let options = MergeOptions {
         output: OutputKind::Deep,
         tidy,
+        ..MergeOptions::default()
     };
     match merge_images(inputs, &options).unwrap() {
         MergeOutput::Deep(d) => d,
@@ -417,6 +418,7 @@ fn shuffled_input_merges_like_sorted_input() {
         let options = MergeOptions {
             output: OutputKind::Deep,
             tidy,
+            ..MergeOptions::default()
         };
         let want = merge_images(
             &[&sorted, &other],
@@ -494,6 +496,7 @@ fn header_claims_decide_auto_and_always_overrides_them() {
     let options = MergeOptions {
         output: OutputKind::Deep,
         tidy: true,
+        ..MergeOptions::default()
     };
     let results: Vec<MergeOutput> = [
         SortPolicy::Auto,
