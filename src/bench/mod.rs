@@ -449,7 +449,7 @@ pub fn run_with(
             "samples (in 0 + in 1)".into(),
             "max/pixel (in 0, in 1, merged)".into(),
             "merged pixels <=16 / 16-64 / 64-128 / 128-512 / >512".into(),
-            "generated in".into(),
+            "generated in (2 + 4 inputs)".into(),
         ],
         row_header: "scene".into(),
         rows: input_rows,
