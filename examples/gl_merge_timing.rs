@@ -2,7 +2,11 @@
 //! same run, for the real Balls+Leaves pair and a large synthetic pair, beside the copy
 //! bandwidth floor.
 //!
-//! `cargo run --release --example gl_merge_timing [pixels_per_side samples_per_pixel repeats]`
+//! `cargo run --release --example gl_merge_timing [WIDTH HEIGHT SAMPLES_PER_PIXEL REPEATS]`
+//!
+//! With `--banded WIDTH HEIGHT SAMPLES_PER_PIXEL` it instead merges one large synthetic pair
+//! once through `merge_images_gl` (row bands, flat output) and prints the statistics: the
+//! 1920x1080 at ~100 samples/pixel check is `--banded 1920 1080 50` (50 per input, 100 merged).
 
 use std::path::Path;
 use std::time::Instant;
@@ -11,9 +15,9 @@ use deepmerge::composite::{MergeOptions, OutputKind};
 use deepmerge::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
 use deepmerge::exr::{read_deep, ReadOptions};
 use deepmerge::gpu::engine::copy_bandwidth;
-use deepmerge::gpu::{GlContext, GlOptions, GpuMerger, Layout, MergeMethod};
+use deepmerge::gpu::{merge_images_gl, GlContext, GlOptions, GpuMerger, Layout, MergeMethod};
 
-fn synthetic(side: usize, per_pixel: u32, seed: u64) -> DeepImage {
+fn synthetic(width: usize, height: usize, per_pixel: u32, seed: u64) -> DeepImage {
     let mut state = seed;
     let mut next = move || {
         state = state
@@ -21,7 +25,7 @@ fn synthetic(side: usize, per_pixel: u32, seed: u64) -> DeepImage {
             .wrapping_add(1442695040888963407);
         (state >> 33) as u32
     };
-    let pixels = side * side;
+    let pixels = width * height;
     let mut counts = Vec::with_capacity(pixels);
     let (mut a, mut z) = (Vec::new(), Vec::new());
     for _ in 0..pixels {
@@ -34,7 +38,7 @@ fn synthetic(side: usize, per_pixel: u32, seed: u64) -> DeepImage {
             a.push(0.02 + (next() % 10) as f32 * 0.001);
         }
     }
-    let window = Bounds::from_origin_size(0, 0, side, side);
+    let window = Bounds::from_origin_size(0, 0, width, height);
     let planes = vec![
         Plane::F32(a.clone()),
         Plane::F32(a.iter().map(|v| v * 0.5).collect()),
@@ -86,15 +90,49 @@ fn table(ctx: &GlContext, name: &str, inputs: &[&DeepImage], repeats: usize) {
 }
 
 fn main() {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().expect("numbers"))
-        .collect();
-    let side = args.first().copied().unwrap_or(512);
-    let per_pixel = args.get(1).copied().unwrap_or(16) as u32;
-    let repeats = args.get(2).copied().unwrap_or(3);
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let banded = args.first().is_some_and(|a| a == "--banded");
+    if banded {
+        args.remove(0);
+    }
+    let numbers: Vec<usize> = args.iter().map(|a| a.parse().expect("numbers")).collect();
+    let width = numbers.first().copied().unwrap_or(512);
+    let height = numbers.get(1).copied().unwrap_or(512);
+    let per_pixel = numbers.get(2).copied().unwrap_or(12) as u32;
+    let repeats = numbers.get(3).copied().unwrap_or(3);
     let ctx = GlContext::new().expect("GL context");
     print!("{}", ctx.info());
+    if banded {
+        let start = Instant::now();
+        let a = synthetic(width, height, per_pixel, 1);
+        let b = synthetic(width, height, per_pixel, 2);
+        println!(
+            "synthetic pair {width}x{height}: {} + {} samples, made in {:.1}s",
+            a.sample_count(),
+            b.sample_count(),
+            start.elapsed().as_secs_f64()
+        );
+        let options = MergeOptions {
+            output: OutputKind::Flat { z: false },
+            ..Default::default()
+        };
+        for (layout, method) in [
+            (Layout::LinkedList, MergeMethod::Stepwise),
+            (Layout::BlockedInterleaved, MergeMethod::RegisterBlock),
+        ] {
+            let gl = GlOptions {
+                layout,
+                method,
+                block_size: 8,
+                ..Default::default()
+            };
+            let start = Instant::now();
+            let (_, stats) = merge_images_gl(&ctx, &[&a, &b], &options, &gl).expect("banded merge");
+            print!("{stats}");
+            println!("wall {:.1}s", start.elapsed().as_secs_f64());
+        }
+        return;
+    }
     let (kernel, copy) = copy_bandwidth(&ctx, 64 << 20, 5).expect("copy bandwidth");
     println!(
         "copy bandwidth (read + write): kernel {:.2} GB/s, glCopyBufferSubData {:.2} GB/s",
@@ -105,16 +143,11 @@ fn main() {
     let balls = read_deep(&dir.join("Balls.exr"), &ReadOptions::default()).expect("Balls");
     let leaves = read_deep(&dir.join("Leaves.exr"), &ReadOptions::default()).expect("Leaves");
     table(&ctx, "Balls+Leaves", &[&balls, &leaves], repeats);
-    let start = Instant::now();
-    let a = synthetic(side, per_pixel, 1);
-    let b = synthetic(side, per_pixel, 2);
-    eprintln!(
-        "synthetic pair made in {:.1}s",
-        start.elapsed().as_secs_f64()
-    );
+    let a = synthetic(width, height, per_pixel, 1);
+    let b = synthetic(width, height, per_pixel, 2);
     table(
         &ctx,
-        &format!("synthetic {side}x{side}, ~{per_pixel} samples/pixel each"),
+        &format!("synthetic {width}x{height}, ~{per_pixel} samples/pixel each"),
         &[&a, &b],
         repeats,
     );

@@ -128,9 +128,9 @@ pub fn build(
         image.slots = vec![zero; total + 1];
         image.values = vec![0.0; (total + 1) * columns];
         let mut counter = 1u32;
-        for p in 0..counts.len() {
+        for (p, &n) in counts.iter().enumerate() {
             let start = image.offsets[p] as usize;
-            let n = counts[p] as usize;
+            let n = n as usize;
             // Head insertion reverses: insert backward for an ascending list.
             let order: Box<dyn Iterator<Item = usize>> = if ascending {
                 Box::new((0..n).rev())
@@ -151,9 +151,9 @@ pub fn build(
     } else {
         image.slots = vec![zero; total];
         image.values = vec![0.0; total * columns];
-        for p in 0..counts.len() {
+        for (p, &n) in counts.iter().enumerate() {
             let start = image.offsets[p] as usize;
-            for i in 0..counts[p] {
+            for i in 0..n {
                 let slot = image.pixel_address(p, i) as usize;
                 let src = start + i as usize;
                 image.slots[slot] = stream[src];

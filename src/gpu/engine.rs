@@ -171,6 +171,7 @@ fn base_defines(block_size: u32) -> Defines {
 }
 
 /// Allocate the buffers of an image with `offsets` already computed (`samples` in all).
+#[allow(clippy::too_many_arguments)]
 fn allocate<'a>(
     ctx: &'a GlContext,
     layout: Layout,

@@ -3,6 +3,23 @@
 //! ([`engine`]) and the whole-image merge in row bands ([`merge_images_gl`], [`GpuMerger`]).
 //!
 //! Every stage has a CPU twin in [`crate::cpu`] with the same name; the tests compare them.
+//!
+//! How a merge runs (per row band of the union window, bands sized so that every merged buffer
+//! fits GL_MAX_SHADER_STORAGE_BLOCK_SIZE or [`GlOptions::band_budget_bytes`]):
+//! 1. the host gathers each input's band into a pixel-ordered stream of keys (Z, ZBack, input,
+//!    sample index) and composited values, sorting a pixel first when the input is not known to
+//!    be sorted (v1: on the host);
+//! 2. upload counts and stream; GPU exclusive scan → offsets; per-group min counts (IA, BIA);
+//!    scatter into the layout (LL by atomic counter + `atomicExchange` head insertion);
+//! 3. merge input 0 with input 1, the result (resident, any layout) with input 2, and so on; the
+//!    merged counts come from a GPU counting pass and scan. LL lists come out reversed, so the
+//!    merges alternate direction (`merge.rs::merge_directions`) and every list is read the way
+//!    it was built; the last merge runs front to back;
+//! 4. flat: the last merge composites front to back with the reference's arithmetic and flags
+//!    pixels where volumes overlap; deep: the merged keys are read back and every channel is
+//!    copied bit-exactly from the original planes by the source reference;
+//! 5. v1: the host tidies and flattens the flagged pixels (and deep pixels when `tidy` is asked)
+//!    with the `composite` functions, so results equal `composite::merge_images` exactly.
 
 mod buffer;
 mod context;
