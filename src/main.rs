@@ -4,13 +4,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use deepmerge::bench::{self, BenchConfig, PeerSetting};
 use deepmerge::composite::{
     holdout, merge_images, HoldoutMode, MergeOptions, MergeOutput, OutputKind, SortPolicy,
 };
 use deepmerge::deep::DeepImage;
 use deepmerge::exr::{self, Codec, DeepWriteOptions, FlatType, PartSelector, ReadOptions};
 use deepmerge::gpu::{merge_images_gl, GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
-use deepmerge::{Error, Result};
+use deepmerge::{heatmap, scene, Error, Result};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -51,6 +52,61 @@ enum Command {
     },
     /// Print the OpenGL device, renderer, version and the limits the engine depends on.
     GpuInfo,
+    /// Write a procedural benchmark scene as deep EXR inputs PREFIX_0.exr, PREFIX_1.exr, ...
+    Scene {
+        /// atrium, powerplant, hairball or planes.
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(scene::SCENE_NAMES))]
+        name: String,
+        /// Image size, WIDTHxHEIGHT.
+        #[arg(long, default_value = "1920x1080")]
+        size: String,
+        /// Random seed: the same seed gives the same files.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Number of inputs (2 for a pair, 4 for pairwise chains).
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(2..=16))]
+        inputs: u32,
+        /// Output prefix.
+        #[arg(short, long, value_name = "PREFIX")]
+        output: PathBuf,
+    },
+    /// Draw a deep file's depth complexity as a PNG: blue <=16, green 16-64, yellow 64-128,
+    /// red 128-512 samples per pixel, magenta above, black where empty.
+    Heatmap {
+        /// Deep EXR input.
+        file: PathBuf,
+        /// Output PNG.
+        #[arg(short, long, value_name = "PNG")]
+        output: PathBuf,
+        /// Part to read from multi-part inputs: an index or a name.
+        #[arg(long, value_name = "PART")]
+        part: Option<String>,
+    },
+    /// Print the paper-style benchmark tables: every engine, oiiotool and the bandwidth floor,
+    /// measured in one run.
+    Bench {
+        /// Scenes to run (comma-separated).
+        #[arg(long, value_delimiter = ',', default_values_t = scene::SCENE_NAMES.map(String::from))]
+        scenes: Vec<String>,
+        /// Scene size, WIDTHxHEIGHT.
+        #[arg(long, default_value = "960x540")]
+        size: String,
+        /// Scene seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Timed runs per cell (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        repeats: usize,
+        /// Print Markdown tables.
+        #[arg(long)]
+        markdown: bool,
+        /// Leave oiiotool out even when it is installed.
+        #[arg(long)]
+        no_oiiotool: bool,
+        /// Deep files for the end-to-end table (e.g. Balls.exr Leaves.exr Trunks.exr).
+        #[arg(long, num_args = 2..)]
+        e2e: Vec<PathBuf>,
+    },
     /// Describe deep and flat EXR files: parts, windows, channels, sample statistics.
     Info {
         /// Files to describe.
@@ -176,6 +232,23 @@ fn main() -> ExitCode {
             max_memory,
         }) => run_holdout(&input, &holdout, &output, cull, compression, max_memory),
         Some(Command::GpuInfo) => GlContext::new().map(|ctx| print!("{}", ctx.info())),
+        Some(Command::Scene {
+            name,
+            size,
+            seed,
+            inputs,
+            output,
+        }) => run_scene(&name, &size, seed, inputs as usize, &output),
+        Some(Command::Heatmap { file, output, part }) => run_heatmap(&file, &output, part),
+        Some(Command::Bench {
+            scenes,
+            size,
+            seed,
+            repeats,
+            markdown,
+            no_oiiotool,
+            e2e,
+        }) => run_bench(scenes, &size, seed, repeats, markdown, no_oiiotool, e2e),
         None => run_merge(&cli.merge),
     };
     match result {
@@ -194,6 +267,59 @@ fn gib_to_bytes(gib: f64) -> Result<u64> {
         )));
     }
     Ok((gib * (1u64 << 30) as f64) as u64)
+}
+
+fn run_scene(name: &str, size: &str, seed: u64, inputs: usize, prefix: &Path) -> Result<()> {
+    let (width, height) = scene::parse_size(size)?;
+    for path in scene::write_scene(name, width, height, seed, inputs, prefix)? {
+        println!("{}", path.display());
+    }
+    Ok(())
+}
+
+fn run_heatmap(file: &Path, output: &Path, part: Option<String>) -> Result<()> {
+    let options = ReadOptions {
+        part: part
+            .map(|p| p.parse().expect("infallible"))
+            .unwrap_or_default(),
+        ..ReadOptions::default()
+    };
+    let image = exr::read_deep(file, &options)?;
+    heatmap::write_heatmap(&image, output)
+}
+
+fn run_bench(
+    scenes: Vec<String>,
+    size: &str,
+    seed: u64,
+    repeats: usize,
+    markdown: bool,
+    no_oiiotool: bool,
+    e2e: Vec<PathBuf>,
+) -> Result<()> {
+    let (width, height) = scene::parse_size(size)?;
+    let config = BenchConfig {
+        scenes,
+        width,
+        height,
+        seed,
+        repeats: repeats.max(1),
+        oiiotool: if no_oiiotool {
+            PeerSetting::Off
+        } else {
+            PeerSetting::Detect
+        },
+        e2e_inputs: e2e,
+        deepmerge_exe: std::env::current_exe().ok(),
+        ..BenchConfig::default()
+    };
+    let report = bench::run(&config)?;
+    if markdown {
+        print!("{}", report.to_markdown());
+    } else {
+        print!("{}", report.to_text());
+    }
+    Ok(())
 }
 
 fn run_info(files: &[PathBuf], max_memory: f64) -> Result<()> {

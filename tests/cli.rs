@@ -218,3 +218,39 @@ fn sort_flags_conflict() {
     ]);
     assert!(!ok && err.contains("cannot be used with"), "{err}");
 }
+
+#[test]
+fn scene_and_heatmap_subcommands_write_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("planes");
+    let (ok, out, err) = run(&[
+        "scene",
+        "planes",
+        "--size",
+        "67x35",
+        "--seed",
+        "3",
+        "--inputs",
+        "4",
+        "-o",
+        prefix.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().count(), 4, "{out}");
+    let first = dir.path().join("planes_0.exr");
+    let image = read(&first, 0);
+    assert_eq!(image.data_window.width(), 67);
+    assert!(image.sample_count() > 0);
+    let png = dir.path().join("heat.png");
+    let (ok, _, err) = run(&[
+        "heatmap",
+        first.to_str().unwrap(),
+        "-o",
+        png.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    let (ok, _, err) = run(&["scene", "nosuch", "-o", prefix.to_str().unwrap()]);
+    assert!(!ok && err.contains("possible values"), "{err}");
+}
