@@ -9,7 +9,15 @@
 //! shader's header for the algorithm.
 //!
 //! Where it belongs in the pipeline: after a stream (counts → offsets, keys, values) of an input
-//! that is not known to be sorted is uploaded, and before it is scattered into its layout.
+//! that is not known to be sorted is uploaded, and before it is scattered into its layout. The
+//! stream is linearised, so `engine::build_image`'s scanned offsets and its uploaded stream key
+//! and value buffers are exactly this stage's inputs; the other layouts (LL, IA, BIA) are not
+//! sorted in place, they are built from the sorted stream.
+//!
+//! Cost: a scratch buffer as large as the fragments (plus 8 bytes per slot with values), one
+//! read pass for pixels already in order, and for longer lists `ceil(log2(n / REG_SORT_SIZE))`
+//! merge passes. On llvmpipe it is several times slower than the CPU twin (about 2.3 s for 4 M
+//! samples in lists of 0-8 on two shared cores, against 0.2 s); it is meant for real GPUs.
 //!
 //! The program loader in `program.rs` only knows the files in its table, which this module may
 //! not edit yet, so [`sort_program`] resolves `sort.comp`'s includes itself and caches the
