@@ -8,6 +8,7 @@ pub mod build;
 pub mod layout;
 pub mod merge;
 pub mod scan;
+pub mod sort;
 
 /// Pixels per interleaving group (DESIGN §3 `G`); also the local size of per-pixel kernels.
 pub const GROUP_SIZE: u32 = 32;

@@ -27,6 +27,7 @@ pub mod engine;
 mod merge;
 pub mod program;
 pub mod scan;
+pub mod sort;
 mod stats;
 
 pub use buffer::GpuBuffer;
