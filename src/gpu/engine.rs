@@ -164,6 +164,16 @@ fn layout_defines(
     defines
 }
 
+/// The BLOCK_SIZE a stage on `layout` is specialised with: only BIA depends on it, so the
+/// others share one program (compiling on llvmpipe is slow enough to matter).
+fn block_for(layout: Layout, block_size: u32) -> u32 {
+    if layout == Layout::BlockedInterleaved {
+        block_size
+    } else {
+        1
+    }
+}
+
 fn base_defines(block_size: u32) -> Defines {
     Defines::default()
         .set("GROUP_SIZE", GROUP_SIZE)
@@ -198,7 +208,7 @@ fn allocate<'a>(
             let min_counts = GpuBuffer::zeroed(gl, groups * 4)?;
             let program = ctx.program(
                 "min_counts.comp",
-                &base_defines(block_size).set("LAYOUT", layout.glsl_id()),
+                &base_defines(block_for(layout, block_size)).set("LAYOUT", layout.glsl_id()),
             )?;
             // SAFETY: the program belongs to this context.
             unsafe { gl.use_program(Some(program)) };
@@ -264,9 +274,15 @@ pub fn build_image<'a>(
     )?;
     let stream_keys = GpuBuffer::from_slice(gl, keys)?;
     let stream_values = GpuBuffer::from_slice(gl, values)?;
-    let defines = layout_defines(base_defines(block_size), "OUT", layout, 0, "")
-        .set("NUM_COLUMNS", stride)
-        .set("LL_ASCENDING", u32::from(ascending));
+    let defines = layout_defines(
+        base_defines(block_for(layout, block_size)),
+        "OUT",
+        layout,
+        0,
+        "",
+    )
+    .set("NUM_COLUMNS", stride)
+    .set("LL_ASCENDING", u32::from(ascending));
     let program = ctx.program("build.comp", &defines)?;
     // SAFETY: the program belongs to this context.
     unsafe { gl.use_program(Some(program)) };
@@ -290,7 +306,7 @@ pub struct MergeSpec {
 }
 
 impl MergeSpec {
-    fn defines(&self, a: &GpuImage, b: &GpuImage) -> Result<Defines> {
+    fn defines(&self, a: &GpuImage, b: &GpuImage, out: Option<Layout>) -> Result<Defines> {
         for (name, image) in [("A", a), ("B", b)] {
             if image.layout == Layout::LinkedList && image.ascending == self.descending {
                 return Err(Error::Gl(format!(
@@ -298,7 +314,12 @@ impl MergeSpec {
                 )));
             }
         }
-        let d = base_defines(self.block_size)
+        // A stepwise merge touching no BIA image does not depend on the block size.
+        let uses_block = self.method == MergeMethod::RegisterBlock
+            || a.layout == Layout::BlockedInterleaved
+            || b.layout == Layout::BlockedInterleaved
+            || out == Some(Layout::BlockedInterleaved);
+        let d = base_defines(if uses_block { self.block_size } else { 1 })
             .set(
                 "MERGE_METHOD",
                 u32::from(self.method == MergeMethod::RegisterBlock),
@@ -328,7 +349,7 @@ pub fn merge_deep<'a>(
     )?;
     // Counting pass and scan for the output's offsets.
     let counts = GpuBuffer::zeroed(gl, pixels * 4)?;
-    let program = ctx.program("count.comp", &base_defines(spec.block_size))?;
+    let program = ctx.program("count.comp", &base_defines(1))?;
     // SAFETY: the program belongs to this context.
     unsafe { gl.use_program(Some(program)) };
     ctx.uniform_u32(program, "u_pixels", pixels as u32);
@@ -350,7 +371,13 @@ pub fn merge_deep<'a>(
         offsets,
     )?;
     let defines = columns
-        .defines(layout_defines(spec.defines(a, b)?, "OUT", layout, 10, ""))
+        .defines(layout_defines(
+            spec.defines(a, b, Some(layout))?,
+            "OUT",
+            layout,
+            10,
+            "",
+        ))
         .set("OUTPUT_DEEP", 1);
     let program = ctx.program("merge.comp", &defines)?;
     // SAFETY: the program belongs to this context.
@@ -392,7 +419,7 @@ pub fn merge_flat<'a>(
     };
     let defines = columns
         .defines(layout_defines(
-            spec.defines(a, b)?,
+            spec.defines(a, b, None)?,
             "OUT",
             Layout::Linearised,
             10,
