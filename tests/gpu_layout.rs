@@ -73,7 +73,7 @@ fn gpu_builds_match_cpu_twins_element_by_element() {
                             layout.name()
                         );
                         let gpu = build_image(
-                            ctx, layout, block, ascending, &counts, &keys, &values, STRIDE,
+                            ctx, layout, block, ascending, &counts, &keys, &values, STRIDE, false,
                         )
                         .unwrap()
                         .read_back(true);
@@ -134,8 +134,10 @@ fn gpu_pair_merges_match_cpu_twins_for_every_layout_triple() {
                     method.name()
                 );
                 // LL lists must run the way the merge walks them.
-                let a = build_image(ctx, la, block, !descending, &ca, &ka, &va, STRIDE).unwrap();
-                let b = build_image(ctx, lb, block, !descending, &cb, &kb, &vb, STRIDE).unwrap();
+                let a =
+                    build_image(ctx, la, block, !descending, &ca, &ka, &va, STRIDE, false).unwrap();
+                let b =
+                    build_image(ctx, lb, block, !descending, &cb, &kb, &vb, STRIDE, false).unwrap();
                 let spec = MergeSpec {
                     method,
                     block_size: block,

@@ -241,3 +241,42 @@ fn bad_block_size_is_a_usage_error() {
         assert!(err.to_string().contains("block size 33"), "{err}");
     });
 }
+
+/// Inputs whose pixels are not sorted (and whose files say nothing), with ties and lists longer
+/// than the register sort block: sorted by the GPU stage (`sort.comp`) or on the host, both
+/// must give the reference result, for every layout and method, flat and deep.
+#[test]
+fn messy_inputs_sorted_on_the_gpu_or_the_host() {
+    with_gl(|ctx| {
+        let mut a = Synth::new(Bounds::from_origin_size(0, 0, 45, 9), 40, 101);
+        a.messy = true;
+        a.depth_levels = 6;
+        let mut b = Synth::new(Bounds::from_origin_size(-7, 3, 38, 11), 9, 202);
+        b.messy = true;
+        let (a, b) = (a.build(), b.build());
+        assert!(!a.state.is_sorted() && !b.state.is_sorted());
+        let inputs: [&DeepImage; 2] = [&a, &b];
+        for options in [outputs()[0], outputs()[1]] {
+            let reference = merge_images(&inputs, &options).expect("reference merge");
+            for layout in Layout::ALL {
+                for method in [MergeMethod::Stepwise, MergeMethod::RegisterBlock] {
+                    for sort_on_gpu in [Some(true), Some(false)] {
+                        let gl = GlOptions {
+                            layout,
+                            method,
+                            sort_on_gpu,
+                            ..Default::default()
+                        };
+                        let what = format!(
+                            "messy {} {} gpu sort {sort_on_gpu:?} {:?}",
+                            layout.name(),
+                            method.name(),
+                            options.output
+                        );
+                        assert_gl_matches(ctx, &inputs, &options, &gl, &reference, &what);
+                    }
+                }
+            }
+        }
+    });
+}

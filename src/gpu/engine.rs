@@ -258,6 +258,7 @@ pub fn build_image<'a>(
     keys: &[Fragment],
     values: &[f32],
     stride: usize,
+    sort_pixels: bool,
 ) -> Result<GpuImage<'a>> {
     let gl = &ctx.gl;
     let pixels = counts.len();
@@ -274,6 +275,21 @@ pub fn build_image<'a>(
     )?;
     let stream_keys = GpuBuffer::from_slice(gl, keys)?;
     let stream_values = GpuBuffer::from_slice(gl, values)?;
+    if sort_pixels {
+        // The stream is linearised by the scanned counts: sort each pixel's run in place,
+        // values along, before it is scattered into the layout.
+        super::sort::sort_pixels(
+            ctx,
+            &image.offsets,
+            &stream_keys,
+            pixels,
+            samples,
+            Some(super::sort::SortValues {
+                values: &stream_values,
+                columns: stride,
+            }),
+        )?;
+    }
     let defines = layout_defines(
         base_defines(block_for(layout, block_size)),
         "OUT",

@@ -3,9 +3,12 @@
 //! GPU, merge them pairwise with the deep intermediate staying resident, read the band back and
 //! assemble the output exactly as `composite::merge_images` would.
 //!
-//! Documented v1 shortcuts:
-//! - inputs not known to be sorted (`DeepState::is_sorted` false) are sorted per pixel on the
-//!   host while their stream is gathered (stable, so the tie rule holds);
+//! Inputs that need sorting (`MergeOptions::sort`, e.g. no `deepImageState`) are sorted per
+//! pixel by the GPU stage `sort.comp` between upload and build, or on the host while the stream
+//! is gathered where that is faster (a software rasteriser; `GlOptions::sort_on_gpu`); both are
+//! stable, so the tie rule holds.
+//!
+//! Documented shortcut:
 //! - pixels where volumes overlap (`composite::tidy::needs_tidy`) are detected on the GPU (flat)
 //!   or on the merged order read back (deep, with `tidy`), and the host tidies and flattens
 //!   just those pixels with the `composite` functions.
@@ -174,12 +177,12 @@ fn gather_stream(
     k: usize,
     band: &Band,
     stride: usize,
+    sort_on_host: bool,
 ) -> (Vec<u32>, Vec<Fragment>, Vec<f32>) {
     let image = plan.inputs[k];
     let window = plan.window;
     let (z, zback) = plan.depth[k];
     let sources = &plan.sources[k];
-    let sorted = image.state.is_sorted();
     let mut counts = Vec::with_capacity(band.pixels());
     let mut keys = Vec::new();
     let mut values = Vec::new();
@@ -205,8 +208,8 @@ fn gather_stream(
         };
         order.clear();
         order.extend(range);
-        if !sorted {
-            // v1: unsorted inputs are sorted here, stably, so equal depths keep file order.
+        if sort_on_host {
+            // Sorted here, stably, so equal depths keep file order (the GPU stage does the same).
             order.sort_by(|&i, &j| {
                 let (a, b) = (key(i), key(j));
                 if a.depth_less(&b) {
@@ -247,12 +250,13 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
 
     fn upload_band(
         ctx: &'a GlContext,
-        plan: MergePlan<'i>,
+        mut plan: MergePlan<'i>,
         columns: ColumnSpec,
         band: Band,
         options: &MergeOptions,
         gl_options: &GlOptions,
     ) -> Result<Self> {
+        plan.sort = options.sort;
         let merges = plan.inputs.len().saturating_sub(1).max(1);
         let descending = merge_directions(merges, gl_options.layout);
         let stride = columns.stride();
@@ -275,10 +279,12 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             readback_s: 0.0,
         };
         let mut images = Vec::new();
+        let gpu_sorts = gl_options.sort_on_gpu.unwrap_or(!ctx.info().software);
         for k in 0..plan.inputs.len().max(2) {
             let start = Instant::now();
+            let needs_sort = k < plan.inputs.len() && plan.sort.sorts(plan.inputs[k].state);
             let (counts, keys, values) = if k < plan.inputs.len() {
-                gather_stream(&plan, k, &band, stride)
+                gather_stream(&plan, k, &band, stride, needs_sort && !gpu_sorts)
             } else {
                 (vec![0; band.pixels()], Vec::new(), Vec::new())
             };
@@ -295,6 +301,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 &keys,
                 &values,
                 stride,
+                needs_sort && gpu_sorts,
             )?;
             // SAFETY: a plain finish on the current context, for honest timing.
             unsafe { ctx.gl.finish() };

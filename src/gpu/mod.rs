@@ -8,7 +8,7 @@
 //! fits GL_MAX_SHADER_STORAGE_BLOCK_SIZE or [`GlOptions::band_budget_bytes`]):
 //! 1. the host gathers each input's band into a pixel-ordered stream of keys (Z, ZBack, input,
 //!    sample index) and composited values, sorting a pixel first when the input is not known to
-//!    be sorted (v1: on the host);
+//!    be sorted (`sort.comp` on the GPU, or the host on a software rasteriser);
 //! 2. upload counts and stream; GPU exclusive scan → offsets; per-group min counts (IA, BIA);
 //!    scatter into the layout (LL by atomic counter + `atomicExchange` head insertion);
 //! 3. merge input 0 with input 1, the result (resident, any layout) with input 2, and so on; the
@@ -51,6 +51,10 @@ pub struct GlOptions {
     /// Most bytes one merged buffer of a band may take (0: the GL limit
     /// GL_MAX_SHADER_STORAGE_BLOCK_SIZE). Smaller budgets force more bands.
     pub band_budget_bytes: u64,
+    /// Where inputs that need sorting (`MergeOptions::sort`) are sorted: `None` picks the GPU
+    /// stage (`sort.comp`) on hardware and the host on a software rasteriser, where the host is
+    /// about ten times faster (measured on llvmpipe); `Some(true)` forces the GPU stage.
+    pub sort_on_gpu: Option<bool>,
 }
 
 impl Default for GlOptions {
@@ -61,6 +65,7 @@ impl Default for GlOptions {
             block_size: 8,
             pixel_order: PixelOrder::RowMajor,
             band_budget_bytes: 0,
+            sort_on_gpu: None,
         }
     }
 }

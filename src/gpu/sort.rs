@@ -18,13 +18,6 @@
 //! read pass for pixels already in order, and for longer lists `ceil(log2(n / REG_SORT_SIZE))`
 //! merge passes. On llvmpipe it is several times slower than the CPU twin (about 2.3 s for 4 M
 //! samples in lists of 0-8 on two shared cores, against 0.2 s); it is meant for real GPUs.
-//!
-//! The program loader in `program.rs` only knows the files in its table, which this module may
-//! not edit yet, so [`sort_program`] resolves `sort.comp`'s includes itself and caches the
-//! program in the context under the key `program.rs` would use. Once `sort.comp` is in that
-//! table, `ctx.program("sort.comp", &defines)` replaces it.
-
-use std::collections::HashSet;
 
 use glow::HasContext;
 
@@ -35,13 +28,6 @@ use super::GlContext;
 pub use crate::cpu::sort::REG_SORT_SIZE;
 use crate::cpu::{Fragment, GROUP_SIZE};
 use crate::error::{Error, Result};
-
-/// The files `sort.comp` is made of.
-const SORT_SOURCES: &[(&str, &str)] = &[
-    ("common.glsl", include_str!("../../glsl/common.glsl")),
-    ("fragment.glsl", include_str!("../../glsl/fragment.glsl")),
-    ("sort.comp", include_str!("../../glsl/sort.comp")),
-];
 
 /// A value buffer to permute along with the fragments: `columns` floats per fragment slot.
 #[derive(Clone, Copy)]
@@ -92,7 +78,7 @@ pub fn sort_pixels(
         .set("REG_SORT_SIZE", REG_SORT_SIZE)
         .set("WITH_VALUES", u32::from(values.is_some()))
         .set("NUM_COLUMNS", values.map_or(1, |v| v.columns));
-    let program = sort_program(ctx, &defines)?;
+    let program = ctx.program("sort.comp", &defines)?;
     // SAFETY: the program and buffers belong to this context.
     unsafe {
         ctx.gl.use_program(Some(program));
@@ -222,93 +208,4 @@ impl Drop for ScratchBuffer<'_> {
         // (GL keeps a deleted buffer alive until pending commands are done anyway).
         unsafe { self.gl.delete_buffer(self.buffer) };
     }
-}
-
-/// The sort program for `defines`, compiled once per context and cached under the key
-/// `GlContext::program` uses (`"sort.comp|defines"`).
-fn sort_program(ctx: &GlContext, defines: &Defines) -> Result<glow::Program> {
-    let key = format!("sort.comp|{:?}", defines.0);
-    if let Some(program) = ctx.programs.borrow().get(&key) {
-        return Ok(*program);
-    }
-    let mut text = String::from("#version 430 core\n");
-    for (name, value) in &defines.0 {
-        text.push_str(&format!("#define {name} {value}\n"));
-    }
-    let mut files = Vec::new();
-    inline_source("sort.comp", &mut text, &mut files, &mut HashSet::new())?;
-    let gl = &ctx.gl;
-    // SAFETY: plain object creation and queries on the current context.
-    let program = unsafe {
-        let shader = gl
-            .create_shader(glow::COMPUTE_SHADER)
-            .map_err(|e| Error::Gl(format!("glsl/sort.comp: cannot create shader: {e}")))?;
-        gl.shader_source(shader, &text);
-        gl.compile_shader(shader);
-        if !gl.get_shader_compile_status(shader) {
-            let log = gl.get_shader_info_log(shader);
-            gl.delete_shader(shader);
-            let table: Vec<String> = files
-                .iter()
-                .enumerate()
-                .map(|(i, f)| format!("{i}={f}"))
-                .collect();
-            return Err(Error::Gl(format!(
-                "glsl/sort.comp failed to compile (defines {:?}; source numbers {}):\n{log}",
-                defines.0,
-                table.join(" ")
-            )));
-        }
-        let program = gl
-            .create_program()
-            .map_err(|e| Error::Gl(format!("glsl/sort.comp: cannot create program: {e}")))?;
-        gl.attach_shader(program, shader);
-        gl.link_program(program);
-        gl.detach_shader(program, shader);
-        gl.delete_shader(shader);
-        if !gl.get_program_link_status(program) {
-            let log = gl.get_program_info_log(program);
-            gl.delete_program(program);
-            return Err(Error::Gl(format!(
-                "glsl/sort.comp failed to link (defines {:?}):\n{log}",
-                defines.0
-            )));
-        }
-        program
-    };
-    ctx.programs.borrow_mut().insert(key, program);
-    Ok(program)
-}
-
-/// Append `name` with its `#include "file"` lines inlined (each file once), numbering files for
-/// `#line` as `program.rs` does.
-fn inline_source(
-    name: &str,
-    out: &mut String,
-    files: &mut Vec<String>,
-    once: &mut HashSet<String>,
-) -> Result<()> {
-    let text = SORT_SOURCES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, s)| *s)
-        .ok_or_else(|| Error::Gl(format!("glsl/{name}: not a file sort.comp may include")))?;
-    let number = files.len();
-    files.push(name.to_string());
-    out.push_str(&format!("#line 1 {number}\n"));
-    for (line_index, line) in text.lines().enumerate() {
-        if let Some(rest) = line.trim_start().strip_prefix("#include") {
-            let file = rest.trim().trim_matches('"');
-            if once.insert(file.to_string()) {
-                inline_source(file, out, files, once)?;
-                out.push_str(&format!("#line {} {number}\n", line_index + 2));
-            } else {
-                out.push('\n');
-            }
-        } else {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    Ok(())
 }
