@@ -377,28 +377,60 @@ struct DeepRow {
 /// lacks gives 0); samples made by tidying take their new depth or composited value.
 fn build_plane(plan: &MergePlan, channel: &Channel, rows: &[DeepRow], total: usize) -> Plane {
     let mut plane = Plane::with_capacity(channel.sample_type, total);
-    let column = plan.composite.names.iter().position(|n| n == &channel.name);
-    let sources: Vec<Option<usize>> = plan
-        .inputs
-        .iter()
-        .map(|i| i.channel_index(&channel.name))
-        .collect();
+    let sources = plan.channel_sources(channel);
     for row in rows {
         for (sample, tidied) in row.samples.iter().zip(&row.tidied) {
-            let new_value = tidied.as_ref().and_then(|values| match channel.role {
-                ChannelRole::Z => Some(sample.z),
-                ChannelRole::ZBack => Some(sample.zback),
-                _ => column.map(|k| values[k]),
-            });
-            match (new_value, sources[sample.input as usize]) {
-                (Some(v), _) => plane.push_f32(v),
-                (None, Some(c)) => plane.push_from(
-                    &plan.inputs[sample.input as usize].planes[c],
-                    sample.index as usize,
-                ),
-                (None, None) => plane.push_zero(),
-            }
+            plan.push_value(&mut plane, &sources, sample, tidied.as_deref());
         }
     }
     plane
+}
+
+/// Where one deep output channel's values come from.
+pub struct ChannelSources {
+    role: ChannelRole,
+    /// Its column among the composited values, if it is composited.
+    column: Option<usize>,
+    /// Per input, its channel of that name.
+    inputs: Vec<Option<usize>>,
+}
+
+impl MergePlan<'_> {
+    /// Where `channel` (one of [`MergePlan::deep_channels`]) comes from in each input.
+    pub fn channel_sources(&self, channel: &Channel) -> ChannelSources {
+        ChannelSources {
+            role: channel.role,
+            column: self.composite.names.iter().position(|n| n == &channel.name),
+            inputs: self
+                .inputs
+                .iter()
+                .map(|i| i.channel_index(&channel.name))
+                .collect(),
+        }
+    }
+
+    /// Append `sample`'s value of a deep output channel to `plane`: a bit-exact copy from its
+    /// input (0 where the input lacks the channel), or, for a piece made by tidying (`tidied`:
+    /// its composited values), its new depth or value.
+    pub fn push_value(
+        &self,
+        plane: &mut Plane,
+        sources: &ChannelSources,
+        sample: &Sample,
+        tidied: Option<&[f32]>,
+    ) {
+        let new_value = tidied.and_then(|values| match sources.role {
+            ChannelRole::Z => Some(sample.z),
+            ChannelRole::ZBack => Some(sample.zback),
+            _ => sources.column.map(|k| values[k]),
+        });
+        match (new_value, sources.inputs[sample.input as usize]) {
+            (Some(v), _) => plane.push_f32(v),
+            (None, Some(c)) => plane.push_from(
+                &self.inputs[sample.input as usize].planes[c],
+                sample.index as usize,
+            ),
+            (None, None) => plane.push_zero(),
+        }
+    }
 }

@@ -14,6 +14,6 @@ pub use tidy::{is_tidy, needs_tidy, tidy_pixel};
 
 pub use flatten::{flatten_pixel, FlattenResult};
 pub use holdout::{holdout, HoldoutMode};
-pub use merge::{merge_images, MergeOptions, MergeOutput, MergePlan, OutputKind};
+pub use merge::{merge_images, ChannelSources, MergeOptions, MergeOutput, MergePlan, OutputKind};
 pub use order::{depth_less, merge_sorted_runs, sort_samples, Sample, SortPolicy};
 pub use pixel::{CompositeChannels, CompositeKind, PixelSamples};

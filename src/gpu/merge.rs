@@ -582,34 +582,17 @@ impl Accumulated {
             .iter()
             .map(|channel| {
                 let mut plane = Plane::with_capacity(channel.sample_type, samples.len());
-                let column = plan.composite.names.iter().position(|n| n == &channel.name);
-                let sources: Vec<Option<usize>> = plan
-                    .inputs
-                    .iter()
-                    .map(|i| i.channel_index(&channel.name))
-                    .collect();
+                let sources = plan.channel_sources(channel);
                 let mut next_tidied = tidied.iter().peekable();
                 for (position, sample) in samples.iter().enumerate() {
                     let values = match next_tidied.peek() {
                         Some((at, values)) if *at == position => {
                             next_tidied.next();
-                            Some(values)
+                            Some(values.as_slice())
                         }
                         _ => None,
                     };
-                    let new_value = values.and_then(|values| match channel.role {
-                        ChannelRole::Z => Some(sample.z),
-                        ChannelRole::ZBack => Some(sample.zback),
-                        _ => column.map(|k| values[k]),
-                    });
-                    match (new_value, sources[sample.input as usize]) {
-                        (Some(v), _) => plane.push_f32(v),
-                        (None, Some(c)) => plane.push_from(
-                            &plan.inputs[sample.input as usize].planes[c],
-                            sample.index as usize,
-                        ),
-                        (None, None) => plane.push_zero(),
-                    }
+                    plan.push_value(&mut plane, &sources, sample, values);
                 }
                 plane
             })
