@@ -3,9 +3,13 @@
 //! docs/benchmarks.md come from one exact command:
 //!
 //! ```text
-//! cargo bench --bench paper_tables -- --size 1920x1080 --repeats 3 --markdown \
+//! cargo bench --bench paper_tables -- --size 320x180 --repeats 3 --markdown \
 //!     --e2e Balls.exr Leaves.exr Trunks.exr
 //! ```
+//!
+//! The GL columns keep each scene resident in one storage buffer per image, so the largest size
+//! is set by GL_MAX_SHADER_STORAGE_BLOCK_SIZE (128 MiB on llvmpipe: 640x360 for every scene);
+//! larger cells say `failed: ...` with the GL limit.
 //!
 //! Options: `--size WxH` (default 480x270, so a plain `cargo bench` stays short), `--seed N`,
 //! `--repeats N`, `--scenes a,b,...`, `--markdown`, `--no-oiiotool`, `--e2e FILE...` (deep
