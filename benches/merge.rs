@@ -3,13 +3,16 @@
 //! one function per engine column. Small scenes (240x135) and few samples so that `cargo bench`
 //! finishes in a few minutes on two cores; `deepmerge bench` is the full-size, paper-style run.
 //!
-//! Engines time themselves (`iter_custom`), so a GPU engine can exclude its untimed set-up and
-//! wait for completion before stopping its clock, exactly as in `deepmerge bench`.
+//! Engines time themselves (`iter_custom` over `MergeEngine::time_operation`), so the GL engine
+//! uploads and builds its layout once per sample, untimed, and stops its clock after glFinish,
+//! exactly as in the paper-style tables. The engines are `bench::default_engines` with the peer
+//! off: the CPU engine, then LL S, LL RBM, ..., BIA RBM and BIA RBM tiles. Without a usable GL
+//! context the GL functions are absent and the reason is printed first.
 
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use deepmerge::bench::{run_operation, BenchCase, CpuEngine, MergeEngine, Operation};
+use deepmerge::bench::{self, BenchCase, BenchConfig, MergeEngine, Operation, PeerSetting};
 use deepmerge::scene::{self, SCENE_NAMES};
 
 const WIDTH: usize = 240;
@@ -18,10 +21,19 @@ const SEED: u64 = 1;
 
 /// The engines, one criterion function each.
 fn engines() -> Vec<Box<dyn MergeEngine>> {
-    // GL ENGINE PLUGS IN HERE: push one engine per layout x method, named as the paper's columns
-    // ("LL S", "LL RBM", ..., "BIA RBM"), built from the same constructor `bench::default_engines`
-    // uses. Groups and scenes stay as they are, so the reports line up column for column.
-    vec![Box::new(CpuEngine)]
+    let config = BenchConfig {
+        oiiotool: PeerSetting::Off,
+        ..BenchConfig::default()
+    };
+    let gl = bench::open_gl(&config);
+    let set = bench::default_engines(&config, &gl);
+    for line in &set.about {
+        eprintln!("merge bench: {line}");
+    }
+    for (column, why) in &set.absent {
+        eprintln!("merge bench: {column} absent: {why}");
+    }
+    set.engines
 }
 
 fn merge(c: &mut Criterion) {
@@ -43,10 +55,10 @@ fn merge(c: &mut Criterion) {
             for engine in engines.iter_mut() {
                 group.bench_function(engine.name(), |b| {
                     b.iter_custom(|iters| {
-                        (0..iters)
-                            .map(|_| {
-                                run_operation(engine.as_mut(), operation, &case).expect("merge")
-                            })
+                        engine
+                            .time_operation(operation, &case, iters as usize)
+                            .expect("merge")
+                            .into_iter()
                             .sum::<Duration>()
                     })
                 });

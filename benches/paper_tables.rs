@@ -3,14 +3,20 @@
 //! docs/benchmarks.md come from one exact command:
 //!
 //! ```text
-//! cargo bench --bench paper_tables -- --size 1920x1080 --repeats 3 --markdown \
+//! cargo bench --bench paper_tables -- --size 320x180 --repeats 3 --markdown \
 //!     --e2e Balls.exr Leaves.exr Trunks.exr
 //! ```
 //!
+//! The GL columns keep each scene resident in one storage buffer per image, so the largest size
+//! is set by GL_MAX_SHADER_STORAGE_BLOCK_SIZE (128 MiB on llvmpipe: 640x360 for every scene);
+//! larger cells say `failed: ...` with the GL limit.
+//!
 //! Options: `--size WxH` (default 480x270, so a plain `cargo bench` stays short), `--seed N`,
 //! `--repeats N`, `--scenes a,b,...`, `--markdown`, `--no-oiiotool`, `--e2e FILE...` (deep
-//! EXR files for the end-to-end table, timed with this build's `deepmerge` binary). Anything
-//! else (cargo passes `--bench`) is ignored.
+//! EXR files for the end-to-end table, timed with this build's `deepmerge` binary, both
+//! backends), `--no-gl` (leave the GL columns out), `--block-size N` (GL RBM and BIA, default
+//! 8), `--no-tiles` (leave out the raster-tile column). Anything else (cargo passes `--bench`)
+//! is ignored.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,6 +57,13 @@ fn main() -> ExitCode {
                 }
                 "--markdown" => markdown = true,
                 "--no-oiiotool" => config.oiiotool = PeerSetting::Off,
+                "--no-gl" => config.gl = false,
+                "--no-tiles" => config.tiled_order = false,
+                "--block-size" => {
+                    config.block_size = value("--block-size")?.parse().map_err(|_| {
+                        deepmerge::Error::Usage("--block-size takes a number".into())
+                    })?
+                }
                 "--e2e" => {
                     while let Some(file) = args.next_if(|a| !a.starts_with("--")) {
                         config.e2e_inputs.push(PathBuf::from(file));

@@ -5,8 +5,8 @@
 //!
 //! Inside a bin the brightness rises with the count (from [`BIN_FLOOR`] of full brightness at the
 //! bottom of the bin to full at its top), so the hue names the bin and the shade shows where in
-//! it a pixel lies. The PNG (8-bit RGB) is encoded here with `miniz_oxide`'s zlib, which the crate
-//! already uses for EXR, rather than pulling in an image crate for one file type.
+//! it a pixel lies. The PNG (8-bit RGB) is encoded by the `png` crate: a well-kept encoder (CRC,
+//! chunking, zlib) rather than one more hand-written format in this crate.
 
 use std::path::Path;
 
@@ -81,65 +81,25 @@ pub fn write_heatmap(image: &DeepImage, path: &Path) -> Result<()> {
     })
 }
 
-/// Encode 8-bit RGB pixels as a PNG: signature, IHDR, one IDAT, IEND.
+/// Encode 8-bit RGB pixels as a PNG: signature, IHDR, IDAT, IEND, rows unfiltered (heatmaps are
+/// flat areas that deflate well as they are, and unfiltered rows keep the file easy to check).
 pub fn encode_png_rgb(width: usize, height: usize, rgb: &[u8]) -> Vec<u8> {
     assert_eq!(
         rgb.len(),
         width * height * 3,
         "RGB size and dimensions disagree"
     );
-    let mut raw = Vec::with_capacity(height * (width * 3 + 1));
-    for row in rgb.chunks_exact(width * 3) {
-        raw.push(0); // filter type None: heatmaps are flat areas that deflate well as they are
-        raw.extend_from_slice(row);
-    }
-    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
-    let mut ihdr = Vec::with_capacity(13);
-    ihdr.extend((width as u32).to_be_bytes());
-    ihdr.extend((height as u32).to_be_bytes());
-    ihdr.extend([8, 2, 0, 0, 0]); // 8 bits, truecolour, deflate, adaptive filtering, no interlace
-    png_chunk(&mut png, b"IHDR", &ihdr);
-    png_chunk(
-        &mut png,
-        b"IDAT",
-        &miniz_oxide::deflate::compress_to_vec_zlib(&raw, 6),
-    );
-    png_chunk(&mut png, b"IEND", &[]);
+    let mut png = Vec::new();
+    let mut encoder = png::Encoder::new(&mut png, width as u32, height as u32);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.set_filter(png::FilterType::NoFilter);
+    encoder.set_adaptive_filter(png::AdaptiveFilterType::NonAdaptive);
+    // Writing into a Vec cannot fail for I/O reasons, and the size was checked above.
+    let mut writer = encoder.write_header().expect("PNG header into memory");
+    writer
+        .write_image_data(rgb)
+        .expect("PNG data of the declared size into memory");
+    writer.finish().expect("PNG end into memory");
     png
-}
-
-fn png_chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
-    out.extend((data.len() as u32).to_be_bytes());
-    let start = out.len();
-    out.extend_from_slice(kind);
-    out.extend_from_slice(data);
-    let crc = crc32(&out[start..]);
-    out.extend(crc.to_be_bytes());
-}
-
-/// CRC-32 (ISO 3309, as PNG uses), bitwise: chunks are few, so a table is not worth its code.
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = 0xffff_ffffu32;
-    for &b in bytes {
-        crc ^= b as u32;
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn crc32_matches_the_png_specification_check_value() {
-        assert_eq!(crc32(b"123456789"), 0xcbf4_3926);
-        assert_eq!(crc32(b"IEND"), 0xae42_6082);
-    }
 }

@@ -2,8 +2,8 @@
 //!
 //! Implemented now: [`CpuEngine`] (the reference engine, `composite::merge_images`, on data in
 //! host memory) and [`OiiotoolEngine`] (OpenImageIO's `oiiotool --deepmerge`, end to end on EXR
-//! files, as the peer). The GL engine plugs in as one [`MergeEngine`] per (layout, method)
-//! column; see `GL ENGINE PLUGS IN HERE` in `bench/mod.rs`.
+//! files, as the peer). The GL engine is one [`MergeEngine`] per (layout, method) column, in
+//! `bench/gl.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -91,6 +91,24 @@ pub trait MergeEngine {
 
     /// Table 3: merge `case.quad` pairwise and composite the last merge.
     fn merge_pairwise(&mut self, case: &BenchCase) -> Result<Duration>;
+
+    /// One untimed warm-up run of `operation`, then `repeats` timed runs. Engines whose set-up
+    /// per run is costly but untimed (a GPU engine uploading and building its layout) override
+    /// this to set up once and time `repeats` merges on the same resident data.
+    fn time_operation(
+        &mut self,
+        operation: Operation,
+        case: &BenchCase,
+        repeats: usize,
+    ) -> Result<Vec<Duration>> {
+        let once = |engine: &mut Self| match operation {
+            Operation::Composite => engine.merge_flat(case),
+            Operation::SaveDeep => engine.merge_deep(case),
+            Operation::Pairwise4 => engine.merge_pairwise(case),
+        };
+        once(self)?;
+        (0..repeats).map(|_| once(self)).collect()
+    }
 
     /// Table 4: bytes the engine holds for the two inputs, when it can say.
     fn memory_bytes(&self, case: &BenchCase) -> Option<u64>;

@@ -27,6 +27,10 @@ pub trait BandwidthProbe {
     fn name(&self) -> String;
     /// Bytes read plus bytes written per second by a plain copy.
     fn copy_bandwidth(&mut self) -> Result<f64>;
+    /// Anything else the last measurement found worth a header line (e.g. a second copy path).
+    fn details(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Host memory copy bandwidth: a parallel `copy_from_slice` of a buffer far larger than the

@@ -7,19 +7,22 @@
 //! - Table 3: merge four inputs pairwise, (0 + 1) + (2 + 3), compositing the last merge.
 //! - Table 4: memory of the two inputs per engine / layout.
 //!
-//! Columns: every [`MergeEngine`] (now the CPU engine and `oiiotool` end to end; the GL engine
-//! adds one column per layout x method), then one floor per [`BandwidthProbe`]. Each cell is the
+//! Columns: every [`MergeEngine`] (the CPU engine; the GL engine, one column per layout x method
+//! in the paper's order plus BIA RBM in raster-tile order; `oiiotool` end to end), then one floor
+//! per [`BandwidthProbe`] (host memcpy, GL copy kernel). Each cell is the
 //! median of `repeats` runs after one warm-up run, in ms and as worst / cell for its row.
 //! An optional end-to-end table times whole command lines (read EXR files, merge, write) of
 //! `deepmerge` against `oiiotool` on real files, for the README.
 
 mod engine;
 mod floor;
+mod gl;
 mod table;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 pub use engine::{
@@ -30,12 +33,14 @@ pub use floor::{
     bytes_per_sample, bytes_read, layout_model_bytes, traffic_bytes, BandwidthProbe,
     CpuMemcpyProbe, Layout,
 };
+pub use gl::{gl_column_names, gl_engines, open_gl_context, GlCopyProbe, GlEngine, TILED_COLUMN};
 pub use table::{significant, Cell, Table, TableRow, Unit};
 
 use crate::composite::{merge_images, MergeOptions, MergeOutput, OutputKind};
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
 use crate::exr::{read_deep, write_deep, write_flat, Codec, FlatType, ReadOptions};
+use crate::gpu::GlContext;
 use crate::info::{sample_stats, COMPLEXITY_BINS};
 use crate::scene;
 
@@ -76,6 +81,13 @@ pub struct BenchConfig {
     pub copy_bytes: usize,
     /// Print progress to stderr.
     pub progress: bool,
+    /// Time the GL engine (one column per layout x method). Without a usable context the GL
+    /// columns stay, saying why they are empty.
+    pub gl: bool,
+    /// Register block size of the GL engine's RBM merges and BIA layout.
+    pub block_size: u32,
+    /// Add the BIA RBM column in raster-tile pixel order ([`TILED_COLUMN`]).
+    pub tiled_order: bool,
 }
 
 impl Default for BenchConfig {
@@ -92,6 +104,9 @@ impl Default for BenchConfig {
             work_dir: None,
             copy_bytes: 256 << 20,
             progress: true,
+            gl: true,
+            block_size: 8,
+            tiled_order: true,
         }
     }
 }
@@ -106,8 +121,17 @@ pub struct EngineSet {
     pub about: Vec<String>,
 }
 
-/// The engines `run` uses: the CPU engine, then `oiiotool` when installed.
-pub fn default_engines(config: &BenchConfig) -> EngineSet {
+/// The GL context of a run: `None` when GL is off, else the context or why there is none.
+pub type GlSetup = Option<std::result::Result<Rc<GlContext>, String>>;
+
+/// Open the run's GL context when the config asks for GL.
+pub fn open_gl(config: &BenchConfig) -> GlSetup {
+    config.gl.then(open_gl_context)
+}
+
+/// The engines `run` uses: the CPU engine, the GL engine's columns, then `oiiotool` when
+/// installed.
+pub fn default_engines(config: &BenchConfig, gl: &GlSetup) -> EngineSet {
     let mut set = EngineSet {
         engines: vec![Box::new(CpuEngine)],
         absent: Vec::new(),
@@ -116,15 +140,31 @@ pub fn default_engines(config: &BenchConfig) -> EngineSet {
             rayon::current_num_threads()
         )],
     };
-    // GL ENGINE PLUGS IN HERE: when `crate::gpu` exists, open one headless context and push one
-    // engine per column, in the paper's order: for layout in [LL, LA, IA, BIA], for method in
-    // [stepwise, RBM] (block size from the config), each implementing `MergeEngine` with the
-    // inputs uploaded and built in `prepare` (untimed; data resident on the GPU), timed after
-    // glFinish, and `memory_bytes` from its real buffer sizes. Add its GL_RENDERER to
-    // `set.about`, and its copy-bandwidth kernel as a `BandwidthProbe` in `default_probes`.
-    // Without a usable context, push ("GL", "no OpenGL 4.3 context: ...") to `set.absent`.
-    set.about
-        .push("gl: not built on this branch (no GL columns; see docs/benchmarks.md)".into());
+    let mut gl_columns = gl_column_names();
+    if config.tiled_order {
+        gl_columns.push(TILED_COLUMN.to_string());
+    }
+    match gl {
+        None => set.about.push("gl: off (no GL columns)".into()),
+        Some(Ok(ctx)) => {
+            let info = ctx.info();
+            set.about.push(format!(
+                "gl: GL_RENDERER {} ({}, {}), block size {}; inputs uploaded and built untimed, \
+                 merges timed on resident data after glFinish",
+                info.renderer, info.vendor, info.version, config.block_size
+            ));
+            for engine in gl_engines(ctx, config.block_size, config.tiled_order) {
+                set.engines.push(Box::new(engine));
+            }
+        }
+        Some(Err(why)) => {
+            set.about.push(format!("gl: no usable context: {why}"));
+            for column in gl_columns {
+                set.absent
+                    .push((column, "no GL context (see header)".into()));
+            }
+        }
+    }
     let oiiotool = match &config.oiiotool {
         PeerSetting::Off => None,
         PeerSetting::Detect => Some(OiiotoolEngine::detect()),
@@ -148,12 +188,20 @@ pub fn default_engines(config: &BenchConfig) -> EngineSet {
     set
 }
 
-/// The floors `run` uses: host memcpy (the GL engine's copy kernel joins it later).
-pub fn default_probes(config: &BenchConfig) -> Vec<Box<dyn BandwidthProbe>> {
-    vec![Box::new(CpuMemcpyProbe {
+/// The floors `run` uses: host memcpy, and the GL copy kernel when there is a context.
+pub fn default_probes(config: &BenchConfig, gl: &GlSetup) -> Vec<Box<dyn BandwidthProbe>> {
+    let mut probes: Vec<Box<dyn BandwidthProbe>> = vec![Box::new(CpuMemcpyProbe {
         bytes: config.copy_bytes,
         runs: 5,
-    })]
+    })];
+    if let Some(Ok(ctx)) = gl {
+        probes.push(Box::new(GlCopyProbe::new(
+            ctx.clone(),
+            config.copy_bytes,
+            5,
+        )));
+    }
+    probes
 }
 
 /// Everything one run measured.
@@ -205,8 +253,9 @@ impl BenchReport {
 
 /// Run the bench with the default engines and floors.
 pub fn run(config: &BenchConfig) -> Result<BenchReport> {
-    let engines = default_engines(config);
-    let probes = default_probes(config);
+    let gl = open_gl(config);
+    let engines = default_engines(config, &gl);
+    let probes = default_probes(config, &gl);
     run_with(config, engines, probes)
 }
 
@@ -272,6 +321,7 @@ pub fn run_with(
         progress(&format!("measuring {}", probe.name()));
         bandwidths.push((probe.name(), probe.copy_bandwidth()?));
     }
+    let probe_details: Vec<String> = probes.iter().filter_map(|p| p.details()).collect();
 
     let mut header = vec![
         "deepmerge bench: the paper's Tables 1-4 (Archer, Leach and van Schyndel 2018)".to_string(),
@@ -288,6 +338,7 @@ pub fn run_with(
             bw / 1e9
         ));
     }
+    header.extend(probe_details);
 
     let needs_files = set.engines.iter().any(|e| e.needs_files());
     let engine_columns: Vec<String> = set
@@ -341,15 +392,8 @@ pub fn run_with(
             engine.prepare(&case)?;
             for (k, op) in Operation::ALL.into_iter().enumerate() {
                 progress(&format!("{name}: {label} {}", op.name()));
-                let mut measure = || -> Result<Duration> {
-                    run_operation(engine.as_mut(), op, &case)?; // warm-up
-                    let times = (0..config.repeats)
-                        .map(|_| run_operation(engine.as_mut(), op, &case))
-                        .collect::<Result<Vec<_>>>()?;
-                    Ok(median(times))
-                };
-                cells[k].push(match measure() {
-                    Ok(t) => Cell::Value(ms(t)),
+                cells[k].push(match engine.time_operation(op, &case, config.repeats) {
+                    Ok(times) => Cell::Value(ms(median(times))),
                     Err(e) => Cell::Text(format!("failed: {e}")),
                 });
             }
@@ -400,7 +444,8 @@ pub fn run_with(
     let time_notes = vec![
         "cells: median ms (worst cell of the row / this cell); floor = (bytes read + written) / copy bandwidth".to_string(),
         "cpu: in host memory, no file I/O; oiiotool e2e: whole command (process start, EXR decode, merge, EXR encode)".to_string(),
-        "GL layouts LL/LA/IA/BIA x stepwise/RBM: not built on this branch yet".to_string(),
+        "GL LL/LA/IA/BIA x S/RBM: merge kernels only, inputs resident (upload and layout build untimed), clock stopped after glFinish; Table 3 adds its three merges' times".to_string(),
+        format!("{TILED_COLUMN}: BIA RBM with pixels in 8x4 raster tiles (one 32-pixel group per tile) instead of row-major"),
     ];
     let [composite, save_deep, pairwise] = time_rows;
     let table = |title: &str, rows: Vec<TableRow>| Table {
@@ -435,7 +480,8 @@ pub fn run_with(
             notes: vec![
                 "cells: MiB (largest of the row / this cell)".into(),
                 "cpu: CSR as held (u64 offsets + planes); oiiotool: not measurable from outside".into(),
-                "(model): DESIGN §3 formulas with 4-byte indices, the same bytes per sample, G = 32; predictions until the GL engine reports its buffers".into(),
+                "GL columns: measured, the bytes of the buffers the GL engine allocated for the two inputs (GpuStats::input_bytes: 16-byte keys, f32 composited values, offsets, min counts or LL heads and next pointers); S and RBM share a layout, so they agree".into(),
+                "(model): cross-check, DESIGN §3 formulas with 4-byte indices and the files' bytes per sample, G = 32; the GL engine stores 16-byte keys plus f32 values instead, hence its larger figures".into(),
             ],
         },
     ];
@@ -535,25 +581,32 @@ fn end_to_end_table(
         }
     };
     let ours_out = work.join("e2e-deepmerge.exr");
-    let (ours_label, ours) = match &config.deepmerge_exe {
+    let mut columns = Vec::new();
+    let mut cells = Vec::new();
+    match &config.deepmerge_exe {
         Some(exe) => {
-            let cell = repeat(&mut || {
-                let start = Instant::now();
-                let out = Command::new(exe)
-                    .args(inputs)
-                    .args(["--backend", "cpu", "-o"])
-                    .arg(&ours_out)
-                    .output()
-                    .map_err(|e| Error::Usage(format!("cannot run {}: {e}", exe.display())))?;
-                let time = start.elapsed();
-                if !out.status.success() {
-                    return Err(Error::Usage(
-                        String::from_utf8_lossy(&out.stderr).trim().to_string(),
-                    ));
-                }
-                Ok(time)
-            });
-            ("deepmerge --backend cpu (process)", cell)
+            // Both backends through the same binary and command line, so the columns differ only
+            // in the merge engine (the GL one also pays for its context and shader compiles).
+            for backend in ["cpu", "gl"] {
+                let cell = repeat(&mut || {
+                    let start = Instant::now();
+                    let out = Command::new(exe)
+                        .args(inputs)
+                        .args(["--backend", backend, "-o"])
+                        .arg(&ours_out)
+                        .output()
+                        .map_err(|e| Error::Usage(format!("cannot run {}: {e}", exe.display())))?;
+                    let time = start.elapsed();
+                    if !out.status.success() {
+                        return Err(Error::Usage(
+                            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                        ));
+                    }
+                    Ok(time)
+                });
+                columns.push(format!("deepmerge --backend {backend} (process)"));
+                cells.push(cell);
+            }
         }
         None => {
             let cell = repeat(&mut || {
@@ -575,11 +628,12 @@ fn end_to_end_table(
                 }
                 Ok(start.elapsed())
             });
-            ("deepmerge cpu pipeline (in-process)", cell)
+            columns.push("deepmerge cpu pipeline (in-process)".into());
+            cells.push(cell);
+            columns.push("deepmerge --backend gl (process)".into());
+            cells.push(Cell::Text("needs the deepmerge binary".into()));
         }
-    };
-    let mut columns = vec![ours_label.to_string()];
-    let mut cells = vec![ours];
+    }
     let oiiotool = set.engines.iter().any(|e| e.name() == "oiiotool e2e");
     columns.push("oiiotool".into());
     if oiiotool {
@@ -608,6 +662,8 @@ fn end_to_end_table(
             }
             Ok(time)
         }));
+    } else if config.oiiotool == PeerSetting::Off {
+        cells.push(Cell::Text("off".into()));
     } else {
         cells.push(Cell::Text("not installed".into()));
     }
@@ -624,7 +680,7 @@ fn end_to_end_table(
             cells,
         }],
         notes: vec![format!(
-            "median of {} runs after 1 warm-up; both write a half RGBA flat EXR",
+            "median of {} runs after 1 warm-up; all write a half RGBA flat EXR; whole processes (start, EXR read, merge, EXR write)",
             config.repeats
         )],
     })

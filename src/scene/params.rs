@@ -1,12 +1,14 @@
 //! Scene parameter files: `scenes/<name>.toml`, embedded in the binary with `include_str!` so an
 //! installed `deepmerge` needs no data files.
 //!
-//! The files use a small subset of TOML: `key = number` lines (dotted keys allowed), blank lines
-//! and `#` comments. That is all a scene needs, and a hand-written reader keeps the crate free of
-//! a TOML dependency. Every key a builder expects must be present and every key present must be
-//! used, so a typo in a file is an error rather than a silently ignored setting.
+//! The files are TOML read by the `toml` crate, holding only numbers under (dotted) keys; the
+//! nested tables are flattened back to dotted keys (`interior.columns`) for the builders. Every
+//! key a builder expects must be present and every key present must be used, so a typo in a file
+//! is an error rather than a silently ignored setting.
 
 use std::collections::BTreeMap;
+
+use serde::Deserialize;
 
 use crate::error::{Error, Result};
 
@@ -37,30 +39,11 @@ impl SceneParams {
 
     /// Parse the text of a scene file.
     pub fn parse(scene: &str, text: &str) -> Result<Self> {
+        let table: BTreeMap<String, Entry> = toml::from_str(text).map_err(|e| {
+            Error::Format(format!("scenes/{scene}.toml: {}", e.message().trim_end()))
+        })?;
         let mut values = BTreeMap::new();
-        for (number, raw) in text.lines().enumerate() {
-            let line = raw.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
-            }
-            let bad = |why: &str| {
-                Error::Format(format!(
-                    "scenes/{scene}.toml line {}: {why}: {raw}",
-                    number + 1
-                ))
-            };
-            let (key, value) = line
-                .split_once('=')
-                .ok_or_else(|| bad("expected key = number"))?;
-            let value: f64 = value
-                .trim()
-                .replace('_', "")
-                .parse()
-                .map_err(|_| bad("the value is not a number"))?;
-            if values.insert(key.trim().to_string(), value).is_some() {
-                return Err(bad("key given twice"));
-            }
-        }
+        flatten("", table, &mut values);
         Ok(SceneParams {
             scene: scene.to_string(),
             values,
@@ -114,6 +97,32 @@ impl SceneParams {
                 "scenes/{}.toml: unknown parameter {key}",
                 self.scene
             ))),
+        }
+    }
+}
+
+/// One value of a scene file: a number, or a table of them (what a dotted key makes). Anything
+/// else (strings, booleans, arrays) fails to deserialize, so the file is refused.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Entry {
+    Number(f64),
+    Table(BTreeMap<String, Entry>),
+}
+
+/// Flatten nested tables into `a.b.c` keys.
+fn flatten(prefix: &str, table: BTreeMap<String, Entry>, out: &mut BTreeMap<String, f64>) {
+    for (key, entry) in table {
+        let key = if prefix.is_empty() {
+            key
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match entry {
+            Entry::Number(v) => {
+                out.insert(key, v);
+            }
+            Entry::Table(inner) => flatten(&key, inner, out),
         }
     }
 }

@@ -1,0 +1,79 @@
+//! The bench harness with the GL engine, end to end on a tiny size: the four tables carry all
+//! eight GL columns (plus the raster-tile one) with measured values, the GL copy floor and the
+//! renderer in the header, and the end-to-end table times `deepmerge --backend gl`.
+//!
+//! GL is required here (CI has Mesa llvmpipe): a missing context fails the test rather than
+//! skipping it. Timings are never asserted, only that they were measured.
+
+use deepmerge::bench::{self, gl_column_names, BenchConfig, Cell, PeerSetting, TILED_COLUMN};
+use deepmerge::scene::{self, SCENE_NAMES};
+
+#[test]
+fn bench_with_gl_engines_reports_every_gl_column_in_four_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let e2e = scene::write_scene("planes", 24, 16, 2, 2, &dir.path().join("e2e")).unwrap();
+    let config = BenchConfig {
+        width: 24,
+        height: 16,
+        repeats: 1,
+        copy_bytes: 1 << 20,
+        oiiotool: PeerSetting::Off,
+        e2e_inputs: e2e,
+        deepmerge_exe: Some(env!("CARGO_BIN_EXE_deepmerge").into()),
+        work_dir: Some(dir.path().join("work")),
+        progress: false,
+        ..BenchConfig::default()
+    };
+    let report = bench::run(&config).unwrap();
+    assert!(
+        report.header.iter().any(|l| l.contains("GL_RENDERER")),
+        "no GL context: {:#?}",
+        report.header
+    );
+    let gl_columns = gl_column_names();
+    assert_eq!(
+        gl_columns,
+        ["LL S", "LL RBM", "LA S", "LA RBM", "IA S", "IA RBM", "BIA S", "BIA RBM"]
+    );
+    assert_eq!(report.tables.len(), 4);
+    for table in &report.tables {
+        assert_eq!(table.rows.len(), SCENE_NAMES.len());
+        let cpu = table.columns.iter().position(|c| c == "cpu").unwrap();
+        // The paper's order, right after the CPU engine, then the raster-tile comparison.
+        for (k, name) in gl_columns.iter().enumerate() {
+            assert_eq!(&table.columns[cpu + 1 + k], name, "{}", table.title);
+        }
+        assert_eq!(table.columns[cpu + 9], TILED_COLUMN);
+        for row in &table.rows {
+            assert_eq!(row.cells.len(), table.columns.len());
+            for c in cpu + 1..=cpu + 9 {
+                assert!(
+                    matches!(row.cells[c], Cell::Value(v) if v > 0.0),
+                    "{} {} {}: {:?}",
+                    table.title,
+                    row.label,
+                    table.columns[c],
+                    row.cells[c]
+                );
+            }
+        }
+    }
+    for table in &report.tables[..3] {
+        assert!(table.columns.iter().any(|c| c == "floor (cpu memcpy)"));
+        assert_eq!(table.columns.last().unwrap(), "floor (gl copy)");
+    }
+    // Table 4 is measured per layout: stepwise and RBM share a layout, so their bytes agree.
+    let memory = &report.tables[3];
+    for row in &memory.rows {
+        for pair in 0..4 {
+            assert_eq!(row.cells[1 + 2 * pair], row.cells[2 + 2 * pair], "{row:?}");
+        }
+    }
+    let e2e = report.end_to_end.as_ref().expect("end-to-end table");
+    let gl = e2e
+        .columns
+        .iter()
+        .position(|c| c == "deepmerge --backend gl (process)")
+        .expect("GL backend column");
+    assert!(matches!(e2e.rows[0].cells[gl], Cell::Value(_)), "{e2e:?}");
+}
