@@ -64,7 +64,7 @@ pub fn gl_engines(ctx: &Rc<GlContext>, block_size: u32, tiled: bool) -> Vec<GlEn
                     method,
                     block_size,
                     pixel_order: PixelOrder::RowMajor,
-                    band_budget_bytes: 0,
+                    ..GlOptions::default()
                 },
             )
         })
@@ -77,7 +77,7 @@ pub fn gl_engines(ctx: &Rc<GlContext>, block_size: u32, tiled: bool) -> Vec<GlEn
                 method: MergeMethod::RegisterBlock,
                 block_size,
                 pixel_order: PixelOrder::Tiled,
-                band_budget_bytes: 0,
+                ..GlOptions::default()
             },
         ));
     }
