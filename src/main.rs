@@ -128,7 +128,8 @@ enum CompressionArg {
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum BackendArg {
-    /// OpenGL when a context can be made, else the CPU.
+    /// OpenGL on a GPU; the CPU where there is none or only a software renderer (unless GPU
+    /// options are given).
     Auto,
     /// The CPU reference engine.
     Cpu,
@@ -453,10 +454,21 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         max_memory: gib_to_bytes(args.max_memory)?,
     };
     // Make the GL context before reading, so a `--backend gl` without GL fails fast.
+    let mut cpu_reason = String::new();
     let context = match args.backend {
         BackendArg::Cpu => None,
         BackendArg::Gl => Some(GlContext::new()?),
         BackendArg::Auto => match GlContext::new() {
+            // A software rasteriser (llvmpipe) runs the same shaders, but the CPU engine is
+            // several times faster end to end there (docs/benchmarks.md): use it unless GPU
+            // options ask for GL explicitly.
+            Ok(ctx) if ctx.info().software && requested_gl.is_none() => {
+                cpu_reason = format!(
+                    " (OpenGL here is only the software renderer {}, slower than the CPU engine; --backend gl forces it)",
+                    ctx.info().renderer
+                );
+                None
+            }
             Ok(ctx) => Some(ctx),
             Err(e) if requested_gl.is_some() => {
                 return Err(Error::Gl(format!(
@@ -464,7 +476,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
                 )))
             }
             Err(e) => {
-                eprintln!("deepmerge: no OpenGL ({e}); using the CPU engine");
+                cpu_reason = format!(" ({e})");
                 None
             }
         },
@@ -504,7 +516,10 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             merged
         }
         None => {
-            eprintln!("deepmerge: merging {} inputs on the CPU", images.len());
+            eprintln!(
+                "deepmerge: merging {} inputs on the CPU{cpu_reason}",
+                images.len()
+            );
             merge_images(&refs, &options)?
         }
     };

@@ -254,3 +254,55 @@ fn scene_and_heatmap_subcommands_write_files() {
     let (ok, _, err) = run(&["scene", "nosuch", "-o", prefix.to_str().unwrap()]);
     assert!(!ok && err.contains("possible values"), "{err}");
 }
+
+#[test]
+fn backend_choice_without_gl_and_with_software_gl() {
+    let a = data("openexr-images/Balls.exr");
+    let b = data("openexr-images/Trunks.exr");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.exr");
+    let args = [
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    // No EGL vendor at all: `--backend gl` is a clear error, `auto` falls back and says why.
+    let no_gl = |extra: &[&str]| {
+        deepmerge()
+            .args(args)
+            .args(extra)
+            .env(
+                "__EGL_VENDOR_LIBRARY_FILENAMES",
+                "/nonexistent/egl_vendor.json",
+            )
+            .output()
+            .unwrap()
+    };
+    let forced = no_gl(&["--backend", "gl"]);
+    let err = String::from_utf8_lossy(&forced.stderr);
+    assert!(!forced.status.success());
+    assert!(
+        err.contains("OpenGL: no EGL devices") && err.contains("libgl1-mesa-dri"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    let auto = no_gl(&[]);
+    let err = String::from_utf8_lossy(&auto.stderr);
+    assert!(auto.status.success(), "{err}");
+    assert_eq!(
+        err.trim().lines().count(),
+        1,
+        "one line says which engine: {err}"
+    );
+    assert!(err.contains("on the CPU (OpenGL: no EGL devices"), "{err}");
+    // With only llvmpipe, `auto` picks the faster CPU engine and says so on one line.
+    std::fs::remove_file(&out).unwrap();
+    let (ok, _, err) = run(&args);
+    assert!(ok, "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("on the CPU (OpenGL here is only the software renderer llvmpipe"),
+        "{err}"
+    );
+}
