@@ -27,6 +27,7 @@ const SOURCES: &[(&str, &str)] = &[
     ("build.comp", include_str!("../../glsl/build.comp")),
     ("merge.comp", include_str!("../../glsl/merge.comp")),
     ("copy.comp", include_str!("../../glsl/copy.comp")),
+    ("tidy.comp", include_str!("../../glsl/tidy.comp")),
 ];
 
 fn source(name: &str) -> Result<&'static str> {
