@@ -15,8 +15,9 @@
 // saves its walk (boundary, window, composite so far) when the next step might not fit, and the
 // host dispatches again until no pixel is left RUNNING. A pixel whose single step cannot fit
 // (tens of thousands of samples alive at one boundary) is marked TOO_LONG for the host to finish.
-// Loop conditions read SSBOs only inside the body: a `while (i < n && keys[i].z <= b)` form was
-// miscompiled by llvmpipe here (the walk stopped early).
+// Loop conditions read SSBOs only inside the body: with `while (hi < end && keys[hi].z <= b)`
+// llvmpipe walked short (wrong results even on 2-sample pixels; cause not pinned down), the
+// for-with-break form below is right.
 //
 // GLSL has no log1p/expm1, and log/exp near 1 are only specified to an absolute 2^-21, so the
 // maths below uses its own series (see cpu::tidy for the error bounds; same constants, same

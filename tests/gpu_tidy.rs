@@ -514,5 +514,34 @@ fn volumetric_corpus_matches_the_reference() {
             flagged.len(),
             csr.pixels()
         );
+        if label == "input + shifted input" {
+            // For the record only (llvmpipe on shared cores): the stage's cost on a real case.
+            let start = std::time::Instant::now();
+            reference(&csr, &flagged, &alpha_of);
+            let host = start.elapsed().as_secs_f64();
+            let start = std::time::Instant::now();
+            cpu_tidy(&csr.offsets, &csr.keys, &csr.values, &flagged, &alpha_of);
+            let twin = start.elapsed().as_secs_f64();
+            let spec = ColumnSpec { alpha_of };
+            let gpu = with_gl(move |ctx| {
+                let start = std::time::Instant::now();
+                tidy_flatten_pixels_host(
+                    ctx,
+                    &csr.offsets,
+                    &csr.keys,
+                    &csr.values,
+                    &flagged,
+                    &spec,
+                )
+                .unwrap();
+                start.elapsed().as_secs_f64()
+            });
+            eprintln!(
+                "corpus {label}: reference {:.1} ms, twin {:.1} ms, GPU (upload, run, read) {:.1} ms",
+                host * 1e3,
+                twin * 1e3,
+                gpu * 1e3
+            );
+        }
     }
 }

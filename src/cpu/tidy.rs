@@ -16,7 +16,9 @@
 //!
 //! Work per pixel is O(boundaries × samples alive at a boundary × columns) with O(1) memory,
 //! which is what one shader invocation can afford: nothing is bounded by a compile-time length,
-//! so lists of hundreds of samples are correct, only slower.
+//! so lists of hundreds of samples are correct, only slower. (The shader also splits the walk
+//! into resumable passes to live under llvmpipe's loop cap; that changes no arithmetic, so the
+//! twin walks in one go.)
 
 use super::Fragment;
 
