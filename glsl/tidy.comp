@@ -240,16 +240,20 @@ void main() {
     uint status = FINISHED;
     // Slots are global; lo..hi is the window of samples that may still contribute.
     while (end > start) {
-        if (work + (end - hi) + 1u > uint(WORK_BUDGET)) {
+        // Bring in the samples starting at b, as far as the budget goes (a fresh pass always
+        // gets somewhere, so even a huge pixel makes progress).
+        uint limit = min(end, hi + (uint(WORK_BUDGET) - work));
+        work += (limit - hi) + 1u;
+        for (; hi < limit; ++hi) {
+            if (keys[hi].z > b) break;
+        }
+        if (hi < end && keys[hi].z <= b) {
             status = RUNNING;
             break;
         }
-        work += (end - hi) + 1u;
-        for (; hi < end; ++hi) {
-            if (keys[hi].z > b) break;
-        }
-        // Points, next boundary, slab pieces (per column), lo advance, compositing.
-        uint cost = uint(NUM_COLUMNS + 4) * (hi - lo) + 4u * uint(NUM_COLUMNS) + 16u;
+        // Points (with their column loops), next boundary, slab pieces (a window loop per
+        // column), lo advance, compositing: charged as if no column loop were unrolled.
+        uint cost = uint(6 * NUM_COLUMNS + 4) * (hi - lo) + 8u * uint(NUM_COLUMNS) + 16u;
         if (cost > uint(WORK_BUDGET)) {
             status = TOO_LONG;
             break;

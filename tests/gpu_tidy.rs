@@ -403,6 +403,42 @@ fn long_lists_match_the_reference() {
     eprintln!("long lists: worst difference {worst:e}");
 }
 
+#[test]
+fn pixels_too_long_for_one_pass_are_finished_on_the_host() {
+    // 5000 volumes alive at one boundary (plus a point inside them): more than one pass's budget
+    // for a single step, so the GPU reports the pixel and the host wrapper uses the twin. The
+    // other pixel is short and stays on the GPU.
+    let mut csr = Csr::new();
+    let mut long: Vec<(f32, f32, Vec<f32>)> = (0..5000)
+        .map(|i| (0.0, 1.0 + (i % 7) as f32, ar(0.001, 0.0005)))
+        .collect();
+    long.push((0.5, 0.5, ar(0.1, 0.05)));
+    long.sort_by(|a, b| {
+        a.0.partial_cmp(&b.0)
+            .unwrap()
+            .then(a.1.partial_cmp(&b.1).unwrap())
+    });
+    csr.push(&long);
+    csr.push(&[(0.0, 2.0, ar(0.6, 0.3)), (1.0, 3.0, ar(0.5, 0.4))]);
+    check_all(&csr, &AR, "too long for one pass");
+    let too_long = with_gl(move |ctx| {
+        let gl = &ctx.gl;
+        let buffers = [
+            GpuBuffer::from_slice(gl, &csr.offsets).unwrap(),
+            GpuBuffer::from_slice(gl, &csr.keys).unwrap(),
+            GpuBuffer::from_slice(gl, &csr.values).unwrap(),
+            GpuBuffer::from_slice(gl, &[0u32, 1]).unwrap(),
+        ];
+        let spec = ColumnSpec {
+            alpha_of: AR.to_vec(),
+        };
+        let [o, k, v, p] = &buffers;
+        let out = tidy_flatten_pixels(ctx, o, k, v, p, 2, &spec).unwrap();
+        out.too_long_pixels()
+    });
+    assert_eq!(too_long, vec![0]);
+}
+
 /// `image` moved back by `shift` with red and blue (and their alphas) swapped, so that merged
 /// with the original its volumes overlap (as `tests/volumetric.rs` builds it).
 fn shifted(image: &DeepImage, shift: f32) -> DeepImage {

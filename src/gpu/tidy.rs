@@ -12,9 +12,10 @@
 //! each invocation works to [`WORK_BUDGET`] loop iterations, saves its walk in a state buffer and
 //! the host dispatches again (reading one counter) until no pixel is left; pixels already done
 //! return at once. Lists of a few tens of samples finish in one pass; 400-sample lists with
-//! hundreds of boundaries took 10. A pixel with more samples alive at one boundary than one
-//! pass can take (tens of thousands) is reported in [`GpuTidied::too_long`]; the host wrapper
-//! finishes those with the CPU twin.
+//! hundreds of boundaries took several. A pixel with more samples alive at one boundary than
+//! one pass can take (about `WORK_BUDGET / (6 · columns + 4)`: 1000 with 7 columns) is reported
+//! in [`GpuTidied::too_long`] with its values left invalid; the host wrapper finishes those with
+//! the CPU twin.
 //!
 //! Precision: f32 throughout with stable `log1p`/`expm1` replacements, against the reference's
 //! f64; the tests hold every output to 1e-5 absolute (relative above magnitude 1).
