@@ -238,6 +238,12 @@ fn hand_built_pixels_match_the_reference() {
         (1.0, 1.0, ar(0.5, 0.9)),
         (1.0, 3.0, ar(0.4, 0.2)),
     ]);
+    // Points stored with ZBack < Z (they sort before a point at the same Z) inside a volume.
+    csr.push(&[
+        (0.0, 2.0, ar(0.5, 0.25)),
+        (1.0, 0.5, ar(0.5, 0.4)),
+        (1.0, 1.0, ar(0.5, 0.1)),
+    ]);
     // Only points, and an empty pixel.
     csr.push(&[(1.0, 1.0, ar(0.25, 0.2)), (2.0, 2.0, ar(0.5, 0.25))]);
     csr.push(&[]);
