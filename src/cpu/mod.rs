@@ -9,6 +9,7 @@ pub mod layout;
 pub mod merge;
 pub mod scan;
 pub mod sort;
+pub mod tidy;
 
 /// Pixels per interleaving group (DESIGN §3 `G`); also the local size of per-pixel kernels.
 pub const GROUP_SIZE: u32 = 32;

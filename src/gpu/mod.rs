@@ -29,6 +29,7 @@ pub mod program;
 pub mod scan;
 pub mod sort;
 mod stats;
+pub mod tidy;
 
 pub use buffer::GpuBuffer;
 pub use context::{GlContext, GlInfo};

@@ -28,6 +28,7 @@ const SOURCES: &[(&str, &str)] = &[
     ("merge.comp", include_str!("../../glsl/merge.comp")),
     ("copy.comp", include_str!("../../glsl/copy.comp")),
     ("sort.comp", include_str!("../../glsl/sort.comp")),
+    ("tidy.comp", include_str!("../../glsl/tidy.comp")),
 ];
 
 fn source(name: &str) -> Result<&'static str> {

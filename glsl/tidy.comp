@@ -1,0 +1,310 @@
+// Tidy and flatten listed pixels of a merged, sorted, linearised (CSR) list (twin: cpu::tidy):
+// the same result as composite::tidy_pixel followed by composite::flatten_pixel, computed on the
+// fly in one pass per pixel with O(1) memory (no tidied list is ever stored).
+//
+// Walk: the boundaries of a pixel are its samples' Z and volumes' ZBack. For each distinct
+// boundary b, front to back: the points at b composite in list order, then the slab [b, next):
+// every volume covering it contributes the piece covering that slab, and two or more pieces merge
+// by adding optical depths (composite::tidy::merge_coincident). That is the order the
+// reference's stable sort of the cut pieces produces. Cost per pixel: O(boundaries x samples alive
+// at a boundary x columns).
+//
+// Resumable: llvmpipe (gallivm) ends every loop of an invocation once the invocation has run
+// 65535 loop iterations in all (LP_MAX_TGSI_LOOP_ITERATIONS, a guard against hangs), silently.
+// A long list easily needs more, so each invocation charges its loops against WORK_BUDGET,
+// saves its walk (boundary, window, composite so far) when the next step might not fit, and the
+// host dispatches again until no pixel is left RUNNING. A pixel whose single step cannot fit
+// (tens of thousands of samples alive at one boundary) is marked TOO_LONG for the host to finish.
+// Loop conditions read SSBOs only inside the body: with `while (hi < end && keys[hi].z <= b)`
+// llvmpipe walked short (wrong results even on 2-sample pixels; cause not pinned down), the
+// for-with-break form below is right.
+//
+// GLSL has no log1p/expm1, and log/exp near 1 are only specified to an absolute 2^-21, so the
+// maths below uses its own series (see cpu::tidy for the error bounds; same constants, same
+// order of operations).
+layout(local_size_x = GROUP_SIZE) in;
+#include "common.glsl"
+#include "fragment.glsl"
+
+uniform uint u_count;
+
+layout(std430, binding = 0) readonly buffer KeysBuf { Fragment keys[]; };
+layout(std430, binding = 1) readonly buffer ValuesBuf { float values[]; };
+layout(std430, binding = 2) readonly buffer OffsetsBuf { uint offsets[]; };
+layout(std430, binding = 3) readonly buffer PixelsBuf { uint pixels[]; };
+// NUM_COLUMNS flattened values per listed pixel, and (input, index, Z bits, 1) of its front-most
+// tidied sample with any alpha above 0 (zero when none), as merge.comp's flat output.
+layout(std430, binding = 4) buffer OutValues { float out_values[]; };
+layout(std430, binding = 5) buffer OutFront { uvec4 out_front[]; };
+
+const int ALPHA_OF[NUM_COLUMNS] = int[NUM_COLUMNS](ALPHA_OF_LIST);
+const int ALPHAS[NUM_ALPHAS_ALLOC] = int[NUM_ALPHAS_ALLOC](ALPHAS_LIST);
+
+const float LN2 = 0.693147182;
+const float SQRT_HALF = 0.707106769;
+const float SERIES_ALPHA = 0.29;
+const float SERIES_EXP = 0.35;
+
+// atanh(s)/s for s*s = t <= 0.0295.
+float atanh_ratio(float t) {
+    return 1.0 + t * (1.0 / 3.0 + t * (1.0 / 5.0 + t * (1.0 / 7.0 + t * (1.0 / 9.0))));
+}
+
+float log_f(float y) {
+    int e;
+    float m = frexp(y, e);
+    if (m < SQRT_HALF) {
+        m *= 2.0;
+        e -= 1;
+    }
+    float s = (m - 1.0) / (m + 1.0);
+    return float(e) * LN2 + 2.0 * s * atanh_ratio(s * s);
+}
+
+float exp_f(float t) {
+    if (t < -88.0) return 0.0;
+    if (t > 88.0) return uintBitsToFloat(0x7f800000u);
+    float k = floor(t / LN2 + 0.5);
+    float r = t - k * LN2;
+    float e = 1.0 + r * (1.0 + r / 2.0 * (1.0 + r / 3.0 * (1.0 + r / 4.0 * (1.0 + r / 5.0
+        * (1.0 + r / 6.0 * (1.0 + r / 7.0 * (1.0 + r / 8.0 * (1.0 + r / 9.0))))))));
+    return ldexp(e, int(k));
+}
+
+// -log1p(-a): the optical depth of alpha a < 1.
+float optical_depth(float a) {
+    if (abs(a) <= SERIES_ALPHA) {
+        float s = a / (2.0 - a);
+        return 2.0 * s * atanh_ratio(s * s);
+    }
+    return -log_f(1.0 - a);
+}
+
+// -expm1(-x): the alpha of optical depth x.
+float alpha_of_depth(float x) {
+    if (abs(x) <= SERIES_EXP) {
+        return x * (1.0 - x / 2.0 * (1.0 - x / 3.0 * (1.0 - x / 4.0 * (1.0 - x / 5.0
+            * (1.0 - x / 6.0 * (1.0 - x / 7.0 * (1.0 - x / 8.0 * (1.0 - x / 9.0))))))));
+    }
+    return 1.0 - exp_f(-x);
+}
+
+// composite::tidy::split_alpha: (piece alpha, colour scale).
+vec2 split_alpha(float alpha, float fraction) {
+    if (alpha >= 1.0 || isnan(alpha)) return vec2(alpha, 1.0);
+    if (alpha == 0.0) return vec2(0.0, fraction);
+    float piece = alpha_of_depth(fraction * optical_depth(alpha));
+    return vec2(piece, piece / alpha);
+}
+
+float piece_fraction(float front, float back, float z, float zback) {
+    float len = zback - z;
+    float span = back - front;
+    if (!isinf(len) && !isnan(len)) return clamp(span / len, 0.0, 1.0);
+    return (!isinf(span) && !isnan(span)) ? 0.0 : 1.0;
+}
+
+bool is_volume(Fragment f) {
+    return f.zback > f.z;
+}
+
+// Running composite of this invocation's pixel. `precise` forbids fusing acc + (1 - a) * v into
+// an fma: flatten_pixel rounds the product and the sum separately.
+precise float g_acc[NUM_COLUMNS];
+float g_piece[NUM_COLUMNS];
+bool g_done;
+uvec4 g_front;
+
+bool all_opaque() {
+    if (NUM_ALPHAS == 0) return false;
+    for (int j = 0; j < NUM_ALPHAS; ++j) {
+        if (g_acc[ALPHAS[j]] < 1.0) return false;
+    }
+    return true;
+}
+
+// flatten_pixel's loop body for g_piece (source f, front depth z).
+void composite(Fragment f, float z) {
+    if (all_opaque()) {
+        g_done = true;
+        return;
+    }
+    if (g_front.w == 0u) {
+        for (int j = 0; j < NUM_ALPHAS; ++j) {
+            if (g_piece[ALPHAS[j]] > 0.0) {
+                g_front = uvec4(f.input_index, f.sample_index, floatBitsToUint(z), 1u);
+                break;
+            }
+        }
+    }
+    for (int c = 0; c < NUM_COLUMNS; ++c) {
+        int a = ALPHA_OF[c];
+        if (a >= 0) g_acc[c] += (1.0 - g_acc[a]) * g_piece[c];
+    }
+    for (int j = 0; j < NUM_ALPHAS; ++j) {
+        int a = ALPHAS[j];
+        g_acc[a] += (1.0 - g_acc[a]) * g_piece[a];
+    }
+}
+
+// The tidied piece of slab [b, next) into g_piece; returns the slot of its first contributor or
+// 0xffffffff when no volume covers the slab. Slots lo..hi are the ones still alive.
+uint slab_piece(uint lo, uint hi, float b, float next) {
+    uint first = 0xffffffffu;
+    for (int c = 0; c < NUM_COLUMNS; ++c) {
+        int ac = ALPHA_OF[c] < 0 ? c : ALPHA_OF[c];
+        uint count = 0u;
+        float lone = 0.0;
+        float opaque_sum = 0.0;
+        uint opaque_count = 0u;
+        float depth = 0.0;
+        float weighted = 0.0;
+        for (uint i = lo; i < hi; ++i) {
+            Fragment f = keys[i];
+            if (!(is_volume(f) && f.z <= b && f.zback > b)) continue;
+            float raw_a = values[i * uint(NUM_COLUMNS) + uint(ac)];
+            float raw_c = values[i * uint(NUM_COLUMNS) + uint(c)];
+            float pa = raw_a;
+            float pc = raw_c;
+            // A volume with no boundary strictly inside stays as it is, bit for bit.
+            if (!(f.z == b && f.zback == next)) {
+                vec2 s = split_alpha(raw_a, piece_fraction(b, next, f.z, f.zback));
+                pa = s.x;
+                pc = ac == c ? pa : raw_c * s.y;
+            }
+            if (count == 0u) {
+                first = i;
+                lone = pc;
+            }
+            count += 1u;
+            if (pa >= 1.0) {
+                opaque_sum += pc;
+                opaque_count += 1u;
+            } else {
+                float u = optical_depth(pa);
+                depth += u;
+                weighted += pa == 0.0 ? pc : pc * (u / pa);
+            }
+        }
+        if (count <= 1u) {
+            g_piece[c] = lone;
+        } else if (opaque_count > 0u) {
+            g_piece[c] = ac == c ? 1.0 : opaque_sum / float(opaque_count);
+        } else {
+            float merged = alpha_of_depth(depth);
+            float w = depth == 0.0 ? 1.0 : merged / depth;
+            g_piece[c] = ac == c ? merged : w * weighted;
+        }
+    }
+    return first;
+}
+
+// Resumable walk state per listed pixel: (boundary bits, lo, hi, status).
+layout(std430, binding = 6) buffer StateBuf { uvec4 state[]; };
+// [0]: pixels that yielded this pass (run again); [1]: pixels too long for one pass's budget.
+layout(std430, binding = 7) buffer CounterBuf { uint counters[]; };
+
+const uint FRESH = 0u;
+const uint RUNNING = 1u;
+const uint FINISHED = 2u;
+const uint TOO_LONG = 3u;
+
+void main() {
+    uint k = linear_invocation();
+    if (k >= u_count) return;
+    uvec4 st = state[k];
+    if (st.w == FINISHED || st.w == TOO_LONG) return;
+    uint p = pixels[k];
+    uint start = offsets[p];
+    uint end = offsets[p + 1u];
+    float b;
+    uint lo, hi;
+    g_done = false;
+    if (st.w == FRESH) {
+        for (int c = 0; c < NUM_COLUMNS; ++c) g_acc[c] = 0.0;
+        g_front = uvec4(0u);
+        // The smallest boundary is the first Z: the list is sorted by Z and ZBack > Z.
+        b = end > start ? keys[start].z : 0.0;
+        lo = start;
+        hi = start;
+    } else {
+        for (int c = 0; c < NUM_COLUMNS; ++c) g_acc[c] = out_values[k * uint(NUM_COLUMNS) + uint(c)];
+        g_front = out_front[k];
+        b = uintBitsToFloat(st.x);
+        lo = st.y;
+        hi = st.z;
+    }
+    // Loop iterations this invocation may still run (see WORK_BUDGET); every loop below is
+    // charged before it runs.
+    uint work = 0u;
+    uint status = FINISHED;
+    // Slots are global; lo..hi is the window of samples that may still contribute.
+    while (end > start) {
+        // Bring in the samples starting at b, as far as the budget goes (a fresh pass always
+        // gets somewhere, so even a huge pixel makes progress).
+        uint limit = min(end, hi + (uint(WORK_BUDGET) - work));
+        work += (limit - hi) + 1u;
+        for (; hi < limit; ++hi) {
+            if (keys[hi].z > b) break;
+        }
+        if (hi < end && keys[hi].z <= b) {
+            status = RUNNING;
+            break;
+        }
+        // Points (with their column loops), next boundary, slab pieces (a window loop per
+        // column), lo advance, compositing: charged as if no column loop were unrolled.
+        uint cost = uint(6 * NUM_COLUMNS + 4) * (hi - lo) + 8u * uint(NUM_COLUMNS) + 16u;
+        if (cost > uint(WORK_BUDGET)) {
+            status = TOO_LONG;
+            break;
+        }
+        if (work + cost > uint(WORK_BUDGET)) {
+            status = RUNNING;
+            break;
+        }
+        work += cost;
+        for (uint i = lo; i < hi; ++i) {
+            if (g_done) break;
+            Fragment f = keys[i];
+            if (f.z == b && !is_volume(f)) {
+                for (int c = 0; c < NUM_COLUMNS; ++c) {
+                    g_piece[c] = values[i * uint(NUM_COLUMNS) + uint(c)];
+                }
+                composite(f, f.z);
+            }
+        }
+        float next = 0.0;
+        bool found = false;
+        if (hi < end && keys[hi].z > b) {
+            next = keys[hi].z;
+            found = true;
+        }
+        for (uint i = lo; i < hi; ++i) {
+            Fragment f = keys[i];
+            if (is_volume(f) && f.zback > b && (!found || f.zback < next)) {
+                next = f.zback;
+                found = true;
+            }
+        }
+        // Each step moves to a strictly larger boundary; NaN depths end the walk here.
+        if (g_done || !found) break;
+        uint first = slab_piece(lo, hi, b, next);
+        if (first != 0xffffffffu) {
+            composite(keys[first], b);
+            if (g_done) break;
+        }
+        b = next;
+        // Samples ending at or before the new boundary can never contribute again.
+        for (; lo < hi; ++lo) {
+            Fragment f = keys[lo];
+            if (is_volume(f) && f.zback > b) break;
+        }
+    }
+    for (int c = 0; c < NUM_COLUMNS; ++c) {
+        out_values[k * uint(NUM_COLUMNS) + uint(c)] = g_acc[c];
+    }
+    out_front[k] = g_front;
+    state[k] = uvec4(floatBitsToUint(b), lo, hi, status);
+    if (status == RUNNING) atomicAdd(counters[0], 1u);
+    if (status == TOO_LONG) atomicAdd(counters[1], 1u);
+}

@@ -1,0 +1,394 @@
+//! CPU twin of `glsl/tidy.comp`: tidy and flatten chosen pixels of a merged, sorted, linearised
+//! (CSR) fragment list in one pass per pixel, without materialising the tidied list.
+//!
+//! The result is `composite::tidy_pixel` followed by `composite::flatten_pixel` (DESIGN §4), in
+//! f32 with the shader's own `log1p`/`expm1` (GLSL has neither, and `log`/`exp` near 1 are only
+//! specified to an absolute 2^-21). Every function here has a GLSL namesake with the same
+//! constants and the same order of operations, so the two agree to a few ulp.
+//!
+//! The walk: a pixel's boundaries are its samples' Z and (volumes') ZBack values. Going front to
+//! back over the distinct boundaries `b`, first the points at `b` composite in list order, then
+//! the slab `[b, next)`: every volume covering it contributes the piece covering that slab
+//! (alpha `-expm1(f·log1p(-a))`, f = slab / volume length), and two or more such pieces merge as
+//! in `composite::tidy::merge_coincident`. This is exactly the order the reference's stable sort
+//! of the cut pieces gives: at equal Z a point (Z, ZBack ≤ Z) sorts before a volume (Z, ZBack > Z),
+//! and pieces of one slab keep the order of their sources. The list must be in merge order.
+//!
+//! Work per pixel is O(boundaries × samples alive at a boundary × columns) with O(1) memory,
+//! which is what one shader invocation can afford: nothing is bounded by a compile-time length,
+//! so lists of hundreds of samples are correct, only slower. (The shader also splits the walk
+//! into resumable passes to live under llvmpipe's loop cap; that changes no arithmetic, so the
+//! twin walks in one go.)
+
+use super::Fragment;
+
+/// Result of tidying and flattening a list of pixels.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TidiedPixels {
+    /// `stride` (columns, at least 1) flattened values per listed pixel, in list order.
+    pub values: Vec<f32>,
+    /// Per listed pixel, the front-most tidied sample with any alpha above 0, as the flat merge
+    /// writes it: (input, sample index, Z bits, 1), or all zero when there is none.
+    pub front: Vec<[u32; 4]>,
+}
+
+/// ln 2 rounded to f32 (GLSL `LN2`).
+pub const LN2: f32 = std::f32::consts::LN_2;
+/// √½ rounded to f32: logarithms reduce their mantissa into [√½, √2) (GLSL `SQRT_HALF`).
+pub const SQRT_HALF: f32 = std::f32::consts::FRAC_1_SQRT_2;
+/// Below this |a|, `optical_depth` uses the atanh series directly: |a/(2 − a)| ≤ 0.1716, the
+/// same bound as the reduced mantissa of `log_f` (GLSL `SERIES_ALPHA`).
+pub const SERIES_ALPHA: f32 = 0.29;
+/// Below this |x|, `expm1`-style functions use their Taylor series (9 terms: relative error
+/// below 3e-10 there) (GLSL `SERIES_EXP`).
+pub const SERIES_EXP: f32 = 0.35;
+
+/// `atanh(s) / s` for s² = `t` ≤ 0.0295: 1 + t/3 + t²/5 + t³/7 + t⁴/9 (next term below 2e-9).
+pub fn atanh_ratio(t: f32) -> f32 {
+    1.0 + t * (1.0 / 3.0 + t * (1.0 / 5.0 + t * (1.0 / 7.0 + t * (1.0 / 9.0))))
+}
+
+/// GLSL `frexp` for a positive normal `y`: (m, e) with y = m·2^e, m in [0.5, 1).
+pub fn frexp_f(y: f32) -> (f32, i32) {
+    let bits = y.to_bits();
+    let e = ((bits >> 23) & 0xff) as i32 - 126;
+    (f32::from_bits((bits & 0x807f_ffff) | (126 << 23)), e)
+}
+
+/// GLSL `ldexp`: x·2^e (exact; e within ±127 here).
+pub fn ldexp_f(x: f32, e: i32) -> f32 {
+    x * 2f32.powi(e)
+}
+
+/// ln(y) for positive normal `y`: y = m·2^e with m in [√½, √2), ln m = 2·atanh((m − 1)/(m + 1)).
+pub fn log_f(y: f32) -> f32 {
+    let (mut m, mut e) = frexp_f(y);
+    if m < SQRT_HALF {
+        m *= 2.0;
+        e -= 1;
+    }
+    let s = (m - 1.0) / (m + 1.0);
+    e as f32 * LN2 + 2.0 * s * atanh_ratio(s * s)
+}
+
+/// e^t: t = k·ln2 + r with |r| ≤ ln2/2, Taylor series for e^r, then scaled by 2^k.
+pub fn exp_f(t: f32) -> f32 {
+    if t < -88.0 {
+        return 0.0;
+    }
+    if t > 88.0 {
+        return f32::INFINITY;
+    }
+    let k = (t / LN2 + 0.5).floor();
+    let r = t - k * LN2;
+    let e = 1.0
+        + r * (1.0
+            + r / 2.0
+                * (1.0
+                    + r / 3.0
+                        * (1.0
+                            + r / 4.0
+                                * (1.0
+                                    + r / 5.0
+                                        * (1.0
+                                            + r / 6.0
+                                                * (1.0
+                                                    + r / 7.0
+                                                        * (1.0 + r / 8.0 * (1.0 + r / 9.0))))))));
+    ldexp_f(e, k as i32)
+}
+
+/// `-log1p(-a)` for a < 1: the optical depth u of a medium of alpha `a`.
+pub fn optical_depth(a: f32) -> f32 {
+    if a.abs() <= SERIES_ALPHA {
+        // log1p(x) = 2·atanh(x / (2 + x)), here with x = −a: no cancellation for small a.
+        let s = a / (2.0 - a);
+        2.0 * s * atanh_ratio(s * s)
+    } else {
+        -log_f(1.0 - a)
+    }
+}
+
+/// `-expm1(-x)` = 1 − e^(−x): the alpha of optical depth `x`.
+pub fn alpha_of_depth(x: f32) -> f32 {
+    if x.abs() <= SERIES_EXP {
+        x * (1.0
+            - x / 2.0
+                * (1.0
+                    - x / 3.0
+                        * (1.0
+                            - x / 4.0
+                                * (1.0
+                                    - x / 5.0
+                                        * (1.0
+                                            - x / 6.0
+                                                * (1.0
+                                                    - x / 7.0
+                                                        * (1.0 - x / 8.0 * (1.0 - x / 9.0))))))))
+    } else {
+        1.0 - exp_f(-x)
+    }
+}
+
+/// `composite::tidy::split_alpha` in f32: the alpha of the piece covering `fraction` of a medium
+/// of alpha `alpha`, and the factor its colour scales by.
+pub fn split_alpha(alpha: f32, fraction: f32) -> (f32, f32) {
+    if alpha >= 1.0 || alpha.is_nan() {
+        (alpha, 1.0)
+    } else if alpha == 0.0 {
+        (0.0, fraction)
+    } else {
+        let piece = alpha_of_depth(fraction * optical_depth(alpha));
+        (piece, piece / alpha)
+    }
+}
+
+/// The fraction of volume [z, zback) that slab [front, back) covers (the reference's
+/// `piece_fraction`): an infinitely deep volume gives its finite pieces nothing.
+pub fn piece_fraction(front: f32, back: f32, z: f32, zback: f32) -> f32 {
+    let length = zback - z;
+    if length.is_finite() {
+        ((back - front) / length).clamp(0.0, 1.0)
+    } else if (back - front).is_finite() {
+        0.0
+    } else {
+        1.0
+    }
+}
+
+fn is_volume(f: &Fragment) -> bool {
+    f.zback > f.z
+}
+
+/// Per-pixel state of the walk: the running composite (the shader's globals).
+struct Walk<'c> {
+    alpha_of: &'c [Option<usize>],
+    alphas: Vec<usize>,
+    acc: Vec<f32>,
+    done: bool,
+    front: [u32; 4],
+}
+
+impl Walk<'_> {
+    /// `composite::flatten_pixel`'s loop body for one tidied sample `piece` (source `f`, front
+    /// depth `z`): stop once every alpha is 1, note the front, colours then alphas.
+    fn composite(&mut self, piece: &[f32], f: &Fragment, z: f32) {
+        if !self.alphas.is_empty() && self.alphas.iter().all(|&a| self.acc[a] >= 1.0) {
+            self.done = true;
+            return;
+        }
+        if self.front[3] == 0 && self.alphas.iter().any(|&a| piece[a] > 0.0) {
+            self.front = [f.input, f.index, z.to_bits(), 1];
+        }
+        for (c, alpha) in self.alpha_of.iter().enumerate() {
+            if let Some(a) = *alpha {
+                self.acc[c] += (1.0 - self.acc[a]) * piece[c];
+            }
+        }
+        for &a in &self.alphas {
+            self.acc[a] += (1.0 - self.acc[a]) * piece[a];
+        }
+    }
+}
+
+/// The tidied piece of slab [b, next) of one pixel (`keys`/`values` are that pixel's slots):
+/// per column, the pieces of every volume in `lo..hi` covering the slab, merged as
+/// `composite::tidy::merge_coincident` does (a lone piece is used as it is). Returns the index
+/// of the first contributor, or None when no volume covers the slab.
+#[allow(clippy::too_many_arguments)]
+fn slab_piece(
+    keys: &[Fragment],
+    values: &[f32],
+    stride: usize,
+    alpha_of: &[Option<usize>],
+    lo: usize,
+    hi: usize,
+    b: f32,
+    next: f32,
+    piece: &mut [f32],
+) -> Option<usize> {
+    let mut first = None;
+    for (c, alpha) in alpha_of.iter().enumerate() {
+        let ac = alpha.unwrap_or(c);
+        let mut count = 0u32;
+        let mut single = 0.0f32;
+        let mut opaque_sum = 0.0f32;
+        let mut opaque_count = 0u32;
+        let mut depth = 0.0f32;
+        let mut weighted = 0.0f32;
+        for i in lo..hi {
+            let f = &keys[i];
+            if !(is_volume(f) && f.z <= b && f.zback > b) {
+                continue;
+            }
+            let raw_a = values[i * stride + ac];
+            let raw_c = values[i * stride + c];
+            // A volume with no boundary strictly inside stays as it is, bit for bit.
+            let (pa, pc) = if f.z == b && f.zback == next {
+                (raw_a, raw_c)
+            } else {
+                let (pa, scale) = split_alpha(raw_a, piece_fraction(b, next, f.z, f.zback));
+                (pa, if ac == c { pa } else { raw_c * scale })
+            };
+            if count == 0 {
+                first = Some(i);
+                single = pc;
+            }
+            count += 1;
+            if pa >= 1.0 {
+                opaque_sum += pc;
+                opaque_count += 1;
+            } else {
+                let u = optical_depth(pa);
+                depth += u;
+                weighted += if pa == 0.0 { pc } else { pc * (u / pa) };
+            }
+        }
+        piece[c] = if count <= 1 {
+            single
+        } else if opaque_count > 0 {
+            if ac == c {
+                1.0
+            } else {
+                opaque_sum / opaque_count as f32
+            }
+        } else {
+            let merged = alpha_of_depth(depth);
+            if ac == c {
+                merged
+            } else {
+                let w = if depth == 0.0 { 1.0 } else { merged / depth };
+                w * weighted
+            }
+        };
+    }
+    first
+}
+
+/// Tidy and flatten one pixel whose slots are `keys` (in merge order) with `stride` values each.
+fn tidy_flatten_pixel(
+    keys: &[Fragment],
+    values: &[f32],
+    stride: usize,
+    alpha_of: &[Option<usize>],
+    out: &mut [f32],
+) -> [u32; 4] {
+    let n = keys.len();
+    let mut walk = Walk {
+        alpha_of,
+        alphas: (0..alpha_of.len())
+            .filter(|&c| alpha_of[c].is_none())
+            .collect(),
+        acc: vec![0.0; stride],
+        done: false,
+        front: [0; 4],
+    };
+    let mut piece = vec![0.0f32; stride];
+    if n > 0 {
+        // The smallest boundary is the first Z: the list is sorted by Z and ZBack > Z.
+        let mut b = keys[0].z;
+        let (mut lo, mut hi) = (0usize, 0usize);
+        // Each step moves to a strictly larger boundary, and there are at most 2n of them; the
+        // bound also ends the walk on NaN depths.
+        for _ in 0..2 * n + 1 {
+            while hi < n && keys[hi].z <= b {
+                hi += 1;
+            }
+            for i in lo..hi {
+                if walk.done {
+                    break;
+                }
+                if keys[i].z == b && !is_volume(&keys[i]) {
+                    walk.composite(&values[i * stride..(i + 1) * stride], &keys[i], keys[i].z);
+                }
+            }
+            let mut next = f32::INFINITY;
+            let mut found = false;
+            if hi < n && keys[hi].z > b {
+                next = keys[hi].z;
+                found = true;
+            }
+            for f in &keys[lo..hi] {
+                if is_volume(f) && f.zback > b && (!found || f.zback < next) {
+                    next = f.zback;
+                    found = true;
+                }
+            }
+            if walk.done || !found {
+                break;
+            }
+            if let Some(i) = slab_piece(keys, values, stride, alpha_of, lo, hi, b, next, &mut piece)
+            {
+                walk.composite(&piece, &keys[i], b);
+                if walk.done {
+                    break;
+                }
+            }
+            b = next;
+            // Samples ending at or before the new boundary can never contribute again.
+            while lo < hi && !(is_volume(&keys[lo]) && keys[lo].zback > b) {
+                lo += 1;
+            }
+        }
+    }
+    out.copy_from_slice(&walk.acc);
+    walk.front
+}
+
+/// Tidy and flatten each pixel in `pixels` of the CSR list (`offsets`, `keys` in merge order,
+/// `values` with `alpha_of.len().max(1)` floats per slot). `alpha_of[c]` is the column of column
+/// c's alpha, `None` for alpha columns (as `gpu::engine::ColumnSpec`).
+pub fn tidy_flatten_pixels(
+    offsets: &[u32],
+    keys: &[Fragment],
+    values: &[f32],
+    pixels: &[u32],
+    alpha_of: &[Option<usize>],
+) -> TidiedPixels {
+    let stride = alpha_of.len().max(1);
+    let mut out = TidiedPixels {
+        values: vec![0.0; pixels.len() * stride],
+        front: vec![[0; 4]; pixels.len()],
+    };
+    for (k, &p) in pixels.iter().enumerate() {
+        let (start, end) = (
+            offsets[p as usize] as usize,
+            offsets[p as usize + 1] as usize,
+        );
+        out.front[k] = tidy_flatten_pixel(
+            &keys[start..end],
+            &values[start * stride..end * stride],
+            stride,
+            alpha_of,
+            &mut out.values[k * stride..(k + 1) * stride],
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stable_functions_match_f64() {
+        for i in 0..2000 {
+            let a = i as f32 / 2000.0;
+            let u = -(-(a as f64)).ln_1p();
+            assert!(
+                (optical_depth(a) as f64 - u).abs() <= 4e-7 * u.max(1e-30),
+                "{a}"
+            );
+            let x = i as f32 / 100.0;
+            let e = -(-(x as f64)).exp_m1();
+            assert!(
+                (alpha_of_depth(x) as f64 - e).abs() <= 3e-7 * e.max(1e-30),
+                "{x}"
+            );
+        }
+        let tiny = 1e-9f32;
+        assert!((optical_depth(tiny) / tiny - 1.0).abs() < 1e-6);
+        assert!((alpha_of_depth(tiny) / tiny - 1.0).abs() < 1e-6);
+        assert_eq!(alpha_of_depth(1000.0), 1.0);
+    }
+}
