@@ -10,7 +10,7 @@ mod gpu_common;
 
 use deepmerge::composite::merge_images;
 use deepmerge::composite::{MergeOptions, OutputKind};
-use deepmerge::deep::{Bounds, DeepImage};
+use deepmerge::deep::{Bounds, DeepImage, FlatValues};
 use deepmerge::gpu::{GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
 use gpu_common::{assert_gl_matches, assert_gl_matches_reference, crop, real, with_gl, Synth};
 
@@ -275,6 +275,69 @@ fn messy_inputs_sorted_on_the_gpu_or_the_host() {
                         );
                         assert_gl_matches(ctx, &inputs, &options, &gl, &reference, &what);
                     }
+                }
+            }
+        }
+    });
+}
+
+/// Flat pixels where volumes overlap, tidied and flattened by the GPU stage `tidy.comp` (f32)
+/// instead of the host: within 1e-5 of the f64 reference (the stage's stated tolerance), ids and
+/// everything else exact; and the host path really is bypassed.
+#[test]
+fn overlapping_volumes_tidied_on_the_gpu() {
+    with_gl(|ctx| {
+        let mut a = Synth::new(Bounds::from_origin_size(0, 0, 37, 7), 12, 303);
+        a.volumes = true;
+        let mut b = Synth::new(Bounds::from_origin_size(3, 1, 33, 8), 6, 404);
+        b.volumes = true;
+        let (a, b) = (a.build(), b.build());
+        let inputs: [&DeepImage; 2] = [&a, &b];
+        let options = MergeOptions {
+            output: OutputKind::Flat { z: true },
+            ..Default::default()
+        };
+        let reference = match merge_images(&inputs, &options).unwrap() {
+            deepmerge::composite::MergeOutput::Flat(f) => f,
+            _ => unreachable!(),
+        };
+        for layout in Layout::ALL {
+            let run = |tidy_on_gpu| {
+                let gl = GlOptions {
+                    layout,
+                    tidy_on_gpu: Some(tidy_on_gpu),
+                    ..Default::default()
+                };
+                deepmerge::gpu::merge_images_gl(ctx, &inputs, &options, &gl).unwrap()
+            };
+            let (_, host_stats) = run(false);
+            assert!(host_stats.host_tidied_pixels > 0, "the inputs overlap");
+            let (output, stats) = run(true);
+            assert_eq!(
+                stats.host_tidied_pixels,
+                0,
+                "{}: tidied on the GPU",
+                layout.name()
+            );
+            let deepmerge::composite::MergeOutput::Flat(flat) = output else {
+                panic!("flat")
+            };
+            assert_eq!(flat.data_window, reference.data_window);
+            for (ours, theirs) in flat.channels.iter().zip(&reference.channels) {
+                assert_eq!(ours.name, theirs.name);
+                match (&ours.values, &theirs.values) {
+                    (FlatValues::F32(x), FlatValues::F32(y)) => {
+                        for (i, (u, v)) in x.iter().zip(y).enumerate() {
+                            assert!(
+                                (u - v).abs() <= 1e-5 * v.abs().max(1.0),
+                                "{} {} at {:?}: {u} vs {v}",
+                                layout.name(),
+                                ours.name,
+                                flat.data_window.coords_of(i)
+                            );
+                        }
+                    }
+                    (x, y) => assert_eq!(x, y, "{}", ours.name),
                 }
             }
         }

@@ -8,10 +8,11 @@
 //! is gathered where that is faster (a software rasteriser; `GlOptions::sort_on_gpu`); both are
 //! stable, so the tie rule holds.
 //!
-//! Documented shortcut:
-//! - pixels where volumes overlap (`composite::tidy::needs_tidy`) are detected on the GPU (flat)
-//!   or on the merged order read back (deep, with `tidy`), and the host tidies and flattens
-//!   just those pixels with the `composite` functions.
+//! Pixels where volumes overlap (`composite::tidy::needs_tidy`) are flagged by the flat merge on
+//! the GPU and tidied and flattened by the GPU stage `tidy.comp` (within 1e-5 of the f64
+//! reference), or by the host with the `composite` functions where that is faster (a software
+//! rasteriser; `GlOptions::tidy_on_gpu`), bit-identical to the CPU engine. Their merged lists
+//! are gathered on the host for that stage. Deep output with `tidy` is tidied on the host.
 
 use std::time::Instant;
 
@@ -388,8 +389,37 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         match self.resident.as_ref().expect("merged") {
             Resident::Flat(flat) => {
                 let stride = self.columns.stride();
-                let values: Vec<f32> = flat.values.read(pixels * stride);
-                let front: Vec<[u32; 4]> = flat.front.read(pixels);
+                let mut values: Vec<f32> = flat.values.read(pixels * stride);
+                let mut front: Vec<[u32; 4]> = flat.front.read(pixels);
+                // Pixels where volumes overlap (flag 2): tidy and flatten their merged lists on
+                // the GPU (`tidy.comp`), or leave them to the host in `assemble_flat`.
+                let gpu_tidies = self
+                    .gl_options
+                    .tidy_on_gpu
+                    .unwrap_or(!self.ctx.info().software);
+                let flagged: Vec<usize> = if gpu_tidies {
+                    (0..pixels).filter(|&p| front[p][3] & 2 != 0).collect()
+                } else {
+                    Vec::new()
+                };
+                if !flagged.is_empty() {
+                    let (offsets, keys, rows) =
+                        flagged_lists(&self.plan, &self.band, base, &flagged, stride);
+                    let list: Vec<u32> = (0..flagged.len() as u32).collect();
+                    let tidied = super::tidy::tidy_flatten_pixels_host(
+                        self.ctx,
+                        &offsets,
+                        &keys,
+                        &rows,
+                        &list,
+                        &self.columns,
+                    )?;
+                    for (k, &p) in flagged.iter().enumerate() {
+                        values[p * stride..(p + 1) * stride]
+                            .copy_from_slice(&tidied.values[k * stride..(k + 1) * stride]);
+                        front[p] = tidied.front[k];
+                    }
+                }
                 for (p, &q) in self.band.perm.iter().enumerate() {
                     let i = base + q as usize;
                     out.flat_values[i * stride..(i + 1) * stride]
@@ -413,6 +443,38 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         self.stats.readback_s += start.elapsed().as_secs_f64();
         Ok(())
     }
+}
+
+/// The merged lists (merge order) of the band's layout pixels `flagged`, as the CSR input of
+/// `tidy::tidy_flatten_pixels` with `stride` values per slot.
+fn flagged_lists(
+    plan: &MergePlan,
+    band: &Band,
+    base: usize,
+    flagged: &[usize],
+    stride: usize,
+) -> (Vec<u32>, Vec<Fragment>, Vec<f32>) {
+    let mut offsets = vec![0u32];
+    let (mut keys, mut rows) = (Vec::new(), Vec::new());
+    let mut samples = Vec::new();
+    let mut pixel = PixelSamples::new(plan.composite.len());
+    for &p in flagged {
+        let (x, y) = plan.window.coords_of(base + band.perm[p] as usize);
+        plan.ordered_samples(x, y, &mut samples);
+        pixel.gather(&samples, &plan.inputs, &plan.sources);
+        for (s, sample) in samples.iter().enumerate() {
+            keys.push(Fragment {
+                z: sample.z,
+                zback: sample.zback,
+                input: sample.input,
+                index: sample.index as u32,
+            });
+            rows.extend_from_slice(pixel.row(s));
+            rows.resize(keys.len() * stride, 0.0);
+        }
+        offsets.push(keys.len() as u32);
+    }
+    (offsets, keys, rows)
 }
 
 /// The output gathered band by band, row-major over the window.
