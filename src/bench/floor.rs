@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use crate::cpu::Layout;
 use crate::deep::DeepImage;
 use crate::error::Result;
 
@@ -114,39 +115,6 @@ pub fn traffic_bytes(pair: &[DeepImage], quad: &[DeepImage]) -> [u64; 3] {
     // (0 + 1) and (2 + 3) are read and written deep, then read again by the last merge.
     let pairwise = bytes_read(&q) + 2 * (deep_out(&q[0..2]) + deep_out(&q[2..4])) + flat_out;
     [composite, save_deep, pairwise]
-}
-
-/// The GPU deep-image layouts of DESIGN §3.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Layout {
-    /// Linked lists: heads, next pointers, data.
-    LinkedList,
-    /// Linearised array: offsets, data.
-    Linearised,
-    /// Interleaved array: offsets, per-group minimum counts, data (no padding).
-    Interleaved,
-    /// Blocked interleaved array: as interleaved, minimum rounded down to the block size.
-    BlockedInterleaved,
-}
-
-impl Layout {
-    /// All four, in the paper's order.
-    pub const ALL: [Layout; 4] = [
-        Layout::LinkedList,
-        Layout::Linearised,
-        Layout::Interleaved,
-        Layout::BlockedInterleaved,
-    ];
-
-    /// The paper's abbreviation.
-    pub fn name(self) -> &'static str {
-        match self {
-            Layout::LinkedList => "LL",
-            Layout::Linearised => "LA",
-            Layout::Interleaved => "IA",
-            Layout::BlockedInterleaved => "BIA",
-        }
-    }
 }
 
 /// Predicted GPU bytes of `image` in `layout`, from the layout's definition (DESIGN §3): 4-byte

@@ -25,13 +25,13 @@ use std::process::Command;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+pub use crate::cpu::Layout;
 pub use engine::{
     csr_bytes, run_operation, BenchCase, CaseFiles, CpuEngine, MergeEngine, OiiotoolEngine,
     Operation,
 };
 pub use floor::{
-    bytes_per_sample, bytes_read, layout_model_bytes, traffic_bytes, BandwidthProbe,
-    CpuMemcpyProbe, Layout,
+    bytes_per_sample, bytes_read, layout_model_bytes, traffic_bytes, BandwidthProbe, CpuMemcpyProbe,
 };
 pub use gl::{gl_column_names, gl_engines, open_gl_context, GlCopyProbe, GlEngine, TILED_COLUMN};
 pub use table::{significant, Cell, Table, TableRow, Unit};

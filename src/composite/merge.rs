@@ -350,19 +350,7 @@ fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {
         .par_iter()
         .map(|channel| build_plane(plan, channel, &rows, total))
         .collect();
-    DeepImage::from_counts(
-        plan.display_window,
-        window,
-        plan.deep_channels.clone(),
-        &counts,
-        planes,
-        if tidy {
-            DeepState::Tidy
-        } else {
-            DeepState::Sorted
-        },
-    )
-    .expect("counts and planes built together")
+    plan.merged_image(&counts, planes, tidy)
 }
 
 /// One row of a deep merge: per-pixel counts, the samples in merge order, and for samples that
@@ -396,6 +384,25 @@ pub struct ChannelSources {
 }
 
 impl MergePlan<'_> {
+    /// The merged deep image over the union window from per-pixel counts and the planes of
+    /// [`MergePlan::deep_channels`]; it claims to be sorted, or tidy when it was tidied.
+    pub fn merged_image(&self, counts: &[u32], planes: Vec<Plane>, tidy: bool) -> DeepImage {
+        let state = if tidy {
+            DeepState::Tidy
+        } else {
+            DeepState::Sorted
+        };
+        DeepImage::from_counts(
+            self.display_window,
+            self.window,
+            self.deep_channels.clone(),
+            counts,
+            planes,
+            state,
+        )
+        .expect("counts and planes built together")
+    }
+
     /// Where `channel` (one of [`MergePlan::deep_channels`]) comes from in each input.
     pub fn channel_sources(&self, channel: &Channel) -> ChannelSources {
         ChannelSources {

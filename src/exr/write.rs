@@ -16,7 +16,7 @@ use exr::prelude::SmallVec;
 use rayon::prelude::*;
 
 use super::compression::{compress, Codec};
-use crate::deep::{Bounds, DeepImage, DeepState, FlatImage, FlatValues, SampleType};
+use crate::deep::{Bounds, DeepImage, FlatImage, FlatValues, SampleType};
 use crate::error::{Error, Result};
 
 /// Storage type of colour and alpha in a flat file.
@@ -297,13 +297,4 @@ pub fn write_flat(path: &Path, image: &FlatImage, flat_type: FlatType) -> Result
         w.write_all(&bytes)
             .map_err(|e| Error::file(path, format!("cannot write: {e}")))
     })
-}
-
-/// The state a merged deep image may truthfully claim.
-pub fn merged_state(tidy: bool) -> DeepState {
-    if tidy {
-        DeepState::Tidy
-    } else {
-        DeepState::Sorted
-    }
 }

@@ -23,7 +23,7 @@ impl<'a> GpuBuffer<'a> {
     /// A buffer holding `data`.
     pub fn from_slice<T: bytemuck::Pod>(gl: &'a glow::Context, data: &[T]) -> Result<Self> {
         let bytes: &[u8] = bytemuck::cast_slice(data);
-        let buffer = Self::alloc(gl, bytes.len().max(16))?;
+        let buffer = Self::uninit(gl, bytes.len().max(16))?;
         // SAFETY: the buffer is at least as large as `bytes`.
         unsafe {
             gl.bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(buffer.buffer));
@@ -32,7 +32,9 @@ impl<'a> GpuBuffer<'a> {
         Ok(buffer)
     }
 
-    fn alloc(gl: &'a glow::Context, bytes: usize) -> Result<Self> {
+    /// A buffer of `bytes` whose contents start undefined: for scratch space a shader writes
+    /// before it reads (no zero upload).
+    pub fn uninit(gl: &'a glow::Context, bytes: usize) -> Result<Self> {
         let size = i32::try_from(bytes)
             .map_err(|_| Error::Gl(format!("a buffer of {bytes} bytes is too large")))?;
         // SAFETY: plain object creation on the current context.

@@ -29,7 +29,7 @@ use crate::composite::{
     PixelSamples, Sample,
 };
 use crate::cpu::{Fragment, Layout, MAX_BLOCK_SIZE};
-use crate::deep::{ChannelRole, DeepImage, DeepState, FlatChannel, FlatImage, FlatValues, Plane};
+use crate::deep::{ChannelRole, DeepImage, FlatChannel, FlatImage, FlatValues, Plane};
 use crate::error::{Error, Result};
 
 /// A run of rows of the union window, with its pixel order.
@@ -659,19 +659,7 @@ impl Accumulated {
                 plane
             })
             .collect();
-        DeepImage::from_counts(
-            plan.display_window,
-            window,
-            plan.deep_channels.clone(),
-            &counts,
-            planes,
-            if tidy {
-                DeepState::Tidy
-            } else {
-                DeepState::Sorted
-            },
-        )
-        .expect("counts and planes built together")
+        plan.merged_image(&counts, planes, tidy)
     }
 }
 

@@ -67,10 +67,10 @@ pub fn sort_pixels(
     }
     let scratch_bytes = sample_count * fragment_bytes;
     check_fits(ctx, scratch_bytes, "the sort's scratch buffer")?;
-    let scratch = ScratchBuffer::new(ctx, scratch_bytes)?;
+    let scratch = GpuBuffer::uninit(&ctx.gl, scratch_bytes.max(16))?;
     // Positions: one u32 per slot for the fragments and one for the scratch.
     let positions = match values {
-        Some(_) => Some(ScratchBuffer::new(ctx, sample_count * 8)?),
+        Some(_) => Some(GpuBuffer::uninit(&ctx.gl, (sample_count * 8).max(16))?),
         None => None,
     };
     let defines = Defines::default()
@@ -79,15 +79,11 @@ pub fn sort_pixels(
         .set("WITH_VALUES", u32::from(values.is_some()))
         .set("NUM_COLUMNS", values.map_or(1, |v| v.columns));
     let program = ctx.program("sort.comp", &defines)?;
-    // SAFETY: the program and buffers belong to this context.
-    unsafe {
-        ctx.gl.use_program(Some(program));
-        ctx.gl
-            .bind_buffer_base(glow::SHADER_STORAGE_BUFFER, 2, Some(scratch.buffer));
-        if let Some(positions) = &positions {
-            ctx.gl
-                .bind_buffer_base(glow::SHADER_STORAGE_BUFFER, 4, Some(positions.buffer));
-        }
+    // SAFETY: the program belongs to this context.
+    unsafe { ctx.gl.use_program(Some(program)) };
+    scratch.bind(2);
+    if let Some(positions) = &positions {
+        positions.bind(4);
     }
     ctx.uniform_u32(program, "u_pixels", pixel_count as u32);
     ctx.uniform_u32(program, "u_samples", sample_count as u32);
@@ -172,40 +168,4 @@ fn check_offsets(offsets: &[u32], samples: usize) -> Result<usize> {
         return bad("decrease");
     }
     Ok(offsets.len() - 1)
-}
-
-/// A storage buffer whose contents start undefined (no zero upload: the shader writes before it
-/// reads), deleted on drop.
-struct ScratchBuffer<'a> {
-    gl: &'a glow::Context,
-    buffer: glow::Buffer,
-}
-
-impl<'a> ScratchBuffer<'a> {
-    fn new(ctx: &'a GlContext, bytes: usize) -> Result<Self> {
-        let gl = &ctx.gl;
-        let size = i32::try_from(bytes.max(16))
-            .map_err(|_| Error::Gl(format!("a buffer of {bytes} bytes is too large")))?;
-        // SAFETY: plain object creation on the current context.
-        unsafe {
-            let buffer = gl
-                .create_buffer()
-                .map_err(|e| Error::Gl(format!("cannot create a buffer: {e}")))?;
-            gl.bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(buffer));
-            gl.buffer_data_size(glow::SHADER_STORAGE_BUFFER, size, glow::DYNAMIC_COPY);
-            if gl.get_error() == glow::OUT_OF_MEMORY {
-                gl.delete_buffer(buffer);
-                return Err(Error::Gl(format!("out of memory allocating {bytes} bytes")));
-            }
-            Ok(ScratchBuffer { gl, buffer })
-        }
-    }
-}
-
-impl Drop for ScratchBuffer<'_> {
-    fn drop(&mut self) {
-        // SAFETY: the buffer belongs to this context and the dispatch that used it has finished
-        // (GL keeps a deleted buffer alive until pending commands are done anyway).
-        unsafe { self.gl.delete_buffer(self.buffer) };
-    }
 }
