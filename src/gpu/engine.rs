@@ -27,7 +27,9 @@ impl ColumnSpec {
         self.alpha_of.len().max(1)
     }
 
-    fn defines(&self, defines: Defines) -> Defines {
+    /// Add the column table to `defines` (`NUM_COLUMNS`, `ALPHA_OF_LIST`, `ALPHAS_LIST`, ...), as
+    /// every stage that composites reads it.
+    pub fn defines(&self, defines: Defines) -> Defines {
         let mut alpha_of: Vec<String> = self
             .alpha_of
             .iter()

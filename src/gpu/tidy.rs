@@ -39,34 +39,11 @@ const MAX_PASSES: usize = 1 << 20;
 
 /// The shader's specialisation: the column table as `merge.comp` gets it (same define names).
 fn defines(columns: &ColumnSpec) -> Defines {
-    let stride = columns.stride();
-    let mut alpha_of: Vec<String> = columns
-        .alpha_of
-        .iter()
-        .map(|a| a.map_or("-1".to_string(), |a| a.to_string()))
-        .collect();
-    if alpha_of.is_empty() {
-        alpha_of.push("-1".into());
-    }
-    let alphas: Vec<String> = (0..columns.alpha_of.len())
-        .filter(|&c| columns.alpha_of[c].is_none())
-        .map(|c| c.to_string())
-        .collect();
-    Defines::default()
-        .set("GROUP_SIZE", GROUP_SIZE)
-        .set("WORK_BUDGET", WORK_BUDGET)
-        .set("NUM_COLUMNS", stride)
-        .set("ALPHA_OF_LIST", alpha_of.join(","))
-        .set("NUM_ALPHAS", alphas.len())
-        .set("NUM_ALPHAS_ALLOC", alphas.len().max(1))
-        .set(
-            "ALPHAS_LIST",
-            if alphas.is_empty() {
-                "0".to_string()
-            } else {
-                alphas.join(",")
-            },
-        )
+    columns.defines(
+        Defines::default()
+            .set("GROUP_SIZE", GROUP_SIZE)
+            .set("WORK_BUDGET", WORK_BUDGET),
+    )
 }
 
 /// The result on the GPU: `columns.stride()` floats and one `uvec4` front per listed pixel, in
