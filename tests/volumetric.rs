@@ -25,6 +25,10 @@ struct S {
     rgb: [f32; 3],
 }
 
+/// `options` with the sort policy `sort`.
+fn with_sort(sort: SortPolicy, options: MergeOptions) -> MergeOptions {
+    MergeOptions { sort, ..options }
+}
 fn point(z: f32, a: f32, rgb: [f32; 3]) -> S {
     S {
         z,
@@ -420,33 +424,16 @@ fn shuffled_input_merges_like_sorted_input() {
             tidy,
             ..MergeOptions::default()
         };
-        let want = merge_images(
-            &[&sorted, &other],
-            &MergeOptions {
-                sort: SortPolicy::Auto,
-                ..options
-            },
-        )
-        .unwrap();
+        let want = merge_images(&[&sorted, &other], &with_sort(SortPolicy::Auto, options)).unwrap();
         for policy in [SortPolicy::Auto, SortPolicy::Always] {
-            let got = merge_images(
-                &[&messy, &other],
-                &MergeOptions {
-                    sort: policy,
-                    ..options
-                },
-            )
-            .unwrap();
+            let got = merge_images(&[&messy, &other], &with_sort(policy, options)).unwrap();
             assert_eq!(got, want, "{policy:?}, tidy {tidy}");
         }
     }
     let want = flat(&[&sorted, &other]);
     let got = merge_images(
         &[&messy, &other],
-        &MergeOptions {
-            sort: SortPolicy::Always,
-            ..MergeOptions::default()
-        },
+        &with_sort(SortPolicy::Always, MergeOptions::default()),
     )
     .unwrap();
     assert_eq!(got, MergeOutput::Flat(want));
@@ -461,31 +448,19 @@ fn header_claims_decide_auto_and_always_overrides_them() {
     let liar = image(4, &shuffled(&sorted_pixels, 7), DeepState::Sorted);
     let right = merge_images(
         &[&sorted],
-        &MergeOptions {
-            sort: SortPolicy::Auto,
-            ..MergeOptions::default()
-        },
+        &with_sort(SortPolicy::Auto, MergeOptions::default()),
     );
     let always = merge_images(
         &[&liar],
-        &MergeOptions {
-            sort: SortPolicy::Always,
-            ..MergeOptions::default()
-        },
+        &with_sort(SortPolicy::Always, MergeOptions::default()),
     );
     let auto = merge_images(
         &[&liar],
-        &MergeOptions {
-            sort: SortPolicy::Auto,
-            ..MergeOptions::default()
-        },
+        &with_sort(SortPolicy::Auto, MergeOptions::default()),
     );
     let assume = merge_images(
         &[&liar],
-        &MergeOptions {
-            sort: SortPolicy::AssumeSorted,
-            ..MergeOptions::default()
-        },
+        &with_sort(SortPolicy::AssumeSorted, MergeOptions::default()),
     );
     assert_eq!(always.unwrap(), *right.as_ref().unwrap());
     assert_ne!(auto.unwrap(), *right.as_ref().unwrap());
@@ -504,7 +479,7 @@ fn header_claims_decide_auto_and_always_overrides_them() {
         SortPolicy::AssumeSorted,
     ]
     .iter()
-    .map(|&p| merge_images(&[&sorted, &other], &MergeOptions { sort: p, ..options }).unwrap())
+    .map(|&p| merge_images(&[&sorted, &other], &with_sort(p, options)).unwrap())
     .collect();
     assert_eq!(results[0], results[1]);
     assert_eq!(results[0], results[2]);
