@@ -19,6 +19,11 @@
 // llvmpipe walked short (wrong results even on 2-sample pixels; cause not pinned down), the
 // for-with-break form below is right.
 //
+// Modes (TIDY_MODE): FLATTEN composites the walk's tidied samples into one row per listed pixel
+// (the flat output); COUNT counts them and EMIT writes them (key + values) at the pixel's offset
+// in the tidied deep image (count → scan → emit, as every other deep output is built). The three
+// share the walk, so the samples they see are the same ones in the same order (`deliver`).
+//
 // GLSL has no log1p/expm1, and log/exp near 1 are only specified to an absolute 2^-21, so the
 // maths below uses its own series (see cpu::tidy for the error bounds; same constants, same
 // order of operations).
@@ -28,14 +33,29 @@ layout(local_size_x = GROUP_SIZE) in;
 
 uniform uint u_count;
 
+#define TIDY_FLATTEN 0
+#define TIDY_COUNT 1
+#define TIDY_EMIT 2
+
 layout(std430, binding = 0) readonly buffer KeysBuf { Fragment keys[]; };
 layout(std430, binding = 1) readonly buffer ValuesBuf { float values[]; };
 layout(std430, binding = 2) readonly buffer OffsetsBuf { uint offsets[]; };
 layout(std430, binding = 3) readonly buffer PixelsBuf { uint pixels[]; };
+#if TIDY_MODE == TIDY_FLATTEN
 // NUM_COLUMNS flattened values per listed pixel, and (input, index, Z bits, 1) of its front-most
 // tidied sample with any alpha above 0 (zero when none), as merge.comp's flat output.
 layout(std430, binding = 4) buffer OutValues { float out_values[]; };
 layout(std430, binding = 5) buffer OutFront { uvec4 out_front[]; };
+#else
+// Per listed pixel, tidied samples delivered so far (COUNT: the count in the end).
+layout(std430, binding = 8) buffer EmittedBuf { uint emitted[]; };
+#endif
+#if TIDY_MODE == TIDY_EMIT
+// The tidied image (linearised): per-pixel offsets (indexed by image pixel), keys, values.
+layout(std430, binding = 9) readonly buffer TidiedOffsetsBuf { uint tidied_offsets[]; };
+layout(std430, binding = 4) writeonly buffer TidiedKeysBuf { Fragment tidied_keys[]; };
+layout(std430, binding = 5) writeonly buffer TidiedValuesBuf { float tidied_values[]; };
+#endif
 
 const int ALPHA_OF[NUM_COLUMNS] = int[NUM_COLUMNS](ALPHA_OF_LIST);
 const int ALPHAS[NUM_ALPHAS_ALLOC] = int[NUM_ALPHAS_ALLOC](ALPHAS_LIST);
@@ -199,6 +219,42 @@ uint slab_piece(uint lo, uint hi, float b, float next) {
     return first;
 }
 
+uint g_emitted;
+uint g_pixel;
+
+// Counting needs only whether some volume covers the slab starting at b, not its piece.
+uint slab_first(uint lo, uint hi, float b) {
+    for (uint i = lo; i < hi; ++i) {
+        Fragment f = keys[i];
+        if (is_volume(f) && f.z <= b && f.zback > b) return i;
+    }
+    return 0xffffffffu;
+}
+
+// The walk's output: one tidied sample over [z, zback) cut from (or first merged into) `source`,
+// its values in g_piece when `from_piece`, else slot `slot`'s values unchanged. Returns true
+// when the walk may stop (flattening: everything behind is hidden).
+bool deliver(Fragment source, float z, float zback, bool from_piece, uint slot) {
+#if TIDY_MODE == TIDY_FLATTEN
+    if (!from_piece) {
+        for (int c = 0; c < NUM_COLUMNS; ++c) g_piece[c] = values[slot * uint(NUM_COLUMNS) + uint(c)];
+    }
+    composite(source, z);
+    return g_done;
+#else
+#if TIDY_MODE == TIDY_EMIT
+    uint at = tidied_offsets[g_pixel] + g_emitted;
+    tidied_keys[at] = Fragment(z, zback, source.input_index, source.sample_index);
+    for (int c = 0; c < NUM_COLUMNS; ++c) {
+        tidied_values[at * uint(NUM_COLUMNS) + uint(c)] =
+            from_piece ? g_piece[c] : values[slot * uint(NUM_COLUMNS) + uint(c)];
+    }
+#endif
+    g_emitted += 1u;
+    return false;
+#endif
+}
+
 // Resumable walk state per listed pixel: (boundary bits, lo, hi, status).
 layout(std430, binding = 6) buffer StateBuf { uvec4 state[]; };
 // [0]: pixels that yielded this pass (run again); [1]: pixels too long for one pass's budget.
@@ -215,21 +271,29 @@ void main() {
     uvec4 st = state[k];
     if (st.w == FINISHED || st.w == TOO_LONG) return;
     uint p = pixels[k];
+    g_pixel = p;
     uint start = offsets[p];
     uint end = offsets[p + 1u];
     float b;
     uint lo, hi;
     g_done = false;
+#if TIDY_MODE == TIDY_FLATTEN
     if (st.w == FRESH) {
         for (int c = 0; c < NUM_COLUMNS; ++c) g_acc[c] = 0.0;
         g_front = uvec4(0u);
+    } else {
+        for (int c = 0; c < NUM_COLUMNS; ++c) g_acc[c] = out_values[k * uint(NUM_COLUMNS) + uint(c)];
+        g_front = out_front[k];
+    }
+#else
+    g_emitted = st.w == FRESH ? 0u : emitted[k];
+#endif
+    if (st.w == FRESH) {
         // The smallest boundary is the first Z: the list is sorted by Z and ZBack > Z.
         b = end > start ? keys[start].z : 0.0;
         lo = start;
         hi = start;
     } else {
-        for (int c = 0; c < NUM_COLUMNS; ++c) g_acc[c] = out_values[k * uint(NUM_COLUMNS) + uint(c)];
-        g_front = out_front[k];
         b = uintBitsToFloat(st.x);
         lo = st.y;
         hi = st.z;
@@ -267,10 +331,7 @@ void main() {
             if (g_done) break;
             Fragment f = keys[i];
             if (f.z == b && !is_volume(f)) {
-                for (int c = 0; c < NUM_COLUMNS; ++c) {
-                    g_piece[c] = values[i * uint(NUM_COLUMNS) + uint(c)];
-                }
-                composite(f, f.z);
+                if (deliver(f, f.z, f.zback, false, i)) break;
             }
         }
         float next = 0.0;
@@ -288,10 +349,13 @@ void main() {
         }
         // Each step moves to a strictly larger boundary; NaN depths end the walk here.
         if (g_done || !found) break;
+#if TIDY_MODE == TIDY_COUNT
+        uint first = slab_first(lo, hi, b);
+#else
         uint first = slab_piece(lo, hi, b, next);
+#endif
         if (first != 0xffffffffu) {
-            composite(keys[first], b);
-            if (g_done) break;
+            if (deliver(keys[first], b, next, true, first)) break;
         }
         b = next;
         // Samples ending at or before the new boundary can never contribute again.
@@ -300,10 +364,14 @@ void main() {
             if (is_volume(f) && f.zback > b) break;
         }
     }
+#if TIDY_MODE == TIDY_FLATTEN
     for (int c = 0; c < NUM_COLUMNS; ++c) {
         out_values[k * uint(NUM_COLUMNS) + uint(c)] = g_acc[c];
     }
     out_front[k] = g_front;
+#else
+    emitted[k] = g_emitted;
+#endif
     state[k] = uvec4(floatBitsToUint(b), lo, hi, status);
     if (status == RUNNING) atomicAdd(counters[0], 1u);
     if (status == TOO_LONG) atomicAdd(counters[1], 1u);

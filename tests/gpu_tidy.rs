@@ -18,12 +18,17 @@ use deepmerge::composite::{
     flatten_pixel, needs_tidy, tidy_pixel, CompositeChannels, CompositeKind, MergePlan,
     PixelSamples, Sample,
 };
-use deepmerge::cpu::tidy::{tidy_flatten_pixels as cpu_tidy, TidiedPixels};
-use deepmerge::cpu::Fragment;
+use deepmerge::cpu::tidy::{
+    tidy_count_pixels as tidy_count_twin, tidy_deep as tidy_deep_twin,
+    tidy_flatten_pixels as cpu_tidy, TidiedDeep, TidiedPixels, GATE_LIMIT,
+};
+use deepmerge::cpu::{Fragment, Layout};
 use deepmerge::deep::{DeepImage, Plane};
 use deepmerge::exr::{read_deep, ReadOptions};
-use deepmerge::gpu::engine::ColumnSpec;
-use deepmerge::gpu::tidy::{tidy_flatten_pixels, tidy_flatten_pixels_host};
+use deepmerge::gpu::engine::{build_image, ColumnSpec};
+use deepmerge::gpu::tidy::{
+    tidy_count_pixels, tidy_deep, tidy_flatten_pixels, tidy_flatten_pixels_host,
+};
 use deepmerge::gpu::GpuBuffer;
 use gpu_common::{with_gl, Lcg};
 
@@ -209,6 +214,36 @@ fn ar(a: f32, r: f32) -> Vec<f32> {
 
 #[test]
 fn hand_built_pixels_match_the_reference() {
+    let worst = check_all(&hand_built_csr(), &AR, "hand-built A,R");
+    eprintln!("hand-built: worst difference {worst:e}");
+    // A worked answer, independent of the reference: a volume [0, 10) of alpha 0.9 with a point
+    // at 2.5 behind a quarter of it: 1 - 0.1^0.25 = 0.43766 in front, then the point.
+    let one = with_gl(|ctx| {
+        let mut csr = Csr::new();
+        csr.push(&[(0.0, 10.0, ar(0.9, 0.0)), (2.5, 2.5, ar(1.0, 1.0))]);
+        tidy_flatten_pixels_host(
+            ctx,
+            &csr.offsets,
+            &csr.keys,
+            &csr.values,
+            &[0],
+            &ColumnSpec {
+                alpha_of: AR.to_vec(),
+            },
+        )
+        .unwrap()
+    });
+    let front = 1.0 - 0.1f64.powf(0.25);
+    assert!(
+        (one.values[1] as f64 - (1.0 - front)).abs() < 1e-6,
+        "{:?}",
+        one.values
+    );
+    assert_eq!(one.values[0], 1.0);
+}
+
+/// Pixels with known hard cases, columns A, R.
+fn hand_built_csr() -> Csr {
     let mut csr = Csr::new();
     // Two overlapping volumes.
     csr.push(&[(0.0, 2.0, ar(0.6, 0.3)), (1.0, 3.0, ar(0.5, 0.4))]);
@@ -251,33 +286,7 @@ fn hand_built_pixels_match_the_reference() {
     csr.push(&[(1.0, f32::INFINITY, ar(0.5, 0.5)), (2.0, 3.0, ar(0.5, 0.5))]);
     // Tiny alphas and a thin slice: where naive pow loses all precision.
     csr.push(&[(0.0, 1.0, ar(1e-7, 2e-8)), (0.999, 1.0, ar(1e-6, 1e-6))]);
-    let worst = check_all(&csr, &AR, "hand-built A,R");
-    eprintln!("hand-built: worst difference {worst:e}");
-
-    // A worked answer, independent of the reference: a volume [0, 10) of alpha 0.9 with a point
-    // at 2.5 behind a quarter of it: 1 - 0.1^0.25 = 0.43766 in front, then the point.
-    let one = with_gl(|ctx| {
-        let mut csr = Csr::new();
-        csr.push(&[(0.0, 10.0, ar(0.9, 0.0)), (2.5, 2.5, ar(1.0, 1.0))]);
-        tidy_flatten_pixels_host(
-            ctx,
-            &csr.offsets,
-            &csr.keys,
-            &csr.values,
-            &[0],
-            &ColumnSpec {
-                alpha_of: AR.to_vec(),
-            },
-        )
-        .unwrap()
-    });
-    let front = 1.0 - 0.1f64.powf(0.25);
-    assert!(
-        (one.values[1] as f64 - (1.0 - front)).abs() < 1e-6,
-        "{:?}",
-        one.values
-    );
-    assert_eq!(one.values[0], 1.0);
+    csr
 }
 
 #[test]
@@ -586,4 +595,249 @@ fn volumetric_corpus_matches_the_reference() {
             );
         }
     }
+}
+
+// ---- Deep output: the tidied lists themselves (count → scan → emit), against the twin
+// (`cpu::tidy::tidy_deep`) and the definition (`composite::tidy_pixel` per pixel that needs it).
+
+/// The definition: every pixel that needs a tidy (or is longer than the gate reads) tidied by
+/// `composite::tidy_pixel`, every other one unchanged.
+fn deep_reference(csr: &Csr, alpha_of: &[Option<usize>]) -> TidiedDeep {
+    let channels = channels_of(alpha_of);
+    let width = alpha_of.len().max(1);
+    let mut out = TidiedDeep {
+        offsets: vec![0],
+        ..TidiedDeep::default()
+    };
+    for p in 0..csr.pixels() {
+        let (start, end) = (csr.offsets[p] as usize, csr.offsets[p + 1] as usize);
+        let mut pixel = PixelSamples::new(width);
+        for s in start..end {
+            let f = csr.keys[s];
+            let sample = Sample {
+                z: f.z,
+                zback: f.zback,
+                input: f.input,
+                index: f.index as u64,
+            };
+            pixel.push(sample, &csr.values[s * width..(s + 1) * width]);
+        }
+        let mark = needs_tidy(&pixel.samples) || end - start > GATE_LIMIT as usize;
+        if needs_tidy(&pixel.samples) {
+            tidy_pixel(&mut pixel, &channels);
+        }
+        out.marks.push(u32::from(mark));
+        for (s, sample) in pixel.samples.iter().enumerate() {
+            out.keys.push(Fragment {
+                z: sample.z,
+                zback: sample.zback,
+                input: sample.input,
+                index: sample.index as u32,
+            });
+            out.values.extend_from_slice(pixel.row(s));
+        }
+        out.offsets.push(out.keys.len() as u32);
+    }
+    out
+}
+
+/// Same counts, marks and keys (depths, sources) exactly; values within `tolerance`.
+fn compare_deep(got: &TidiedDeep, want: &TidiedDeep, stride: usize, tolerance: f32, what: &str) {
+    assert_eq!(got.marks, want.marks, "{what}: marks");
+    if got.offsets != want.offsets {
+        let p = got
+            .offsets
+            .iter()
+            .zip(&want.offsets)
+            .position(|(a, b)| a != b)
+            .unwrap();
+        panic!(
+            "{what}: counts differ from pixel {}: {:?} vs {:?}",
+            p - 1,
+            &got.offsets[p - 1..(p + 2).min(got.offsets.len())],
+            &want.offsets[p - 1..(p + 2).min(want.offsets.len())]
+        );
+    }
+    for (s, (a, b)) in got.keys.iter().zip(&want.keys).enumerate() {
+        assert_eq!(a, b, "{what}: key of slot {s}");
+    }
+    for (i, (a, b)) in got.values.iter().zip(&want.values).enumerate() {
+        assert!(
+            close(*a, *b, tolerance),
+            "{what}: slot {} column {}: {a} vs {b}",
+            i / stride,
+            i % stride
+        );
+    }
+}
+
+/// The GPU stage on `csr` uploaded as a linearised image; also the count stage on the pixels
+/// the gate marked, which must agree with the twin's counts.
+fn gpu_tidy_deep(csr: &Csr, alpha_of: &[Option<usize>]) -> (TidiedDeep, usize) {
+    let (csr, spec) = (
+        csr.clone(),
+        ColumnSpec {
+            alpha_of: alpha_of.to_vec(),
+        },
+    );
+    with_gl(move |ctx| {
+        let stride = spec.stride();
+        let counts: Vec<u32> = csr.offsets.windows(2).map(|w| w[1] - w[0]).collect();
+        let image = build_image(
+            ctx,
+            Layout::Linearised,
+            1,
+            true,
+            &counts,
+            &csr.keys,
+            &csr.values,
+            stride,
+            false,
+        )
+        .unwrap();
+        let tidied = tidy_deep(ctx, image, &spec).expect("GPU deep tidy runs");
+        let built = tidied.image.read_back(true);
+        let out = TidiedDeep {
+            offsets: built.offsets,
+            keys: built.slots,
+            values: built.values,
+            marks: tidied.marks.read(counts.len()),
+        };
+        (out, tidied.host_pixels)
+    })
+}
+
+/// Definition, twin and GPU on every pixel of `csr`; returns the pixels the GPU left to the host.
+fn check_deep(csr: &Csr, alpha_of: &[Option<usize>], what: &str) -> usize {
+    check_deep_within(csr, alpha_of, TOLERANCE, what)
+}
+
+/// As `check_deep`, with the tolerance against the definition given.
+fn check_deep_within(csr: &Csr, alpha_of: &[Option<usize>], tolerance: f32, what: &str) -> usize {
+    let stride = alpha_of.len().max(1);
+    let want = deep_reference(csr, alpha_of);
+    let twin = tidy_deep_twin(&csr.offsets, &csr.keys, &csr.values, alpha_of);
+    compare_deep(&twin, &want, stride, tolerance, &format!("{what} (twin)"));
+    let listed: Vec<u32> = (0..csr.pixels() as u32)
+        .filter(|&p| twin.marks[p as usize] != 0)
+        .collect();
+    let twin_counts = tidy_count_twin(&csr.offsets, &csr.keys, &csr.values, &listed, alpha_of);
+    let (csr2, spec, listed2) = (
+        csr.clone(),
+        ColumnSpec {
+            alpha_of: alpha_of.to_vec(),
+        },
+        listed.clone(),
+    );
+    let gpu_counts = with_gl(move |ctx| {
+        let gl = &ctx.gl;
+        let buffers = [
+            GpuBuffer::from_slice(gl, &csr2.offsets).unwrap(),
+            GpuBuffer::from_slice(gl, &csr2.keys).unwrap(),
+            GpuBuffer::from_slice(gl, &csr2.values).unwrap(),
+            GpuBuffer::from_slice(gl, &listed2).unwrap(),
+        ];
+        let [o, k, v, p] = &buffers;
+        let (counts, too_long) = tidy_count_pixels(ctx, o, k, v, p, listed2.len(), &spec).unwrap();
+        let mut counts: Vec<u32> = counts.read(listed2.len());
+        for k in too_long {
+            counts[k] = u32::MAX; // not valid: the host finishes these
+        }
+        counts
+    });
+    for (k, (g, t)) in gpu_counts.iter().zip(&twin_counts).enumerate() {
+        assert!(
+            *g == u32::MAX || g == t,
+            "{what}: count of listed pixel {k}: {g} vs {t}"
+        );
+    }
+    let (gpu, host_pixels) = gpu_tidy_deep(csr, alpha_of);
+    compare_deep(
+        &gpu,
+        &twin,
+        stride,
+        TWIN_TOLERANCE,
+        &format!("{what} (GPU vs twin)"),
+    );
+    compare_deep(&gpu, &want, stride, tolerance, &format!("{what} (GPU)"));
+    host_pixels
+}
+
+#[test]
+fn deep_tidy_of_hand_built_pixels() {
+    let csr = hand_built_csr();
+    assert_eq!(check_deep(&csr, &AR, "deep hand-built A,R"), 0);
+    // A worked answer: a volume [0, 10) of alpha 0.9 cut by a point at 2.5 gives pieces
+    // [0, 2.5) of 1 - 0.1^0.25, the point, [2.5, 10) of 1 - 0.1^0.75, colour in proportion.
+    let mut one = Csr::new();
+    one.push(&[(0.0, 10.0, ar(0.9, 0.45)), (2.5, 2.5, ar(1.0, 1.0))]);
+    let (gpu, _) = gpu_tidy_deep(&one, &AR);
+    let depths: Vec<(f32, f32)> = gpu.keys.iter().map(|f| (f.z, f.zback)).collect();
+    assert_eq!(depths, vec![(0.0, 2.5), (2.5, 2.5), (2.5, 10.0)]);
+    let (front, back) = (1.0 - 0.1f64.powf(0.25), 1.0 - 0.1f64.powf(0.75));
+    for (got, want) in [
+        (gpu.values[0], front),
+        (gpu.values[1], 0.45 * front / 0.9),
+        (gpu.values[4], back),
+        (gpu.values[5], 0.45 * back / 0.9),
+    ] {
+        assert!((got as f64 - want).abs() < 1e-6, "{got} vs {want}");
+    }
+    assert_eq!(gpu.marks, vec![1]);
+}
+
+#[test]
+fn deep_tidy_of_per_channel_alpha_and_random_pixels() {
+    let csr = random_csr(1500, 12, 8, &AR, 11);
+    check_deep(&csr, &AR, "deep random A,R");
+    let csr = random_csr(700, 10, 6, &PER_CHANNEL, 12);
+    check_deep(&csr, &PER_CHANNEL, "deep random per-channel");
+}
+
+#[test]
+fn deep_tidy_of_long_lists_and_of_pixels_too_long_for_one_pass() {
+    // Hundreds of samples with hundreds of boundaries: the walk yields and resumes in both its
+    // count and emit modes.
+    for (levels, seed) in [(8u32, 13u64), (1000, 14)] {
+        let csr = random_csr(5, 400, levels, &AR, seed);
+        assert_eq!(
+            check_deep(&csr, &AR, &format!("deep long, {levels} levels")),
+            0
+        );
+    }
+    // 5000 volumes alive at one boundary: one step is more than a pass's budget, so the GPU
+    // leaves the pixel to the twin (count and lists patched into the GPU buffers); the short
+    // pixel around it stays on the GPU.
+    let mut csr = Csr::new();
+    csr.push(&[(0.0, 2.0, ar(0.6, 0.3)), (1.0, 3.0, ar(0.5, 0.4))]);
+    let mut long: Vec<(f32, f32, Vec<f32>)> = (0..5000)
+        .map(|i| (0.0, 1.0 + (i % 7) as f32, ar(0.001, 0.0005)))
+        .collect();
+    long.push((0.5, 0.5, ar(0.1, 0.05)));
+    long.sort_by(|a, b| {
+        a.0.partial_cmp(&b.0)
+            .unwrap()
+            .then(a.1.partial_cmp(&b.1).unwrap())
+    });
+    csr.push(&long);
+    csr.push(&[(0.0, 2.0, ar(0.6, 0.3)), (1.0, 3.0, ar(0.5, 0.4))]);
+    // The twin and the definition differ by more than 1e-5 here: 5000 coincident pieces merge by
+    // summing their optical depths, in f32 against f64 (about n·2^-24 apart at worst).
+    assert_eq!(
+        check_deep_within(&csr, &AR, 1e-4, "deep too long for one pass"),
+        1
+    );
+}
+
+#[test]
+fn deep_tidy_of_the_volumetric_corpus() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/oiio");
+    let input = read_deep(&dir.join("input-crop.deep.exr"), &ReadOptions::default()).unwrap();
+    let moved = shifted(&input, interleaving_shift(&input));
+    let (csr, flagged, alpha_of) = merged_csr(&[&input, &moved]);
+    assert!(flagged.len() > 100);
+    assert_eq!(
+        check_deep(&csr, &alpha_of, "deep corpus input + shifted input"),
+        0
+    );
 }

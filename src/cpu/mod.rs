@@ -5,6 +5,7 @@
 //! names both engines share: [`Layout`], [`MergeMethod`], [`PixelOrder`], [`Fragment`].
 
 pub mod build;
+pub mod compact;
 pub mod layout;
 pub mod merge;
 pub mod scan;

@@ -20,6 +20,8 @@
 //! into resumable passes to live under llvmpipe's loop cap; that changes no arithmetic, so the
 //! twin walks in one go.)
 
+use super::compact::{compact_flagged, FlagField};
+use super::scan::exclusive_scan;
 use super::Fragment;
 
 /// Result of tidying and flattening a list of pixels.
@@ -208,8 +210,10 @@ fn slab_piece(
     piece: &mut [f32],
 ) -> Option<usize> {
     let mut first = None;
-    for (c, alpha) in alpha_of.iter().enumerate() {
-        let ac = alpha.unwrap_or(c);
+    // Every stored column, as the shader does: a table without composited channels still has
+    // its one placeholder column (an "alpha"), so the first contributor is always found.
+    for c in 0..stride {
+        let ac = alpha_of.get(c).copied().flatten().unwrap_or(c);
         let mut count = 0u32;
         let mut single = 0.0f32;
         let mut opaque_sum = 0.0f32;
@@ -265,6 +269,110 @@ fn slab_piece(
     first
 }
 
+/// Receives one pixel's tidied samples from [`walk_pixel`], front to back: the shader's
+/// `deliver` in each of its modes (flatten, count, emit).
+trait TidySink {
+    /// One tidied sample over `[z, zback)` with composited values `row`, cut from `source` (for a
+    /// merged piece: its first contributor in merge order). Returns true when the walk may stop
+    /// (flattening: everything behind is hidden).
+    fn take(&mut self, source: &Fragment, z: f32, zback: f32, row: &[f32]) -> bool;
+}
+
+impl TidySink for Walk<'_> {
+    fn take(&mut self, source: &Fragment, z: f32, _zback: f32, row: &[f32]) -> bool {
+        self.composite(row, source, z);
+        self.done
+    }
+}
+
+/// Counts the tidied samples (`TIDY_MODE` count).
+struct CountSink(u32);
+
+impl TidySink for CountSink {
+    fn take(&mut self, _: &Fragment, _: f32, _: f32, _: &[f32]) -> bool {
+        self.0 += 1;
+        false
+    }
+}
+
+/// Collects the tidied samples (`TIDY_MODE` emit): keys with their source, `stride` values each.
+struct EmitSink<'o> {
+    keys: &'o mut Vec<Fragment>,
+    values: &'o mut Vec<f32>,
+}
+
+impl TidySink for EmitSink<'_> {
+    fn take(&mut self, source: &Fragment, z: f32, zback: f32, row: &[f32]) -> bool {
+        self.keys.push(Fragment {
+            z,
+            zback,
+            ..*source
+        });
+        self.values.extend_from_slice(row);
+        false
+    }
+}
+
+/// Walk one pixel whose slots are `keys` (in merge order) with `stride` values each, handing its
+/// tidied samples to `sink` front to back (see the module docs for the walk).
+fn walk_pixel(
+    keys: &[Fragment],
+    values: &[f32],
+    stride: usize,
+    alpha_of: &[Option<usize>],
+    sink: &mut impl TidySink,
+) {
+    let n = keys.len();
+    if n == 0 {
+        return;
+    }
+    let mut piece = vec![0.0f32; stride];
+    // The smallest boundary is the first Z: the list is sorted by Z and ZBack > Z.
+    let mut b = keys[0].z;
+    let (mut lo, mut hi) = (0usize, 0usize);
+    // Each step moves to a strictly larger boundary, and there are at most 2n of them; the
+    // bound also ends the walk on NaN depths.
+    for _ in 0..2 * n + 1 {
+        while hi < n && keys[hi].z <= b {
+            hi += 1;
+        }
+        for i in lo..hi {
+            let f = &keys[i];
+            if f.z == b
+                && !is_volume(f)
+                && sink.take(f, f.z, f.zback, &values[i * stride..(i + 1) * stride])
+            {
+                return;
+            }
+        }
+        let mut next = f32::INFINITY;
+        let mut found = false;
+        if hi < n && keys[hi].z > b {
+            next = keys[hi].z;
+            found = true;
+        }
+        for f in &keys[lo..hi] {
+            if is_volume(f) && f.zback > b && (!found || f.zback < next) {
+                next = f.zback;
+                found = true;
+            }
+        }
+        if !found {
+            return;
+        }
+        if let Some(i) = slab_piece(keys, values, stride, alpha_of, lo, hi, b, next, &mut piece) {
+            if sink.take(&keys[i], b, next, &piece) {
+                return;
+            }
+        }
+        b = next;
+        // Samples ending at or before the new boundary can never contribute again.
+        while lo < hi && !(is_volume(&keys[lo]) && keys[lo].zback > b) {
+            lo += 1;
+        }
+    }
+}
+
 /// Tidy and flatten one pixel whose slots are `keys` (in merge order) with `stride` values each.
 fn tidy_flatten_pixel(
     keys: &[Fragment],
@@ -273,7 +381,6 @@ fn tidy_flatten_pixel(
     alpha_of: &[Option<usize>],
     out: &mut [f32],
 ) -> [u32; 4] {
-    let n = keys.len();
     let mut walk = Walk {
         alpha_of,
         alphas: (0..alpha_of.len())
@@ -283,54 +390,7 @@ fn tidy_flatten_pixel(
         done: false,
         front: [0; 4],
     };
-    let mut piece = vec![0.0f32; stride];
-    if n > 0 {
-        // The smallest boundary is the first Z: the list is sorted by Z and ZBack > Z.
-        let mut b = keys[0].z;
-        let (mut lo, mut hi) = (0usize, 0usize);
-        // Each step moves to a strictly larger boundary, and there are at most 2n of them; the
-        // bound also ends the walk on NaN depths.
-        for _ in 0..2 * n + 1 {
-            while hi < n && keys[hi].z <= b {
-                hi += 1;
-            }
-            for i in lo..hi {
-                if walk.done {
-                    break;
-                }
-                if keys[i].z == b && !is_volume(&keys[i]) {
-                    walk.composite(&values[i * stride..(i + 1) * stride], &keys[i], keys[i].z);
-                }
-            }
-            let mut next = f32::INFINITY;
-            let mut found = false;
-            if hi < n && keys[hi].z > b {
-                next = keys[hi].z;
-                found = true;
-            }
-            for f in &keys[lo..hi] {
-                if is_volume(f) && f.zback > b && (!found || f.zback < next) {
-                    next = f.zback;
-                    found = true;
-                }
-            }
-            if walk.done || !found {
-                break;
-            }
-            if let Some(i) = slab_piece(keys, values, stride, alpha_of, lo, hi, b, next, &mut piece)
-            {
-                walk.composite(&piece, &keys[i], b);
-                if walk.done {
-                    break;
-                }
-            }
-            b = next;
-            // Samples ending at or before the new boundary can never contribute again.
-            while lo < hi && !(is_volume(&keys[lo]) && keys[lo].zback > b) {
-                lo += 1;
-            }
-        }
-    }
+    walk_pixel(keys, values, stride, alpha_of, &mut walk);
     out.copy_from_slice(&walk.acc);
     walk.front
 }
@@ -362,6 +422,156 @@ pub fn tidy_flatten_pixels(
             alpha_of,
             &mut out.values[k * stride..(k + 1) * stride],
         );
+    }
+    out
+}
+
+/// Slots the gate (`tidy_assemble.comp`'s gate stage) reads in one pixel at most: a longer list
+/// is flagged without looking (the tidy walk leaves a tidy list as it is, so a false flag costs
+/// time, never correctness). It keeps the gate's loop under llvmpipe's cap of 65535 iterations.
+pub const GATE_LIMIT: u32 = 49152;
+
+/// The slots of pixel `p` of a CSR list.
+fn pixel_range(offsets: &[u32], p: u32) -> std::ops::Range<usize> {
+    offsets[p as usize] as usize..offsets[p as usize + 1] as usize
+}
+
+/// Per pixel of the CSR list, 1 where a volume overlaps a later sample (as
+/// `composite::tidy::needs_tidy`, or the list is longer than [`GATE_LIMIT`]), else 0.
+pub fn tidy_gate(offsets: &[u32], keys: &[Fragment]) -> Vec<u32> {
+    (0..offsets.len().saturating_sub(1) as u32)
+        .map(|p| {
+            let range = pixel_range(offsets, p);
+            if range.len() > GATE_LIMIT as usize {
+                return 1;
+            }
+            let mut reach = f32::NEG_INFINITY;
+            for f in &keys[range] {
+                if f.z < reach {
+                    return 1;
+                }
+                if is_volume(f) {
+                    reach = reach.max(f.zback);
+                }
+            }
+            0
+        })
+        .collect()
+}
+
+/// How many samples each pixel in `pixels` has once tidied (the walk's count mode).
+pub fn tidy_count_pixels(
+    offsets: &[u32],
+    keys: &[Fragment],
+    values: &[f32],
+    pixels: &[u32],
+    alpha_of: &[Option<usize>],
+) -> Vec<u32> {
+    let stride = alpha_of.len().max(1);
+    pixels
+        .iter()
+        .map(|&p| {
+            let range = pixel_range(offsets, p);
+            let mut count = CountSink(0);
+            walk_pixel(
+                &keys[range.clone()],
+                &values[range.start * stride..range.end * stride],
+                stride,
+                alpha_of,
+                &mut count,
+            );
+            count.0
+        })
+        .collect()
+}
+
+/// A tidied deep list in CSR form: `stride` values per slot.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TidiedDeep {
+    /// Exclusive scan of the per-pixel counts (`pixels + 1`).
+    pub offsets: Vec<u32>,
+    /// Tidied keys: a piece keeps its source's input and index (a merged piece its first
+    /// contributor's), with its own Z and ZBack.
+    pub keys: Vec<Fragment>,
+    /// Tidied composited values.
+    pub values: Vec<f32>,
+    /// Per pixel, 1 where the list was tidied by the walk (its values are new), 0 where it was
+    /// copied (already tidy).
+    pub marks: Vec<u32>,
+}
+
+/// The tidied lists of the pixels in `pixels`, one after another (the walk's emit mode); the
+/// offsets index the list, not the image.
+pub fn tidy_emit_pixels(
+    offsets: &[u32],
+    keys: &[Fragment],
+    values: &[f32],
+    pixels: &[u32],
+    alpha_of: &[Option<usize>],
+) -> TidiedDeep {
+    let stride = alpha_of.len().max(1);
+    let mut out = TidiedDeep {
+        offsets: vec![0],
+        marks: vec![1; pixels.len()],
+        ..Default::default()
+    };
+    for &p in pixels {
+        let range = pixel_range(offsets, p);
+        walk_pixel(
+            &keys[range.clone()],
+            &values[range.start * stride..range.end * stride],
+            stride,
+            alpha_of,
+            &mut EmitSink {
+                keys: &mut out.keys,
+                values: &mut out.values,
+            },
+        );
+        out.offsets.push(out.keys.len() as u32);
+    }
+    out
+}
+
+/// Tidy a whole merged, sorted CSR image (twin of `gpu::tidy::tidy_deep`): the gate marks the
+/// pixels that need it, they are listed (`compact_flagged`), counted and emitted by the walk;
+/// every other pixel is copied unchanged.
+pub fn tidy_deep(
+    offsets: &[u32],
+    keys: &[Fragment],
+    values: &[f32],
+    alpha_of: &[Option<usize>],
+) -> TidiedDeep {
+    let stride = alpha_of.len().max(1);
+    let pixels = offsets.len().saturating_sub(1);
+    let gate = tidy_gate(offsets, keys);
+    let listed = compact_flagged(&gate, pixels, FlagField::WORD);
+    let emitted = tidy_emit_pixels(offsets, keys, values, &listed.list, alpha_of);
+    let counts: Vec<u32> = (0..pixels)
+        .map(|p| {
+            if listed.marks[p] != 0 {
+                let k = listed.rank[p] as usize;
+                emitted.offsets[k + 1] - emitted.offsets[k]
+            } else {
+                offsets[p + 1] - offsets[p]
+            }
+        })
+        .collect();
+    let mut out = TidiedDeep {
+        offsets: exclusive_scan(&counts),
+        marks: listed.marks.clone(),
+        ..Default::default()
+    };
+    for p in 0..pixels {
+        // A listed pixel takes its emitted list, any other its merged list unchanged.
+        let (from_keys, from_values, range): (&[Fragment], &[f32], _) = if listed.marks[p] != 0 {
+            let range = pixel_range(&emitted.offsets, listed.rank[p]);
+            (&emitted.keys, &emitted.values, range)
+        } else {
+            (keys, values, pixel_range(offsets, p as u32))
+        };
+        out.keys.extend_from_slice(&from_keys[range.clone()]);
+        out.values
+            .extend_from_slice(&from_values[range.start * stride..range.end * stride]);
     }
     out
 }

@@ -76,6 +76,36 @@ impl<'a> GpuBuffer<'a> {
         out
     }
 
+    /// Read `len` elements starting at element `first`.
+    pub fn read_range<T: bytemuck::Pod + Default>(&self, first: usize, len: usize) -> Vec<T> {
+        let mut out = vec![T::default(); len];
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
+        let at = first * std::mem::size_of::<T>();
+        assert!(at + bytes.len() <= self.bytes);
+        // SAFETY: the range lies inside the buffer.
+        unsafe {
+            self.gl
+                .bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(self.buffer));
+            self.gl
+                .get_buffer_sub_data(glow::SHADER_STORAGE_BUFFER, at as i32, bytes);
+        }
+        out
+    }
+
+    /// Overwrite elements from element `first` on with `data`.
+    pub fn write_range<T: bytemuck::Pod>(&self, first: usize, data: &[T]) {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        let at = first * std::mem::size_of::<T>();
+        assert!(at + bytes.len() <= self.bytes);
+        // SAFETY: the range lies inside the buffer.
+        unsafe {
+            self.gl
+                .bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(self.buffer));
+            self.gl
+                .buffer_sub_data_u8_slice(glow::SHADER_STORAGE_BUFFER, at as i32, bytes);
+        }
+    }
+
     /// Overwrite the start of the buffer with `data`.
     pub fn write<T: bytemuck::Pod>(&self, data: &[T]) {
         let bytes: &[u8] = bytemuck::cast_slice(data);

@@ -414,6 +414,8 @@ pub struct GpuFlat<'a> {
     pub values: GpuBuffer<'a>,
     /// Per pixel (input, index, Z bits, flags): 1 = has a front sample, 2 = needs tidying.
     pub front: GpuBuffer<'a>,
+    /// Pixels.
+    pub pixels: usize,
 }
 
 /// Merge `a` with `b` and composite front to back (the merge must run ascending).
@@ -434,6 +436,7 @@ pub fn merge_flat<'a>(
     let flat = GpuFlat {
         values: GpuBuffer::zeroed(gl, pixels * columns.stride() * 4)?,
         front: GpuBuffer::zeroed(gl, pixels * 16)?,
+        pixels,
     };
     let defines = columns
         .defines(layout_defines(

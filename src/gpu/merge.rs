@@ -22,7 +22,7 @@ use super::engine::{
     build_image, merge_deep, merge_flat, ColumnSpec, GpuFlat, GpuImage, MergeSpec,
 };
 use super::stats::{BufferBytes, GpuStats};
-use super::{GlContext, GlOptions};
+use super::{tidy, GlContext, GlOptions, GpuBuffer};
 use crate::composite::tidy::{needs_tidy, tidy_pixel};
 use crate::composite::{
     depth_less, flatten_pixel, CompositeKind, MergeOptions, MergeOutput, MergePlan, OutputKind,
@@ -58,10 +58,11 @@ impl Band {
     }
 }
 
-/// What is resident after the merges: the flat composite or the merged deep image.
+/// What is resident after the merges: the flat composite or the merged deep image (with, when
+/// the GPU tidied it, per pixel 1 where the walk made new values).
 enum Resident<'a> {
     Flat(GpuFlat<'a>),
-    Deep(GpuImage<'a>),
+    Deep(GpuImage<'a>, Option<GpuBuffer<'a>>),
 }
 
 /// A merge with its inputs resident on the GPU: build once, merge many (for benches), finish.
@@ -271,6 +272,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             input_samples: 0,
             output_samples: 0,
             host_tidied_pixels: 0,
+            gpu_tidied_pixels: 0,
             input_bytes: BufferBytes::default(),
             merged_bytes: BufferBytes::default(),
             peak_bytes: 0,
@@ -326,30 +328,84 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         })
     }
 
+    /// Where overlapping volumes are tidied: `tidy.comp` on the GPU or the host (see
+    /// `GlOptions::tidy_on_gpu`).
+    fn gpu_tidies(&self) -> bool {
+        self.gl_options
+            .tidy_on_gpu
+            .unwrap_or(!self.ctx.info().software)
+    }
+
     /// Run the merge kernels on the resident inputs (again); returns the seconds they took.
+    /// With the GPU tidying, a flat merge's flagged pixels are tidied and flattened from the last
+    /// merge's lists (merged again into a linearised image when any pixel is flagged), and a
+    /// tidy deep output is merged last into a linearised image and tidied in place.
     pub fn merge_resident(&mut self) -> Result<f64> {
         self.resident = None;
         let start = Instant::now();
         let merges = self.descending.len();
         let flat = matches!(self.options.output, OutputKind::Flat { .. });
+        let gpu_tidies = self.gpu_tidies();
         let mut merged: Option<GpuImage<'a>> = None;
         let mut merged_bytes = BufferBytes::default();
         let inputs_bytes: u64 = self.images.iter().map(|i| i.bytes().total()).sum();
         let mut peak = inputs_bytes;
+        let mut deep_marks = None;
+        self.stats.gpu_tidied_pixels = 0;
+        self.stats.host_tidied_pixels = 0;
         for m in 0..merges {
             let spec = MergeSpec {
                 method: self.gl_options.method,
                 block_size: self.gl_options.block_size,
                 descending: self.descending[m],
             };
+            let last = m + 1 == merges;
             let a = merged.as_ref().unwrap_or(&self.images[0]);
             let b = &self.images[m + 1];
-            if m + 1 == merges && flat {
+            if last && flat {
                 let out = merge_flat(self.ctx, a, b, spec, &self.columns)?;
+                if gpu_tidies {
+                    let listed = tidy::flagged_flat_pixels(self.ctx, &out)?;
+                    if listed.count > 0 {
+                        let lists =
+                            merge_deep(self.ctx, a, b, Layout::Linearised, spec, &self.columns)?;
+                        peak = peak.max(
+                            inputs_bytes
+                                + lists.bytes().total()
+                                + merged.as_ref().map_or(0, |i| i.bytes().total()),
+                        );
+                        let host = tidy::tidy_flat_in_place(
+                            self.ctx,
+                            &lists,
+                            &out,
+                            &listed,
+                            &self.columns,
+                        )?;
+                        self.stats.gpu_tidied_pixels += (listed.count - host) as u64;
+                        self.stats.host_tidied_pixels += host as u64;
+                    }
+                }
                 self.resident = Some(Resident::Flat(out));
             } else {
-                let out = merge_deep(self.ctx, a, b, self.gl_options.layout, spec, &self.columns)?;
-                let bytes = out.bytes();
+                // A tidy deep output is tidied from a linearised list (count → scan → emit).
+                let tidy_here = last && self.options.tidy && gpu_tidies;
+                let layout = if tidy_here {
+                    Layout::Linearised
+                } else {
+                    self.gl_options.layout
+                };
+                let mut out = merge_deep(self.ctx, a, b, layout, spec, &self.columns)?;
+                let mut bytes = out.bytes();
+                if tidy_here {
+                    let tidied = tidy::tidy_deep(self.ctx, out, &self.columns)?;
+                    bytes.add(&tidied.image.bytes());
+                    self.stats.gpu_tidied_pixels +=
+                        (tidied.tidied_pixels - tidied.host_pixels) as u64;
+                    self.stats.host_tidied_pixels += tidied.host_pixels as u64;
+                    self.stats.output_samples = tidied.image.samples as u64;
+                    deep_marks = Some(tidied.marks);
+                    out = tidied.image;
+                }
                 peak = peak.max(
                     inputs_bytes + bytes.total() + merged.as_ref().map_or(0, |i| i.bytes().total()),
                 );
@@ -358,7 +414,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             }
         }
         if !flat {
-            self.resident = merged.map(Resident::Deep);
+            self.resident = merged.map(|image| Resident::Deep(image, deep_marks));
         }
         // SAFETY: a plain finish on the current context, for honest timing.
         unsafe { self.ctx.gl.finish() };
@@ -389,37 +445,8 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         match self.resident.as_ref().expect("merged") {
             Resident::Flat(flat) => {
                 let stride = self.columns.stride();
-                let mut values: Vec<f32> = flat.values.read(pixels * stride);
-                let mut front: Vec<[u32; 4]> = flat.front.read(pixels);
-                // Pixels where volumes overlap (flag 2): tidy and flatten their merged lists on
-                // the GPU (`tidy.comp`), or leave them to the host in `assemble_flat`.
-                let gpu_tidies = self
-                    .gl_options
-                    .tidy_on_gpu
-                    .unwrap_or(!self.ctx.info().software);
-                let flagged: Vec<usize> = if gpu_tidies {
-                    (0..pixels).filter(|&p| front[p][3] & 2 != 0).collect()
-                } else {
-                    Vec::new()
-                };
-                if !flagged.is_empty() {
-                    let (offsets, keys, rows) =
-                        flagged_lists(&self.plan, &self.band, base, &flagged, stride);
-                    let list: Vec<u32> = (0..flagged.len() as u32).collect();
-                    let tidied = super::tidy::tidy_flatten_pixels_host(
-                        self.ctx,
-                        &offsets,
-                        &keys,
-                        &rows,
-                        &list,
-                        &self.columns,
-                    )?;
-                    for (k, &p) in flagged.iter().enumerate() {
-                        values[p * stride..(p + 1) * stride]
-                            .copy_from_slice(&tidied.values[k * stride..(k + 1) * stride]);
-                        front[p] = tidied.front[k];
-                    }
-                }
+                let values: Vec<f32> = flat.values.read(pixels * stride);
+                let front: Vec<[u32; 4]> = flat.front.read(pixels);
                 for (p, &q) in self.band.perm.iter().enumerate() {
                     let i = base + q as usize;
                     out.flat_values[i * stride..(i + 1) * stride]
@@ -427,15 +454,27 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                     out.flat_front[i] = front[p];
                 }
             }
-            Resident::Deep(image) => {
-                let built = image.read_back(false);
+            Resident::Deep(image, marks) => {
+                let built = image.read_back(marks.is_some());
+                let marks: Vec<u32> = marks.as_ref().map_or(Vec::new(), |m| m.read(pixels));
+                let stride = self.columns.stride();
                 let mut inverse = vec![0u32; pixels];
                 for (p, &q) in self.band.perm.iter().enumerate() {
                     inverse[q as usize] = p as u32;
                 }
                 for &p in &inverse {
-                    let fragments = built.pixel(p as usize);
+                    let p = p as usize;
+                    let fragments = built.pixel(p);
                     out.deep_counts.push(fragments.len() as u32);
+                    // A pixel the GPU tidied brings its new values (rows of `stride`).
+                    if marks.get(p).is_some_and(|&m| m != 0) {
+                        let first = built.offsets[p] as usize;
+                        out.deep_tidied.push((
+                            out.deep_samples.len(),
+                            built.values[first * stride..(first + fragments.len()) * stride]
+                                .to_vec(),
+                        ));
+                    }
                     out.deep_samples.extend(fragments);
                 }
             }
@@ -445,44 +484,15 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
     }
 }
 
-/// The merged lists (merge order) of the band's layout pixels `flagged`, as the CSR input of
-/// `tidy::tidy_flatten_pixels` with `stride` values per slot.
-fn flagged_lists(
-    plan: &MergePlan,
-    band: &Band,
-    base: usize,
-    flagged: &[usize],
-    stride: usize,
-) -> (Vec<u32>, Vec<Fragment>, Vec<f32>) {
-    let mut offsets = vec![0u32];
-    let (mut keys, mut rows) = (Vec::new(), Vec::new());
-    let mut samples = Vec::new();
-    let mut pixel = PixelSamples::new(plan.composite.len());
-    for &p in flagged {
-        let (x, y) = plan.window.coords_of(base + band.perm[p] as usize);
-        plan.ordered_samples(x, y, &mut samples);
-        pixel.gather(&samples, &plan.inputs, &plan.sources);
-        for (s, sample) in samples.iter().enumerate() {
-            keys.push(Fragment {
-                z: sample.z,
-                zback: sample.zback,
-                input: sample.input,
-                index: sample.index as u32,
-            });
-            rows.extend_from_slice(pixel.row(s));
-            rows.resize(keys.len() * stride, 0.0);
-        }
-        offsets.push(keys.len() as u32);
-    }
-    (offsets, keys, rows)
-}
-
 /// The output gathered band by band, row-major over the window.
 struct Accumulated {
     flat_values: Vec<f32>,
     flat_front: Vec<[u32; 4]>,
     deep_counts: Vec<u32>,
     deep_samples: Vec<Fragment>,
+    /// Pixels the GPU tidied: (position of their first sample in `deep_samples`, `stride`
+    /// values per sample).
+    deep_tidied: Vec<(usize, Vec<f32>)>,
     stride: usize,
 }
 
@@ -503,6 +513,7 @@ impl Accumulated {
             },
             deep_counts: Vec::new(),
             deep_samples: Vec::new(),
+            deep_tidied: Vec::new(),
             stride,
         }
     }
@@ -602,6 +613,7 @@ impl Accumulated {
 
     fn assemble_deep(self, plan: &MergePlan, tidy: bool, stats: &mut GpuStats) -> DeepImage {
         let window = plan.window;
+        let stride = self.stride;
         let columns = plan.composite.len();
         let mut counts = Vec::with_capacity(self.deep_counts.len());
         let mut samples: Vec<Sample> = Vec::with_capacity(self.deep_samples.len());
@@ -610,8 +622,13 @@ impl Accumulated {
         let mut start = 0usize;
         let mut pixel = PixelSamples::new(columns);
         let mut ordered = Vec::new();
+        let mut gpu_tidied = self.deep_tidied.iter().peekable();
         for (i, &n) in self.deep_counts.iter().enumerate() {
             let list = &self.deep_samples[start..start + n as usize];
+            let tidied_here = match gpu_tidied.peek() {
+                Some((at, _)) if *at == start && n > 0 => gpu_tidied.next(),
+                _ => None,
+            };
             start += n as usize;
             let first = samples.len();
             samples.extend(list.iter().map(|f| Sample {
@@ -623,7 +640,13 @@ impl Accumulated {
             debug_assert!(samples[first..]
                 .windows(2)
                 .all(|w| !depth_less((w[1].z, w[1].zback), (w[0].z, w[0].zback))));
-            if tidy && needs_tidy(&samples[first..]) {
+            if let Some((_, rows)) = tidied_here {
+                // Tidied on the GPU: every sample takes its new values.
+                for s in 0..n as usize {
+                    tidied.push((first + s, rows[s * stride..(s + 1) * stride].to_vec()));
+                }
+                counts.push(n);
+            } else if tidy && needs_tidy(&samples[first..]) {
                 stats.host_tidied_pixels += 1;
                 samples.truncate(first);
                 let (x, y) = window.coords_of(i);
@@ -695,6 +718,8 @@ pub fn merge_images_gl(
                 t.pixels += stats.pixels;
                 t.input_samples += stats.input_samples;
                 t.output_samples += stats.output_samples;
+                t.gpu_tidied_pixels += stats.gpu_tidied_pixels;
+                t.host_tidied_pixels += stats.host_tidied_pixels;
                 t.input_bytes.add(&stats.input_bytes);
                 t.merged_bytes.add(&stats.merged_bytes);
                 t.peak_bytes = t.peak_bytes.max(stats.peak_bytes);

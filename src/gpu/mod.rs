@@ -22,6 +22,7 @@
 //!    with the `composite` functions, so results equal `composite::merge_images` exactly.
 
 mod buffer;
+pub mod compact;
 mod context;
 pub mod engine;
 mod merge;

@@ -29,6 +29,11 @@ const SOURCES: &[(&str, &str)] = &[
     ("copy.comp", include_str!("../../glsl/copy.comp")),
     ("sort.comp", include_str!("../../glsl/sort.comp")),
     ("tidy.comp", include_str!("../../glsl/tidy.comp")),
+    (
+        "tidy_assemble.comp",
+        include_str!("../../glsl/tidy_assemble.comp"),
+    ),
+    ("compact.comp", include_str!("../../glsl/compact.comp")),
 ];
 
 fn source(name: &str) -> Result<&'static str> {

@@ -70,8 +70,12 @@ pub struct GpuStats {
     pub input_samples: u64,
     /// Samples of the last merge's output (= input samples).
     pub output_samples: u64,
-    /// Pixels the host tidied and flattened with `composite` because volumes overlap there.
+    /// Pixels the host tidied (and flattened) because volumes overlap there: all of them on a
+    /// software rasteriser (`GlOptions::tidy_on_gpu`), else only those too long for one pass of
+    /// the GPU walk.
     pub host_tidied_pixels: u64,
+    /// Pixels tidied (and flattened) on the GPU by `tidy.comp`.
+    pub gpu_tidied_pixels: u64,
     /// Bytes of the inputs' built images, summed over bands.
     pub input_bytes: BufferBytes,
     /// Bytes of the merged images (intermediates and a deep output), summed over bands.
@@ -101,8 +105,8 @@ impl fmt::Display for GpuStats {
         )?;
         writeln!(
             f,
-            "pixels:         {} ({} input samples, {} tidied on the host)",
-            self.pixels, self.input_samples, self.host_tidied_pixels
+            "pixels:         {} ({} input samples; tidied: {} on the GPU, {} on the host)",
+            self.pixels, self.input_samples, self.gpu_tidied_pixels, self.host_tidied_pixels
         )?;
         writeln!(f, "input images:   {}", self.input_bytes)?;
         writeln!(f, "merged images:  {}", self.merged_bytes)?;

@@ -21,11 +21,14 @@
 //! f64; the tests hold every output to 1e-5 absolute (relative above magnitude 1).
 
 use super::buffer::GpuBuffer;
-use super::engine::{check_fits, ColumnSpec};
+use super::compact::{compact_flagged, FlagField, GpuCompacted};
+use super::engine::{check_fits, ColumnSpec, GpuFlat, GpuImage};
 use super::program::Defines;
+use super::scan::exclusive_scan_buffer;
 use super::GlContext;
-pub use crate::cpu::tidy::TidiedPixels;
-use crate::cpu::{Fragment, GROUP_SIZE};
+use crate::cpu::tidy as cpu_tidy;
+pub use crate::cpu::tidy::{TidiedPixels, GATE_LIMIT};
+use crate::cpu::{Fragment, Layout, GROUP_SIZE};
 use crate::error::{Error, Result};
 
 /// Loop iterations one invocation may charge before it saves its walk and yields (the shader's
@@ -83,6 +86,74 @@ impl GpuTidied<'_> {
     }
 }
 
+/// The compiled walk in one of `tidy.comp`'s modes (`TIDY_MODE`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum WalkMode {
+    Flatten = 0,
+    Count = 1,
+    Emit = 2,
+}
+
+/// Bind `keys` (0), `values` (1), `offsets` (2), `pixels` (3), a fresh state buffer (6) and the
+/// counters (7) (the mode's outputs are bound by the caller), then dispatch the walk until no
+/// listed pixel is left running. Returns (state, passes, pixels too long for one pass).
+#[allow(clippy::too_many_arguments)]
+fn run_walk<'a>(
+    ctx: &'a GlContext,
+    program: glow::Program,
+    offsets: &GpuBuffer,
+    keys: &GpuBuffer,
+    values: &GpuBuffer,
+    pixels: &GpuBuffer,
+    count: usize,
+) -> Result<(GpuBuffer<'a>, usize, usize)> {
+    let state = GpuBuffer::zeroed(&ctx.gl, count * 16)?;
+    if count == 0 {
+        return Ok((state, 0, 0));
+    }
+    let counters = GpuBuffer::zeroed(&ctx.gl, 16)?;
+    // SAFETY: the program belongs to this context.
+    unsafe { glow::HasContext::use_program(&ctx.gl, Some(program)) };
+    ctx.uniform_u32(program, "u_count", count as u32);
+    keys.bind(0);
+    values.bind(1);
+    offsets.bind(2);
+    pixels.bind(3);
+    state.bind(6);
+    counters.bind(7);
+    let (mut passes, mut too_long) = (0, 0);
+    // Pass after pass until no pixel yielded; pixels already finished return at once.
+    loop {
+        counters.write(&[0u32, 0, 0, 0]);
+        ctx.dispatch(count, GROUP_SIZE as usize)?;
+        passes += 1;
+        let c: Vec<u32> = counters.read(2);
+        too_long += c[1] as usize;
+        if c[0] == 0 {
+            return Ok((state, passes, too_long));
+        }
+        if passes >= MAX_PASSES {
+            return Err(Error::Gl(format!(
+                "tidy: {} pixels still unfinished after {MAX_PASSES} passes",
+                c[0]
+            )));
+        }
+    }
+}
+
+fn walk_program(ctx: &GlContext, columns: &ColumnSpec, mode: WalkMode) -> Result<glow::Program> {
+    ctx.program("tidy.comp", &defines(columns).set("TIDY_MODE", mode as u32))
+}
+
+fn check_pixel_list(pixels: &GpuBuffer, count: usize) -> Result<()> {
+    if pixels.bytes < count * 4 {
+        return Err(Error::Gl(format!(
+            "tidy: pixel list buffer too small for {count} pixels"
+        )));
+    }
+    Ok(())
+}
+
 /// Tidy and flatten the `count` pixels whose indices are in `pixels` (u32 each) of the CSR list
 /// `offsets` (u32, one past the largest listed pixel at least), `keys` (`Fragment`, in merge
 /// order per pixel) and `values` (`columns.stride()` floats per slot). A merged image in
@@ -97,55 +168,303 @@ pub fn tidy_flatten_pixels<'a>(
     columns: &ColumnSpec,
 ) -> Result<GpuTidied<'a>> {
     let stride = columns.stride();
-    if pixels.bytes < count * 4 {
-        return Err(Error::Gl(format!(
-            "tidy: pixel list buffer too small for {count} pixels"
-        )));
-    }
+    check_pixel_list(pixels, count)?;
     check_fits(ctx, count * stride * 4, "the tidied values")?;
-    let mut out = GpuTidied {
-        values: GpuBuffer::zeroed(&ctx.gl, count * stride * 4)?,
-        front: GpuBuffer::zeroed(&ctx.gl, count * 16)?,
-        state: GpuBuffer::zeroed(&ctx.gl, count * 16)?,
+    let out_values = GpuBuffer::zeroed(&ctx.gl, count * stride * 4)?;
+    let out_front = GpuBuffer::zeroed(&ctx.gl, count * 16)?;
+    let program = walk_program(ctx, columns, WalkMode::Flatten)?;
+    out_values.bind(4);
+    out_front.bind(5);
+    let (state, passes, too_long) = run_walk(ctx, program, offsets, keys, values, pixels, count)?;
+    Ok(GpuTidied {
+        values: out_values,
+        front: out_front,
+        state,
         count,
-        passes: 0,
-        too_long: 0,
+        passes,
+        too_long,
+    })
+}
+
+/// Positions in a pixel list whose walk gave up (status 3 in `state`, `count` entries).
+fn too_long_positions(state: &GpuBuffer, count: usize) -> Vec<usize> {
+    let state: Vec<[u32; 4]> = state.read(count);
+    (0..count).filter(|&k| state[k][3] == 3).collect()
+}
+
+/// Per listed pixel, how many samples it has once tidied (twin: `cpu::tidy::tidy_count_pixels`),
+/// as a resident buffer of `count` u32, with the positions in the list whose walk was too long
+/// for one pass (their entries are not valid; `tidy_deep` finishes them on the host).
+pub fn tidy_count_pixels<'a>(
+    ctx: &'a GlContext,
+    offsets: &GpuBuffer,
+    keys: &GpuBuffer,
+    values: &GpuBuffer,
+    pixels: &GpuBuffer,
+    count: usize,
+    columns: &ColumnSpec,
+) -> Result<(GpuBuffer<'a>, Vec<usize>)> {
+    check_pixel_list(pixels, count)?;
+    let emitted = GpuBuffer::zeroed(&ctx.gl, count * 4)?;
+    let program = walk_program(ctx, columns, WalkMode::Count)?;
+    emitted.bind(8);
+    let (state, _, too_long) = run_walk(ctx, program, offsets, keys, values, pixels, count)?;
+    let positions = if too_long > 0 {
+        too_long_positions(&state, count)
+    } else {
+        Vec::new()
     };
-    if count == 0 {
-        return Ok(out);
-    }
-    let counters = GpuBuffer::zeroed(&ctx.gl, 16)?;
-    let program = ctx.program("tidy.comp", &defines(columns))?;
+    Ok((emitted, positions))
+}
+
+/// Write the tidied lists of the `count` listed pixels into `tidied` (linearised, offsets
+/// already scanned from the counts), each at its pixel's offset. Returns the positions in the
+/// list whose walk was too long for one pass (their slots are not valid).
+#[allow(clippy::too_many_arguments)]
+pub fn tidy_emit_pixels(
+    ctx: &GlContext,
+    offsets: &GpuBuffer,
+    keys: &GpuBuffer,
+    values: &GpuBuffer,
+    pixels: &GpuBuffer,
+    count: usize,
+    columns: &ColumnSpec,
+    tidied: &GpuImage,
+) -> Result<Vec<usize>> {
+    check_pixel_list(pixels, count)?;
+    let emitted = GpuBuffer::zeroed(&ctx.gl, count * 4)?;
+    let program = walk_program(ctx, columns, WalkMode::Emit)?;
+    tidied.keys.bind(4);
+    tidied.values.bind(5);
+    emitted.bind(8);
+    tidied.offsets.bind(9);
+    let (state, _, too_long) = run_walk(ctx, program, offsets, keys, values, pixels, count)?;
+    Ok(if too_long > 0 {
+        too_long_positions(&state, count)
+    } else {
+        Vec::new()
+    })
+}
+
+fn assemble_program(ctx: &GlContext, stage: u32, columns: &ColumnSpec) -> Result<glow::Program> {
+    let program = ctx.program(
+        "tidy_assemble.comp",
+        &Defines::default()
+            .set("GROUP_SIZE", GROUP_SIZE)
+            .set("STAGE", stage)
+            .set("GATE_LIMIT", GATE_LIMIT)
+            .set("NUM_COLUMNS", columns.stride()),
+    )?;
     // SAFETY: the program belongs to this context.
     unsafe { glow::HasContext::use_program(&ctx.gl, Some(program)) };
-    ctx.uniform_u32(program, "u_count", count as u32);
-    keys.bind(0);
-    values.bind(1);
-    offsets.bind(2);
-    pixels.bind(3);
-    out.values.bind(4);
-    out.front.bind(5);
-    out.state.bind(6);
-    counters.bind(7);
-    // Pass after pass until no pixel yielded; pixels already finished return at once.
-    loop {
-        counters.write(&[0u32, 0, 0, 0]);
-        ctx.dispatch(count, GROUP_SIZE as usize)?;
-        out.passes += 1;
-        let [running, too_long, _, _] = {
-            let c: Vec<u32> = counters.read(4);
-            [c[0], c[1], c[2], c[3]]
-        };
-        out.too_long += too_long as usize;
-        if running == 0 {
-            return Ok(out);
-        }
-        if out.passes >= MAX_PASSES {
-            return Err(Error::Gl(format!(
-                "tidy: {running} pixels still unfinished after {MAX_PASSES} passes"
-            )));
-        }
+    Ok(program)
+}
+
+/// Per pixel of a linearised list, 1 where it needs a tidy (twin: `cpu::tidy::tidy_gate`).
+pub fn tidy_gate<'a>(
+    ctx: &'a GlContext,
+    offsets: &GpuBuffer,
+    keys: &GpuBuffer,
+    pixels: usize,
+    columns: &ColumnSpec,
+) -> Result<GpuBuffer<'a>> {
+    let marks = GpuBuffer::uninit(&ctx.gl, (pixels * 4).max(16))?;
+    if pixels > 0 {
+        let program = assemble_program(ctx, 0, columns)?;
+        ctx.uniform_u32(program, "u_pixels", pixels as u32);
+        offsets.bind(0);
+        keys.bind(1);
+        marks.bind(2);
+        ctx.dispatch(pixels, GROUP_SIZE as usize)?;
     }
+    Ok(marks)
+}
+
+/// One pixel's list of a resident linearised image, read back: (offsets `[0, n]`, keys, values).
+fn read_pixel(image: &GpuImage, p: usize) -> (Vec<u32>, Vec<Fragment>, Vec<f32>) {
+    let range: Vec<u32> = image.offsets.read_range(p, 2);
+    let (start, n) = (range[0] as usize, (range[1] - range[0]) as usize);
+    (
+        vec![0, n as u32],
+        image.keys.read_range(start, n),
+        image
+            .values
+            .read_range(start * image.stride, n * image.stride),
+    )
+}
+
+/// A tidied deep image on the GPU.
+pub struct GpuTidiedDeep<'a> {
+    /// The tidied image, linearised and ascending (the merged image itself when nothing needed
+    /// a tidy).
+    pub image: GpuImage<'a>,
+    /// Per pixel, 1 where the walk tidied it (its values are new), 0 where it was copied.
+    pub marks: GpuBuffer<'a>,
+    /// Pixels the walk tidied.
+    pub tidied_pixels: usize,
+    /// Of those, the ones too long for the walk's per-pass budget, finished on the host.
+    pub host_pixels: usize,
+}
+
+/// Tidy a merged, sorted, linearised image on the GPU (twin: `cpu::tidy::tidy_deep`): gate →
+/// compact the marked pixels → walk in count mode → counts, scan → copy the untouched pixels and
+/// walk the marked ones in emit mode. Only the marked count and the tidied total are read back
+/// (plus the lists of pixels too long for one walk pass, which the CPU twin finishes).
+pub fn tidy_deep<'a>(
+    ctx: &'a GlContext,
+    merged: GpuImage<'a>,
+    columns: &ColumnSpec,
+) -> Result<GpuTidiedDeep<'a>> {
+    if merged.layout != Layout::Linearised || !merged.ascending {
+        return Err(Error::Gl(
+            "internal: tidy_deep needs a linearised, ascending image".into(),
+        ));
+    }
+    let gl = &ctx.gl;
+    let pixels = merged.pixels;
+    let stride = merged.stride;
+    let marks = tidy_gate(ctx, &merged.offsets, &merged.keys, pixels, columns)?;
+    let listed = compact_flagged(ctx, &marks, pixels, FlagField::WORD)?;
+    if listed.count == 0 {
+        return Ok(GpuTidiedDeep {
+            image: merged,
+            marks,
+            tidied_pixels: 0,
+            host_pixels: 0,
+        });
+    }
+    let (emitted, long_counted) = tidy_count_pixels(
+        ctx,
+        &merged.offsets,
+        &merged.keys,
+        &merged.values,
+        &listed.list,
+        listed.count,
+        columns,
+    )?;
+    // Pixels too long for one walk pass: tidied by the CPU twin from their read-back lists.
+    let mut host_lists = Vec::new();
+    for &k in &long_counted {
+        let p = listed.list.read_range::<u32>(k, 1)[0] as usize;
+        let (offsets, keys, values) = read_pixel(&merged, p);
+        let lists = cpu_tidy::tidy_emit_pixels(&offsets, &keys, &values, &[0], &columns.alpha_of);
+        emitted.write_range(k, &[lists.keys.len() as u32]);
+        host_lists.push((p, lists));
+    }
+    let counts = GpuBuffer::uninit(gl, (pixels * 4).max(16))?;
+    let program = assemble_program(ctx, 1, columns)?;
+    ctx.uniform_u32(program, "u_pixels", pixels as u32);
+    merged.offsets.bind(0);
+    marks.bind(2);
+    listed.rank.bind(3);
+    emitted.bind(4);
+    counts.bind(5);
+    ctx.dispatch(pixels, GROUP_SIZE as usize)?;
+    let offsets = exclusive_scan_buffer(ctx, &counts, pixels)?;
+    drop(counts);
+    let samples = offsets.read_range::<u32>(pixels, 1)[0] as usize;
+    check_fits(ctx, samples * 16.max(stride * 4), "the tidied deep image")?;
+    let tidied = GpuImage {
+        layout: Layout::Linearised,
+        block_size: merged.block_size,
+        ascending: true,
+        pixels,
+        samples,
+        stride,
+        keys: GpuBuffer::uninit(gl, (samples * 16).max(16))?,
+        values: GpuBuffer::uninit(gl, (samples * stride * 4).max(16))?,
+        offsets,
+        aux1: GpuBuffer::zeroed(gl, 4)?,
+        aux2: GpuBuffer::zeroed(gl, 4)?,
+    };
+    if merged.samples > 0 {
+        let program = assemble_program(ctx, 2, columns)?;
+        ctx.uniform_u32(program, "u_pixels", pixels as u32);
+        ctx.uniform_u32(program, "u_count", merged.samples as u32);
+        merged.offsets.bind(0);
+        merged.keys.bind(1);
+        marks.bind(2);
+        merged.values.bind(6);
+        tidied.offsets.bind(7);
+        tidied.keys.bind(8);
+        tidied.values.bind(9);
+        ctx.dispatch(merged.samples, GROUP_SIZE as usize)?;
+    }
+    tidy_emit_pixels(
+        ctx,
+        &merged.offsets,
+        &merged.keys,
+        &merged.values,
+        &listed.list,
+        listed.count,
+        columns,
+        &tidied,
+    )?;
+    for (p, lists) in &host_lists {
+        let at = tidied.offsets.read_range::<u32>(*p, 1)[0] as usize;
+        tidied.keys.write_range(at, &lists.keys);
+        tidied.values.write_range(at * stride, &lists.values);
+    }
+    Ok(GpuTidiedDeep {
+        image: tidied,
+        marks,
+        tidied_pixels: listed.count,
+        host_pixels: host_lists.len(),
+    })
+}
+
+/// The pixels of a flat merge that it flagged as needing a tidy (bit 2 of the front's fourth
+/// word), listed on the GPU.
+pub fn flagged_flat_pixels<'a>(ctx: &'a GlContext, flat: &GpuFlat) -> Result<GpuCompacted<'a>> {
+    compact_flagged(
+        ctx,
+        &flat.front,
+        flat.pixels,
+        FlagField::NEEDS_TIDY_IN_FRONT,
+    )
+}
+
+/// Tidy and flatten the `listed` pixels (`flagged_flat_pixels`) from the same merge's lists
+/// resident in `merged` (linearised, ascending), and write them into `flat` in place (twin:
+/// `cpu::tidy::tidy_flatten_pixels` on the list). Returns how many were finished on the host
+/// because one walk pass could not take them.
+pub fn tidy_flat_in_place(
+    ctx: &GlContext,
+    merged: &GpuImage,
+    flat: &GpuFlat,
+    listed: &GpuCompacted,
+    columns: &ColumnSpec,
+) -> Result<usize> {
+    let stride = columns.stride();
+    if listed.count == 0 {
+        return Ok(0);
+    }
+    let tidied = tidy_flatten_pixels(
+        ctx,
+        &merged.offsets,
+        &merged.keys,
+        &merged.values,
+        &listed.list,
+        listed.count,
+        columns,
+    )?;
+    let program = assemble_program(ctx, 3, columns)?;
+    ctx.uniform_u32(program, "u_count", listed.count as u32);
+    listed.list.bind(0);
+    tidied.values.bind(1);
+    tidied.front.bind(2);
+    flat.values.bind(3);
+    flat.front.bind(4);
+    ctx.dispatch(listed.count, GROUP_SIZE as usize)?;
+    let long = tidied.too_long_pixels();
+    for &k in &long {
+        let p = listed.list.read_range::<u32>(k, 1)[0] as usize;
+        let (offsets, keys, values) = read_pixel(merged, p);
+        let one = cpu_tidy::tidy_flatten_pixels(&offsets, &keys, &values, &[0], &columns.alpha_of);
+        flat.values.write_range(p * stride, &one.values);
+        flat.front.write_range(p, &one.front);
+    }
+    Ok(long.len())
 }
 
 /// Upload a CSR list, tidy and flatten `pixels` on the GPU, read the result back (for tests and

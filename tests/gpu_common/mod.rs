@@ -281,6 +281,48 @@ pub fn assert_gl_matches(
     stats
 }
 
+/// Deep images alike up to `tolerance` in their float values (absolute, relative above 1; plus
+/// one half ulp for half channels, whose rounding a tiny difference can flip): same window,
+/// channels, counts and state, uint channels exact.
+pub fn assert_deep_close(a: &DeepImage, b: &DeepImage, tolerance: f32, what: &str) {
+    assert_eq!(a.data_window, b.data_window, "{what}");
+    assert_eq!(a.channels, b.channels, "{what}");
+    assert_eq!(a.state, b.state, "{what}");
+    if a.offsets != b.offsets {
+        let p = a
+            .offsets
+            .iter()
+            .zip(&b.offsets)
+            .position(|(x, y)| x != y)
+            .unwrap();
+        panic!(
+            "{what}: deep counts differ from pixel {:?}",
+            a.data_window.coords_of(p.saturating_sub(1))
+        );
+    }
+    for (c, (pa, pb)) in a.planes.iter().zip(&b.planes).enumerate() {
+        let name = &a.channels[c].name;
+        match (pa, pb) {
+            (Plane::U32(x), Plane::U32(y)) => assert_eq!(x, y, "{what}: channel {name}"),
+            _ => {
+                let half = matches!(pb, Plane::F16(_));
+                for i in 0..pb.len() {
+                    let (u, v) = (pa.get_f32(i), pb.get_f32(i));
+                    let mut allowed = tolerance * v.abs().max(1.0);
+                    if half {
+                        let h = f16::from_f32(v);
+                        allowed += (f16::from_bits(h.to_bits() + 1).to_f32() - h.to_f32()).abs();
+                    }
+                    assert!(
+                        (u - v).abs() <= allowed || (u.is_nan() && v.is_nan()),
+                        "{what}: channel {name} sample {i}: {u} vs {v}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 type GlJob = Box<dyn FnOnce(&GlContext) + Send>;
 
 /// Run `job` on this test binary's one GL thread, which owns one context for all tests, so
