@@ -154,6 +154,16 @@ enum PixelOrderArg {
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum GpuStagesArg {
+    /// On the GPU where it is a hardware device, on the host under a software rasteriser.
+    Auto,
+    /// Always on the GPU (`sort.comp`, `tidy.comp`).
+    Gpu,
+    /// Always on the host (bit-identical to the CPU engine).
+    Host,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum FlatTypeArg {
     Half,
     Float,
@@ -203,6 +213,9 @@ struct MergeArgs {
     /// Pixel order of GPU layouts: row-major, or 8x4 raster tiles (GL backend).
     #[arg(long, value_enum)]
     pixel_order: Option<PixelOrderArg>,
+    /// Where the GL backend sorts messy inputs and tidies overlapping volumes.
+    #[arg(long, value_enum)]
+    gpu_stages: Option<GpuStagesArg>,
     /// Print GPU statistics: buffers per layout (bytes), bands, timings (GL backend).
     #[arg(long)]
     stats: bool,
@@ -398,11 +411,17 @@ fn gl_options(args: &MergeArgs) -> Option<GlOptions> {
         || args.stepwise
         || args.block.is_some()
         || args.pixel_order.is_some()
+        || args.gpu_stages.is_some()
         || args.stats;
     if !given {
         return None;
     }
     let defaults = GlOptions::default();
+    let stages_on_gpu = match args.gpu_stages {
+        Some(GpuStagesArg::Gpu) => Some(true),
+        Some(GpuStagesArg::Host) => Some(false),
+        Some(GpuStagesArg::Auto) | None => None,
+    };
     Some(GlOptions {
         layout: match args.layout {
             Some(LayoutArg::Ll) => Layout::LinkedList,
@@ -422,6 +441,8 @@ fn gl_options(args: &MergeArgs) -> Option<GlOptions> {
             Some(PixelOrderArg::Row) => PixelOrder::RowMajor,
             None => defaults.pixel_order,
         },
+        sort_on_gpu: stages_on_gpu,
+        tidy_on_gpu: stages_on_gpu,
         ..defaults
     })
 }
@@ -432,7 +453,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
     let requested_gl = gl_options(args);
     if args.backend == BackendArg::Cpu && requested_gl.is_some() {
         return Err(Error::Usage(
-            "--layout, --rbm, --stepwise, --block, --pixel-order and --stats choose how the GPU merges; they do not apply to --backend cpu".into(),
+            "--layout, --rbm, --stepwise, --block, --pixel-order, --gpu-stages and --stats choose how the GPU merges; they do not apply to --backend cpu".into(),
         ));
     }
     if args.deep && (args.flat_z || args.flat_type != FlatTypeArg::Half) {

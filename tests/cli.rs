@@ -306,3 +306,66 @@ fn backend_choice_without_gl_and_with_software_gl() {
         "{err}"
     );
 }
+
+#[test]
+fn gpu_stages_tidy_deep_output_on_the_gpu_from_the_cli() {
+    // A volumetric file merged with itself: every volume meets its twin over the same interval,
+    // so `--tidy` merges them. `--gpu-stages gpu` makes the GL backend tidy on the GPU even on
+    // llvmpipe; the result must match the CPU engine's within the stage's f32 tolerance.
+    let a = data("oiio/input-crop.deep.exr");
+    let dir = tempfile::tempdir().unwrap();
+    let gl = dir.path().join("gl.exr");
+    let cpu = dir.path().join("cpu.exr");
+    let path = a.to_str().unwrap();
+    let (ok, _, err) = run(&[
+        path,
+        path,
+        "--deep",
+        "--tidy",
+        "--backend",
+        "gl",
+        "--gpu-stages",
+        "gpu",
+        "--stats",
+        "-o",
+        gl.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let tidied_on_gpu: u64 = err
+        .split("tidied: ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("--stats names the pixels tidied on the GPU: {err}"));
+    assert!(tidied_on_gpu > 100, "{err}");
+    assert!(err.contains(", 0 on the host"), "{err}");
+    let (ok, _, err) = run(&[
+        path,
+        path,
+        "--deep",
+        "--tidy",
+        "--backend",
+        "cpu",
+        "-o",
+        cpu.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let (ours, theirs) = (read(&gl, 0), read(&cpu, 0));
+    assert_eq!(ours.offsets, theirs.offsets);
+    assert_eq!(ours.channels, theirs.channels);
+    assert_eq!(ours.state, theirs.state);
+    for (c, (x, y)) in ours.planes.iter().zip(&theirs.planes).enumerate() {
+        for i in 0..y.len() {
+            let (u, v) = (x.get_f32(i), y.get_f32(i));
+            // f32 against f64 (1e-5), plus one half ulp: the files store half.
+            assert!(
+                (u - v).abs() <= 1e-5 * v.abs().max(1.0) + v.abs().max(6e-5) / 1024.0,
+                "{} sample {i}: {u} vs {v}",
+                ours.channels[c].name
+            );
+        }
+    }
+    // Bad value: clap names the choices.
+    let (ok, _, err) = run(&[path, path, "--gpu-stages", "fast", "-o", "x.exr"]);
+    assert!(!ok && err.contains("auto") && err.contains("host"), "{err}");
+}

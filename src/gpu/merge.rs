@@ -8,11 +8,15 @@
 //! is gathered where that is faster (a software rasteriser; `GlOptions::sort_on_gpu`); both are
 //! stable, so the tie rule holds.
 //!
-//! Pixels where volumes overlap (`composite::tidy::needs_tidy`) are flagged by the flat merge on
-//! the GPU and tidied and flattened by the GPU stage `tidy.comp` (within 1e-5 of the f64
-//! reference), or by the host with the `composite` functions where that is faster (a software
-//! rasteriser; `GlOptions::tidy_on_gpu`), bit-identical to the CPU engine. Their merged lists
-//! are gathered on the host for that stage. Deep output with `tidy` is tidied on the host.
+//! Pixels where volumes overlap (`composite::tidy::needs_tidy`) are tidied on the GPU (within
+//! 1e-5 of the f64 reference), or by the host with the `composite` functions where that is
+//! faster (a software rasteriser; `GlOptions::tidy_on_gpu`), bit-identical to the CPU engine:
+//! - flat: the last merge flags them; they are listed on the GPU (`compact.comp`), the last pair
+//!   is merged again into a linearised image (only when something is flagged) and `tidy.comp`
+//!   flattens the listed pixels from it, writing into the flat composite in place;
+//! - deep with `tidy`: the last merge writes a linearised image, which `tidy::tidy_deep` turns
+//!   into the tidied image on the GPU (gate, list, count, scan, emit); the host only reads it
+//!   back, taking the new values of the pixels it marks.
 
 use std::time::Instant;
 

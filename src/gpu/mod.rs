@@ -18,8 +18,11 @@
 //! 4. flat: the last merge composites front to back with the reference's arithmetic and flags
 //!    pixels where volumes overlap; deep: the merged keys are read back and every channel is
 //!    copied bit-exactly from the original planes by the source reference;
-//! 5. v1: the host tidies and flattens the flagged pixels (and deep pixels when `tidy` is asked)
-//!    with the `composite` functions, so results equal `composite::merge_images` exactly.
+//! 5. where volumes overlap: `tidy.comp` tidies and flattens the flagged pixels from the last
+//!    merge's lists (flat), or writes the tidied deep image (count → scan → emit), with the
+//!    pixels listed by stream compaction ([`compact`]); on a software rasteriser the host does
+//!    it with the `composite` functions instead (faster there, and bit-identical to the CPU
+//!    engine; [`GlOptions::tidy_on_gpu`]).
 
 mod buffer;
 pub mod compact;
@@ -57,10 +60,11 @@ pub struct GlOptions {
     /// stage (`sort.comp`) on hardware and the host on a software rasteriser, where the host is
     /// about ten times faster (measured on llvmpipe); `Some(true)` forces the GPU stage.
     pub sort_on_gpu: Option<bool>,
-    /// Where flat pixels whose volume samples overlap are tidied and flattened: `None` picks the
-    /// GPU stage (`tidy.comp`, f32, within 1e-5 of the f64 reference) on hardware and the host
-    /// (`composite`, bit-identical to the CPU engine) on a software rasteriser, where the host
-    /// is faster (measured on llvmpipe); `Some(true)` forces the GPU stage.
+    /// Where pixels whose volume samples overlap are tidied (and flattened, for flat output;
+    /// deep output with `tidy` too): `None` picks the GPU stages (`tidy.comp`, f32, within 1e-5
+    /// of the f64 reference) on hardware and the host (`composite`, bit-identical to the CPU
+    /// engine) on a software rasteriser, where the host is faster (measured on llvmpipe);
+    /// `Some(true)` forces the GPU stages, `Some(false)` the host.
     pub tidy_on_gpu: Option<bool>,
 }
 

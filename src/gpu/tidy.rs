@@ -1,12 +1,17 @@
-//! GPU tidy-and-flatten of chosen pixels (twin: [`crate::cpu::tidy`]): `glsl/tidy.comp` walks
-//! each listed pixel of a merged, sorted, linearised (CSR) fragment list front to back, splitting
-//! and merging overlapping volumes on the fly, and writes the flattened row and front sample the
-//! reference gets from `composite::tidy_pixel` + `composite::flatten_pixel` (DESIGN §4).
+//! GPU tidying of chosen pixels (twin: [`crate::cpu::tidy`]): `glsl/tidy.comp` walks each listed
+//! pixel of a merged, sorted, linearised (CSR) fragment list front to back, splitting and merging
+//! overlapping volumes on the fly (DESIGN §4). In its three modes it
+//! - flattens: writes the row and front sample the reference gets from
+//!   `composite::tidy_pixel` + `composite::flatten_pixel` ([`tidy_flatten_pixels`], and
+//!   [`tidy_flat_in_place`] for the pixels a flat merge flagged);
+//! - counts and emits: writes the tidied list itself, as `composite::tidy_pixel` makes it
+//!   ([`tidy_count_pixels`], [`tidy_emit_pixels`]); [`tidy_deep`] builds a whole tidied deep
+//!   image that way: `tidy_assemble.comp` gates every pixel (`needs_tidy`), `compact.comp` lists
+//!   the marked ones, the walk counts them, the counts are scanned and the walk emits them while
+//!   the other pixels are copied. Only two counts are read back.
 //!
 //! One invocation per listed pixel, O(1) memory each; the list may hold any number of samples
-//! (the work per pixel grows with samples × boundaries, see the shader header). It is meant for
-//! the pixels `merge.comp` flags as needing a tidy: with a linearised merged image resident, the
-//! whole flat merge stays on the GPU.
+//! (the work per pixel grows with samples × boundaries, see the shader header).
 //!
 //! Passes: llvmpipe silently stops every loop of an invocation after 65535 iterations in all, so
 //! each invocation works to [`WORK_BUDGET`] loop iterations, saves its walk in a state buffer and
@@ -14,8 +19,7 @@
 //! return at once. Lists of a few tens of samples finish in one pass; 400-sample lists with
 //! hundreds of boundaries took several. A pixel with more samples alive at one boundary than
 //! one pass can take (about `WORK_BUDGET / (6 · columns + 4)`: 1000 with 7 columns) is reported
-//! in [`GpuTidied::too_long`] with its values left invalid; the host wrapper finishes those with
-//! the CPU twin.
+//! as too long; the callers here read that one pixel back and finish it with the CPU twin.
 //!
 //! Precision: f32 throughout with stable `log1p`/`expm1` replacements, against the reference's
 //! f64; the tests hold every output to 1e-5 absolute (relative above magnitude 1).
