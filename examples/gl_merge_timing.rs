@@ -7,6 +7,11 @@
 //! With `--banded WIDTH HEIGHT SAMPLES_PER_PIXEL` it instead merges one large synthetic pair
 //! once through `merge_images_gl` (row bands, flat output) and prints the statistics: the
 //! 1920x1080 at ~100 samples/pixel check is `--banded 1920 1080 50` (50 per input, 100 merged).
+//!
+//! With `--tidy-gate [REPEATS]` it measures what the GPU tidy path costs inputs made only of
+//! points (issue 4): the flat merge of Balls+Leaves and of a synthetic points pair with the tidy
+//! stages on the GPU (the flagged pixels are listed by a mark + scan pass and one count is read
+//! back, finding none) against the host choice (no extra pass), runs interleaved, minima.
 
 use std::path::Path;
 use std::time::Instant;
@@ -89,8 +94,53 @@ fn table(ctx: &GlContext, name: &str, inputs: &[&DeepImage], repeats: usize) {
     }
 }
 
+/// Minimum `merge_resident` seconds with the tidy stages on the GPU and on the host, runs
+/// interleaved (so load changes hit both), after a warm-up each.
+fn tidy_gate_cost(ctx: &GlContext, name: &str, inputs: &[&DeepImage], repeats: usize) {
+    let options = MergeOptions {
+        output: OutputKind::Flat { z: false },
+        ..Default::default()
+    };
+    let merger = |on_gpu| {
+        let gl = GlOptions {
+            tidy_on_gpu: Some(on_gpu),
+            ..Default::default()
+        };
+        let mut m = GpuMerger::upload(ctx, inputs, &options, &gl).expect("upload");
+        m.merge_resident().expect("warm-up merge (compiles)");
+        m
+    };
+    let (mut gpu, mut host) = (merger(true), merger(false));
+    let (mut best_gpu, mut best_host) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..repeats {
+        best_gpu = best_gpu.min(gpu.merge_resident().expect("merge"));
+        best_host = best_host.min(host.merge_resident().expect("merge"));
+    }
+    let (_, stats) = gpu.finish().expect("finish");
+    assert_eq!(stats.gpu_tidied_pixels + stats.host_tidied_pixels, 0, "points only");
+    println!(
+        "{name}: merge (BIA RBM 8, flat) min of {repeats}: tidy on GPU {:.2} ms, on host {:.2} ms, ratio {:.3}",
+        best_gpu * 1e3,
+        best_host * 1e3,
+        best_gpu / best_host
+    );
+}
+
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a == "--tidy-gate") {
+        let repeats = args.get(1).map_or(15, |r| r.parse().expect("repeats"));
+        let ctx = GlContext::new().expect("GL context");
+        print!("{}", ctx.info());
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/openexr-images");
+        let balls = read_deep(&dir.join("Balls.exr"), &ReadOptions::default()).expect("Balls");
+        let leaves = read_deep(&dir.join("Leaves.exr"), &ReadOptions::default()).expect("Leaves");
+        tidy_gate_cost(&ctx, "Balls+Leaves", &[&balls, &leaves], repeats);
+        let a = synthetic(512, 512, 12, 1);
+        let b = synthetic(512, 512, 12, 2);
+        tidy_gate_cost(&ctx, "synthetic 512x512 points", &[&a, &b], repeats);
+        return;
+    }
     let banded = args.first().is_some_and(|a| a == "--banded");
     if banded {
         args.remove(0);

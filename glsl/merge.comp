@@ -22,6 +22,9 @@ uniform uint u_pixels;
 // front-most sample with any alpha above 0. Flags: 1 = has a front sample, 2 = needs tidying.
 layout(std430, binding = 10) writeonly buffer FlatValues { float flat_values[]; };
 layout(std430, binding = 11) writeonly buffer FlatFront { uvec4 flat_front[]; };
+// How many pixels were flagged 2: when none is, nothing else needs to look at the flags, so
+// inputs made only of points pay one 4-byte read for the tidy path (issue 4).
+layout(std430, binding = 12) buffer FlaggedCount { uint flagged_count; };
 #endif
 
 // Composite column c's alpha column, or -1 for alpha columns (CompositeChannels::kinds).
@@ -232,6 +235,7 @@ void main() {
         flat_values[p * uint(NUM_COLUMNS) + uint(c)] = g_acc[c];
     }
     uint flags = (g_has_front ? 1u : 0u) | (g_needs_tidy ? 2u : 0u);
+    if (g_needs_tidy) atomicAdd(flagged_count, 1u);
     flat_front[p] = g_has_front
         ? uvec4(g_front.input_index, g_front.sample_index, floatBitsToUint(g_front.z), flags)
         : uvec4(0u, 0u, 0u, flags);

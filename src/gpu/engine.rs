@@ -416,6 +416,8 @@ pub struct GpuFlat<'a> {
     pub front: GpuBuffer<'a>,
     /// Pixels.
     pub pixels: usize,
+    /// One u32: how many pixels are flagged 2 (needs tidying).
+    pub flagged: GpuBuffer<'a>,
 }
 
 /// Merge `a` with `b` and composite front to back (the merge must run ascending).
@@ -437,6 +439,7 @@ pub fn merge_flat<'a>(
         values: GpuBuffer::zeroed(gl, pixels * columns.stride() * 4)?,
         front: GpuBuffer::zeroed(gl, pixels * 16)?,
         pixels,
+        flagged: GpuBuffer::zeroed(gl, 16)?,
     };
     let defines = columns
         .defines(layout_defines(
@@ -455,6 +458,7 @@ pub fn merge_flat<'a>(
     b.bind(5);
     flat.values.bind(10);
     flat.front.bind(11);
+    flat.flagged.bind(12);
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
     Ok(flat)
 }

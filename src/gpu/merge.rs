@@ -369,8 +369,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             if last && flat {
                 let out = merge_flat(self.ctx, a, b, spec, &self.columns)?;
                 if gpu_tidies {
-                    let listed = tidy::flagged_flat_pixels(self.ctx, &out)?;
-                    if listed.count > 0 {
+                    if let Some(listed) = tidy::flagged_flat_pixels(self.ctx, &out)? {
                         let lists =
                             merge_deep(self.ctx, a, b, Layout::Linearised, spec, &self.columns)?;
                         peak = peak.max(

@@ -418,14 +418,16 @@ pub fn tidy_deep<'a>(
 }
 
 /// The pixels of a flat merge that it flagged as needing a tidy (bit 2 of the front's fourth
-/// word), listed on the GPU.
-pub fn flagged_flat_pixels<'a>(ctx: &'a GlContext, flat: &GpuFlat) -> Result<GpuCompacted<'a>> {
-    compact_flagged(
-        ctx,
-        &flat.front,
-        flat.pixels,
-        FlagField::NEEDS_TIDY_IN_FRONT,
-    )
+/// word), listed on the GPU; `None` when the merge counted none (the usual case for points,
+/// which then cost one 4-byte read here).
+pub fn flagged_flat_pixels<'a>(
+    ctx: &'a GlContext,
+    flat: &GpuFlat,
+) -> Result<Option<GpuCompacted<'a>>> {
+    if flat.flagged.read::<u32>(1)[0] == 0 {
+        return Ok(None);
+    }
+    compact_flagged(ctx, &flat.front, flat.pixels, FlagField::NEEDS_TIDY_IN_FRONT).map(Some)
 }
 
 /// Tidy and flatten the `listed` pixels (`flagged_flat_pixels`) from the same merge's lists
