@@ -117,7 +117,11 @@ fn tidy_gate_cost(ctx: &GlContext, name: &str, inputs: &[&DeepImage], repeats: u
         best_host = best_host.min(host.merge_resident().expect("merge"));
     }
     let (_, stats) = gpu.finish().expect("finish");
-    assert_eq!(stats.gpu_tidied_pixels + stats.host_tidied_pixels, 0, "points only");
+    assert_eq!(
+        stats.gpu_tidied_pixels + stats.host_tidied_pixels,
+        0,
+        "points only"
+    );
     println!(
         "{name}: merge (BIA RBM 8, flat) min of {repeats}: tidy on GPU {:.2} ms, on host {:.2} ms, ratio {:.3}",
         best_gpu * 1e3,

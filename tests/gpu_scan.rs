@@ -1,4 +1,5 @@
-//! The GPU exclusive scan against its CPU twin at the sizes where work-group scans go wrong.
+//! The GPU exclusive scan against its CPU twin at the sizes where work-group scans go wrong, and
+//! the stream compaction built on it (`compact.comp`) against its twin.
 //! Runs on whatever GL the machine has (Mesa llvmpipe in CI); no GL is a failure, not a skip.
 
 use deepmerge::cpu::scan::exclusive_scan as cpu_scan;
@@ -68,4 +69,40 @@ fn gl_info_reports_renderer_and_limits() {
         text.contains(&info.renderer) && text.contains("shader storage"),
         "{text}"
     );
+}
+
+#[test]
+fn gpu_compaction_matches_its_twin() {
+    use deepmerge::cpu::compact::{compact_flagged as cpu_compact, FlagField};
+    use deepmerge::gpu::compact::compact_flagged as gpu_compact;
+    use deepmerge::gpu::GpuBuffer;
+    let ctx = GlContext::new().expect("a GL 4.3 context (install libegl1 libgl1-mesa-dri)");
+    let g = SCAN_GROUP;
+    for n in [0, 1, 31, 33, g - 1, g + 1, 3 * g + 7, g * g + 5] {
+        for (field, stride) in [(FlagField::WORD, 1), (FlagField::NEEDS_TIDY_IN_FRONT, 4)] {
+            for density in [0u32, 1, 50, 100] {
+                // Plain words: any value marks. Front words: other bits set too, only bit 2 marks.
+                let flags: Vec<u32> = counts(n * stride, n as u64 + u64::from(density))
+                    .iter()
+                    .map(|&c| {
+                        let on = c % 100 < density;
+                        match (stride, on) {
+                            (1, true) => c | 1,
+                            (1, false) => 0,
+                            (_, true) => c | 2,
+                            (_, false) => c & !2,
+                        }
+                    })
+                    .collect();
+                let want = cpu_compact(&flags, n, field);
+                let buffer = GpuBuffer::from_slice(&ctx.gl, &flags).unwrap();
+                let got = gpu_compact(&ctx, &buffer, n, field).unwrap();
+                let what = format!("n {n} stride {stride} density {density}");
+                assert_eq!(got.count, want.list.len(), "{what}");
+                assert_eq!(got.marks.read::<u32>(n), want.marks, "{what}");
+                assert_eq!(got.rank.read::<u32>(n + 1), want.rank, "{what}");
+                assert_eq!(got.list.read::<u32>(got.count), want.list, "{what}");
+            }
+        }
+    }
 }

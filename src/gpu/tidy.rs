@@ -427,7 +427,13 @@ pub fn flagged_flat_pixels<'a>(
     if flat.flagged.read::<u32>(1)[0] == 0 {
         return Ok(None);
     }
-    compact_flagged(ctx, &flat.front, flat.pixels, FlagField::NEEDS_TIDY_IN_FRONT).map(Some)
+    compact_flagged(
+        ctx,
+        &flat.front,
+        flat.pixels,
+        FlagField::NEEDS_TIDY_IN_FRONT,
+    )
+    .map(Some)
 }
 
 /// Tidy and flatten the `listed` pixels (`flagged_flat_pixels`) from the same merge's lists
