@@ -15,7 +15,7 @@ mod gpu_common;
 use std::path::Path;
 
 use deepmerge::composite::{
-    flatten_pixel, needs_tidy, tidy_pixel, CompositeChannels, CompositeKind, MergePlan,
+    flatten_pixel, is_tidy, needs_tidy, tidy_pixel, CompositeChannels, CompositeKind, MergePlan,
     PixelSamples, Sample,
 };
 use deepmerge::cpu::tidy::{
