@@ -406,3 +406,38 @@ fn deep_tidy_on_the_gpu_full_matrix() {
         }
     });
 }
+
+/// The GPU deep tidy band by band: each band's tidied pixels keep their new values in the right
+/// place of the assembled output.
+#[test]
+fn deep_tidy_on_the_gpu_in_bands() {
+    with_gl(|ctx| {
+        let mut a = Synth::new(Bounds::from_origin_size(0, 0, 70, 40), 12, 18);
+        a.volumes = true;
+        let mut b = Synth::new(Bounds::from_origin_size(5, 3, 64, 40), 12, 19);
+        b.volumes = true;
+        let (a, b) = (a.build(), b.build());
+        let options = MergeOptions {
+            output: OutputKind::Deep,
+            tidy: true,
+            ..Default::default()
+        };
+        let reference = match merge_images(&[&a, &b], &options).unwrap() {
+            deepmerge::composite::MergeOutput::Deep(d) => d,
+            _ => unreachable!(),
+        };
+        let gl = GlOptions {
+            band_budget_bytes: 64 << 10,
+            tidy_on_gpu: Some(true),
+            ..Default::default()
+        };
+        let (output, stats) =
+            deepmerge::gpu::merge_images_gl(ctx, &[&a, &b], &options, &gl).unwrap();
+        assert!(stats.bands >= 4, "only {} bands", stats.bands);
+        assert!(stats.gpu_tidied_pixels > 100 && stats.host_tidied_pixels == 0);
+        let deepmerge::composite::MergeOutput::Deep(deep) = output else {
+            panic!("deep")
+        };
+        assert_deep_close(&deep, &reference, 1e-5, "bands");
+    });
+}

@@ -131,6 +131,12 @@ fn merge_directions(merges: usize, layout: Layout) -> Vec<bool> {
     descending
 }
 
+/// Whether overlapping volumes are tidied by `tidy.comp` on the GPU, or by the host (see
+/// `GlOptions::tidy_on_gpu`).
+fn gpu_tidies(ctx: &GlContext, gl_options: &GlOptions) -> bool {
+    gl_options.tidy_on_gpu.unwrap_or(!ctx.info().software)
+}
+
 /// Samples of each row of the window over all inputs.
 fn row_samples(plan: &MergePlan) -> Vec<u64> {
     let window = plan.window;
@@ -146,14 +152,17 @@ fn row_samples(plan: &MergePlan) -> Vec<u64> {
     rows
 }
 
-/// Cut the window into bands whose merged buffers fit `limit` bytes each.
+/// Cut the window into bands whose merged buffers fit `limit` bytes each, when the output may
+/// hold `growth` times the merged samples (a tidy splits volumes: at most 2x, as a pixel of n
+/// samples has at most 2n boundaries and every tidied sample starts at one).
 fn plan_bands(
     plan: &MergePlan,
     gl_options: &GlOptions,
     limit: u64,
     stride: usize,
+    growth: u64,
 ) -> Result<Vec<Band>> {
-    let per_sample = 16u64.max(4 * stride as u64);
+    let per_sample = growth * 16u64.max(4 * stride as u64);
     let width = plan.window.width();
     let mut bands = Vec::new();
     let mut row0 = 0;
@@ -332,14 +341,6 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         })
     }
 
-    /// Where overlapping volumes are tidied: `tidy.comp` on the GPU or the host (see
-    /// `GlOptions::tidy_on_gpu`).
-    fn gpu_tidies(&self) -> bool {
-        self.gl_options
-            .tidy_on_gpu
-            .unwrap_or(!self.ctx.info().software)
-    }
-
     /// Run the merge kernels on the resident inputs (again); returns the seconds they took.
     /// With the GPU tidying, a flat merge's flagged pixels are tidied and flattened from the last
     /// merge's lists (merged again into a linearised image when any pixel is flagged), and a
@@ -349,7 +350,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         let start = Instant::now();
         let merges = self.descending.len();
         let flat = matches!(self.options.output, OutputKind::Flat { .. });
-        let gpu_tidies = self.gpu_tidies();
+        let gpu_tidies = gpu_tidies(self.ctx, &self.gl_options);
         let mut merged: Option<GpuImage<'a>> = None;
         let mut merged_bytes = BufferBytes::default();
         let inputs_bytes: u64 = self.images.iter().map(|i| i.bytes().total()).sum();
@@ -704,7 +705,14 @@ pub fn merge_images_gl(
     if gl_options.band_budget_bytes > 0 {
         limit = limit.min(gl_options.band_budget_bytes);
     }
-    let bands = plan_bands(&plan, gl_options, limit, stride)?;
+    // A tidy deep output built on the GPU may hold up to twice the merged samples.
+    let growth =
+        if options.tidy && options.output == OutputKind::Deep && gpu_tidies(ctx, gl_options) {
+            2
+        } else {
+            1
+        };
+    let bands = plan_bands(&plan, gl_options, limit, stride, growth)?;
     let mut out = Accumulated::new(&plan, options, stride);
     let mut total: Option<GpuStats> = None;
     let band_count = bands.len();
