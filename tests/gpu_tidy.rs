@@ -752,6 +752,22 @@ fn check_deep_within(csr: &Csr, alpha_of: &[Option<usize>], tolerance: f32, what
         );
     }
     let (gpu, host_pixels) = gpu_tidy_deep(csr, alpha_of);
+    // The property itself, independent of any oracle: every pixel comes out tidy.
+    for p in 0..csr.pixels() {
+        let samples: Vec<Sample> = gpu.keys[gpu.offsets[p] as usize..gpu.offsets[p + 1] as usize]
+            .iter()
+            .map(|f| Sample {
+                z: f.z,
+                zback: f.zback,
+                input: f.input,
+                index: f.index as u64,
+            })
+            .collect();
+        assert!(
+            is_tidy(&samples),
+            "{what}: GPU output of pixel {p} is not tidy"
+        );
+    }
     compare_deep(
         &gpu,
         &twin,
