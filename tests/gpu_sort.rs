@@ -1,12 +1,17 @@
 //! The GPU per-pixel sort (`glsl/sort.comp`) against its CPU twin and against the definition, a
-//! stable `sort_by` on depth: lengths around the register block size, long lists, ties, signed
-//! zeros, infinities, and pixel counts that need more than one row of work groups.
+//! stable `sort_by` on depth: list lengths around every boundary of its three paths (registers up
+//! to REG_SORT_SIZE, one shared-memory work group up to LOCAL_SORT_SIZE, chunks plus global merge
+//! passes beyond, odd and even pass counts), lists longer than one llvmpipe invocation could
+//! loop over, ties, signed zeros, infinities, lists in order except across a chunk boundary,
+//! value buffers of 1 to 9 columns, and pixel counts that need more than one row of work groups.
 //! Fragments are compared bit for bit and every fragment carries a unique `index`, so any
 //! reordering of equal keys (an unstable sort) fails.
 
 mod gpu_common;
 
-use deepmerge::cpu::sort::{sort_pixels as cpu_sort, sort_pixels_with_values, REG_SORT_SIZE};
+use deepmerge::cpu::sort::{
+    merge_passes, sort_pixels as cpu_sort, sort_pixels_with_values, LOCAL_SORT_SIZE, REG_SORT_SIZE,
+};
 use deepmerge::cpu::{Fragment, GROUP_SIZE};
 use deepmerge::gpu::sort::{sort_pixels_host, sort_pixels_host_with_values};
 use gpu_common::{with_gl, Lcg};
@@ -73,18 +78,35 @@ fn random_lists(lengths: &[usize], levels: u32, seed: u64) -> Vec<Vec<(f32, f32)
 
 /// GPU == CPU twin == reference, fragments and (with values) the values that ride along.
 fn check(offsets: Vec<u32>, fragments: Vec<Fragment>, what: &str) {
+    check_columns(offsets, fragments, 2, what);
+}
+
+/// The values of a fragment: column c encodes its `index` and c, so a value that moves without
+/// its fragment, or lands in another column, is seen.
+fn value_of(f: &Fragment, c: usize) -> f32 {
+    (f.index as f32) * 16.0 + c as f32
+}
+
+/// [`check`] with `columns` floats per slot.
+fn check_columns(offsets: Vec<u32>, fragments: Vec<Fragment>, columns: usize, what: &str) {
     let expected = reference(&offsets, &fragments);
+    let values: Vec<f32> = fragments
+        .iter()
+        .flat_map(|f| (0..columns).map(move |c| value_of(f, c)))
+        .collect();
     let mut cpu = fragments.clone();
     cpu_sort(&offsets, &mut cpu);
     assert!(
         bits(&cpu) == bits(&expected),
         "{what}: CPU twin differs from the reference"
     );
-    let columns = 2;
-    let values: Vec<f32> = fragments
-        .iter()
-        .flat_map(|f| [f.index as f32, -(f.index as f32) - 0.5])
-        .collect();
+    let mut cpu_with_values = fragments.clone();
+    let mut cpu_values = values.clone();
+    sort_pixels_with_values(&offsets, &mut cpu_with_values, &mut cpu_values, columns);
+    assert!(
+        bits(&cpu_with_values) == bits(&expected),
+        "{what}: CPU twin with values differs from the reference"
+    );
     let (gpu, gpu_values, gpu_plain) = with_gl(move |ctx| {
         let (gpu, gpu_values) =
             sort_pixels_host_with_values(ctx, &offsets, &fragments, &values, columns)
@@ -105,19 +127,22 @@ fn check(offsets: Vec<u32>, fragments: Vec<Fragment>, what: &str) {
             );
         }
     }
-    for (slot, f) in gpu.iter().enumerate() {
-        assert_eq!(
-            [gpu_values[2 * slot], gpu_values[2 * slot + 1]],
-            [f.index as f32, -(f.index as f32) - 0.5],
-            "{what}: values of slot {slot} did not follow their fragment"
-        );
+    for (name, got) in [("GPU", &gpu_values), ("CPU twin", &cpu_values)] {
+        for (slot, f) in expected.iter().enumerate() {
+            let want: Vec<f32> = (0..columns).map(|c| value_of(f, c)).collect();
+            assert_eq!(
+                got[slot * columns..(slot + 1) * columns],
+                want[..],
+                "{what}: {name} values of slot {slot} did not follow their fragment"
+            );
+        }
     }
 }
 
-#[test]
-fn sorts_every_list_length_like_a_stable_sort() {
-    let r = REG_SORT_SIZE;
-    let lengths = [
+/// The lengths around every boundary of the sort's paths.
+fn boundary_lengths() -> Vec<usize> {
+    let (r, l) = (REG_SORT_SIZE, LOCAL_SORT_SIZE);
+    vec![
         0,
         1,
         2,
@@ -130,10 +155,24 @@ fn sorts_every_list_length_like_a_stable_sort() {
         2 * r + 1,
         3 * r + 5,
         500,
-        2000,
+        l - 1,
+        l,
+        l + 1,
+        2 * l,
+        2 * l + 1,
+        3 * l + 5,
+        4 * l + 1,
         0,
         1,
-    ];
+    ]
+}
+
+#[test]
+fn sorts_every_list_length_like_a_stable_sort() {
+    let lengths = boundary_lengths();
+    // Every path is taken, merge pass counts 0 to 3 included (odd counts start in the scratch).
+    let passes: Vec<u32> = lengths.iter().map(|&n| merge_passes(n)).collect();
+    assert!((0..=3).all(|k| passes.contains(&k)), "{passes:?}");
     for (levels, seed) in [(3, 1), (40, 2), (100_000, 3)] {
         let (offsets, fragments) = from_lists(&random_lists(&lengths, levels, seed));
         check(
@@ -145,9 +184,19 @@ fn sorts_every_list_length_like_a_stable_sort() {
 }
 
 #[test]
+fn permutes_one_to_nine_value_columns() {
+    // 9 columns take three gather rounds of 4, the last partial; 1 column one partial round.
+    let lengths = boundary_lengths();
+    for (columns, seed) in [(1, 4), (4, 5), (5, 6), (9, 7)] {
+        let (offsets, fragments) = from_lists(&random_lists(&lengths, 50, seed));
+        check_columns(offsets, fragments, columns, &format!("{columns} columns"));
+    }
+}
+
+#[test]
 fn keeps_ties_signed_zeros_and_infinities_in_order() {
     let inf = f32::INFINITY;
-    let r = REG_SORT_SIZE;
+    let (r, l) = (REG_SORT_SIZE, LOCAL_SORT_SIZE);
     let lists: Vec<Vec<(f32, f32)>> = vec![
         // -0.0 and 0.0 are equal keys: they keep their order.
         vec![
@@ -179,6 +228,33 @@ fn keeps_ties_signed_zeros_and_infinities_in_order() {
             .rev()
             .map(|i| ((i / 3) as f32, (i / 3) as f32))
             .collect(),
+        // The same past one chunk: all equal, sorted, reversed with ties.
+        vec![(2.0, 2.0); l + 1],
+        vec![(-1.0, 5.0); 3 * l + 5],
+        (0..3 * l + 5).map(|i| (i as f32, i as f32)).collect(),
+        (0..3 * l + 5)
+            .rev()
+            .map(|i| ((i / 7) as f32, (i % 2) as f32))
+            .collect(),
+        // Each chunk sorted and every pair inside a chunk in order: only the pair across the
+        // chunk boundary is not, which the parallel check must still see.
+        (0..2 * l)
+            .map(|i| {
+                let z = if i < l {
+                    (i + l) as f32
+                } else {
+                    (i - l) as f32
+                };
+                (z, z)
+            })
+            .collect(),
+        // In order except the very last pair of a long list.
+        (0..2 * l + 3)
+            .map(|i| {
+                let z = if i == 2 * l + 2 { 0.5 } else { i as f32 };
+                (z, z)
+            })
+            .collect(),
     ];
     let (offsets, fragments) = from_lists(&lists);
     // The ties do discriminate: breaking them the other way gives a different answer.
@@ -199,12 +275,82 @@ fn keeps_ties_signed_zeros_and_infinities_in_order() {
 fn handles_pixel_counts_around_the_group_size() {
     for pixels in [0usize, 1, 31, 33, GROUP_SIZE as usize * 3 + 1] {
         let mut rng = Lcg(pixels as u64 + 11);
+        // Mostly short lists, every 13th past one local sort, so chunk groups interleave
+        // with pixels that have none.
         let lengths: Vec<usize> = (0..pixels)
-            .map(|_| rng.below(2 * REG_SORT_SIZE as u32 + 3) as usize)
+            .map(|p| {
+                if p % 13 == 5 {
+                    LOCAL_SORT_SIZE + rng.below(LOCAL_SORT_SIZE as u32) as usize
+                } else {
+                    rng.below(2 * REG_SORT_SIZE as u32 + 3) as usize
+                }
+            })
             .collect();
         let (offsets, fragments) = from_lists(&random_lists(&lengths, 6, pixels as u64));
         check(offsets, fragments, &format!("{pixels} pixels"));
     }
+}
+
+#[test]
+fn sorts_lists_longer_than_one_invocation_could_loop_over() {
+    // llvmpipe silently ends an invocation's loops after 65535 iterations in all: a list this
+    // long is only sorted right if the work really is spread over groups and dispatches
+    // (8 merge passes).
+    let n = 70_000;
+    assert_eq!(merge_passes(n), 8);
+    let lists = random_lists(&[n, 5, 3 * LOCAL_SORT_SIZE], 500, 8);
+    let (offsets, fragments) = from_lists(&lists);
+    check(offsets, fragments, "a list of 70000");
+}
+
+#[test]
+fn sorts_a_mixed_image_like_the_twin_and_reports_times() {
+    // 40000 pixels of 0-40 samples and one in 200 of 1000-5000: every path at once. The times
+    // (printed with --nocapture) include upload and read-back; on llvmpipe they say nothing
+    // about a real GPU.
+    let mut rng = Lcg(21);
+    let lengths: Vec<usize> = (0..40_000)
+        .map(|p| {
+            if p % 200 == 7 {
+                1000 + rng.below(4001) as usize
+            } else {
+                rng.below(41) as usize
+            }
+        })
+        .collect();
+    let (offsets, fragments) = from_lists(&random_lists(&lengths, 1000, 22));
+    let columns = 4;
+    let values: Vec<f32> = fragments
+        .iter()
+        .flat_map(|f| (0..columns).map(move |c| value_of(f, c)))
+        .collect();
+    let expected = reference(&offsets, &fragments);
+    let started = std::time::Instant::now();
+    let mut cpu = fragments.clone();
+    let mut cpu_values = values.clone();
+    sort_pixels_with_values(&offsets, &mut cpu, &mut cpu_values, columns);
+    let cpu_time = started.elapsed();
+    assert!(bits(&cpu) == bits(&expected), "CPU twin");
+    let samples = fragments.len();
+    let (gpu, gpu_values, gpu_time) = with_gl(move |ctx| {
+        // Compile the stages first so the time is the sort's.
+        sort_pixels_host_with_values(ctx, &offsets, &fragments, &values, columns).unwrap();
+        let started = std::time::Instant::now();
+        let (gpu, gpu_values) =
+            sort_pixels_host_with_values(ctx, &offsets, &fragments, &values, columns).unwrap();
+        (gpu, gpu_values, started.elapsed())
+    });
+    assert!(bits(&gpu) == bits(&expected), "GPU");
+    assert!(
+        gpu_values == cpu_values,
+        "GPU values differ from the twin's"
+    );
+    println!(
+        "sort of {samples} samples, 4 columns: GPU {:.3} s, CPU twin {:.3} s, ratio {:.2}",
+        gpu_time.as_secs_f64(),
+        cpu_time.as_secs_f64(),
+        gpu_time.as_secs_f64() / cpu_time.as_secs_f64()
+    );
 }
 
 #[test]

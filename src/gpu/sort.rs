@@ -1,12 +1,22 @@
 //! GPU per-pixel sort (twin: [`crate::cpu::sort`]): `glsl/sort.comp` sorts every pixel of a
 //! linearised (CSR) fragment buffer into merge order (DESIGN §4) in place, stably, optionally
 //! permuting a parallel value buffer (`columns` floats per slot, the engine's layout) with it.
+//! Pixels already in order are read, never written.
 //!
-//! One invocation per pixel, [`GROUP_SIZE`] per work group, any pixel count (the dispatch is
-//! split into rows of at most 65535 groups). Short lists (up to [`REG_SORT_SIZE`]) are sorted
-//! entirely in registers by a sorting network; longer ones merge their register-sorted chunks
-//! through a scratch buffer this module allocates (the same size as the fragments). See the
-//! shader's header for the algorithm.
+//! Which path takes which length `n` (see the shader's header for the algorithm):
+//! - `n <= REG_SORT_SIZE` ([`REG_SORT_SIZE`] = 16): one invocation per pixel ([`GROUP_SIZE`] a
+//!   group) sorts the list in registers with a sorting network.
+//! - `REG_SORT_SIZE < n <= LOCAL_SORT_SIZE` ([`LOCAL_SORT_SIZE`] = 512): one work group of
+//!   [`LOCAL_GROUP_SIZE`] sorts the list in shared memory (register-sorted blocks, then parallel
+//!   rank merges), after a parallel check that skips lists already in order.
+//! - `n > LOCAL_SORT_SIZE`: each chunk of `LOCAL_SORT_SIZE` is sorted as above by its own group,
+//!   then `ceil(log2(ceil(n / LOCAL_SORT_SIZE)))` dispatches merge the chunks pairwise through a
+//!   scratch buffer, every group merging one chunk's worth of slots; any length works.
+//!
+//! The long lists are found without compacting them: the first stage writes each pixel's chunk
+//! count, the GPU scan ([`super::scan`]) turns the counts into chunk items, and each later group
+//! binary-searches the scan for its pixel. The host reads back two numbers (chunk items in all,
+//! the most merge passes) to size those dispatches.
 //!
 //! Where it belongs in the pipeline: after a stream (counts → offsets, keys, values) of an input
 //! that is not known to be sorted is uploaded, and before it is scattered into its layout. The
@@ -14,18 +24,26 @@
 //! and value buffers are exactly this stage's inputs; the other layouts (LL, IA, BIA) are not
 //! sorted in place, they are built from the sorted stream.
 //!
-//! Cost: a scratch buffer as large as the fragments (plus 8 bytes per slot with values), one
-//! read pass for pixels already in order, and for longer lists `ceil(log2(n / REG_SORT_SIZE))`
-//! merge passes. On llvmpipe it is several times slower than the CPU twin (about 2.3 s for 4 M
-//! samples in lists of 0-8 on two shared cores, against 0.2 s); it is meant for real GPUs.
+//! Cost: short lists cost one read pass when in order, else `O(n^2)` register compare-exchanges;
+//! long lists `O(n log^2 n)` work spread over `ceil(n / LOCAL_SORT_SIZE)` groups. Dispatches:
+//! the short stage, the scan, the check and the local sort, one per merge pass, and two per
+//! [`VALUE_ROUND`] value columns when some list is longer than `LOCAL_SORT_SIZE`; the host waits
+//! once, for the two numbers. Extra memory: 4 bytes per pixel and per chunk item, and only when
+//! some list is longer than `LOCAL_SORT_SIZE`, a scratch buffer as large as the fragments (plus
+//! 8 bytes per slot with values). Every loop stays far below llvmpipe's silent limit of 65535
+//! iterations per invocation, whatever the list length. On llvmpipe the GPU path is several
+//! times slower than the CPU twin (`tests/gpu_sort.rs` prints both times), and a whole work
+//! group per list of 17-200 samples costs more there than one invocation merging alone would;
+//! it is meant for real GPUs.
 
 use glow::HasContext;
 
 use super::buffer::GpuBuffer;
 use super::engine::check_fits;
 use super::program::Defines;
+use super::scan::exclusive_scan_buffer;
 use super::GlContext;
-pub use crate::cpu::sort::REG_SORT_SIZE;
+pub use crate::cpu::sort::{LOCAL_GROUP_SIZE, LOCAL_SORT_SIZE, REG_SORT_SIZE, VALUE_ROUND};
 use crate::cpu::{Fragment, GROUP_SIZE};
 use crate::error::{Error, Result};
 
@@ -36,6 +54,30 @@ pub struct SortValues<'b, 'a> {
     pub values: &'b GpuBuffer<'a>,
     /// Floats per slot (at least 1).
     pub columns: usize,
+}
+
+/// The stages of `sort.comp`, in the order they run (the shader's `STAGE_*`).
+#[derive(Clone, Copy)]
+enum Stage {
+    Short,
+    Check,
+    Local,
+    Merge,
+    Gather,
+    Scatter,
+}
+
+impl Stage {
+    fn define(self) -> &'static str {
+        match self {
+            Stage::Short => "STAGE_SHORT",
+            Stage::Check => "STAGE_CHECK",
+            Stage::Local => "STAGE_LOCAL",
+            Stage::Merge => "STAGE_MERGE",
+            Stage::Gather => "STAGE_GATHER",
+            Stage::Scatter => "STAGE_SCATTER",
+        }
+    }
 }
 
 /// Sort each of `pixel_count` pixels of `fragments` (slots `offsets[p]..offsets[p + 1]`,
@@ -65,34 +107,91 @@ pub fn sort_pixels(
     if pixel_count == 0 || sample_count < 2 {
         return Ok(());
     }
-    let scratch_bytes = sample_count * fragment_bytes;
-    check_fits(ctx, scratch_bytes, "the sort's scratch buffer")?;
-    let scratch = GpuBuffer::uninit(&ctx.gl, scratch_bytes.max(16))?;
-    // Positions: one u32 per slot for the fragments and one for the scratch.
-    let positions = match values {
-        Some(_) => Some(GpuBuffer::uninit(&ctx.gl, (sample_count * 8).max(16))?),
-        None => None,
+    let gl = &ctx.gl;
+    let columns = values.map_or(1, |v| v.columns);
+    let program = |stage: Stage| {
+        let defines = Defines::default()
+            .set("STAGE", stage.define())
+            .set("GROUP_SIZE", GROUP_SIZE)
+            .set("REG_SORT_SIZE", REG_SORT_SIZE)
+            .set("LOCAL_SORT_SIZE", LOCAL_SORT_SIZE)
+            .set("LOCAL_GROUP_SIZE", LOCAL_GROUP_SIZE)
+            .set("WITH_VALUES", u32::from(values.is_some()))
+            .set("NUM_COLUMNS", columns);
+        let program = ctx.program("sort.comp", &defines)?;
+        // SAFETY: the program belongs to this context.
+        unsafe { gl.use_program(Some(program)) };
+        ctx.uniform_u32(program, "u_pixels", pixel_count as u32);
+        ctx.uniform_u32(program, "u_samples", sample_count as u32);
+        Ok::<_, Error>(program)
     };
-    let defines = Defines::default()
-        .set("GROUP_SIZE", GROUP_SIZE)
-        .set("REG_SORT_SIZE", REG_SORT_SIZE)
-        .set("WITH_VALUES", u32::from(values.is_some()))
-        .set("NUM_COLUMNS", values.map_or(1, |v| v.columns));
-    let program = ctx.program("sort.comp", &defines)?;
-    // SAFETY: the program belongs to this context.
-    unsafe { ctx.gl.use_program(Some(program)) };
-    scratch.bind(2);
-    if let Some(positions) = &positions {
-        positions.bind(4);
-    }
-    ctx.uniform_u32(program, "u_pixels", pixel_count as u32);
-    ctx.uniform_u32(program, "u_samples", sample_count as u32);
     offsets.bind(0);
     fragments.bind(1);
     if let Some(v) = values {
         v.values.bind(3);
     }
-    ctx.dispatch(pixel_count, GROUP_SIZE as usize)
+
+    // Short lists, and the chunk counts of the long ones.
+    let chunk_counts = GpuBuffer::uninit(gl, (pixel_count * 4).max(16))?;
+    let stats = GpuBuffer::zeroed(gl, 16)?;
+    program(Stage::Short)?;
+    chunk_counts.bind(5);
+    stats.bind(6);
+    ctx.dispatch(pixel_count, GROUP_SIZE as usize)?;
+    let [chunks, max_passes]: [u32; 2] = stats.read::<u32>(2).try_into().expect("two stats");
+    if chunks == 0 {
+        return Ok(());
+    }
+    let chunks = chunks as usize;
+    let chunk_starts = exclusive_scan_buffer(ctx, &chunk_counts, pixel_count)?;
+    drop(chunk_counts);
+    let disorder = GpuBuffer::zeroed(gl, chunks * 4)?;
+    // The scratch (and the positions) only serve lists longer than one chunk.
+    let scratch = if max_passes > 0 {
+        let bytes = sample_count * fragment_bytes;
+        check_fits(ctx, bytes, "the sort's scratch buffer")?;
+        GpuBuffer::uninit(gl, bytes)?
+    } else {
+        GpuBuffer::uninit(gl, 16)?
+    };
+    let positions = match values {
+        Some(_) if max_passes > 0 => {
+            check_fits(ctx, sample_count * 8, "the sort's positions")?;
+            GpuBuffer::uninit(gl, sample_count * 8)?
+        }
+        _ => GpuBuffer::uninit(gl, 16)?,
+    };
+    // The scan reused bindings 0-3: bind every buffer of the group stages again.
+    offsets.bind(0);
+    fragments.bind(1);
+    scratch.bind(2);
+    if let Some(v) = values {
+        v.values.bind(3);
+    }
+    positions.bind(4);
+    chunk_starts.bind(5);
+    disorder.bind(6);
+    // One work group per chunk item; `extra` is the stage's own uniform.
+    let run_chunks = |stage: Stage, extra: Option<(&str, u32)>| {
+        let program = program(stage)?;
+        ctx.uniform_u32(program, "u_chunks", chunks as u32);
+        if let Some((name, value)) = extra {
+            ctx.uniform_u32(program, name, value);
+        }
+        ctx.dispatch(chunks * LOCAL_GROUP_SIZE, LOCAL_GROUP_SIZE)
+    };
+    run_chunks(Stage::Check, None)?;
+    run_chunks(Stage::Local, None)?;
+    for pass in 0..max_passes {
+        run_chunks(Stage::Merge, Some(("u_pass", pass)))?;
+    }
+    if values.is_some() && max_passes > 0 {
+        for column0 in (0..columns).step_by(VALUE_ROUND) {
+            run_chunks(Stage::Gather, Some(("u_column0", column0 as u32)))?;
+            run_chunks(Stage::Scatter, Some(("u_column0", column0 as u32)))?;
+        }
+    }
+    Ok(())
 }
 
 /// Upload `offsets` and `fragments`, sort on the GPU and read the fragments back.
