@@ -60,6 +60,10 @@ fn options_that_do_not_apply_are_refused_not_ignored() {
             "do not apply to --backend cpu",
         ),
         (
+            &["--backend", "cpu", "--gpu-stages", "gpu"][..],
+            "do not apply to --backend cpu",
+        ),
+        (
             &["--backend", "cpu", "--deep", "--flat-z"][..],
             "apply to flat output",
         ),
