@@ -82,11 +82,7 @@ impl GpuTidied<'_> {
 
     /// Positions in the pixel list of the pixels left to the host (`too_long`).
     pub fn too_long_pixels(&self) -> Vec<usize> {
-        if self.too_long == 0 {
-            return Vec::new();
-        }
-        let state: Vec<[u32; 4]> = self.state.read(self.count);
-        (0..self.count).filter(|&k| state[k][3] == 3).collect()
+        too_long_positions(&self.state, self.count, self.too_long)
     }
 }
 
@@ -191,7 +187,11 @@ pub fn tidy_flatten_pixels<'a>(
 }
 
 /// Positions in a pixel list whose walk gave up (status 3 in `state`, `count` entries).
-fn too_long_positions(state: &GpuBuffer, count: usize) -> Vec<usize> {
+/// `too_long` of them, as `run_walk` counted: the state is only read when there are any.
+fn too_long_positions(state: &GpuBuffer, count: usize, too_long: usize) -> Vec<usize> {
+    if too_long == 0 {
+        return Vec::new();
+    }
     let state: Vec<[u32; 4]> = state.read(count);
     (0..count).filter(|&k| state[k][3] == 3).collect()
 }
@@ -213,12 +213,7 @@ pub fn tidy_count_pixels<'a>(
     let program = walk_program(ctx, columns, WalkMode::Count)?;
     emitted.bind(8);
     let (state, _, too_long) = run_walk(ctx, program, offsets, keys, values, pixels, count)?;
-    let positions = if too_long > 0 {
-        too_long_positions(&state, count)
-    } else {
-        Vec::new()
-    };
-    Ok((emitted, positions))
+    Ok((emitted, too_long_positions(&state, count, too_long)))
 }
 
 /// Write the tidied lists of the `count` listed pixels into `tidied` (linearised, offsets
@@ -243,11 +238,7 @@ pub fn tidy_emit_pixels(
     emitted.bind(8);
     tidied.offsets.bind(9);
     let (state, _, too_long) = run_walk(ctx, program, offsets, keys, values, pixels, count)?;
-    Ok(if too_long > 0 {
-        too_long_positions(&state, count)
-    } else {
-        Vec::new()
-    })
+    Ok(too_long_positions(&state, count, too_long))
 }
 
 fn assemble_program(ctx: &GlContext, stage: u32, columns: &ColumnSpec) -> Result<glow::Program> {
