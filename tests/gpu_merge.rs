@@ -160,9 +160,9 @@ fn synthetic_special_inputs() {
         .build();
         assert_eq!(empty.sample_count(), 0);
         let disjoint = Synth::new(Bounds::from_origin_size(50, 20, 10, 3), 5, 5).build();
-        let mut volumes = Synth::new(Bounds::from_origin_size(0, 0, 33, 7), 9, 6);
-        volumes.volumes = true;
-        let volumes = volumes.build();
+        let volumes = Synth::new(Bounds::from_origin_size(0, 0, 33, 7), 9, 6)
+            .with_volumes()
+            .build();
         let single_pixel = Synth::new(Bounds::from_origin_size(7, 7, 1, 1), 3, 7).build();
         let cases: Vec<(&str, Vec<&DeepImage>)> = vec![
             ("one empty input", vec![&long, &empty]),
@@ -289,11 +289,12 @@ fn messy_inputs_sorted_on_the_gpu_or_the_host() {
 #[test]
 fn overlapping_volumes_tidied_on_the_gpu() {
     with_gl(|ctx| {
-        let mut a = Synth::new(Bounds::from_origin_size(0, 0, 37, 7), 12, 303);
-        a.volumes = true;
-        let mut b = Synth::new(Bounds::from_origin_size(3, 1, 33, 8), 6, 404);
-        b.volumes = true;
-        let (a, b) = (a.build(), b.build());
+        let a = Synth::new(Bounds::from_origin_size(0, 0, 37, 7), 12, 303)
+            .with_volumes()
+            .build();
+        let b = Synth::new(Bounds::from_origin_size(3, 1, 33, 8), 6, 404)
+            .with_volumes()
+            .build();
         let inputs: [&DeepImage; 2] = [&a, &b];
         let options = MergeOptions {
             output: OutputKind::Flat { z: true },
@@ -359,13 +360,15 @@ fn overlapping_volumes_tidied_on_the_gpu() {
 #[test]
 fn deep_tidy_on_the_gpu_full_matrix() {
     with_gl(|ctx| {
-        let mut a = Synth::new(Bounds::from_origin_size(0, 0, 37, 7), 9, 505);
-        a.volumes = true;
-        let mut b = Synth::new(Bounds::from_origin_size(3, 1, 33, 8), 6, 606);
-        b.volumes = true;
-        let mut c = Synth::new(Bounds::from_origin_size(-2, 2, 40, 3), 5, 707);
-        c.volumes = true;
-        let (a, b, c) = (a.build(), b.build(), c.build());
+        let a = Synth::new(Bounds::from_origin_size(0, 0, 37, 7), 9, 505)
+            .with_volumes()
+            .build();
+        let b = Synth::new(Bounds::from_origin_size(3, 1, 33, 8), 6, 606)
+            .with_volumes()
+            .build();
+        let c = Synth::new(Bounds::from_origin_size(-2, 2, 40, 3), 5, 707)
+            .with_volumes()
+            .build();
         let options = MergeOptions {
             output: OutputKind::Deep,
             tidy: true,
@@ -412,11 +415,12 @@ fn deep_tidy_on_the_gpu_full_matrix() {
 #[test]
 fn deep_tidy_on_the_gpu_in_bands() {
     with_gl(|ctx| {
-        let mut a = Synth::new(Bounds::from_origin_size(0, 0, 70, 40), 12, 18);
-        a.volumes = true;
-        let mut b = Synth::new(Bounds::from_origin_size(5, 3, 64, 40), 12, 19);
-        b.volumes = true;
-        let (a, b) = (a.build(), b.build());
+        let a = Synth::new(Bounds::from_origin_size(0, 0, 70, 40), 12, 18)
+            .with_volumes()
+            .build();
+        let b = Synth::new(Bounds::from_origin_size(5, 3, 64, 40), 12, 19)
+            .with_volumes()
+            .build();
         let options = MergeOptions {
             output: OutputKind::Deep,
             tidy: true,

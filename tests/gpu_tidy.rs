@@ -418,12 +418,9 @@ fn long_lists_match_the_reference() {
     eprintln!("long lists: worst difference {worst:e}");
 }
 
-#[test]
-fn pixels_too_long_for_one_pass_are_finished_on_the_host() {
-    // 5000 volumes alive at one boundary (plus a point inside them): more than one pass's budget
-    // for a single step, so the GPU reports the pixel and the host wrapper uses the twin. The
-    // other pixel is short and stays on the GPU.
-    let mut csr = Csr::new();
+/// One pixel with 5000 volumes alive at one boundary (plus a point inside them), in merge order:
+/// its walk's single step costs more than one pass's budget.
+fn too_long_for_one_pass() -> Vec<(f32, f32, Vec<f32>)> {
     let mut long: Vec<(f32, f32, Vec<f32>)> = (0..5000)
         .map(|i| (0.0, 1.0 + (i % 7) as f32, ar(0.001, 0.0005)))
         .collect();
@@ -433,7 +430,16 @@ fn pixels_too_long_for_one_pass_are_finished_on_the_host() {
             .unwrap()
             .then(a.1.partial_cmp(&b.1).unwrap())
     });
-    csr.push(&long);
+    long
+}
+
+#[test]
+fn pixels_too_long_for_one_pass_are_finished_on_the_host() {
+    // 5000 volumes alive at one boundary (plus a point inside them): more than one pass's budget
+    // for a single step, so the GPU reports the pixel and the host wrapper uses the twin. The
+    // other pixel is short and stays on the GPU.
+    let mut csr = Csr::new();
+    csr.push(&too_long_for_one_pass());
     csr.push(&[(0.0, 2.0, ar(0.6, 0.3)), (1.0, 3.0, ar(0.5, 0.4))]);
     check_all(&csr, &AR, "too long for one pass");
     let too_long = with_gl(move |ctx| {
@@ -622,8 +628,9 @@ fn deep_reference(csr: &Csr, alpha_of: &[Option<usize>]) -> TidiedDeep {
             };
             pixel.push(sample, &csr.values[s * width..(s + 1) * width]);
         }
-        let mark = needs_tidy(&pixel.samples) || end - start > GATE_LIMIT as usize;
-        if needs_tidy(&pixel.samples) {
+        let needs = needs_tidy(&pixel.samples);
+        let mark = needs || end - start > GATE_LIMIT as usize;
+        if needs {
             tidy_pixel(&mut pixel, &channels);
         }
         out.marks.push(u32::from(mark));
@@ -826,16 +833,7 @@ fn deep_tidy_of_long_lists_and_of_pixels_too_long_for_one_pass() {
     // pixel around it stays on the GPU.
     let mut csr = Csr::new();
     csr.push(&[(0.0, 2.0, ar(0.6, 0.3)), (1.0, 3.0, ar(0.5, 0.4))]);
-    let mut long: Vec<(f32, f32, Vec<f32>)> = (0..5000)
-        .map(|i| (0.0, 1.0 + (i % 7) as f32, ar(0.001, 0.0005)))
-        .collect();
-    long.push((0.5, 0.5, ar(0.1, 0.05)));
-    long.sort_by(|a, b| {
-        a.0.partial_cmp(&b.0)
-            .unwrap()
-            .then(a.1.partial_cmp(&b.1).unwrap())
-    });
-    csr.push(&long);
+    csr.push(&too_long_for_one_pass());
     csr.push(&[(0.0, 2.0, ar(0.6, 0.3)), (1.0, 3.0, ar(0.5, 0.4))]);
     // The twin and the definition differ by more than 1e-5 here: 5000 coincident pieces merge by
     // summing their optical depths, in f32 against f64 (about n·2^-24 apart at worst).

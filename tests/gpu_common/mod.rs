@@ -71,6 +71,12 @@ impl Synth {
         }
     }
 
+    /// The same, with a ZBack channel and volumes (some of which overlap).
+    pub fn with_volumes(mut self) -> Self {
+        self.volumes = true;
+        self
+    }
+
     pub fn build(&self) -> DeepImage {
         let mut rng = Lcg(self.seed);
         let pixels = self.window.area();
@@ -253,20 +259,7 @@ pub fn assert_gl_matches(
             }
         }
         (MergeOutput::Deep(a), MergeOutput::Deep(b)) => {
-            assert_eq!(a.data_window, b.data_window, "{what}");
-            assert_eq!(a.channels, b.channels, "{what}");
-            if a.offsets != b.offsets {
-                let p = a
-                    .offsets
-                    .iter()
-                    .zip(&b.offsets)
-                    .position(|(x, y)| x != y)
-                    .unwrap();
-                panic!(
-                    "{what}: deep counts differ from pixel {:?}",
-                    a.data_window.coords_of(p.saturating_sub(1))
-                );
-            }
+            assert_same_deep_shape(a, b, what);
             for (c, (pa, pb)) in a.planes.iter().zip(&b.planes).enumerate() {
                 assert!(
                     pa == pb,
@@ -274,17 +267,15 @@ pub fn assert_gl_matches(
                     a.channels[c].name
                 );
             }
-            assert_eq!(a.state, b.state, "{what}");
         }
         _ => panic!("{what}: output kinds differ"),
     }
     stats
 }
 
-/// Deep images alike up to `tolerance` in their float values (absolute, relative above 1; plus
-/// one half ulp for half channels, whose rounding a tiny difference can flip): same window,
-/// channels, counts and state, uint channels exact.
-pub fn assert_deep_close(a: &DeepImage, b: &DeepImage, tolerance: f32, what: &str) {
+/// Same window, channels, state and per-pixel counts (naming the first pixel whose count
+/// differs).
+pub fn assert_same_deep_shape(a: &DeepImage, b: &DeepImage, what: &str) {
     assert_eq!(a.data_window, b.data_window, "{what}");
     assert_eq!(a.channels, b.channels, "{what}");
     assert_eq!(a.state, b.state, "{what}");
@@ -300,6 +291,13 @@ pub fn assert_deep_close(a: &DeepImage, b: &DeepImage, tolerance: f32, what: &st
             a.data_window.coords_of(p.saturating_sub(1))
         );
     }
+}
+
+/// Deep images alike up to `tolerance` in their float values (absolute, relative above 1; plus
+/// one half ulp for half channels, whose rounding a tiny difference can flip): same window,
+/// channels, counts and state, uint channels exact.
+pub fn assert_deep_close(a: &DeepImage, b: &DeepImage, tolerance: f32, what: &str) {
+    assert_same_deep_shape(a, b, what);
     for (c, (pa, pb)) in a.planes.iter().zip(&b.planes).enumerate() {
         let name = &a.channels[c].name;
         match (pa, pb) {
