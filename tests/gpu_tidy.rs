@@ -10,10 +10,12 @@
 //! below 1e-5 for pixels of tens to hundreds of samples. The twin and the GPU run the same
 //! operations, so they are held to 1e-6. Fronts (ids and Z source) must match exactly.
 
+mod common;
 mod gpu_common;
 
 use std::path::Path;
 
+use common::{interleaving_shift, shifted, shifted_points};
 use deepmerge::composite::{
     flatten_pixel, is_tidy, needs_tidy, tidy_pixel, CompositeChannels, CompositeKind, MergePlan,
     PixelSamples, Sample,
@@ -23,7 +25,7 @@ use deepmerge::cpu::tidy::{
     tidy_flatten_pixels as cpu_tidy, TidiedDeep, TidiedPixels, GATE_LIMIT,
 };
 use deepmerge::cpu::{Fragment, Layout};
-use deepmerge::deep::{DeepImage, Plane};
+use deepmerge::deep::DeepImage;
 use deepmerge::exr::{read_deep, ReadOptions};
 use deepmerge::gpu::engine::{build_image, ColumnSpec};
 use deepmerge::gpu::tidy::{
@@ -460,40 +462,6 @@ fn pixels_too_long_for_one_pass_are_finished_on_the_host() {
     assert_eq!(too_long, vec![0]);
 }
 
-/// `image` moved back by `shift` with red and blue (and their alphas) swapped, so that merged
-/// with the original its volumes overlap (as `tests/volumetric.rs` builds it).
-fn shifted(image: &DeepImage, shift: f32) -> DeepImage {
-    let mut out = image.clone();
-    for name in ["Z", "ZBack"] {
-        if let Plane::F32(v) = &mut out.planes[image.channel_index(name).unwrap()] {
-            v.iter_mut().for_each(|z| *z += shift);
-        }
-    }
-    for (x, y) in [("R", "B"), ("RA", "BA")] {
-        let (i, j) = (
-            image.channel_index(x).unwrap(),
-            image.channel_index(y).unwrap(),
-        );
-        out.planes.swap(i, j);
-    }
-    out
-}
-
-/// Half the thinnest volume of `image`.
-fn interleaving_shift(image: &DeepImage) -> f32 {
-    let plane = |name: &str| match &image.planes[image.channel_index(name).unwrap()] {
-        Plane::F32(v) => v.clone(),
-        other => (0..other.len()).map(|i| other.get_f32(i)).collect(),
-    };
-    let (z, zb) = (plane("Z"), plane("ZBack"));
-    z.iter()
-        .zip(&zb)
-        .filter(|(a, b)| b > a)
-        .map(|(a, b)| b - a)
-        .fold(f32::INFINITY, f32::min)
-        / 2.0
-}
-
 /// Every pixel of the merge of `inputs` as CSR in merge order, and the pixels that need a tidy.
 fn merged_csr(inputs: &[&DeepImage]) -> (Csr, Vec<u32>, Vec<Option<usize>>) {
     let plan = MergePlan::new(inputs).unwrap();
@@ -545,9 +513,7 @@ fn volumetric_corpus_matches_the_reference() {
     // volumes) and with that copy as points (volumes containing points), flagged pixels only.
     let shift = interleaving_shift(&input);
     let moved = shifted(&input, shift);
-    let mut points = moved.clone();
-    points.planes[input.channel_index("ZBack").unwrap()] =
-        points.planes[input.channel_index("Z").unwrap()].clone();
+    let points = shifted_points(&input, shift);
     let (csr, flagged, alpha_of) = merged_csr(&[&input, &hold]);
     assert!(flagged.is_empty(), "the corpus pair does not overlap");
     let volumes = csr.keys.iter().filter(|f| f.zback > f.z).count();

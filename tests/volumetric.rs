@@ -3,8 +3,11 @@
 //! answers worked out by hand, on the volumetric corpus (`tests/data/oiio/`), against oiiotool
 //! and the 2017 reference outputs, and with property tests on random pixels.
 
+mod common;
+
 use std::path::PathBuf;
 
+use common::{interleaving_shift, shifted, shifted_points};
 use deepmerge::composite::{
     holdout, is_tidy, merge_images, needs_tidy, tidy_pixel, CompositeChannels, CompositeKind,
     HoldoutMode, MergeOptions, MergeOutput, MergePlan, OutputKind, PixelSamples, SortPolicy,
@@ -568,48 +571,6 @@ fn pixels_of(image: &DeepImage) -> (CompositeChannels, Vec<PixelSamples>) {
         })
         .collect();
     (plan.composite.clone(), pixels)
-}
-
-/// `image` with every depth moved back by `shift` (a copy whose volumes interleave with the
-/// original's when `shift` is smaller than their depth) and red swapped with blue (RA with BA),
-/// so that which copy is in front shows in the colour.
-fn shifted(image: &DeepImage, shift: f32) -> DeepImage {
-    let mut out = image.clone();
-    for name in ["Z", "ZBack"] {
-        if let Plane::F32(v) = &mut out.planes[image.channel_index(name).unwrap()] {
-            v.iter_mut().for_each(|z| *z += shift);
-        }
-    }
-    for (x, y) in [("R", "B"), ("RA", "BA")] {
-        let (i, j) = (
-            image.channel_index(x).unwrap(),
-            image.channel_index(y).unwrap(),
-        );
-        out.planes.swap(i, j);
-    }
-    out
-}
-
-/// Half the thinnest volume of the input crop: a shift that makes every volume of a copy overlap
-/// its original by half.
-/// `image` turned into points (ZBack = Z) after [`shifted`]: points that land inside the
-/// original's volumes.
-fn shifted_points(image: &DeepImage, shift: f32) -> DeepImage {
-    let mut out = shifted(image, shift);
-    let z = out.planes[image.channel_index("Z").unwrap()].clone();
-    out.planes[image.channel_index("ZBack").unwrap()] = z;
-    out
-}
-
-fn interleaving_shift(image: &DeepImage) -> f32 {
-    let (z, zb) = (plane(image, "Z"), plane(image, "ZBack"));
-    let thinnest = z
-        .iter()
-        .zip(&zb)
-        .filter(|(a, b)| b > a)
-        .map(|(a, b)| b - a)
-        .fold(f32::INFINITY, f32::min);
-    thinnest / 2.0
 }
 
 #[test]

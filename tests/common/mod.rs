@@ -173,3 +173,50 @@ pub fn synthetic(window: Bounds, seed: u32, count: impl Fn(usize) -> u32) -> Dee
     ];
     DeepImage::from_counts(window, window, channels, &counts, planes, DeepState::Sorted).unwrap()
 }
+
+/// `image` with every depth moved back by `shift` (a copy whose volumes interleave with the
+/// original's when `shift` is smaller than their depth) and red swapped with blue (RA with BA),
+/// so that which copy is in front shows in the colour.
+pub fn shifted(image: &DeepImage, shift: f32) -> DeepImage {
+    let mut out = image.clone();
+    for name in ["Z", "ZBack"] {
+        if let Plane::F32(v) = &mut out.planes[image.channel_index(name).unwrap()] {
+            v.iter_mut().for_each(|z| *z += shift);
+        }
+    }
+    for (x, y) in [("R", "B"), ("RA", "BA")] {
+        let (i, j) = (
+            image.channel_index(x).unwrap(),
+            image.channel_index(y).unwrap(),
+        );
+        out.planes.swap(i, j);
+    }
+    out
+}
+
+/// `image` turned into points (ZBack = Z) after [`shifted`]: points that land inside the
+/// original's volumes.
+pub fn shifted_points(image: &DeepImage, shift: f32) -> DeepImage {
+    let mut out = shifted(image, shift);
+    let z = out.planes[image.channel_index("Z").unwrap()].clone();
+    out.planes[image.channel_index("ZBack").unwrap()] = z;
+    out
+}
+
+/// Half the thinnest volume of `image`: a shift that makes every volume of a copy overlap its
+/// original by half.
+pub fn interleaving_shift(image: &DeepImage) -> f32 {
+    let plane = |name: &str| {
+        let c = image.channel_index(name).unwrap();
+        (0..image.sample_count())
+            .map(|i| image.planes[c].get_f32(i))
+            .collect::<Vec<f32>>()
+    };
+    let (z, zb) = (plane("Z"), plane("ZBack"));
+    z.iter()
+        .zip(&zb)
+        .filter(|(a, b)| b > a)
+        .map(|(a, b)| b - a)
+        .fold(f32::INFINITY, f32::min)
+        / 2.0
+}
