@@ -10,8 +10,10 @@
 //! 3. The GPU engine (`gpu`) builds each input into one of four layouts (LL, LA, IA, BIA) with a
 //!    count pass and a prefix sum, then merges pairs stepwise or with register blocks; every GPU
 //!    stage has a CPU twin in `cpu` with the same names, and both are tested against step 2.
+//!    The names all three share (layouts, fragments, the depth order) live in [`vocab`].
 //! 4. [`exr::write_deep`] and [`exr::write_flat`] write the result through a temporary file.
 
+pub mod backend;
 pub mod bench;
 pub mod composite;
 pub mod cpu;
@@ -22,5 +24,6 @@ pub mod gpu;
 pub mod heatmap;
 pub mod info;
 pub mod scene;
+pub mod vocab;
 
 pub use error::{Error, Result};

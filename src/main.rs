@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use deepmerge::backend::{choose_engine, Backend, Engine};
 use deepmerge::bench::{self, BenchConfig, PeerSetting};
 use deepmerge::composite::{
     holdout, merge_images, HoldoutMode, MergeOptions, MergeOutput, OutputKind, SortPolicy,
@@ -451,11 +452,6 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
     let output = args.output.as_ref().expect("clap requires -o");
     check_output_is_not_an_input(output, &args.inputs)?;
     let requested_gl = gl_options(args);
-    if args.backend == BackendArg::Cpu && requested_gl.is_some() {
-        return Err(Error::Usage(
-            "--layout, --rbm, --stepwise, --block, --pixel-order, --gpu-stages and --stats choose how the GPU merges; they do not apply to --backend cpu".into(),
-        ));
-    }
     if args.deep && (args.flat_z || args.flat_type != FlatTypeArg::Half) {
         return Err(Error::Usage(
             "--flat-z and --flat-type apply to flat output, not --deep".into(),
@@ -474,34 +470,13 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             .unwrap_or(PartSelector::FirstDeep),
         max_memory: gib_to_bytes(args.max_memory)?,
     };
-    // Make the GL context before reading, so a `--backend gl` without GL fails fast.
-    let mut cpu_reason = String::new();
-    let context = match args.backend {
-        BackendArg::Cpu => None,
-        BackendArg::Gl => Some(GlContext::new()?),
-        BackendArg::Auto => match GlContext::new() {
-            // A software rasteriser (llvmpipe) runs the same shaders, but the CPU engine is
-            // several times faster end to end there (docs/benchmarks.md): use it unless GPU
-            // options ask for GL explicitly.
-            Ok(ctx) if ctx.info().software && requested_gl.is_none() => {
-                cpu_reason = format!(
-                    " (OpenGL here is only the software renderer {}, slower than the CPU engine; --backend gl forces it)",
-                    ctx.info().renderer
-                );
-                None
-            }
-            Ok(ctx) => Some(ctx),
-            Err(e) if requested_gl.is_some() => {
-                return Err(Error::Gl(format!(
-                    "GPU options were given but no GL context can be made ({e})"
-                )))
-            }
-            Err(e) => {
-                cpu_reason = format!(" ({e})");
-                None
-            }
-        },
+    // Choose the engine before reading, so a `--backend gl` without GL fails fast.
+    let backend = match args.backend {
+        BackendArg::Auto => Backend::Auto,
+        BackendArg::Cpu => Backend::Cpu,
+        BackendArg::Gl => Backend::Gl,
     };
+    let engine = choose_engine(backend, requested_gl.is_some())?;
     let images = read_inputs(&args.inputs, &read_options)?;
     let refs: Vec<&DeepImage> = images.iter().collect();
     let options = MergeOptions {
@@ -519,8 +494,8 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             SortPolicy::Auto
         },
     };
-    let merged = match &context {
-        Some(ctx) => {
+    let merged = match &engine {
+        Engine::Gl(ctx) => {
             let gl = requested_gl.unwrap_or_default();
             eprintln!(
                 "deepmerge: merging {} inputs with OpenGL on {} ({} {} block {})",
@@ -536,9 +511,9 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             }
             merged
         }
-        None => {
+        Engine::Cpu { reason } => {
             eprintln!(
-                "deepmerge: merging {} inputs on the CPU{cpu_reason}",
+                "deepmerge: merging {} inputs on the CPU{reason}",
                 images.len()
             );
             merge_images(&refs, &options)?

@@ -2,10 +2,10 @@
 //! slots (so the GPU scatter can neither collide nor leave holes), RBM merges exactly as
 //! stepwise for every block size, and the scan is the prefix sum.
 
-use deepmerge::cpu::layout::{address, group_min_counts};
 use deepmerge::cpu::merge::{merge_rbm, merge_stepwise, Pick};
 use deepmerge::cpu::scan::exclusive_scan;
-use deepmerge::cpu::{Fragment, Layout, GROUP_SIZE};
+use deepmerge::vocab::address::{address, group_min_counts};
+use deepmerge::vocab::{Fragment, Layout, GROUP_SIZE};
 
 fn lcg(state: &mut u64) -> u32 {
     *state = state

@@ -5,10 +5,10 @@
 
 mod gpu_common;
 
-use deepmerge::cpu::build::{build, BuiltImage};
+use deepmerge::cpu::build::build;
 use deepmerge::cpu::merge::merge_built;
-use deepmerge::cpu::{Fragment, Layout, MergeMethod};
 use deepmerge::gpu::engine::{build_image, merge_deep, ColumnSpec, MergeSpec};
+use deepmerge::vocab::{BuiltImage, Fragment, Layout, MergeMethod};
 use gpu_common::{with_gl, Lcg};
 
 const STRIDE: usize = 2;

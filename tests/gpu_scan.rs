@@ -73,9 +73,10 @@ fn gl_info_reports_renderer_and_limits() {
 
 #[test]
 fn gpu_compaction_matches_its_twin() {
-    use deepmerge::cpu::compact::{compact_flagged as cpu_compact, FlagField};
+    use deepmerge::cpu::compact::compact_flagged as cpu_compact;
     use deepmerge::gpu::compact::compact_flagged as gpu_compact;
     use deepmerge::gpu::GpuBuffer;
+    use deepmerge::vocab::FlagField;
     let ctx = GlContext::new().expect("a GL 4.3 context (install libegl1 libgl1-mesa-dri)");
     let g = SCAN_GROUP;
     for n in [0, 1, 31, 33, g - 1, g + 1, 3 * g + 7, g * g + 5] {

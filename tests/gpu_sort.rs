@@ -9,11 +9,9 @@
 
 mod gpu_common;
 
-use deepmerge::cpu::sort::{
-    merge_passes, sort_pixels as cpu_sort, sort_pixels_with_values, LOCAL_SORT_SIZE, REG_SORT_SIZE,
-};
-use deepmerge::cpu::{Fragment, GROUP_SIZE};
+use deepmerge::cpu::sort::{merge_passes, sort_pixels as cpu_sort, sort_pixels_with_values};
 use deepmerge::gpu::sort::{sort_pixels_host, sort_pixels_host_with_values};
+use deepmerge::vocab::{Fragment, GROUP_SIZE, LOCAL_SORT_SIZE, REG_SORT_SIZE};
 use gpu_common::{with_gl, Lcg};
 
 fn bits(fragments: &[Fragment]) -> Vec<[u32; 4]> {
@@ -24,19 +22,9 @@ fn bits(fragments: &[Fragment]) -> Vec<[u32; 4]> {
 fn reference(offsets: &[u32], fragments: &[Fragment]) -> Vec<Fragment> {
     let mut out = fragments.to_vec();
     for p in 0..offsets.len().saturating_sub(1) {
-        out[offsets[p] as usize..offsets[p + 1] as usize].sort_by(depth_cmp);
+        out[offsets[p] as usize..offsets[p + 1] as usize].sort_by(Fragment::depth_cmp);
     }
     out
-}
-
-fn depth_cmp(a: &Fragment, b: &Fragment) -> std::cmp::Ordering {
-    if a.depth_less(b) {
-        std::cmp::Ordering::Less
-    } else if b.depth_less(a) {
-        std::cmp::Ordering::Greater
-    } else {
-        std::cmp::Ordering::Equal
-    }
 }
 
 /// CSR offsets and fragments from per-pixel depth lists; `index` numbers every fragment and
@@ -262,7 +250,7 @@ fn keeps_ties_signed_zeros_and_infinities_in_order() {
     let mut ties_reversed = fragments.clone();
     for p in 0..lists.len() {
         ties_reversed[offsets[p] as usize..offsets[p + 1] as usize]
-            .sort_by(|a, b| depth_cmp(a, b).then(b.index.cmp(&a.index)));
+            .sort_by(|a, b| a.depth_cmp(b).then(b.index.cmp(&a.index)));
     }
     assert!(
         bits(&ties_reversed) != bits(&expected),

@@ -22,9 +22,8 @@ use deepmerge::composite::{
 };
 use deepmerge::cpu::tidy::{
     tidy_count_pixels as tidy_count_twin, tidy_deep as tidy_deep_twin,
-    tidy_flatten_pixels as cpu_tidy, TidiedDeep, TidiedPixels, GATE_LIMIT,
+    tidy_flatten_pixels as cpu_tidy, TidiedDeep,
 };
-use deepmerge::cpu::{Fragment, Layout};
 use deepmerge::deep::DeepImage;
 use deepmerge::exr::{read_deep, ReadOptions};
 use deepmerge::gpu::engine::{build_image, ColumnSpec};
@@ -32,6 +31,7 @@ use deepmerge::gpu::tidy::{
     tidy_count_pixels, tidy_deep, tidy_flatten_pixels, tidy_flatten_pixels_host,
 };
 use deepmerge::gpu::GpuBuffer;
+use deepmerge::vocab::{Fragment, Layout, TidiedPixels, GATE_LIMIT};
 use gpu_common::{with_gl, Lcg};
 
 /// Reference tolerance (see the module doc).

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::cpu::Layout;
 use crate::deep::DeepImage;
 use crate::error::Result;
+use crate::vocab::Layout;
 
 /// Bytes written per pixel by a flat composite (RGBA as f32).
 pub const FLAT_BYTES_PER_PIXEL: u64 = 16;

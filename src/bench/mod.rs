@@ -25,7 +25,7 @@ use std::process::Command;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-pub use crate::cpu::Layout;
+pub use crate::vocab::Layout;
 pub use engine::{
     csr_bytes, run_operation, BenchCase, CaseFiles, CpuEngine, MergeEngine, OiiotoolEngine,
     Operation,

@@ -18,15 +18,15 @@
 
 use rayon::prelude::*;
 
-use super::flatten::flatten_pixel;
-use super::order::{merge_sorted_runs, sort_samples, Sample, SortPolicy};
+use super::flat::FlatPixels;
+use super::order::{merge_sorted_runs, sort_samples, SortPolicy};
 use super::pixel::{CompositeChannels, PixelSamples};
 use super::tidy::{needs_tidy, tidy_pixel};
 use crate::deep::{
-    Bounds, Channel, ChannelRole, DeepImage, DeepState, FlatChannel, FlatImage, FlatValues, Plane,
-    SampleType,
+    Bounds, Channel, ChannelRole, DeepImage, DeepState, FlatImage, Plane, SampleType,
 };
 use crate::error::{Error, Result};
+use crate::vocab::{depth_key, Sample};
 
 /// What the merge produces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,15 +172,9 @@ impl<'a> MergePlan<'a> {
             let (z, zback) = self.depth[i];
             let start = out.len();
             for index in image.range(p) {
-                let zf = z.map_or(0.0, |c| image.planes[c].get_f32(index));
-                let zb = zback.map_or(zf, |c| image.planes[c].get_f32(index));
-                any_volume |= zb > zf;
-                out.push(Sample {
-                    z: zf,
-                    zback: if zb > zf { zb } else { zf },
-                    input: i as u32,
-                    index: index as u64,
-                });
+                let sample = read_sample(image, (z, zback), i as u32, index);
+                any_volume |= sample.is_volume();
+                out.push(sample);
             }
             if self.sort.sorts(image.state) {
                 // Stable and adaptive: already sorted pixels cost one pass.
@@ -189,6 +183,25 @@ impl<'a> MergePlan<'a> {
             merge_sorted_runs(out, start, scratch);
         }
         any_volume
+    }
+}
+
+/// Sample `index` of `image` (input number `input`), its key read from its Z and ZBack channels
+/// `depth` by [`depth_key`] (no Z: depth 0; no ZBack: a point). Every engine reads keys here.
+pub fn read_sample(
+    image: &DeepImage,
+    (z, zback): (Option<usize>, Option<usize>),
+    input: u32,
+    index: usize,
+) -> Sample {
+    let zf = z.map_or(0.0, |c| image.planes[c].get_f32(index));
+    let zb = zback.map_or(zf, |c| image.planes[c].get_f32(index));
+    let (z, zback) = depth_key(zf, zb);
+    Sample {
+        z,
+        zback,
+        input,
+        index: index as u64,
     }
 }
 
@@ -210,100 +223,27 @@ fn merge_flat(plan: &MergePlan, with_z: bool) -> FlatImage {
     let window = plan.window;
     let width = window.width();
     let columns = plan.composite.len();
-    let ids: Vec<&Channel> = plan
-        .deep_channels
-        .iter()
-        .filter(|c| c.role == ChannelRole::Id)
-        .collect();
-    let id_sources: Vec<Vec<Option<usize>>> = plan
-        .inputs
-        .iter()
-        .map(|image| ids.iter().map(|c| image.channel_index(&c.name)).collect())
-        .collect();
-
-    struct Row {
-        values: Vec<f32>,
-        ids: Vec<u32>,
-        z: Vec<f32>,
-    }
-    let rows: Vec<Row> = (0..window.height())
+    let rows: Vec<FlatPixels> = (0..window.height())
         .into_par_iter()
         .map_init(
             || (Vec::new(), Vec::new(), PixelSamples::new(columns)),
             |(samples, scratch, pixel), row| {
                 let y = window.y0 + row as i32;
-                let mut out = Row {
-                    values: Vec::with_capacity(width * columns),
-                    ids: Vec::with_capacity(width * ids.len()),
-                    z: Vec::with_capacity(width),
-                };
+                let mut out = plan.flat_pixels(width);
                 for col in 0..width {
                     let x = window.x0 + col as i32;
                     let any_volume = plan.ordered_samples_into(x, y, samples, scratch);
-                    pixel.gather(samples, &plan.inputs, &plan.sources);
-                    if any_volume && needs_tidy(&pixel.samples) {
-                        tidy_pixel(pixel, &plan.composite);
-                    }
-                    let flat = flatten_pixel(pixel, &plan.composite);
-                    out.values.extend_from_slice(&flat.values);
-                    let front = flat.front.map(|s| pixel.samples[s]);
-                    // Ids of the front-most contributing sample; 0 where nothing contributes
-                    // or its input lacks the channel.
-                    match front {
-                        None => out.ids.extend(std::iter::repeat_n(0, ids.len())),
-                        Some(s) => {
-                            out.ids
-                                .extend(id_sources[s.input as usize].iter().map(|source| {
-                                    source.map_or(0, |c| {
-                                        match &plan.inputs[s.input as usize].planes[c] {
-                                            Plane::U32(v) => v[s.index as usize],
-                                            other => other.get_f32(s.index as usize) as u32,
-                                        }
-                                    })
-                                }))
-                        }
-                    }
-                    out.z.push(front.map_or(0.0, |s| s.z));
+                    plan.push_flattened(&mut out, samples, any_volume, pixel);
                 }
                 out
             },
         )
         .collect();
-
-    let mut channels: Vec<FlatChannel> = Vec::new();
-    for (k, name) in plan.composite.names.iter().enumerate() {
-        let values = rows
-            .iter()
-            .flat_map(|r| r.values.chunks_exact(columns).map(move |px| px[k]))
-            .collect();
-        channels.push(FlatChannel {
-            name: name.clone(),
-            values: FlatValues::F32(values),
-        });
+    let mut all = plan.flat_pixels(0);
+    for mut row in rows {
+        all.append(&mut row);
     }
-    for (k, c) in ids.iter().enumerate() {
-        let n = ids.len();
-        let values = rows
-            .iter()
-            .flat_map(|r| r.ids.chunks_exact(n).map(move |px| px[k]))
-            .collect();
-        channels.push(FlatChannel {
-            name: c.name.clone(),
-            values: FlatValues::U32(values),
-        });
-    }
-    if with_z {
-        channels.push(FlatChannel {
-            name: "Z".into(),
-            values: FlatValues::F32(rows.iter().flat_map(|r| r.z.iter().copied()).collect()),
-        });
-    }
-    channels.sort_by(|a, b| a.name.cmp(&b.name));
-    FlatImage {
-        display_window: plan.display_window,
-        data_window: window,
-        channels,
-    }
+    plan.flat_image(all, with_z)
 }
 
 fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {

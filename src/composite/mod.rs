@@ -3,8 +3,10 @@
 //!
 //! Everything else (the CPU twins in `cpu`, the GL engine in `gpu`) is tested against this module.
 
+mod flat;
 mod flatten;
 pub mod holdout;
+mod list;
 mod merge;
 mod order;
 mod pixel;
@@ -12,8 +14,13 @@ pub mod tidy;
 
 pub use tidy::{is_tidy, needs_tidy, tidy_pixel};
 
+pub use crate::vocab::Sample;
+pub use flat::FlatPixels;
 pub use flatten::{flatten_pixel, FlattenResult};
 pub use holdout::{holdout, HoldoutMode};
-pub use merge::{merge_images, ChannelSources, MergeOptions, MergeOutput, MergePlan, OutputKind};
-pub use order::{depth_less, merge_sorted_runs, sort_samples, Sample, SortPolicy};
+pub use list::{tidy_flatten_list, tidy_list};
+pub use merge::{
+    merge_images, read_sample, ChannelSources, MergeOptions, MergeOutput, MergePlan, OutputKind,
+};
+pub use order::{merge_sorted_runs, sort_samples, SortPolicy};
 pub use pixel::{CompositeChannels, CompositeKind, PixelSamples};

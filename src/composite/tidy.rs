@@ -15,8 +15,8 @@
 //! GPU note: GLSL has no `log1p`/`expm1`; a port needs series fallbacks for small arguments (or
 //! f64) to stay within the tolerances the tests state.
 
-use super::order::{depth_less, Sample};
 use super::pixel::{CompositeChannels, CompositeKind, PixelSamples};
+use crate::vocab::{depth_cmp, depth_less, Sample};
 
 /// True when some volume in `samples` (in merge order) overlaps a later sample, so that
 /// compositing in list order would be wrong without splitting.
@@ -39,7 +39,7 @@ pub fn needs_tidy(samples: &[Sample]) -> bool {
 pub fn is_tidy(samples: &[Sample]) -> bool {
     let sorted = samples
         .windows(2)
-        .all(|w| !depth_less((w[1].z, w[1].zback), (w[0].z, w[0].zback)));
+        .all(|w| !depth_less(w[1].key(), w[0].key()));
     sorted && !needs_tidy(samples)
 }
 
@@ -163,16 +163,7 @@ pub fn tidy_pixel(pixel: &mut PixelSamples, channels: &CompositeChannels) {
     // Pieces of a later sample may lie in front of pieces of an earlier one: restore merge order.
     // The sort is stable, so equal depths keep the order of their sources (input, then index).
     let mut order: Vec<usize> = (0..pieces.len()).collect();
-    order.sort_by(|&a, &b| {
-        let (sa, sb) = (&pieces.samples[a], &pieces.samples[b]);
-        if depth_less((sa.z, sa.zback), (sb.z, sb.zback)) {
-            std::cmp::Ordering::Less
-        } else if depth_less((sb.z, sb.zback), (sa.z, sa.zback)) {
-            std::cmp::Ordering::Greater
-        } else {
-            std::cmp::Ordering::Equal
-        }
-    });
+    order.sort_by(|&a, &b| depth_cmp(pieces.samples[a].key(), pieces.samples[b].key()));
 
     pixel.samples.clear();
     pixel.values.clear();

@@ -6,35 +6,7 @@
 //! The list comes out in pixel order, so results do not depend on scheduling.
 
 use super::scan::exclusive_scan;
-
-/// Which bits of which word mark a pixel: pixel `p` is marked when
-/// `flags[p * stride + component] & mask != 0`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FlagField {
-    /// u32 words per pixel in the flag buffer.
-    pub stride: u32,
-    /// Which of them holds the flag.
-    pub component: u32,
-    /// Bits that mark.
-    pub mask: u32,
-}
-
-impl FlagField {
-    /// One u32 per pixel, any non-zero value marks.
-    pub const WORD: FlagField = FlagField {
-        stride: 1,
-        component: 0,
-        mask: u32::MAX,
-    };
-
-    /// The flat merge's front buffer (`uvec4` per pixel): bit 2 of the fourth word, "volumes
-    /// overlap here".
-    pub const NEEDS_TIDY_IN_FRONT: FlagField = FlagField {
-        stride: 4,
-        component: 3,
-        mask: 2,
-    };
-}
+use crate::vocab::FlagField;
 
 /// The marked pixels of a flag buffer, as a list and as ranks.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -4,8 +4,8 @@
 //! Tie rule (as `composite::sort_samples`): on equal (Z, ZBack) the first list (`a`, the earlier
 //! inputs) goes first, and each list keeps its own order.
 
-use super::build::{build, BuiltImage};
-use super::{Fragment, Layout, MergeMethod};
+use super::build::build;
+use crate::vocab::{BuiltImage, Fragment, Layout, MergeMethod};
 
 /// Which list a merged fragment came from, and its position there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

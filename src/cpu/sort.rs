@@ -31,24 +31,7 @@
 //! `sort_by` with [`Fragment::depth_less`] whatever the fragments' `input`/`index` fields hold.
 
 use super::scan::exclusive_scan;
-use super::Fragment;
-
-/// Slots sorted at once in registers (the shader's `REG_SORT_SIZE`): the longest list one
-/// invocation sorts alone, and the block each invocation of a local sort starts from. Small
-/// enough that the unrolled network stays cheap to compile and in registers.
-pub const REG_SORT_SIZE: usize = 16;
-
-/// Slots one work group sorts in shared memory (the shader's `LOCAL_SORT_SIZE`): 512 keys of 16
-/// bytes and their 4-byte positions take 10 KiB, well inside the 32 KiB every GL 4.3 device has,
-/// and the group is one warp of 32. Measured on llvmpipe, 1024 (64 invocations, 20 KiB) made
-/// lists of 17-200 samples about 1.5 times slower and long lists no faster.
-pub const LOCAL_SORT_SIZE: usize = 512;
-
-/// Invocations of a chunk group (the shader's `LOCAL_GROUP_SIZE`): one register block each.
-pub const LOCAL_GROUP_SIZE: usize = LOCAL_SORT_SIZE / REG_SORT_SIZE;
-
-/// Value columns moved per gather/scatter round: the scratch's 16 bytes per slot.
-pub const VALUE_ROUND: usize = 4;
+use crate::vocab::{Fragment, LOCAL_SORT_SIZE, REG_SORT_SIZE, VALUE_ROUND};
 
 /// Sort each pixel's fragments (`offsets` has one entry more than there are pixels).
 pub fn sort_pixels(offsets: &[u32], fragments: &mut [Fragment]) {
@@ -448,15 +431,7 @@ mod tests {
     fn reference(offsets: &[u32], fragments: &[Fragment]) -> Vec<Fragment> {
         let mut out = fragments.to_vec();
         for p in 0..offsets.len() - 1 {
-            out[offsets[p] as usize..offsets[p + 1] as usize].sort_by(|a, b| {
-                if a.depth_less(b) {
-                    std::cmp::Ordering::Less
-                } else if b.depth_less(a) {
-                    std::cmp::Ordering::Greater
-                } else {
-                    std::cmp::Ordering::Equal
-                }
-            });
+            out[offsets[p] as usize..offsets[p + 1] as usize].sort_by(|a, b| a.depth_cmp(b));
         }
         out
     }

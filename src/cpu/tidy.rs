@@ -20,19 +20,9 @@
 //! into resumable passes to live under llvmpipe's loop cap; that changes no arithmetic, so the
 //! twin walks in one go.)
 
-use super::compact::{compact_flagged, FlagField};
+use super::compact::compact_flagged;
 use super::scan::exclusive_scan;
-use super::Fragment;
-
-/// Result of tidying and flattening a list of pixels.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct TidiedPixels {
-    /// `stride` (columns, at least 1) flattened values per listed pixel, in list order.
-    pub values: Vec<f32>,
-    /// Per listed pixel, the front-most tidied sample with any alpha above 0, as the flat merge
-    /// writes it: (input, sample index, Z bits, 1), or all zero when there is none.
-    pub front: Vec<[u32; 4]>,
-}
+use crate::vocab::{FlagField, Fragment, TidiedPixels, GATE_LIMIT};
 
 /// ln 2 rounded to f32 (GLSL `LN2`).
 pub const LN2: f32 = std::f32::consts::LN_2;
@@ -425,11 +415,6 @@ pub fn tidy_flatten_pixels(
     }
     out
 }
-
-/// Slots the gate (`tidy_assemble.comp`'s gate stage) reads in one pixel at most: a longer list
-/// is flagged without looking (the tidy walk leaves a tidy list as it is, so a false flag costs
-/// time, never correctness). It keeps the gate's loop under llvmpipe's cap of 65535 iterations.
-pub const GATE_LIMIT: u32 = 49152;
 
 /// The slots of pixel `p` of a CSR list.
 fn pixel_range(offsets: &[u32], p: u32) -> std::ops::Range<usize> {

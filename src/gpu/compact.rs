@@ -1,4 +1,4 @@
-//! GPU stream compaction of flagged pixels (twin: [`crate::cpu::compact`]): `compact.comp` marks
+//! GPU stream compaction of flagged pixels (twin: `cpu::compact`): `compact.comp` marks
 //! the pixels a [`FlagField`] selects, the GPU scan ranks them, and the scatter writes each
 //! marked pixel at its rank, so the list is in pixel order. One u32 (the count) is read back, to
 //! size the list and the dispatches that use it.
@@ -9,9 +9,8 @@ use super::buffer::GpuBuffer;
 use super::program::Defines;
 use super::scan::exclusive_scan_buffer;
 use super::GlContext;
-pub use crate::cpu::compact::FlagField;
-use crate::cpu::GROUP_SIZE;
 use crate::error::Result;
+use crate::vocab::{FlagField, GROUP_SIZE};
 
 /// The marked pixels, resident.
 pub struct GpuCompacted<'a> {

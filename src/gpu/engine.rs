@@ -9,9 +9,8 @@ use super::program::Defines;
 use super::scan::exclusive_scan_buffer;
 use super::stats::BufferBytes;
 use super::GlContext;
-use crate::cpu::build::BuiltImage;
-use crate::cpu::{Fragment, Layout, MergeMethod, GROUP_SIZE};
 use crate::error::{Error, Result};
+use crate::vocab::{BuiltImage, Fragment, Layout, MergeMethod, GROUP_SIZE};
 
 /// What the flat composite needs to know about the composited columns (from
 /// `composite::CompositeChannels`).

@@ -2,7 +2,8 @@
 //! `#define`s ([`program`]), the GPU scan ([`scan`]), layout builds and pairwise merges
 //! ([`engine`]) and the whole-image merge in row bands ([`merge_images_gl`], [`GpuMerger`]).
 //!
-//! Every stage has a CPU twin in [`crate::cpu`] with the same name; the tests compare them.
+//! Every stage has a CPU twin in `cpu` with the same name; the tests compare them. The engine
+//! never calls a twin: what both share lives in [`crate::vocab`].
 //!
 //! How a merge runs (per row band of the union window, bands sized so that every merged buffer
 //! fits GL_MAX_SHADER_STORAGE_BLOCK_SIZE or [`GlOptions::band_budget_bytes`]):
@@ -40,7 +41,7 @@ pub use context::{GlContext, GlInfo};
 pub use merge::{merge_images_gl, GpuMerger};
 pub use stats::{BufferBytes, GpuStats};
 
-pub use crate::cpu::{Layout, MergeMethod, PixelOrder};
+pub use crate::vocab::{Layout, MergeMethod, PixelOrder};
 
 /// How the GL engine lays out and merges images.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,6 +67,20 @@ pub struct GlOptions {
     /// engine) on a software rasteriser, where the host is faster (measured on llvmpipe);
     /// `Some(true)` forces the GPU stages, `Some(false)` the host.
     pub tidy_on_gpu: Option<bool>,
+}
+
+impl GlOptions {
+    /// Whether inputs that need sorting are sorted by `sort.comp` on this device
+    /// ([`crate::backend::stage_on_gpu`]).
+    pub fn sorts_on_gpu(&self, info: &GlInfo) -> bool {
+        crate::backend::stage_on_gpu(self.sort_on_gpu, info)
+    }
+
+    /// Whether overlapping volumes are tidied by `tidy.comp` on this device
+    /// ([`crate::backend::stage_on_gpu`]).
+    pub fn tidies_on_gpu(&self, info: &GlInfo) -> bool {
+        crate::backend::stage_on_gpu(self.tidy_on_gpu, info)
+    }
 }
 
 impl Default for GlOptions {

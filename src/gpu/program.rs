@@ -1,8 +1,9 @@
 //! Loading the compute stages in `glsl/`: the sources are embedded with `include_str!`, a tiny
 //! resolver inlines `#include "file"` (once per program) and `#include_as "file" NAME` (every
 //! time, with the token prefix `SRC` renamed to `NAME`, so one image template serves images A, B
-//! and OUT), `#define`s specialise the stage, and each (stage, defines) program is compiled once
-//! per context and cached.
+//! and OUT), `#define`s specialise the stage (first the shared vocabulary's,
+//! [`crate::vocab::glsl_defines`], then the stage's own), and each (stage, defines) program is
+//! compiled once per context and cached.
 
 use std::collections::HashSet;
 
@@ -60,6 +61,10 @@ impl Defines {
 /// numbered for `#line` in the order they are first met; the table comes back for error messages.
 pub fn resolve(stage: &str, defines: &Defines) -> Result<(String, Vec<String>)> {
     let mut out = String::from("#version 430 core\n");
+    // The shared vocabulary first (layout ids), then the stage's own specialisation.
+    for (name, value) in crate::vocab::glsl_defines() {
+        out.push_str(&format!("#define {name} {value}\n"));
+    }
     for (name, value) in &defines.0 {
         out.push_str(&format!("#define {name} {value}\n"));
     }

@@ -1,4 +1,4 @@
-//! GPU exclusive prefix sum (twin: [`crate::cpu::scan::exclusive_scan`]): `scan.comp` scans
+//! GPU exclusive prefix sum (twin: `cpu::scan::exclusive_scan`): `scan.comp` scans
 //! work groups of [`SCAN_GROUP`] in shared memory and writes one total per group, the totals are
 //! scanned recursively, and `scan_add.comp` adds them back. Any length works, 0 included.
 

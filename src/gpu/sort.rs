@@ -1,4 +1,4 @@
-//! GPU per-pixel sort (twin: [`crate::cpu::sort`]): `glsl/sort.comp` sorts every pixel of a
+//! GPU per-pixel sort (twin: `cpu::sort`): `glsl/sort.comp` sorts every pixel of a
 //! linearised (CSR) fragment buffer into merge order (DESIGN §4) in place, stably, optionally
 //! permuting a parallel value buffer (`columns` floats per slot, the engine's layout) with it.
 //! Pixels already in order are read, never written.
@@ -43,9 +43,10 @@ use super::engine::check_fits;
 use super::program::Defines;
 use super::scan::exclusive_scan_buffer;
 use super::GlContext;
-pub use crate::cpu::sort::{LOCAL_GROUP_SIZE, LOCAL_SORT_SIZE, REG_SORT_SIZE, VALUE_ROUND};
-use crate::cpu::{Fragment, GROUP_SIZE};
 use crate::error::{Error, Result};
+use crate::vocab::{
+    Fragment, GROUP_SIZE, LOCAL_GROUP_SIZE, LOCAL_SORT_SIZE, REG_SORT_SIZE, VALUE_ROUND,
+};
 
 /// A value buffer to permute along with the fragments: `columns` floats per fragment slot.
 #[derive(Clone, Copy)]

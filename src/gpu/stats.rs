@@ -1,8 +1,9 @@
 //! What a GL merge cost: buffer bytes per layout (the paper's Table 4) and time per phase.
 
 use std::fmt;
+use std::ops::AddAssign;
 
-use crate::cpu::{Layout, MergeMethod};
+use crate::vocab::{Layout, MergeMethod};
 
 /// Bytes of one image's buffers, or a sum over images.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -24,9 +25,11 @@ impl BufferBytes {
     pub fn total(&self) -> u64 {
         self.keys + self.values + self.offsets + self.min_counts_or_heads + self.next
     }
+}
 
+impl AddAssign for BufferBytes {
     /// Add another image's bytes.
-    pub fn add(&mut self, other: &BufferBytes) {
+    fn add_assign(&mut self, other: BufferBytes) {
         self.keys += other.keys;
         self.values += other.values;
         self.offsets += other.offsets;
@@ -71,7 +74,7 @@ pub struct GpuStats {
     /// Samples of the last merge's output (= input samples).
     pub output_samples: u64,
     /// Pixels the host tidied (and flattened) because volumes overlap there: all of them on a
-    /// software rasteriser (`GlOptions::tidy_on_gpu`), else only those too long for one pass of
+    /// software rasteriser (`GlOptions::tidies_on_gpu`), else only those too long for one pass of
     /// the GPU walk.
     pub host_tidied_pixels: u64,
     /// Pixels tidied (and flattened) on the GPU by `tidy.comp`.
@@ -90,6 +93,51 @@ pub struct GpuStats {
     pub merge_s: f64,
     /// Seconds: reading back and assembling the output on the host.
     pub readback_s: f64,
+}
+
+impl GpuStats {
+    /// Empty statistics of a merge with `options` on `renderer` (no bands yet).
+    pub fn new(renderer: &str, options: &super::GlOptions) -> Self {
+        GpuStats {
+            renderer: renderer.to_string(),
+            layout: options.layout,
+            method: options.method,
+            block_size: options.block_size,
+            bands: 0,
+            pixels: 0,
+            input_samples: 0,
+            output_samples: 0,
+            host_tidied_pixels: 0,
+            gpu_tidied_pixels: 0,
+            input_bytes: BufferBytes::default(),
+            merged_bytes: BufferBytes::default(),
+            peak_bytes: 0,
+            upload_s: 0.0,
+            build_s: 0.0,
+            merge_s: 0.0,
+            readback_s: 0.0,
+        }
+    }
+}
+
+impl AddAssign for GpuStats {
+    /// Fold in the statistics of another band of the same merge: counts, bytes and times add
+    /// up, the peak is the larger of the two (bands run one after another).
+    fn add_assign(&mut self, band: GpuStats) {
+        self.bands += band.bands;
+        self.pixels += band.pixels;
+        self.input_samples += band.input_samples;
+        self.output_samples += band.output_samples;
+        self.host_tidied_pixels += band.host_tidied_pixels;
+        self.gpu_tidied_pixels += band.gpu_tidied_pixels;
+        self.input_bytes += band.input_bytes;
+        self.merged_bytes += band.merged_bytes;
+        self.peak_bytes = self.peak_bytes.max(band.peak_bytes);
+        self.upload_s += band.upload_s;
+        self.build_s += band.build_s;
+        self.merge_s += band.merge_s;
+        self.readback_s += band.readback_s;
+    }
 }
 
 impl fmt::Display for GpuStats {

@@ -1,4 +1,4 @@
-//! GPU tidying of chosen pixels (twin: [`crate::cpu::tidy`]): `glsl/tidy.comp` walks each listed
+//! GPU tidying of chosen pixels (twin: `cpu::tidy`): `glsl/tidy.comp` walks each listed
 //! pixel of a merged, sorted, linearised (CSR) fragment list front to back, splitting and merging
 //! overlapping volumes on the fly (DESIGN §4). In its three modes it
 //! - flattens: writes the row and front sample the reference gets from
@@ -19,21 +19,21 @@
 //! return at once. Lists of a few tens of samples finish in one pass; 400-sample lists with
 //! hundreds of boundaries took several. A pixel with more samples alive at one boundary than
 //! one pass can take (about `WORK_BUDGET / (6 · columns + 4)`: 1000 with 7 columns) is reported
-//! as too long; the callers here read that one pixel back and finish it with the CPU twin.
+//! as too long; the callers here read that one pixel back and finish it on the host with the reference
+//! (`composite::tidy_list`, f64: within the GPU's own tolerance of the exact result).
 //!
 //! Precision: f32 throughout with stable `log1p`/`expm1` replacements, against the reference's
 //! f64; the tests hold every output to 1e-5 absolute (relative above magnitude 1).
 
 use super::buffer::GpuBuffer;
-use super::compact::{compact_flagged, FlagField, GpuCompacted};
+use super::compact::{compact_flagged, GpuCompacted};
 use super::engine::{check_fits, ColumnSpec, GpuFlat, GpuImage};
 use super::program::Defines;
 use super::scan::exclusive_scan_buffer;
 use super::GlContext;
-use crate::cpu::tidy as cpu_tidy;
-pub use crate::cpu::tidy::{TidiedPixels, GATE_LIMIT};
-use crate::cpu::{Fragment, Layout, GROUP_SIZE};
+use crate::composite::{tidy_flatten_list, tidy_list, CompositeChannels};
 use crate::error::{Error, Result};
+use crate::vocab::{FlagField, Fragment, Layout, TidiedPixels, GATE_LIMIT, GROUP_SIZE};
 
 /// Loop iterations one invocation may charge before it saves its walk and yields (the shader's
 /// `WORK_BUDGET`): below llvmpipe's silent cap of 65535 loop iterations per invocation, with room
@@ -275,12 +275,11 @@ pub fn tidy_gate<'a>(
     Ok(marks)
 }
 
-/// One pixel's list of a resident linearised image, read back: (offsets `[0, n]`, keys, values).
-fn read_pixel(image: &GpuImage, p: usize) -> (Vec<u32>, Vec<Fragment>, Vec<f32>) {
+/// One pixel's list of a resident linearised image, read back: (keys, values).
+fn read_pixel(image: &GpuImage, p: usize) -> (Vec<Fragment>, Vec<f32>) {
     let range: Vec<u32> = image.offsets.read_range(p, 2);
     let (start, n) = (range[0] as usize, (range[1] - range[0]) as usize);
     (
-        vec![0, n as u32],
         image.keys.read_range(start, n),
         image
             .values
@@ -304,7 +303,7 @@ pub struct GpuTidiedDeep<'a> {
 /// Tidy a merged, sorted, linearised image on the GPU (twin: `cpu::tidy::tidy_deep`): gate →
 /// compact the marked pixels → walk in count mode → counts, scan → copy the untouched pixels and
 /// walk the marked ones in emit mode. Only the marked count and the tidied total are read back
-/// (plus the lists of pixels too long for one walk pass, which the CPU twin finishes).
+/// (plus the lists of pixels too long for one walk pass, which the host reference finishes).
 pub fn tidy_deep<'a>(
     ctx: &'a GlContext,
     merged: GpuImage<'a>,
@@ -337,13 +336,14 @@ pub fn tidy_deep<'a>(
         listed.count,
         columns,
     )?;
-    // Pixels too long for one walk pass: tidied by the CPU twin from their read-back lists.
+    // Pixels too long for one walk pass: tidied by the host reference from their lists.
+    let reference = CompositeChannels::from_alpha_of(&columns.alpha_of);
     let mut host_lists = Vec::new();
     for &k in &long_counted {
         let p = listed.list.read_range::<u32>(k, 1)[0] as usize;
-        let (offsets, keys, values) = read_pixel(&merged, p);
-        let lists = cpu_tidy::tidy_emit_pixels(&offsets, &keys, &values, &[0], &columns.alpha_of);
-        emitted.write_range(k, &[lists.keys.len() as u32]);
+        let (keys, values) = read_pixel(&merged, p);
+        let lists = tidy_list(&keys, &values, stride, &reference);
+        emitted.write_range(k, &[lists.0.len() as u32]);
         host_lists.push((p, lists));
     }
     let counts = GpuBuffer::uninit(gl, (pixels * 4).max(16))?;
@@ -397,8 +397,8 @@ pub fn tidy_deep<'a>(
     )?;
     for (p, lists) in &host_lists {
         let at = tidied.offsets.read_range::<u32>(*p, 1)[0] as usize;
-        tidied.keys.write_range(at, &lists.keys);
-        tidied.values.write_range(at * stride, &lists.values);
+        tidied.keys.write_range(at, &lists.0);
+        tidied.values.write_range(at * stride, &lists.1);
     }
     Ok(GpuTidiedDeep {
         image: tidied,
@@ -460,12 +460,13 @@ pub fn tidy_flat_in_place(
     flat.front.bind(4);
     ctx.dispatch(listed.count, GROUP_SIZE as usize)?;
     let long = tidied.too_long_pixels();
+    let reference = CompositeChannels::from_alpha_of(&columns.alpha_of);
     for &k in &long {
         let p = listed.list.read_range::<u32>(k, 1)[0] as usize;
-        let (offsets, keys, values) = read_pixel(merged, p);
-        let one = cpu_tidy::tidy_flatten_pixels(&offsets, &keys, &values, &[0], &columns.alpha_of);
-        flat.values.write_range(p * stride, &one.values);
-        flat.front.write_range(p, &one.front);
+        let (keys, values) = read_pixel(merged, p);
+        let (values, front) = tidy_flatten_list(&keys, &values, stride, &reference);
+        flat.values.write_range(p * stride, &values);
+        flat.front.write_range(p, &[front]);
     }
     Ok(long.len())
 }
@@ -510,17 +511,19 @@ pub fn tidy_flatten_pixels_host(
         columns,
     )?;
     let mut result = out.read(stride);
-    // The rare pixels too long for the GPU's per-pass budget: the CPU twin, same arithmetic.
+    // The rare pixels too long for the GPU's per-pass budget: the host reference.
+    let reference = CompositeChannels::from_alpha_of(&columns.alpha_of);
     for k in out.too_long_pixels() {
-        let one = crate::cpu::tidy::tidy_flatten_pixels(
-            offsets,
-            keys,
-            values,
-            &pixels[k..k + 1],
-            &columns.alpha_of,
+        let p = pixels[k] as usize;
+        let (start, end) = (offsets[p] as usize, offsets[p + 1] as usize);
+        let (values, front) = tidy_flatten_list(
+            &keys[start..end],
+            &values[start * stride..end * stride],
+            stride,
+            &reference,
         );
-        result.values[k * stride..(k + 1) * stride].copy_from_slice(&one.values);
-        result.front[k] = one.front[0];
+        result.values[k * stride..(k + 1) * stride].copy_from_slice(&values);
+        result.front[k] = front;
     }
     Ok(result)
 }

@@ -1,0 +1,146 @@
+//! The flat per-pixel path, in one home for both engines: tidy where volumes overlap, flatten
+//! front to back, take ids and Z from the front-most contributing sample, and assemble the
+//! channels of the flat image. The CPU engine runs all of it per pixel; the GL engine composites
+//! on the GPU and comes here for the ids, the channel assembly and the pixels it leaves to the
+//! host ([`MergePlan::push_flattened`]).
+
+use super::flatten::flatten_pixel;
+use super::merge::MergePlan;
+use super::pixel::PixelSamples;
+use super::tidy::{needs_tidy, tidy_pixel};
+use crate::deep::{ChannelRole, FlatChannel, FlatImage, FlatValues, Plane};
+use crate::vocab::Sample;
+
+/// Flat output pixels in row-major order, as the merge produces them: composited values, ids
+/// and the Z of the front-most contributing sample. Rows made in parallel are [`Self::append`]ed.
+#[derive(Clone, Debug, Default)]
+pub struct FlatPixels {
+    /// Composited values per pixel.
+    columns: usize,
+    /// Per input, per id channel, the input's channel of that name.
+    id_sources: Vec<Vec<Option<usize>>>,
+    values: Vec<f32>,
+    ids: Vec<u32>,
+    z: Vec<f32>,
+}
+
+impl FlatPixels {
+    /// Append `other`'s pixels after these (the rows of one merge, in order).
+    pub fn append(&mut self, other: &mut FlatPixels) {
+        self.values.append(&mut other.values);
+        self.ids.append(&mut other.ids);
+        self.z.append(&mut other.z);
+    }
+}
+
+impl MergePlan<'_> {
+    /// The channels flat output carries as ids (uint channels), in the deep channels' order.
+    fn id_channels(&self) -> impl Iterator<Item = &crate::deep::Channel> {
+        self.deep_channels
+            .iter()
+            .filter(|c| c.role == ChannelRole::Id)
+    }
+
+    /// An empty run of flat pixels for this merge, with room for `pixels`.
+    pub fn flat_pixels(&self, pixels: usize) -> FlatPixels {
+        let id_sources: Vec<Vec<Option<usize>>> = self
+            .inputs
+            .iter()
+            .map(|image| {
+                self.id_channels()
+                    .map(|c| image.channel_index(&c.name))
+                    .collect()
+            })
+            .collect();
+        let id_count = self.id_channels().count();
+        FlatPixels {
+            columns: self.composite.len(),
+            values: Vec::with_capacity(pixels * self.composite.len()),
+            ids: Vec::with_capacity(pixels * id_count),
+            z: Vec::with_capacity(pixels),
+            id_sources,
+        }
+    }
+
+    /// Append one flattened pixel: its composited values (the first `columns` of `values`), and
+    /// the ids and Z of `front`, the front-most contributing sample (0 where there is none or
+    /// its input lacks the channel). Ids are never blended: they are copied from that sample.
+    pub fn push_flat(&self, out: &mut FlatPixels, values: &[f32], front: Option<Sample>) {
+        out.values.extend_from_slice(&values[..out.columns]);
+        let id_count = out.id_sources.first().map_or(0, Vec::len);
+        match front {
+            None => out.ids.extend(std::iter::repeat_n(0, id_count)),
+            Some(s) => {
+                let image = self.inputs[s.input as usize];
+                let index = s.index as usize;
+                out.ids
+                    .extend(out.id_sources[s.input as usize].iter().map(|source| {
+                        source.map_or(0, |c| match &image.planes[c] {
+                            Plane::U32(v) => v[index],
+                            other => other.get_f32(index) as u32,
+                        })
+                    }))
+            }
+        }
+        out.z.push(front.map_or(0.0, |s| s.z));
+    }
+
+    /// The reference's flat path for one pixel whose `samples` are in merge order: gather their
+    /// values into `pixel`, tidy where volumes overlap (`any_volume` false skips even the
+    /// check: points-only pixels pay nothing for it), flatten, and append the result.
+    pub fn push_flattened(
+        &self,
+        out: &mut FlatPixels,
+        samples: &[Sample],
+        any_volume: bool,
+        pixel: &mut PixelSamples,
+    ) {
+        pixel.gather(samples, &self.inputs, &self.sources);
+        if any_volume && needs_tidy(&pixel.samples) {
+            tidy_pixel(pixel, &self.composite);
+        }
+        let flat = flatten_pixel(pixel, &self.composite);
+        let front = flat.front.map(|s| pixel.samples[s]);
+        self.push_flat(out, &flat.values, front);
+    }
+
+    /// The flat image over the merge's window from all its pixels (row-major); with `with_z`,
+    /// a Z channel of the front-most contributing samples. Channels are sorted by name.
+    pub fn flat_image(&self, pixels: FlatPixels, with_z: bool) -> FlatImage {
+        let columns = pixels.columns;
+        let mut channels: Vec<FlatChannel> = Vec::new();
+        for (k, name) in self.composite.names.iter().enumerate() {
+            channels.push(FlatChannel {
+                name: name.clone(),
+                values: FlatValues::F32(
+                    pixels
+                        .values
+                        .chunks_exact(columns)
+                        .map(|px| px[k])
+                        .collect(),
+                ),
+            });
+        }
+        let ids: Vec<&crate::deep::Channel> = self.id_channels().collect();
+        for (k, c) in ids.iter().enumerate() {
+            channels.push(FlatChannel {
+                name: c.name.clone(),
+                values: FlatValues::U32(
+                    pixels.ids.chunks_exact(ids.len()).map(|px| px[k]).collect(),
+                ),
+            });
+        }
+        if with_z {
+            channels.push(FlatChannel {
+                name: "Z".into(),
+                values: FlatValues::F32(pixels.z),
+            });
+        }
+        channels.sort_by(|a, b| a.name.cmp(&b.name));
+        FlatImage {
+            display_window: self.display_window,
+            data_window: self.window,
+            channels,
+        }
+    }
+}

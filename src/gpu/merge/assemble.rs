@@ -1,0 +1,159 @@
+//! Output assembly on the host: the bands read back into one window, then the flat image or the
+//! merged deep image built exactly as the reference builds it (`composite`'s flat path, ids and
+//! channel assembly; deep planes copied bit-exactly from the inputs by each sample's source),
+//! with the pixels the GPU left to the host tidied by the reference.
+
+use super::super::stats::GpuStats;
+use crate::composite::tidy::{needs_tidy, tidy_pixel};
+use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind, PixelSamples};
+use crate::deep::{DeepImage, FlatImage, Plane};
+use crate::vocab::{depth_less, Fragment, Sample};
+
+/// The output gathered band by band, row-major over the window.
+pub(super) struct Accumulated {
+    pub(super) flat_values: Vec<f32>,
+    pub(super) flat_front: Vec<[u32; 4]>,
+    pub(super) deep_counts: Vec<u32>,
+    pub(super) deep_samples: Vec<Fragment>,
+    /// Pixels the GPU tidied: (position of their first sample in `deep_samples`, `stride`
+    /// values per sample).
+    pub(super) deep_tidied: Vec<(usize, Vec<f32>)>,
+    stride: usize,
+}
+
+impl Accumulated {
+    pub(super) fn new(plan: &MergePlan, options: &MergeOptions, stride: usize) -> Self {
+        let pixels = plan.window.area();
+        let flat = matches!(options.output, OutputKind::Flat { .. });
+        Accumulated {
+            flat_values: if flat {
+                vec![0.0; pixels * stride]
+            } else {
+                Vec::new()
+            },
+            flat_front: if flat {
+                vec![[0; 4]; pixels]
+            } else {
+                Vec::new()
+            },
+            deep_counts: Vec::new(),
+            deep_samples: Vec::new(),
+            deep_tidied: Vec::new(),
+            stride,
+        }
+    }
+
+    pub(super) fn assemble(
+        self,
+        plan: &MergePlan,
+        options: &MergeOptions,
+        stats: &mut GpuStats,
+    ) -> MergeOutput {
+        match options.output {
+            OutputKind::Flat { z } => MergeOutput::Flat(self.assemble_flat(plan, z, stats)),
+            OutputKind::Deep => MergeOutput::Deep(self.assemble_deep(plan, options.tidy, stats)),
+        }
+    }
+
+    fn assemble_flat(self, plan: &MergePlan, with_z: bool, stats: &mut GpuStats) -> FlatImage {
+        let window = plan.window;
+        let stride = self.stride;
+        let pixels = window.area();
+        let mut out = plan.flat_pixels(pixels);
+        let (mut samples, mut scratch) = (Vec::new(), Vec::new());
+        let mut pixel = PixelSamples::new(plan.composite.len());
+        for i in 0..pixels {
+            let front = self.flat_front[i];
+            if front[3] & 2 != 0 {
+                // Volumes overlap here and the GPU left the tidy to the host: the reference path.
+                stats.host_tidied_pixels += 1;
+                let (x, y) = window.coords_of(i);
+                let any_volume = plan.ordered_samples_into(x, y, &mut samples, &mut scratch);
+                plan.push_flattened(&mut out, &samples, any_volume, &mut pixel);
+            } else {
+                let z = f32::from_bits(front[2]);
+                let front = (front[3] & 1 != 0).then_some(Sample {
+                    z,
+                    zback: z,
+                    input: front[0],
+                    index: front[1] as u64,
+                });
+                plan.push_flat(
+                    &mut out,
+                    &self.flat_values[i * stride..(i + 1) * stride],
+                    front,
+                );
+            }
+        }
+        plan.flat_image(out, with_z)
+    }
+
+    fn assemble_deep(self, plan: &MergePlan, tidy: bool, stats: &mut GpuStats) -> DeepImage {
+        let window = plan.window;
+        let stride = self.stride;
+        let columns = plan.composite.len();
+        let mut counts = Vec::with_capacity(self.deep_counts.len());
+        let mut samples: Vec<Sample> = Vec::with_capacity(self.deep_samples.len());
+        // Values of samples that tidying made, by position in `samples`.
+        let mut tidied: Vec<(usize, Vec<f32>)> = Vec::new();
+        let mut start = 0usize;
+        let mut pixel = PixelSamples::new(columns);
+        let mut ordered = Vec::new();
+        let mut gpu_tidied = self.deep_tidied.iter().peekable();
+        for (i, &n) in self.deep_counts.iter().enumerate() {
+            let list = &self.deep_samples[start..start + n as usize];
+            let tidied_here = match gpu_tidied.peek() {
+                Some((at, _)) if *at == start && n > 0 => gpu_tidied.next(),
+                _ => None,
+            };
+            start += n as usize;
+            let first = samples.len();
+            samples.extend(list.iter().map(|f| Sample::from(*f)));
+            debug_assert!(samples[first..]
+                .windows(2)
+                .all(|w| !depth_less(w[1].key(), w[0].key())));
+            if let Some((_, rows)) = tidied_here {
+                // Tidied on the GPU: every sample takes its new values.
+                for s in 0..n as usize {
+                    tidied.push((first + s, rows[s * stride..(s + 1) * stride].to_vec()));
+                }
+                counts.push(n);
+            } else if tidy && needs_tidy(&samples[first..]) {
+                stats.host_tidied_pixels += 1;
+                samples.truncate(first);
+                let (x, y) = window.coords_of(i);
+                plan.ordered_samples(x, y, &mut ordered);
+                pixel.gather(&ordered, &plan.inputs, &plan.sources);
+                tidy_pixel(&mut pixel, &plan.composite);
+                for s in 0..pixel.len() {
+                    tidied.push((samples.len(), pixel.row(s).to_vec()));
+                    samples.push(pixel.samples[s]);
+                }
+                counts.push(pixel.len() as u32);
+            } else {
+                counts.push(n);
+            }
+        }
+        let planes = plan
+            .deep_channels
+            .iter()
+            .map(|channel| {
+                let mut plane = Plane::with_capacity(channel.sample_type, samples.len());
+                let sources = plan.channel_sources(channel);
+                let mut next_tidied = tidied.iter().peekable();
+                for (position, sample) in samples.iter().enumerate() {
+                    let values = match next_tidied.peek() {
+                        Some((at, values)) if *at == position => {
+                            next_tidied.next();
+                            Some(values.as_slice())
+                        }
+                        _ => None,
+                    };
+                    plan.push_value(&mut plane, &sources, sample, values);
+                }
+                plane
+            })
+            .collect();
+        plan.merged_image(&counts, planes, tidy)
+    }
+}

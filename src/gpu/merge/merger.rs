@@ -1,0 +1,278 @@
+//! The GL orchestration of one band: gather and build every input on the GPU, merge them
+//! pairwise with the deep intermediate resident (tidying where volumes overlap on the GPU when
+//! the policy says so), and read the result back into the output being assembled.
+
+use std::time::Instant;
+
+use glow::HasContext;
+
+use super::assemble::Accumulated;
+use super::band::Band;
+use super::gather::gather_stream;
+use super::prepare;
+use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind};
+use crate::deep::DeepImage;
+use crate::error::Result;
+use crate::gpu::engine::{
+    build_image, merge_deep, merge_flat, ColumnSpec, GpuFlat, GpuImage, MergeSpec,
+};
+use crate::gpu::stats::{BufferBytes, GpuStats};
+use crate::gpu::{tidy, GlContext, GlOptions, GpuBuffer};
+use crate::vocab::Layout;
+
+/// What is resident after the merges: the flat composite or the merged deep image (with, when
+/// the GPU tidied it, per pixel 1 where the walk made new values).
+enum Resident<'a> {
+    Flat(GpuFlat<'a>),
+    Deep(GpuImage<'a>, Option<GpuBuffer<'a>>),
+}
+
+/// A merge with its inputs resident on the GPU: build once, merge many (for benches), finish.
+pub struct GpuMerger<'a, 'i> {
+    ctx: &'a GlContext,
+    plan: MergePlan<'i>,
+    options: MergeOptions,
+    gl_options: GlOptions,
+    columns: ColumnSpec,
+    band: Band,
+    /// Built inputs; with a single input, an empty second image follows it.
+    images: Vec<GpuImage<'a>>,
+    /// Per merge, whether it walks the lists back to front.
+    descending: Vec<bool>,
+    resident: Option<Resident<'a>>,
+    pub(super) stats: GpuStats,
+}
+
+/// Per merge (N - 1 of them, at least 1), whether it runs back to front. The last runs front to
+/// back (flat needs it); an LL intermediate is head-inserted, so it comes out reversed from its
+/// merge and the merge before must run the opposite way of the one that reads it.
+fn merge_directions(merges: usize, layout: Layout) -> Vec<bool> {
+    let mut descending = vec![false; merges];
+    for m in (0..merges.saturating_sub(1)).rev() {
+        descending[m] = layout == Layout::LinkedList && !descending[m + 1];
+    }
+    descending
+}
+
+impl<'a, 'i> GpuMerger<'a, 'i> {
+    /// Build every input on the GPU over the whole union window as one band (fails when it does
+    /// not fit one storage buffer; `merge_images_gl` cuts bands instead).
+    pub fn upload(
+        ctx: &'a GlContext,
+        inputs: &[&'i DeepImage],
+        options: &MergeOptions,
+        gl_options: &GlOptions,
+    ) -> Result<Self> {
+        let (plan, columns) = prepare(inputs, gl_options)?;
+        let band = Band::new(0, plan.window.height(), plan.window.width(), gl_options);
+        Self::upload_band(ctx, plan, columns, band, options, gl_options)
+    }
+
+    pub(super) fn upload_band(
+        ctx: &'a GlContext,
+        mut plan: MergePlan<'i>,
+        columns: ColumnSpec,
+        band: Band,
+        options: &MergeOptions,
+        gl_options: &GlOptions,
+    ) -> Result<Self> {
+        plan.sort = options.sort;
+        let merges = plan.inputs.len().saturating_sub(1).max(1);
+        let descending = merge_directions(merges, gl_options.layout);
+        let stride = columns.stride();
+        let mut stats = GpuStats::new(&ctx.info().renderer, gl_options);
+        stats.bands = 1;
+        stats.pixels = band.pixels() as u64;
+        let mut images = Vec::new();
+        let gpu_sorts = gl_options.sorts_on_gpu(ctx.info());
+        for k in 0..plan.inputs.len().max(2) {
+            let start = Instant::now();
+            let needs_sort = k < plan.inputs.len() && plan.sort.sorts(plan.inputs[k].state);
+            let (counts, keys, values) = if k < plan.inputs.len() {
+                gather_stream(&plan, k, &band, stride, needs_sort && !gpu_sorts)
+            } else {
+                (vec![0; band.pixels()], Vec::new(), Vec::new())
+            };
+            stats.upload_s += start.elapsed().as_secs_f64();
+            let start = Instant::now();
+            // Input 0 is read by merge 0, input k by merge k - 1: build lists the way it walks.
+            let ascending = !descending[k.saturating_sub(1)];
+            let image = build_image(
+                ctx,
+                gl_options.layout,
+                gl_options.block_size,
+                ascending,
+                &counts,
+                &keys,
+                &values,
+                stride,
+                needs_sort && gpu_sorts,
+            )?;
+            // SAFETY: a plain finish on the current context, for honest timing.
+            unsafe { ctx.gl.finish() };
+            stats.build_s += start.elapsed().as_secs_f64();
+            stats.input_samples += keys.len() as u64;
+            stats.input_bytes += image.bytes();
+            images.push(image);
+        }
+        stats.output_samples = stats.input_samples;
+        Ok(GpuMerger {
+            ctx,
+            plan,
+            options: *options,
+            gl_options: *gl_options,
+            columns,
+            band,
+            images,
+            descending,
+            resident: None,
+            stats,
+        })
+    }
+
+    /// Run the merge kernels on the resident inputs (again); returns the seconds they took.
+    /// With the GPU tidying, a flat merge's flagged pixels are tidied and flattened from the last
+    /// merge's lists (merged again into a linearised image when any pixel is flagged), and a
+    /// tidy deep output is merged last into a linearised image and tidied in place.
+    pub fn merge_resident(&mut self) -> Result<f64> {
+        self.resident = None;
+        let start = Instant::now();
+        let merges = self.descending.len();
+        let flat = matches!(self.options.output, OutputKind::Flat { .. });
+        let gpu_tidies = self.gl_options.tidies_on_gpu(self.ctx.info());
+        let mut merged: Option<GpuImage<'a>> = None;
+        let mut merged_bytes = BufferBytes::default();
+        let inputs_bytes: u64 = self.images.iter().map(|i| i.bytes().total()).sum();
+        let mut peak = inputs_bytes;
+        let mut deep_marks = None;
+        self.stats.gpu_tidied_pixels = 0;
+        self.stats.host_tidied_pixels = 0;
+        for m in 0..merges {
+            let spec = MergeSpec {
+                method: self.gl_options.method,
+                block_size: self.gl_options.block_size,
+                descending: self.descending[m],
+            };
+            let last = m + 1 == merges;
+            let a = merged.as_ref().unwrap_or(&self.images[0]);
+            let b = &self.images[m + 1];
+            if last && flat {
+                let out = merge_flat(self.ctx, a, b, spec, &self.columns)?;
+                if gpu_tidies {
+                    if let Some(listed) = tidy::flagged_flat_pixels(self.ctx, &out)? {
+                        let lists =
+                            merge_deep(self.ctx, a, b, Layout::Linearised, spec, &self.columns)?;
+                        peak = peak.max(
+                            inputs_bytes
+                                + lists.bytes().total()
+                                + merged.as_ref().map_or(0, |i| i.bytes().total()),
+                        );
+                        let host = tidy::tidy_flat_in_place(
+                            self.ctx,
+                            &lists,
+                            &out,
+                            &listed,
+                            &self.columns,
+                        )?;
+                        self.stats.gpu_tidied_pixels += (listed.count - host) as u64;
+                        self.stats.host_tidied_pixels += host as u64;
+                    }
+                }
+                self.resident = Some(Resident::Flat(out));
+            } else {
+                // A tidy deep output is tidied from a linearised list (count → scan → emit).
+                let tidy_here = last && self.options.tidy && gpu_tidies;
+                let layout = if tidy_here {
+                    Layout::Linearised
+                } else {
+                    self.gl_options.layout
+                };
+                let mut out = merge_deep(self.ctx, a, b, layout, spec, &self.columns)?;
+                let mut bytes = out.bytes();
+                if tidy_here {
+                    let tidied = tidy::tidy_deep(self.ctx, out, &self.columns)?;
+                    bytes += tidied.image.bytes();
+                    self.stats.gpu_tidied_pixels +=
+                        (tidied.tidied_pixels - tidied.host_pixels) as u64;
+                    self.stats.host_tidied_pixels += tidied.host_pixels as u64;
+                    self.stats.output_samples = tidied.image.samples as u64;
+                    deep_marks = Some(tidied.marks);
+                    out = tidied.image;
+                }
+                peak = peak.max(
+                    inputs_bytes + bytes.total() + merged.as_ref().map_or(0, |i| i.bytes().total()),
+                );
+                merged_bytes += bytes;
+                merged = Some(out);
+            }
+        }
+        if !flat {
+            self.resident = merged.map(|image| Resident::Deep(image, deep_marks));
+        }
+        // SAFETY: a plain finish on the current context, for honest timing.
+        unsafe { self.ctx.gl.finish() };
+        let seconds = start.elapsed().as_secs_f64();
+        self.stats.merge_s = seconds;
+        self.stats.merged_bytes = merged_bytes;
+        self.stats.peak_bytes = peak;
+        Ok(seconds)
+    }
+
+    /// Read the result back (merging first if `merge_resident` was not called).
+    pub fn finish(mut self) -> Result<(MergeOutput, GpuStats)> {
+        let mut out = Accumulated::new(&self.plan, &self.options, self.columns.stride());
+        self.read_band(&mut out)?;
+        let start = Instant::now();
+        let output = out.assemble(&self.plan, &self.options, &mut self.stats);
+        self.stats.readback_s += start.elapsed().as_secs_f64();
+        Ok((output, self.stats))
+    }
+
+    pub(super) fn read_band(&mut self, out: &mut Accumulated) -> Result<()> {
+        if self.resident.is_none() {
+            self.merge_resident()?;
+        }
+        let start = Instant::now();
+        let pixels = self.band.pixels();
+        let base = self.band.row0 * self.band.width;
+        match self.resident.as_ref().expect("merged") {
+            Resident::Flat(flat) => {
+                let stride = self.columns.stride();
+                let values: Vec<f32> = flat.values.read(pixels * stride);
+                let front: Vec<[u32; 4]> = flat.front.read(pixels);
+                for (p, &q) in self.band.perm.iter().enumerate() {
+                    let i = base + q as usize;
+                    out.flat_values[i * stride..(i + 1) * stride]
+                        .copy_from_slice(&values[p * stride..(p + 1) * stride]);
+                    out.flat_front[i] = front[p];
+                }
+            }
+            Resident::Deep(image, marks) => {
+                let built = image.read_back(marks.is_some());
+                let marks: Vec<u32> = marks.as_ref().map_or(Vec::new(), |m| m.read(pixels));
+                let stride = self.columns.stride();
+                let mut inverse = vec![0u32; pixels];
+                for (p, &q) in self.band.perm.iter().enumerate() {
+                    inverse[q as usize] = p as u32;
+                }
+                for &p in &inverse {
+                    let p = p as usize;
+                    let fragments = built.pixel(p);
+                    out.deep_counts.push(fragments.len() as u32);
+                    // A pixel the GPU tidied brings its new values (rows of `stride`).
+                    if marks.get(p).is_some_and(|&m| m != 0) {
+                        let first = built.offsets[p] as usize;
+                        out.deep_tidied.push((
+                            out.deep_samples.len(),
+                            built.values[first * stride..(first + fragments.len()) * stride]
+                                .to_vec(),
+                        ));
+                    }
+                    out.deep_samples.extend(fragments);
+                }
+            }
+        }
+        self.stats.readback_s += start.elapsed().as_secs_f64();
+        Ok(())
+    }
+}

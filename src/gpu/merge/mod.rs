@@ -1,0 +1,117 @@
+//! The GL merge of whole deep images: cut the union window into row bands that fit the GL limits,
+//! gather each input's band into a pixel-ordered stream on the host, build every input on the
+//! GPU, merge them pairwise with the deep intermediate staying resident, read the band back and
+//! assemble the output exactly as `composite::merge_images` would.
+//!
+//! Inputs that need sorting (`MergeOptions::sort`, e.g. no `deepImageState`) are sorted per
+//! pixel by the GPU stage `sort.comp` between upload and build, or on the host while the stream
+//! is gathered where that is faster (a software rasteriser; `GlOptions::sorts_on_gpu`); both are
+//! stable, so the tie rule holds.
+//!
+//! Pixels where volumes overlap (`composite::tidy::needs_tidy`) are tidied on the GPU (within
+//! 1e-5 of the f64 reference), or by the host with the `composite` functions where that is
+//! faster (a software rasteriser; `GlOptions::tidies_on_gpu`), bit-identical to the CPU engine:
+//! - flat: the last merge flags them; they are listed on the GPU (`compact.comp`), the last pair
+//!   is merged again into a linearised image (only when something is flagged) and `tidy.comp`
+//!   flattens the listed pixels from it, writing into the flat composite in place;
+//! - deep with `tidy`: the last merge writes a linearised image, which `tidy::tidy_deep` turns
+//!   into the tidied image on the GPU (gate, list, count, scan, emit); the host only reads it
+//!   back, taking the new values of the pixels it marks.
+
+//!
+//! The parts, a file each: [`band`] planning, the host [`gather`], the GL orchestration of one
+//! band ([`merger`]), output [`assemble`]; statistics add up band by band (`GpuStats: AddAssign`).
+
+mod assemble;
+mod band;
+mod gather;
+mod merger;
+
+use std::time::Instant;
+
+use self::assemble::Accumulated;
+use self::band::plan_bands;
+pub use self::merger::GpuMerger;
+use super::engine::ColumnSpec;
+use super::stats::GpuStats;
+use super::{GlContext, GlOptions};
+use crate::composite::{CompositeKind, MergeOptions, MergeOutput, MergePlan, OutputKind};
+use crate::deep::DeepImage;
+use crate::error::{Error, Result};
+use crate::vocab::MAX_BLOCK_SIZE;
+
+/// Check options, plan the merge.
+pub(super) fn prepare<'i>(
+    inputs: &[&'i DeepImage],
+    gl_options: &GlOptions,
+) -> Result<(MergePlan<'i>, ColumnSpec)> {
+    if !(1..=MAX_BLOCK_SIZE).contains(&gl_options.block_size) {
+        return Err(Error::Usage(format!(
+            "block size {} is outside 1..={MAX_BLOCK_SIZE}",
+            gl_options.block_size
+        )));
+    }
+    for image in inputs {
+        image.check_depths()?;
+        if image.sample_count() > u32::MAX as usize {
+            return Err(Error::Usage(
+                "an input has more than 2^32 samples; the GL engine indexes samples with u32"
+                    .into(),
+            ));
+        }
+    }
+    let plan = MergePlan::new(inputs)?;
+    let columns = ColumnSpec {
+        alpha_of: plan
+            .composite
+            .kinds
+            .iter()
+            .map(|k| match k {
+                CompositeKind::Alpha => None,
+                CompositeKind::Colour { alpha } => Some(*alpha),
+            })
+            .collect(),
+    };
+    Ok((plan, columns))
+}
+
+/// Merge `inputs` with the GL engine: same result as `composite::merge_images` (see the module
+/// docs for what the host still does), plus statistics.
+pub fn merge_images_gl(
+    ctx: &GlContext,
+    inputs: &[&DeepImage],
+    options: &MergeOptions,
+    gl_options: &GlOptions,
+) -> Result<(MergeOutput, GpuStats)> {
+    let (mut plan, columns) = prepare(inputs, gl_options)?;
+    plan.sort = options.sort;
+    let stride = columns.stride();
+    let mut limit = ctx.info().max_ssbo_bytes;
+    if gl_options.band_budget_bytes > 0 {
+        limit = limit.min(gl_options.band_budget_bytes);
+    }
+    // A tidy deep output built on the GPU may hold up to twice the merged samples.
+    let growth = if options.tidy
+        && options.output == OutputKind::Deep
+        && gl_options.tidies_on_gpu(ctx.info())
+    {
+        2
+    } else {
+        1
+    };
+    let bands = plan_bands(&plan, gl_options, limit, stride, growth)?;
+    let mut out = Accumulated::new(&plan, options, stride);
+    let mut stats = GpuStats::new(&ctx.info().renderer, gl_options);
+    for band in bands {
+        // Each band re-plans cheaply (the plan is a few small vectors) and owns its merger.
+        let band_plan = MergePlan::new(inputs)?;
+        let mut merger =
+            GpuMerger::upload_band(ctx, band_plan, columns.clone(), band, options, gl_options)?;
+        merger.read_band(&mut out)?;
+        stats += merger.stats;
+    }
+    let start = Instant::now();
+    let output = out.assemble(&plan, options, &mut stats);
+    stats.readback_s += start.elapsed().as_secs_f64();
+    Ok((output, stats))
+}

@@ -1,0 +1,128 @@
+//! How images are laid out and merged on the GPU, as both engines name it: the four layouts
+//! (DESIGN §3), the two merge methods, the pixel orders, and the group and block sizes the
+//! shaders are specialised with. The layout ids reach GLSL as `#define`s ([`glsl_defines`]),
+//! so the shaders and Rust cannot disagree on them.
+
+/// Pixels per interleaving group (DESIGN §3 `G`); also the local size of per-pixel kernels.
+pub const GROUP_SIZE: u32 = 32;
+
+/// Largest register block the merge supports (the blocks live in registers, so keep it small).
+pub const MAX_BLOCK_SIZE: u32 = 32;
+
+/// How one deep image's fragments are arranged in GPU memory (DESIGN §3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// Per-pixel linked lists: `head[p]`, `next[]`, nodes from an atomic counter starting at 1.
+    LinkedList,
+    /// Linearised arrays: pixel p spans `[off[p], off[p + 1])`.
+    Linearised,
+    /// Interleaved arrays: the first `min` samples of a 32-pixel group interleave sample by sample.
+    Interleaved,
+    /// Blocked interleaved arrays: as interleaved, but in blocks of `BLOCK_SIZE` samples.
+    BlockedInterleaved,
+}
+
+impl Layout {
+    /// All layouts, in the paper's order.
+    pub const ALL: [Layout; 4] = [
+        Layout::LinkedList,
+        Layout::Linearised,
+        Layout::Interleaved,
+        Layout::BlockedInterleaved,
+    ];
+
+    /// Short name as the paper and the CLI write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::LinkedList => "LL",
+            Layout::Linearised => "LA",
+            Layout::Interleaved => "IA",
+            Layout::BlockedInterleaved => "BIA",
+        }
+    }
+
+    /// The `LAYOUT_*` value the shaders are specialised with (see [`glsl_defines`]).
+    pub fn glsl_id(self) -> u32 {
+        match self {
+            Layout::LinkedList => 0,
+            Layout::Linearised => 1,
+            Layout::Interleaved => 2,
+            Layout::BlockedInterleaved => 3,
+        }
+    }
+
+    /// The GLSL name of [`Self::glsl_id`]: `LAYOUT_LL`, `LAYOUT_LA`, `LAYOUT_IA`, `LAYOUT_BIA`.
+    pub fn glsl_name(self) -> String {
+        format!("LAYOUT_{}", self.name())
+    }
+
+    /// Parse a short name (case-insensitive).
+    pub fn from_name(name: &str) -> Option<Layout> {
+        Layout::ALL
+            .into_iter()
+            .find(|l| l.name().eq_ignore_ascii_case(name))
+    }
+}
+
+/// How two per-pixel lists are merged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MergeMethod {
+    /// Read one fragment, compare, emit, read the next (the paper's "S").
+    Stepwise,
+    /// Register block merging: read `BLOCK_SIZE` fragments of each list at once (the paper's RBM).
+    RegisterBlock,
+}
+
+impl MergeMethod {
+    /// Short name as the paper writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            MergeMethod::Stepwise => "S",
+            MergeMethod::RegisterBlock => "RBM",
+        }
+    }
+}
+
+/// Which (x, y) pixel the layout's pixel index p stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum PixelOrder {
+    /// p runs along rows.
+    #[default]
+    RowMajor,
+    /// p runs through 8x4 tiles (one group of 32 each), tiles row by row: the raster pattern.
+    Tiled,
+}
+
+/// Tile width and height of [`PixelOrder::Tiled`]; their product is [`GROUP_SIZE`].
+pub const TILE: (usize, usize) = (8, 4);
+
+impl PixelOrder {
+    /// For a `width` x `height` rectangle, the row-major index of each layout pixel p.
+    pub fn permutation(self, width: usize, height: usize) -> Vec<u32> {
+        match self {
+            PixelOrder::RowMajor => (0..(width * height) as u32).collect(),
+            PixelOrder::Tiled => {
+                let mut order = Vec::with_capacity(width * height);
+                for ty in (0..height).step_by(TILE.1) {
+                    for tx in (0..width).step_by(TILE.0) {
+                        for y in ty..(ty + TILE.1).min(height) {
+                            for x in tx..(tx + TILE.0).min(width) {
+                                order.push((y * width + x) as u32);
+                            }
+                        }
+                    }
+                }
+                order
+            }
+        }
+    }
+}
+
+/// The vocabulary's `#define`s every GLSL stage starts with (the program loader emits them):
+/// the layout ids, so `glsl/` compares against exactly the values Rust uses.
+pub fn glsl_defines() -> Vec<(String, u32)> {
+    Layout::ALL
+        .into_iter()
+        .map(|layout| (layout.glsl_name(), layout.glsl_id()))
+        .collect()
+}
