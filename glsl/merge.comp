@@ -27,18 +27,14 @@ layout(std430, binding = 11) writeonly buffer FlatFront { uvec4 flat_front[]; };
 layout(std430, binding = 12) buffer FlaggedCount { uint flagged_count; };
 #endif
 
-// Composite column c's alpha column, or -1 for alpha columns (CompositeChannels::kinds).
-const int ALPHA_OF[NUM_COLUMNS] = int[NUM_COLUMNS](ALPHA_OF_LIST);
-const int ALPHAS[NUM_ALPHAS_ALLOC] = int[NUM_ALPHAS_ALLOC](ALPHAS_LIST);
+// The column table (ALPHA_OF: column c's alpha column, or -1 for alphas) and "over" (g_acc).
+#include "over.glsl"
 
 // Per-pixel merge state.
 uint g_pixel;
 uint g_emitted;
 uint g_total;
 #if !OUTPUT_DEEP
-// `precise` keeps the compiler from fusing `acc + (1 - a) * v` into an fma: the reference
-// rounds the product and the sum separately.
-precise float g_acc[NUM_COLUMNS];
 bool g_done;
 bool g_has_front;
 bool g_needs_tidy;
@@ -70,40 +66,17 @@ void emit(bool from_b, uint slot) {
     if (f.zback > f.z) {
         g_reach = max(g_reach, f.zback);
     }
-    if (!g_done) {
-        bool all_opaque = NUM_ALPHAS > 0;
-        for (int a = 0; a < NUM_ALPHAS; ++a) {
-            all_opaque = all_opaque && g_acc[ALPHAS[a]] >= 1.0;
-        }
-        g_done = all_opaque;
-    }
+    g_done = g_done || over_opaque();
     if (!g_done) {
         float v[NUM_COLUMNS];
         for (uint c = 0u; c < NUM_COLUMNS; ++c) {
             v[c] = from_b ? B_values[slot * NUM_COLUMNS + c] : A_values[slot * NUM_COLUMNS + c];
         }
-        if (!g_has_front) {
-            for (int a = 0; a < NUM_ALPHAS; ++a) {
-                if (v[ALPHAS[a]] > 0.0) {
-                    g_has_front = true;
-                }
-            }
-            if (g_has_front) {
-                g_front = f;
-            }
+        if (!g_has_front && over_contributes(v)) {
+            g_has_front = true;
+            g_front = f;
         }
-        // Colours first: they read the alpha accumulated before this sample.
-        for (int c = 0; c < NUM_COLUMNS; ++c) {
-            if (ALPHA_OF[c] >= 0) {
-                precise float t = (1.0 - g_acc[ALPHA_OF[c]]) * v[c];
-                g_acc[c] = g_acc[c] + t;
-            }
-        }
-        for (int a = 0; a < NUM_ALPHAS; ++a) {
-            int k = ALPHAS[a];
-            precise float t = (1.0 - g_acc[k]) * v[k];
-            g_acc[k] = g_acc[k] + t;
-        }
+        over(v);
     }
 #endif
     g_emitted += 1u;

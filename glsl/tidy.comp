@@ -57,8 +57,8 @@ layout(std430, binding = 4) writeonly buffer TidiedKeysBuf { Fragment tidied_key
 layout(std430, binding = 5) writeonly buffer TidiedValuesBuf { float tidied_values[]; };
 #endif
 
-const int ALPHA_OF[NUM_COLUMNS] = int[NUM_COLUMNS](ALPHA_OF_LIST);
-const int ALPHAS[NUM_ALPHAS_ALLOC] = int[NUM_ALPHAS_ALLOC](ALPHAS_LIST);
+// The column table and "over" (g_acc: the running composite of this invocation's pixel).
+#include "over.glsl"
 
 const float LN2 = 0.693147182;
 const float SQRT_HALF = 0.707106769;
@@ -128,43 +128,21 @@ bool is_volume(Fragment f) {
     return f.zback > f.z;
 }
 
-// Running composite of this invocation's pixel. `precise` forbids fusing acc + (1 - a) * v into
-// an fma: flatten_pixel rounds the product and the sum separately.
-precise float g_acc[NUM_COLUMNS];
+// The tidied piece being composited (g_acc, the running composite, is over.glsl's).
 float g_piece[NUM_COLUMNS];
 bool g_done;
 uvec4 g_front;
 
-bool all_opaque() {
-    if (NUM_ALPHAS == 0) return false;
-    for (int j = 0; j < NUM_ALPHAS; ++j) {
-        if (g_acc[ALPHAS[j]] < 1.0) return false;
-    }
-    return true;
-}
-
 // flatten_pixel's loop body for g_piece (source f, front depth z).
 void composite(Fragment f, float z) {
-    if (all_opaque()) {
+    if (over_opaque()) {
         g_done = true;
         return;
     }
-    if (g_front.w == 0u) {
-        for (int j = 0; j < NUM_ALPHAS; ++j) {
-            if (g_piece[ALPHAS[j]] > 0.0) {
-                g_front = uvec4(f.input_index, f.sample_index, floatBitsToUint(z), 1u);
-                break;
-            }
-        }
+    if (g_front.w == 0u && over_contributes(g_piece)) {
+        g_front = uvec4(f.input_index, f.sample_index, floatBitsToUint(z), 1u);
     }
-    for (int c = 0; c < NUM_COLUMNS; ++c) {
-        int a = ALPHA_OF[c];
-        if (a >= 0) g_acc[c] += (1.0 - g_acc[a]) * g_piece[c];
-    }
-    for (int j = 0; j < NUM_ALPHAS; ++j) {
-        int a = ALPHAS[j];
-        g_acc[a] += (1.0 - g_acc[a]) * g_piece[a];
-    }
+    over(g_piece);
 }
 
 // The tidied piece of slab [b, next) into g_piece; returns the slot of its first contributor or

@@ -438,7 +438,7 @@ fn too_long_for_one_pass() -> Vec<(f32, f32, Vec<f32>)> {
 #[test]
 fn pixels_too_long_for_one_pass_are_finished_on_the_host() {
     // 5000 volumes alive at one boundary (plus a point inside them): more than one pass's budget
-    // for a single step, so the GPU reports the pixel and the host wrapper uses the twin. The
+    // for a single step, so the GPU reports the pixel and the host finishes it with the reference. The
     // other pixel is short and stays on the GPU.
     let mut csr = Csr::new();
     csr.push(&too_long_for_one_pass());
@@ -741,11 +741,19 @@ fn check_deep_within(csr: &Csr, alpha_of: &[Option<usize>], tolerance: f32, what
             "{what}: GPU output of pixel {p} is not tidy"
         );
     }
+    // Pixels too long for one walk pass are finished by the host reference (f64), not by the
+    // f32 walk: where there are any, GPU and twin agree only as closely as each agrees with the
+    // definition.
+    let twin_tolerance = if host_pixels == 0 {
+        TWIN_TOLERANCE
+    } else {
+        tolerance
+    };
     compare_deep(
         &gpu,
         &twin,
         stride,
-        TWIN_TOLERANCE,
+        twin_tolerance,
         &format!("{what} (GPU vs twin)"),
     );
     compare_deep(&gpu, &want, stride, tolerance, &format!("{what} (GPU)"));
@@ -795,8 +803,8 @@ fn deep_tidy_of_long_lists_and_of_pixels_too_long_for_one_pass() {
         );
     }
     // 5000 volumes alive at one boundary: one step is more than a pass's budget, so the GPU
-    // leaves the pixel to the twin (count and lists patched into the GPU buffers); the short
-    // pixel around it stays on the GPU.
+    // leaves the pixel to the host reference (count and lists patched into the GPU buffers);
+    // the short pixels around it stay on the GPU.
     let mut csr = Csr::new();
     csr.push(&[(0.0, 2.0, ar(0.6, 0.3)), (1.0, 3.0, ar(0.5, 0.4))]);
     csr.push(&too_long_for_one_pass());

@@ -94,6 +94,17 @@ pub struct GlContext {
 }
 
 impl GlContext {
+    /// Check that a buffer of `bytes` can be bound as one storage block (`what` names it).
+    pub fn check_fits(&self, bytes: usize, what: &str) -> Result<()> {
+        let max = self.info().max_ssbo_bytes;
+        if bytes as u64 > max {
+            return Err(Error::Gl(format!(
+                "{what} needs {bytes} bytes in one buffer, more than GL_MAX_SHADER_STORAGE_BLOCK_SIZE ({max}); use smaller bands"
+            )));
+        }
+        Ok(())
+    }
+
     /// Make a context on the best EGL device: a hardware one (no `EGL_MESA_device_software`)
     /// where present, else the software rasteriser.
     pub fn new() -> Result<GlContext> {

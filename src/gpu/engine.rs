@@ -235,17 +235,6 @@ fn allocate<'a>(
     })
 }
 
-/// Check that a buffer of `bytes` can be bound as one storage block.
-pub fn check_fits(ctx: &GlContext, bytes: usize, what: &str) -> Result<()> {
-    let max = ctx.info().max_ssbo_bytes;
-    if bytes as u64 > max {
-        return Err(Error::Gl(format!(
-            "{what} needs {bytes} bytes in one buffer, more than GL_MAX_SHADER_STORAGE_BLOCK_SIZE ({max}); use smaller bands"
-        )));
-    }
-    Ok(())
-}
-
 /// Build `layout` from per-pixel `counts` and the stream (`keys` pixel after pixel, `values`
 /// `stride` per key): upload, GPU scan, min counts, scatter. `ascending` picks an LL list's
 /// direction.
@@ -267,7 +256,7 @@ pub fn build_image<'a>(
     if values.len() != samples * stride {
         return Err(Error::Gl("stream values do not match its keys".into()));
     }
-    check_fits(ctx, (samples + 1) * 16.max(stride * 4), "a deep image")?;
+    ctx.check_fits((samples + 1) * 16.max(stride * 4), "a deep image")?;
     let count_buffer = GpuBuffer::from_slice(gl, counts)?;
     let offsets = exclusive_scan_buffer(ctx, &count_buffer, pixels)?;
     drop(count_buffer);
@@ -359,11 +348,7 @@ pub fn merge_deep<'a>(
     let gl = &ctx.gl;
     let pixels = a.pixels;
     let samples = a.samples + b.samples;
-    check_fits(
-        ctx,
-        (samples + 1) * 16.max(a.stride * 4),
-        "a merged deep image",
-    )?;
+    ctx.check_fits((samples + 1) * 16.max(a.stride * 4), "a merged deep image")?;
     // Counting pass and scan for the output's offsets.
     let counts = GpuBuffer::zeroed(gl, pixels * 4)?;
     let program = ctx.program("count.comp", &base_defines(1))?;
@@ -467,7 +452,7 @@ pub fn merge_flat<'a>(
 /// (counting bytes read plus bytes written), the memory-bandwidth floor merges compare to.
 pub fn copy_bandwidth(ctx: &GlContext, bytes: usize, repeats: usize) -> Result<(f64, f64)> {
     let bytes = bytes.max(16) / 16 * 16;
-    check_fits(ctx, bytes, "the copy benchmark")?;
+    ctx.check_fits(bytes, "the copy benchmark")?;
     let gl = &ctx.gl;
     let src = GpuBuffer::zeroed(gl, bytes)?;
     let dst = GpuBuffer::zeroed(gl, bytes)?;

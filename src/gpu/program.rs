@@ -17,6 +17,7 @@ const SOURCES: &[(&str, &str)] = &[
     ("common.glsl", include_str!("../../glsl/common.glsl")),
     ("fragment.glsl", include_str!("../../glsl/fragment.glsl")),
     ("layout.glsl", include_str!("../../glsl/layout.glsl")),
+    ("over.glsl", include_str!("../../glsl/over.glsl")),
     ("image.glsl", include_str!("../../glsl/image.glsl")),
     ("scan.comp", include_str!("../../glsl/scan.comp")),
     ("scan_add.comp", include_str!("../../glsl/scan_add.comp")),

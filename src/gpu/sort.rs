@@ -39,7 +39,6 @@
 use glow::HasContext;
 
 use super::buffer::GpuBuffer;
-use super::engine::check_fits;
 use super::program::Defines;
 use super::scan::exclusive_scan_buffer;
 use super::GlContext;
@@ -150,14 +149,14 @@ pub fn sort_pixels(
     // The scratch (and the positions) only serve lists longer than one chunk.
     let scratch = if max_passes > 0 {
         let bytes = sample_count * fragment_bytes;
-        check_fits(ctx, bytes, "the sort's scratch buffer")?;
+        ctx.check_fits(bytes, "the sort's scratch buffer")?;
         GpuBuffer::uninit(gl, bytes)?
     } else {
         GpuBuffer::uninit(gl, 16)?
     };
     let positions = match values {
         Some(_) if max_passes > 0 => {
-            check_fits(ctx, sample_count * 8, "the sort's positions")?;
+            ctx.check_fits(sample_count * 8, "the sort's positions")?;
             GpuBuffer::uninit(gl, sample_count * 8)?
         }
         _ => GpuBuffer::uninit(gl, 16)?,

@@ -27,7 +27,7 @@
 
 use super::buffer::GpuBuffer;
 use super::compact::{compact_flagged, GpuCompacted};
-use super::engine::{check_fits, ColumnSpec, GpuFlat, GpuImage};
+use super::engine::{ColumnSpec, GpuFlat, GpuImage};
 use super::program::Defines;
 use super::scan::exclusive_scan_buffer;
 use super::GlContext;
@@ -169,7 +169,7 @@ pub fn tidy_flatten_pixels<'a>(
 ) -> Result<GpuTidied<'a>> {
     let stride = columns.stride();
     check_pixel_list(pixels, count)?;
-    check_fits(ctx, count * stride * 4, "the tidied values")?;
+    ctx.check_fits(count * stride * 4, "the tidied values")?;
     let out_values = GpuBuffer::zeroed(&ctx.gl, count * stride * 4)?;
     let out_front = GpuBuffer::zeroed(&ctx.gl, count * 16)?;
     let program = walk_program(ctx, columns, WalkMode::Flatten)?;
@@ -358,7 +358,7 @@ pub fn tidy_deep<'a>(
     let offsets = exclusive_scan_buffer(ctx, &counts, pixels)?;
     drop(counts);
     let samples = offsets.read_range::<u32>(pixels, 1)[0] as usize;
-    check_fits(ctx, samples * 16.max(stride * 4), "the tidied deep image")?;
+    ctx.check_fits(samples * 16.max(stride * 4), "the tidied deep image")?;
     let tidied = GpuImage {
         layout: Layout::Linearised,
         block_size: merged.block_size,
