@@ -18,7 +18,6 @@
 
 use rayon::prelude::*;
 
-use super::flat::FlatPixels;
 use super::order::{merge_sorted_runs, sort_samples, SortPolicy};
 use super::pixel::{CompositeChannels, PixelSamples};
 use super::tidy::{needs_tidy, tidy_pixel};
@@ -186,6 +185,15 @@ impl<'a> MergePlan<'a> {
     }
 }
 
+impl MergePlan<'_> {
+    /// The reference's per-pixel tidy for deep output: `samples` (in merge order) gathered with
+    /// their values into `pixel` and tidied there.
+    pub fn tidy_samples(&self, samples: &[Sample], pixel: &mut PixelSamples) {
+        pixel.gather(samples, &self.inputs, &self.sources);
+        tidy_pixel(pixel, &self.composite);
+    }
+}
+
 /// Sample `index` of `image` (input number `input`), its key read from its Z and ZBack channels
 /// `depth` by [`depth_key`] (no Z: depth 0; no ZBack: a point). Every engine reads keys here.
 pub fn read_sample(
@@ -219,26 +227,42 @@ pub fn merge_images(inputs: &[&DeepImage], options: &MergeOptions) -> Result<Mer
     })
 }
 
-fn merge_flat(plan: &MergePlan, with_z: bool) -> FlatImage {
+/// Every row of the window, in parallel: `new_row(width)` makes a row's output and
+/// `add_pixel(row, samples, any_volume, pixel)` adds one pixel, given its samples in merge order
+/// ([`MergePlan::ordered_samples_into`]) and a scratch pixel to gather values into.
+fn map_rows<R, N, A>(plan: &MergePlan, new_row: N, add_pixel: A) -> Vec<R>
+where
+    R: Send,
+    N: Fn(usize) -> R + Sync + Send,
+    A: Fn(&mut R, &[Sample], bool, &mut PixelSamples) + Sync + Send,
+{
     let window = plan.window;
     let width = window.width();
     let columns = plan.composite.len();
-    let rows: Vec<FlatPixels> = (0..window.height())
+    (0..window.height())
         .into_par_iter()
         .map_init(
             || (Vec::new(), Vec::new(), PixelSamples::new(columns)),
             |(samples, scratch, pixel), row| {
                 let y = window.y0 + row as i32;
-                let mut out = plan.flat_pixels(width);
+                let mut out = new_row(width);
                 for col in 0..width {
                     let x = window.x0 + col as i32;
                     let any_volume = plan.ordered_samples_into(x, y, samples, scratch);
-                    plan.push_flattened(&mut out, samples, any_volume, pixel);
+                    add_pixel(&mut out, samples, any_volume, pixel);
                 }
                 out
             },
         )
-        .collect();
+        .collect()
+}
+
+fn merge_flat(plan: &MergePlan, with_z: bool) -> FlatImage {
+    let rows = map_rows(
+        plan,
+        |width| plan.flat_pixels(width),
+        |out, samples, any_volume, pixel| plan.push_flattened(out, samples, any_volume, pixel),
+    );
     let mut all = plan.flat_pixels(0);
     for mut row in rows {
         all.append(&mut row);
@@ -247,41 +271,25 @@ fn merge_flat(plan: &MergePlan, with_z: bool) -> FlatImage {
 }
 
 fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {
-    let window = plan.window;
-    let width = window.width();
-    let columns = plan.composite.len();
-    let rows: Vec<DeepRow> = (0..window.height())
-        .into_par_iter()
-        .map_init(
-            || (Vec::new(), Vec::new(), PixelSamples::new(columns)),
-            |(samples, scratch, pixel), row| {
-                let y = window.y0 + row as i32;
-                let mut out = DeepRow {
-                    counts: Vec::with_capacity(width),
-                    samples: Vec::new(),
-                    tidied: Vec::new(),
-                };
-                for col in 0..width {
-                    let any_volume =
-                        plan.ordered_samples_into(window.x0 + col as i32, y, samples, scratch);
-                    if tidy && any_volume && needs_tidy(samples) {
-                        pixel.gather(samples, &plan.inputs, &plan.sources);
-                        tidy_pixel(pixel, &plan.composite);
-                        out.counts.push(pixel.len() as u32);
-                        for s in 0..pixel.len() {
-                            out.samples.push(pixel.samples[s]);
-                            out.tidied.push(Some(pixel.row(s).to_vec()));
-                        }
-                    } else {
-                        out.counts.push(samples.len() as u32);
-                        out.samples.extend_from_slice(samples);
-                        out.tidied.extend(std::iter::repeat_n(None, samples.len()));
-                    }
-                }
-                out
-            },
-        )
-        .collect();
+    let new_row = |width| DeepRow {
+        counts: Vec::with_capacity(width),
+        samples: Vec::new(),
+        tidied: Vec::new(),
+    };
+    let rows = map_rows(plan, new_row, |out, samples, any_volume, pixel| {
+        if tidy && any_volume && needs_tidy(samples) {
+            plan.tidy_samples(samples, pixel);
+            out.counts.push(pixel.len() as u32);
+            for s in 0..pixel.len() {
+                out.samples.push(pixel.samples[s]);
+                out.tidied.push(Some(pixel.row(s).to_vec()));
+            }
+        } else {
+            out.counts.push(samples.len() as u32);
+            out.samples.extend_from_slice(samples);
+            out.tidied.extend(std::iter::repeat_n(None, samples.len()));
+        }
+    });
 
     let counts: Vec<u32> = rows.iter().flat_map(|r| r.counts.iter().copied()).collect();
     let total: usize = counts.iter().map(|&c| c as usize).sum();

@@ -63,60 +63,50 @@ impl<'a> GpuBuffer<'a> {
 
     /// Read the first `len` elements back.
     pub fn read<T: bytemuck::Pod + Default>(&self, len: usize) -> Vec<T> {
-        let mut out = vec![T::default(); len];
-        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
-        assert!(bytes.len() <= self.bytes);
-        // SAFETY: the range lies inside the buffer.
-        unsafe {
-            self.gl
-                .bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(self.buffer));
-            self.gl
-                .get_buffer_sub_data(glow::SHADER_STORAGE_BUFFER, 0, bytes);
-        }
-        out
+        self.read_range(0, len)
     }
 
     /// Read `len` elements starting at element `first`.
     pub fn read_range<T: bytemuck::Pod + Default>(&self, first: usize, len: usize) -> Vec<T> {
         let mut out = vec![T::default(); len];
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
-        let at = first * std::mem::size_of::<T>();
-        assert!(at + bytes.len() <= self.bytes);
-        // SAFETY: the range lies inside the buffer.
+        let at = self.bind_range::<T>(first, bytes.len());
+        // SAFETY: the range lies inside the bound buffer.
         unsafe {
             self.gl
-                .bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(self.buffer));
-            self.gl
-                .get_buffer_sub_data(glow::SHADER_STORAGE_BUFFER, at as i32, bytes);
-        }
+                .get_buffer_sub_data(glow::SHADER_STORAGE_BUFFER, at, bytes)
+        };
         out
+    }
+
+    /// Overwrite the start of the buffer with `data`.
+    pub fn write<T: bytemuck::Pod>(&self, data: &[T]) {
+        self.write_range(0, data);
     }
 
     /// Overwrite elements from element `first` on with `data`.
     pub fn write_range<T: bytemuck::Pod>(&self, first: usize, data: &[T]) {
         let bytes: &[u8] = bytemuck::cast_slice(data);
-        let at = first * std::mem::size_of::<T>();
-        assert!(at + bytes.len() <= self.bytes);
-        // SAFETY: the range lies inside the buffer.
+        let at = self.bind_range::<T>(first, bytes.len());
+        // SAFETY: the range lies inside the bound buffer.
         unsafe {
             self.gl
-                .bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(self.buffer));
-            self.gl
-                .buffer_sub_data_u8_slice(glow::SHADER_STORAGE_BUFFER, at as i32, bytes);
-        }
+                .buffer_sub_data_u8_slice(glow::SHADER_STORAGE_BUFFER, at, bytes)
+        };
     }
 
-    /// Overwrite the start of the buffer with `data`.
-    pub fn write<T: bytemuck::Pod>(&self, data: &[T]) {
-        let bytes: &[u8] = bytemuck::cast_slice(data);
-        assert!(bytes.len() <= self.bytes);
-        // SAFETY: the range lies inside the buffer.
+    /// Bind the buffer for a host transfer of `len` bytes from element `first` (of type `T`) on,
+    /// and return that byte offset. The range must lie inside the buffer: callers size their
+    /// transfers from the buffer's own counts, so a range outside it is a bug, not bad input.
+    fn bind_range<T>(&self, first: usize, len: usize) -> i32 {
+        let at = first * std::mem::size_of::<T>();
+        assert!(at + len <= self.bytes, "transfer outside a GPU buffer");
+        // SAFETY: the buffer is alive.
         unsafe {
             self.gl
-                .bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(self.buffer));
-            self.gl
-                .buffer_sub_data_u8_slice(glow::SHADER_STORAGE_BUFFER, 0, bytes);
-        }
+                .bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(self.buffer))
+        };
+        at as i32
     }
 }
 

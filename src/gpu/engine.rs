@@ -207,12 +207,10 @@ fn allocate<'a>(
         Layout::Interleaved | Layout::BlockedInterleaved => {
             let groups = pixels.div_ceil(GROUP_SIZE as usize);
             let min_counts = GpuBuffer::zeroed(gl, groups * 4)?;
-            let program = ctx.program(
+            let program = ctx.use_stage(
                 "min_counts.comp",
                 &base_defines(block_for(layout, block_size)).set("LAYOUT", layout.glsl_id()),
             )?;
-            // SAFETY: the program belongs to this context.
-            unsafe { gl.use_program(Some(program)) };
             ctx.uniform_u32(program, "u_pixels", pixels as u32);
             offsets.bind(0);
             min_counts.bind(1);
@@ -289,9 +287,7 @@ pub fn build_image<'a>(
     )
     .set("NUM_COLUMNS", stride)
     .set("LL_ASCENDING", u32::from(ascending));
-    let program = ctx.program("build.comp", &defines)?;
-    // SAFETY: the program belongs to this context.
-    unsafe { gl.use_program(Some(program)) };
+    let program = ctx.use_stage("build.comp", &defines)?;
     ctx.uniform_u32(program, "u_pixels", pixels as u32);
     image.bind(0);
     stream_keys.bind(10);
@@ -336,6 +332,33 @@ impl MergeSpec {
     }
 }
 
+/// Make `merge.comp` current for merging `a` with `b` into a deep image in `deep_layout`, or
+/// (`None`) into a flat composite, and bind the two inputs; the caller binds the output.
+fn use_merge_stage(
+    ctx: &GlContext,
+    a: &GpuImage,
+    b: &GpuImage,
+    spec: MergeSpec,
+    columns: &ColumnSpec,
+    deep_layout: Option<Layout>,
+) -> Result<()> {
+    let out_layout = deep_layout.unwrap_or(Layout::Linearised);
+    let defines = columns
+        .defines(layout_defines(
+            spec.defines(a, b, deep_layout)?,
+            "OUT",
+            out_layout,
+            10,
+            "",
+        ))
+        .set("OUTPUT_DEEP", u32::from(deep_layout.is_some()));
+    let program = ctx.use_stage("merge.comp", &defines)?;
+    ctx.uniform_u32(program, "u_pixels", a.pixels as u32);
+    a.bind(0);
+    b.bind(5);
+    Ok(())
+}
+
 /// Merge `a` (earlier inputs) with `b` into a new deep image in `layout`.
 pub fn merge_deep<'a>(
     ctx: &'a GlContext,
@@ -351,9 +374,7 @@ pub fn merge_deep<'a>(
     ctx.check_fits((samples + 1) * 16.max(a.stride * 4), "a merged deep image")?;
     // Counting pass and scan for the output's offsets.
     let counts = GpuBuffer::zeroed(gl, pixels * 4)?;
-    let program = ctx.program("count.comp", &base_defines(1))?;
-    // SAFETY: the program belongs to this context.
-    unsafe { gl.use_program(Some(program)) };
+    let program = ctx.use_stage("count.comp", &base_defines(1))?;
     ctx.uniform_u32(program, "u_pixels", pixels as u32);
     a.offsets.bind(0);
     b.offsets.bind(1);
@@ -372,21 +393,7 @@ pub fn merge_deep<'a>(
         a.stride,
         offsets,
     )?;
-    let defines = columns
-        .defines(layout_defines(
-            spec.defines(a, b, Some(layout))?,
-            "OUT",
-            layout,
-            10,
-            "",
-        ))
-        .set("OUTPUT_DEEP", 1);
-    let program = ctx.program("merge.comp", &defines)?;
-    // SAFETY: the program belongs to this context.
-    unsafe { gl.use_program(Some(program)) };
-    ctx.uniform_u32(program, "u_pixels", pixels as u32);
-    a.bind(0);
-    b.bind(5);
+    use_merge_stage(ctx, a, b, spec, columns, Some(layout))?;
     out.bind(10);
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
     Ok(out)
@@ -425,21 +432,7 @@ pub fn merge_flat<'a>(
         pixels,
         flagged: GpuBuffer::zeroed(gl, 16)?,
     };
-    let defines = columns
-        .defines(layout_defines(
-            spec.defines(a, b, None)?,
-            "OUT",
-            Layout::Linearised,
-            10,
-            "",
-        ))
-        .set("OUTPUT_DEEP", 0);
-    let program = ctx.program("merge.comp", &defines)?;
-    // SAFETY: the program belongs to this context.
-    unsafe { gl.use_program(Some(program)) };
-    ctx.uniform_u32(program, "u_pixels", pixels as u32);
-    a.bind(0);
-    b.bind(5);
+    use_merge_stage(ctx, a, b, spec, columns, None)?;
     flat.values.bind(10);
     flat.front.bind(11);
     flat.flagged.bind(12);

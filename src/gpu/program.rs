@@ -12,30 +12,31 @@ use glow::HasContext;
 use super::GlContext;
 use crate::error::{Error, Result};
 
+/// `(name, text)` of GLSL files in `glsl/`, embedded in the binary.
+macro_rules! glsl_files {
+    ($($name:literal),* $(,)?) => {
+        &[$(($name, include_str!(concat!("../../glsl/", $name)))),*]
+    };
+}
+
 /// Every GLSL file, by name.
-const SOURCES: &[(&str, &str)] = &[
-    ("common.glsl", include_str!("../../glsl/common.glsl")),
-    ("fragment.glsl", include_str!("../../glsl/fragment.glsl")),
-    ("layout.glsl", include_str!("../../glsl/layout.glsl")),
-    ("over.glsl", include_str!("../../glsl/over.glsl")),
-    ("image.glsl", include_str!("../../glsl/image.glsl")),
-    ("scan.comp", include_str!("../../glsl/scan.comp")),
-    ("scan_add.comp", include_str!("../../glsl/scan_add.comp")),
-    (
-        "min_counts.comp",
-        include_str!("../../glsl/min_counts.comp"),
-    ),
-    ("count.comp", include_str!("../../glsl/count.comp")),
-    ("build.comp", include_str!("../../glsl/build.comp")),
-    ("merge.comp", include_str!("../../glsl/merge.comp")),
-    ("copy.comp", include_str!("../../glsl/copy.comp")),
-    ("sort.comp", include_str!("../../glsl/sort.comp")),
-    ("tidy.comp", include_str!("../../glsl/tidy.comp")),
-    (
-        "tidy_assemble.comp",
-        include_str!("../../glsl/tidy_assemble.comp"),
-    ),
-    ("compact.comp", include_str!("../../glsl/compact.comp")),
+const SOURCES: &[(&str, &str)] = glsl_files![
+    "common.glsl",
+    "fragment.glsl",
+    "layout.glsl",
+    "over.glsl",
+    "image.glsl",
+    "scan.comp",
+    "scan_add.comp",
+    "min_counts.comp",
+    "count.comp",
+    "build.comp",
+    "merge.comp",
+    "copy.comp",
+    "sort.comp",
+    "tidy.comp",
+    "tidy_assemble.comp",
+    "compact.comp",
 ];
 
 fn source(name: &str) -> Result<&'static str> {
@@ -186,6 +187,14 @@ impl GlContext {
         Ok(program)
     }
 
+    /// The program for `stage` with `defines` ([`Self::program`]), made the current program.
+    pub(crate) fn use_stage(&self, stage: &str, defines: &Defines) -> Result<glow::Program> {
+        let program = self.program(stage, defines)?;
+        // SAFETY: the program belongs to this context.
+        unsafe { self.gl.use_program(Some(program)) };
+        Ok(program)
+    }
+
     /// Set a `uint` uniform of the bound program (absent uniforms are ignored, as GL does).
     pub(crate) fn uniform_u32(&self, program: glow::Program, name: &str, value: u32) {
         // SAFETY: the program belongs to this context and is in use.
@@ -214,5 +223,33 @@ impl GlContext {
                 .memory_barrier(glow::SHADER_STORAGE_BARRIER_BIT | glow::BUFFER_UPDATE_BARRIER_BIT);
         }
         self.check("glDispatchCompute")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocab::Layout;
+
+    #[test]
+    fn layout_ids_come_from_rust_once_in_every_stage() {
+        for (name, _) in SOURCES.iter().filter(|(n, _)| n.ends_with(".comp")) {
+            let (text, _) = resolve(name, &Defines::default()).unwrap();
+            for layout in Layout::ALL {
+                let define = format!("#define {} {}\n", layout.glsl_name(), layout.glsl_id());
+                assert_eq!(text.matches(&define).count(), 1, "{name}: {define}");
+                let any = format!("#define {} ", layout.glsl_name());
+                assert_eq!(text.matches(&any).count(), 1, "{name} redefines {any}");
+            }
+        }
+    }
+
+    #[test]
+    fn over_has_one_home() {
+        // Every stage that composites gets "over" from over.glsl, not from a copy of its own.
+        for (name, text) in SOURCES {
+            let spells_over = text.contains("(1.0 - g_acc[");
+            assert_eq!(spells_over, *name == "over.glsl", "{name}");
+        }
     }
 }

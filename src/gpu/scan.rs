@@ -44,9 +44,7 @@ fn scan_into<'a>(
 ) -> Result<()> {
     let groups = launched_groups(n);
     let sums = GpuBuffer::zeroed(&ctx.gl, (groups + 1) * 4)?;
-    let scan = ctx.program("scan.comp", &defines())?;
-    // SAFETY: the program belongs to this context.
-    unsafe { ctx.gl.use_program(Some(scan)) };
+    let scan = ctx.use_stage("scan.comp", &defines())?;
     ctx.uniform_u32(scan, "u_n", n as u32);
     input.bind(0);
     output.bind(1);
@@ -71,9 +69,7 @@ fn add<'a>(
     n: usize,
     groups: usize,
 ) -> Result<()> {
-    let program = ctx.program("scan_add.comp", &defines())?;
-    // SAFETY: the program belongs to this context.
-    unsafe { ctx.gl.use_program(Some(program)) };
+    let program = ctx.use_stage("scan_add.comp", &defines())?;
     ctx.uniform_u32(program, "u_n", n as u32);
     ctx.uniform_u32(program, "u_groups", groups as u32);
     output.bind(1);

@@ -37,31 +37,51 @@ pub fn address_la(offsets: &[u32], p: usize, i: u32) -> u32 {
     offsets[p] + i
 }
 
+/// Where pixel p stands in its interleaving group: its rank `r` in the group, the group's width,
+/// its min count `m` and first slot; samples past `m` live in a linear tail after the group's
+/// interleaved part (`tail`).
+struct GroupPlace {
+    r: u32,
+    width: u32,
+    m: u32,
+    base: u32,
+    /// Slot of sample `m` of pixel p, the start of its part of the tail.
+    tail: u32,
+}
+
+impl GroupPlace {
+    fn of(offsets: &[u32], min_counts: &[u32], p: usize) -> GroupPlace {
+        let g = p / GROUP_SIZE as usize;
+        let r = (p % GROUP_SIZE as usize) as u32;
+        let width = group_width(g, offsets.len() - 1) as u32;
+        let m = min_counts[g];
+        GroupPlace {
+            r,
+            width,
+            m,
+            base: offsets[g * GROUP_SIZE as usize],
+            tail: width * m + offsets[p] - m * r,
+        }
+    }
+}
+
 /// IA: sample i of pixel p; `min_counts` from [`group_min_counts`].
 pub fn address_ia(offsets: &[u32], min_counts: &[u32], p: usize, i: u32) -> u32 {
-    let g = p / GROUP_SIZE as usize;
-    let r = (p % GROUP_SIZE as usize) as u32;
-    let width = group_width(g, offsets.len() - 1) as u32;
-    let m = min_counts[g];
-    let base = offsets[g * GROUP_SIZE as usize];
-    if i < m {
-        base + r + width * i
+    let g = GroupPlace::of(offsets, min_counts, p);
+    if i < g.m {
+        g.base + g.r + g.width * i
     } else {
-        width * m + offsets[p] - m * r + (i - m)
+        g.tail + (i - g.m)
     }
 }
 
 /// BIA: sample i of pixel p, blocks of `block_size`; `min_counts` already rounded down to blocks.
 pub fn address_bia(offsets: &[u32], min_counts: &[u32], block_size: u32, p: usize, i: u32) -> u32 {
-    let g = p / GROUP_SIZE as usize;
-    let r = (p % GROUP_SIZE as usize) as u32;
-    let width = group_width(g, offsets.len() - 1) as u32;
-    let m = min_counts[g];
-    let base = offsets[g * GROUP_SIZE as usize];
-    if i < m {
-        base + (i / block_size) * width * block_size + r * block_size + (i % block_size)
+    let g = GroupPlace::of(offsets, min_counts, p);
+    if i < g.m {
+        g.base + (i / block_size) * g.width * block_size + g.r * block_size + (i % block_size)
     } else {
-        width * m + offsets[p] - m * r + (i - m)
+        g.tail + (i - g.m)
     }
 }
 

@@ -4,7 +4,7 @@
 //! with the pixels the GPU left to the host tidied by the reference.
 
 use super::super::stats::GpuStats;
-use crate::composite::tidy::{needs_tidy, tidy_pixel};
+use crate::composite::tidy::needs_tidy;
 use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind, PixelSamples};
 use crate::deep::{DeepImage, FlatImage, Plane};
 use crate::vocab::{depth_less, Fragment, Sample};
@@ -123,8 +123,7 @@ impl Accumulated {
                 samples.truncate(first);
                 let (x, y) = window.coords_of(i);
                 plan.ordered_samples(x, y, &mut ordered);
-                pixel.gather(&ordered, &plan.inputs, &plan.sources);
-                tidy_pixel(&mut pixel, &plan.composite);
+                plan.tidy_samples(&ordered, &mut pixel);
                 for s in 0..pixel.len() {
                     tidied.push((samples.len(), pixel.row(s).to_vec()));
                     samples.push(pixel.samples[s]);
