@@ -17,10 +17,10 @@
 use std::path::Path;
 use std::time::Instant;
 
+use deepmerge::bench::gl_copy_bandwidth;
 use deepmerge::composite::{MergeOptions, OutputKind};
 use deepmerge::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
 use deepmerge::exr::{read_deep, ReadOptions};
-use deepmerge::gpu::engine::copy_bandwidth;
 use deepmerge::gpu::{merge_images_gl, GlContext, GlOptions, GpuMerger, Layout, MergeMethod};
 
 fn synthetic(width: usize, height: usize, per_pixel: u32, seed: u64) -> DeepImage {
@@ -191,7 +191,7 @@ fn main() {
         }
         return;
     }
-    let (kernel, copy) = copy_bandwidth(&ctx, 64 << 20, 5).expect("copy bandwidth");
+    let (kernel, copy) = gl_copy_bandwidth(&ctx, 64 << 20, 5).expect("copy bandwidth");
     println!(
         "copy bandwidth (read + write): kernel {:.2} GB/s, glCopyBufferSubData {:.2} GB/s",
         kernel / 1e9,

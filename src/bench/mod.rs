@@ -33,7 +33,10 @@ pub use engine::{
 pub use floor::{
     bytes_per_sample, bytes_read, layout_model_bytes, traffic_bytes, BandwidthProbe, CpuMemcpyProbe,
 };
-pub use gl::{gl_column_names, gl_engines, open_gl_context, GlCopyProbe, GlEngine, TILED_COLUMN};
+pub use gl::{
+    gl_column_names, gl_copy_bandwidth, gl_engines, open_gl_context, GlCopyProbe, GlEngine,
+    TILED_COLUMN,
+};
 pub use table::{significant, Cell, Table, TableRow, Unit};
 
 use crate::composite::{merge_images, MergeOptions, MergeOutput, OutputKind};
