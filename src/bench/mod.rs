@@ -13,11 +13,17 @@
 //! median of `repeats` runs after one warm-up run, in ms and as worst / cell for its row.
 //! An optional end-to-end table times whole command lines (read EXR files, merge, write) of
 //! `deepmerge` against `oiiotool` on real files, for the README.
+//!
+//! `deepmerge bench` and `cargo bench --bench paper_tables` share one front end: the options
+//! [`BenchArgs`] and [`run_front_end`] (`args.rs`). `--tidy-gate` runs [`run_tidy_gate`] instead
+//! of the tables.
 
+mod args;
 mod engine;
 mod floor;
 mod gl;
 mod table;
+mod tidy_gate;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -26,6 +32,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 pub use crate::cpu::Layout;
+pub use args::{parse_harness_args, render_front_end, run_front_end, BenchArgs};
 pub use engine::{
     csr_bytes, run_operation, BenchCase, CaseFiles, CpuEngine, MergeEngine, OiiotoolEngine,
     Operation,
@@ -38,6 +45,7 @@ pub use gl::{
     TILED_COLUMN,
 };
 pub use table::{significant, Cell, Table, TableRow, Unit};
+pub use tidy_gate::run_tidy_gate;
 
 use crate::composite::{merge_images, MergeOptions, MergeOutput, OutputKind};
 use crate::deep::DeepImage;
