@@ -9,7 +9,7 @@
 
 use std::time::Instant;
 
-use super::{describe_host, describe_inputs, BenchConfig, BenchReport};
+use super::{describe_host, describe_inputs, files_label, inputs_table, BenchConfig, BenchReport};
 use super::{Cell, Table, TableRow, Unit};
 use crate::composite::{MergeOptions, OutputKind};
 use crate::deep::DeepImage;
@@ -71,15 +71,7 @@ pub fn run_tidy_gate(config: &BenchConfig) -> Result<BenchReport> {
             .iter()
             .map(|path| read_deep(path, &ReadOptions::default()))
             .collect::<Result<Vec<_>>>()?;
-        let label: Vec<String> = config
-            .e2e_inputs
-            .iter()
-            .map(|p| {
-                p.file_stem()
-                    .map_or_else(|| p.display().to_string(), |s| s.to_string_lossy().into())
-            })
-            .collect();
-        let label = label.join(" + ");
+        let label = files_label(&config.e2e_inputs);
         let samples: Vec<String> = images
             .iter()
             .map(|i| i.sample_count().to_string())
@@ -90,22 +82,7 @@ pub fn run_tidy_gate(config: &BenchConfig) -> Result<BenchReport> {
         rows.push(gate_row(&ctx, &label, &inputs, config));
     }
 
-    let inputs = Table {
-        title: format!(
-            "Scenes: the two inputs at {}x{}, and their merge's depth complexity",
-            config.width, config.height
-        ),
-        unit: Unit::Text,
-        columns: vec![
-            "samples (in 0 + in 1)".into(),
-            "max/pixel (in 0, in 1, merged)".into(),
-            "merged pixels <=16 / 16-64 / 64-128 / 128-512 / >512".into(),
-            "generated in".into(),
-        ],
-        row_header: "scene".into(),
-        rows: input_rows,
-        notes: Vec::new(),
-    };
+    let inputs = inputs_table(config, input_rows, "generated in");
     let gate = Table {
         title: "Tidy gate: flat merge with the tidy stages on the GPU against on the host".into(),
         unit: Unit::Millis,
