@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use deepmerge::backend::{choose_engine, Backend, Engine};
-use deepmerge::bench::{self, BenchConfig, PeerSetting};
+use deepmerge::bench::{self, BenchArgs};
 use deepmerge::composite::{
     holdout, merge_images, HoldoutMode, MergeOptions, MergeOutput, OutputKind, SortPolicy,
 };
@@ -84,30 +84,8 @@ enum Command {
         part: Option<String>,
     },
     /// Print the paper-style benchmark tables: every engine, oiiotool and the bandwidth floor,
-    /// measured in one run.
-    Bench {
-        /// Scenes to run (comma-separated).
-        #[arg(long, value_delimiter = ',', default_values_t = scene::SCENE_NAMES.map(String::from))]
-        scenes: Vec<String>,
-        /// Scene size, WIDTHxHEIGHT.
-        #[arg(long, default_value = "960x540")]
-        size: String,
-        /// Scene seed.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Timed runs per cell (the median is reported).
-        #[arg(long, default_value_t = 3)]
-        repeats: usize,
-        /// Print Markdown tables.
-        #[arg(long)]
-        markdown: bool,
-        /// Leave oiiotool out even when it is installed.
-        #[arg(long)]
-        no_oiiotool: bool,
-        /// Deep files for the end-to-end table (e.g. Balls.exr Leaves.exr Trunks.exr).
-        #[arg(long, num_args = 2..)]
-        e2e: Vec<PathBuf>,
-    },
+    /// measured in one run (the same options as `cargo bench --bench paper_tables`).
+    Bench(BenchArgs),
     /// Describe deep and flat EXR files: parts, windows, channels, sample statistics.
     Info {
         /// Files to describe.
@@ -255,15 +233,7 @@ fn main() -> ExitCode {
             output,
         }) => run_scene(&name, &size, seed, inputs as usize, &output),
         Some(Command::Heatmap { file, output, part }) => run_heatmap(&file, &output, part),
-        Some(Command::Bench {
-            scenes,
-            size,
-            seed,
-            repeats,
-            markdown,
-            no_oiiotool,
-            e2e,
-        }) => run_bench(scenes, &size, seed, repeats, markdown, no_oiiotool, e2e),
+        Some(Command::Bench(args)) => bench::run_front_end(&args, std::env::current_exe().ok()),
         None => run_merge(&cli.merge),
     };
     match result {
@@ -301,40 +271,6 @@ fn run_heatmap(file: &Path, output: &Path, part: Option<String>) -> Result<()> {
     };
     let image = exr::read_deep(file, &options)?;
     heatmap::write_heatmap(&image, output)
-}
-
-fn run_bench(
-    scenes: Vec<String>,
-    size: &str,
-    seed: u64,
-    repeats: usize,
-    markdown: bool,
-    no_oiiotool: bool,
-    e2e: Vec<PathBuf>,
-) -> Result<()> {
-    let (width, height) = scene::parse_size(size)?;
-    let config = BenchConfig {
-        scenes,
-        width,
-        height,
-        seed,
-        repeats: repeats.max(1),
-        oiiotool: if no_oiiotool {
-            PeerSetting::Off
-        } else {
-            PeerSetting::Detect
-        },
-        e2e_inputs: e2e,
-        deepmerge_exe: std::env::current_exe().ok(),
-        ..BenchConfig::default()
-    };
-    let report = bench::run(&config)?;
-    if markdown {
-        print!("{}", report.to_markdown());
-    } else {
-        print!("{}", report.to_text());
-    }
-    Ok(())
 }
 
 fn run_info(files: &[PathBuf], max_memory: f64) -> Result<()> {

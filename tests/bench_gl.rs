@@ -1,11 +1,17 @@
 //! The bench harness with the GL engine, end to end on a tiny size: the four tables carry all
 //! eight GL columns (plus the raster-tile one) with measured values, the GL copy floor and the
-//! renderer in the header, and the end-to-end table times `deepmerge --backend gl`.
+//! renderer in the header, and the end-to-end table times `deepmerge --backend gl`. Its front
+//! end is checked from both doors: `deepmerge bench` as a process, and the `paper_tables` target's
+//! parse of the same arguments; and `--tidy-gate` times its three mergers.
 //!
 //! GL is required here (CI has Mesa llvmpipe): a missing context fails the test rather than
 //! skipping it. Timings are never asserted, only that they were measured.
 
-use deepmerge::bench::{self, gl_column_names, BenchConfig, Cell, PeerSetting, TILED_COLUMN};
+use std::process::Command;
+
+use deepmerge::bench::{
+    self, gl_column_names, parse_harness_args, BenchConfig, Cell, PeerSetting, TILED_COLUMN,
+};
 use deepmerge::scene::{self, SCENE_NAMES};
 
 #[test]
@@ -76,4 +82,103 @@ fn bench_with_gl_engines_reports_every_gl_column_in_four_tables() {
         .position(|c| c == "deepmerge --backend gl (process)")
         .expect("GL backend column");
     assert!(matches!(e2e.rows[0].cells[gl], Cell::Value(_)), "{e2e:?}");
+}
+
+/// Options that move every part of the front end away from its defaults, as both doors get them.
+const FRONT_END_ARGS: [&str; 11] = [
+    "--size",
+    "24x16",
+    "--repeats",
+    "1",
+    "--scenes",
+    "planes,atrium",
+    "--no-oiiotool",
+    "--no-tiles",
+    "--block-size",
+    "4",
+    "--markdown",
+];
+
+#[test]
+fn deepmerge_bench_and_the_paper_tables_target_take_the_same_options() {
+    // The bench target's door: cargo appends --bench.
+    let harness = parse_harness_args(
+        std::iter::once("paper_tables")
+            .chain(FRONT_END_ARGS)
+            .chain(["--bench"])
+            .map(String::from),
+    )
+    .unwrap();
+    let config = harness.config(None);
+    assert_eq!(config.scenes, ["planes", "atrium"]);
+    assert_eq!((config.width, config.height, config.repeats), (24, 16, 1));
+    assert!(harness.markdown && !config.tiled_order);
+
+    // The CLI's door, as a process: the same options reach the same tables.
+    let out = Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+        .arg("bench")
+        .args(FRONT_END_ARGS)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("- scenes: 24x16 pixels, seed 1"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("block size 4"), "{stdout}");
+    for n in 1..=4 {
+        assert!(stdout.contains(&format!("**Table {n}:")), "{stdout}");
+    }
+    let table_1 = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("**Table 1:"))
+        .filter(|l| l.starts_with("| "))
+        .take(4)
+        .collect::<Vec<_>>();
+    assert!(
+        table_1[0].starts_with("| scene | cpu | LL S |"),
+        "{table_1:?}"
+    );
+    assert!(!table_1[0].contains(TILED_COLUMN) && !table_1[0].contains("oiiotool"));
+    assert!(table_1[2].starts_with("| planes |") && table_1[3].starts_with("| atrium |"));
+}
+
+#[test]
+fn tidy_gate_times_gpu_and_host_tidy_on_points_only_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = scene::write_scene("atrium", 24, 16, 3, 2, &dir.path().join("files")).unwrap();
+    let config = BenchConfig {
+        scenes: vec!["planes".into()],
+        width: 24,
+        height: 16,
+        repeats: 2,
+        e2e_inputs: files,
+        progress: false,
+        ..BenchConfig::default()
+    };
+    let report = bench::run_tidy_gate(&config).unwrap();
+    assert!(
+        report.header.iter().any(|l| l.contains("GL_RENDERER")),
+        "{:#?}",
+        report.header
+    );
+    let [gate] = &report.tables[..] else {
+        panic!("one table: {:?}", report.tables)
+    };
+    let labels: Vec<&str> = gate.rows.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(labels, ["planes", "files_0 + files_1"]);
+    for row in &gate.rows {
+        for cell in &row.cells[..3] {
+            assert!(matches!(cell, Cell::Value(v) if *v > 0.0), "{row:?}");
+        }
+        // The scenes hold only points: nothing to tidy, which is the case the gate is for.
+        assert_eq!(row.cells[5], Cell::Text("0".into()), "{row:?}");
+    }
+    let without_gl = BenchConfig {
+        gl: false,
+        ..config
+    };
+    assert!(bench::run_tidy_gate(&without_gl).is_err());
 }

@@ -1,6 +1,7 @@
 //! The GL engine in the bench: one [`GlEngine`] column per layout x method in the paper's order
 //! (LL S, LL RBM, LA S, LA RBM, IA S, IA RBM, BIA S, BIA RBM), an optional BIA RBM column in the
-//! raster-tile pixel order, and the GL copy kernel as a bandwidth floor ([`GlCopyProbe`]).
+//! raster-tile pixel order, and the GL copy kernel as a bandwidth floor ([`GlCopyProbe`],
+//! measured by [`gl_copy_bandwidth`]).
 //!
 //! Timing follows the paper: the inputs are uploaded and built in their layout once, untimed
 //! (`GpuMerger::upload`), then every timed run is `GpuMerger::merge_resident`, which stops its
@@ -16,11 +17,13 @@
 use std::rc::Rc;
 use std::time::Duration;
 
+use glow::HasContext;
+
 use crate::composite::{MergeOptions, MergeOutput, OutputKind};
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
-use crate::gpu::engine::copy_bandwidth;
-use crate::gpu::{GlContext, GlOptions, GpuMerger, Layout, MergeMethod, PixelOrder};
+use crate::gpu::program::Defines;
+use crate::gpu::{GlContext, GlOptions, GpuBuffer, GpuMerger, Layout, MergeMethod, PixelOrder};
 
 use super::engine::{BenchCase, MergeEngine, Operation};
 use super::floor::BandwidthProbe;
@@ -214,6 +217,54 @@ impl MergeEngine for GlEngine {
     }
 }
 
+/// Time copying `bytes` between two buffers with a compute kernel and with
+/// `glCopyBufferSubData`, `repeats` times each; returns (kernel, copy) bytes per second
+/// (counting bytes read plus bytes written), the memory-bandwidth floor merges compare to.
+///
+/// Lives with the bench, not in `gpu`, because nothing but the floor uses it; it borrows the
+/// engine's buffers, program cache and dispatch so the copy runs exactly as a merge stage would.
+pub fn gl_copy_bandwidth(ctx: &GlContext, bytes: usize, repeats: usize) -> Result<(f64, f64)> {
+    let bytes = bytes.max(16) / 16 * 16;
+    ctx.check_fits(bytes, "the copy benchmark")?;
+    let gl = &ctx.gl;
+    let src = GpuBuffer::zeroed(gl, bytes)?;
+    let dst = GpuBuffer::zeroed(gl, bytes)?;
+    let program = ctx.use_stage("copy.comp", &Defines::default())?;
+    let n = bytes / 16;
+    ctx.uniform_u32(program, "u_n", n as u32);
+    src.bind(0);
+    dst.bind(1);
+    // Warm-up: the first dispatch compiles the pipeline.
+    ctx.dispatch(n, 64)?;
+    // SAFETY: a plain synchronisation call on this context.
+    unsafe { gl.finish() };
+    let start = std::time::Instant::now();
+    for _ in 0..repeats {
+        ctx.dispatch(n, 64)?;
+    }
+    unsafe { gl.finish() };
+    let kernel = (2 * bytes * repeats) as f64 / start.elapsed().as_secs_f64();
+    let start = std::time::Instant::now();
+    for _ in 0..repeats {
+        // SAFETY: both ranges lie inside the buffers.
+        unsafe {
+            gl.bind_buffer(glow::COPY_READ_BUFFER, Some(src.buffer));
+            gl.bind_buffer(glow::COPY_WRITE_BUFFER, Some(dst.buffer));
+            gl.copy_buffer_sub_data(
+                glow::COPY_READ_BUFFER,
+                glow::COPY_WRITE_BUFFER,
+                0,
+                0,
+                bytes as i32,
+            );
+        }
+    }
+    unsafe { gl.finish() };
+    let copy = (2 * bytes * repeats) as f64 / start.elapsed().as_secs_f64();
+    ctx.check("copy benchmark")?;
+    Ok((kernel, copy))
+}
+
 /// The GL copy kernel (`glsl/copy.comp`) as a floor: the bandwidth a compute shader reaches
 /// copying one buffer to another on the same device the GL columns run on.
 pub struct GlCopyProbe {
@@ -245,7 +296,7 @@ impl BandwidthProbe for GlCopyProbe {
     }
 
     fn copy_bandwidth(&mut self) -> Result<f64> {
-        let (kernel, copy_buffer) = copy_bandwidth(&self.ctx, self.bytes, self.runs.max(1))?;
+        let (kernel, copy_buffer) = gl_copy_bandwidth(&self.ctx, self.bytes, self.runs.max(1))?;
         self.copy_buffer_bandwidth = Some(copy_buffer);
         Ok(kernel)
     }

@@ -13,11 +13,17 @@
 //! median of `repeats` runs after one warm-up run, in ms and as worst / cell for its row.
 //! An optional end-to-end table times whole command lines (read EXR files, merge, write) of
 //! `deepmerge` against `oiiotool` on real files, for the README.
+//!
+//! `deepmerge bench` and `cargo bench --bench paper_tables` share one front end: the options
+//! [`BenchArgs`] and [`run_front_end`] (`args.rs`). `--tidy-gate` runs [`run_tidy_gate`] instead
+//! of the tables.
 
+mod args;
 mod engine;
 mod floor;
 mod gl;
 mod table;
+mod tidy_gate;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -26,6 +32,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 pub use crate::vocab::Layout;
+pub use args::{parse_harness_args, render_front_end, run_front_end, BenchArgs};
 pub use engine::{
     csr_bytes, run_operation, BenchCase, CaseFiles, CpuEngine, MergeEngine, OiiotoolEngine,
     Operation,
@@ -33,8 +40,12 @@ pub use engine::{
 pub use floor::{
     bytes_per_sample, bytes_read, layout_model_bytes, traffic_bytes, BandwidthProbe, CpuMemcpyProbe,
 };
-pub use gl::{gl_column_names, gl_engines, open_gl_context, GlCopyProbe, GlEngine, TILED_COLUMN};
+pub use gl::{
+    gl_column_names, gl_copy_bandwidth, gl_engines, open_gl_context, GlCopyProbe, GlEngine,
+    TILED_COLUMN,
+};
 pub use table::{significant, Cell, Table, TableRow, Unit};
+pub use tidy_gate::run_tidy_gate;
 
 use crate::composite::{merge_images, MergeOptions, MergeOutput, OutputKind};
 use crate::deep::DeepImage;
@@ -485,22 +496,7 @@ pub fn run_with(
             ],
         },
     ];
-    let inputs = Table {
-        title: format!(
-            "Scenes: the two inputs at {}x{}, and their merge's depth complexity",
-            config.width, config.height
-        ),
-        unit: Unit::Text,
-        columns: vec![
-            "samples (in 0 + in 1)".into(),
-            "max/pixel (in 0, in 1, merged)".into(),
-            "merged pixels <=16 / 16-64 / 64-128 / 128-512 / >512".into(),
-            "generated in (2 + 4 inputs)".into(),
-        ],
-        row_header: "scene".into(),
-        rows: input_rows,
-        notes: vec!["complexity bins as the paper's Fig. 8 (blue, green, yellow, red)".into()],
-    };
+    let inputs = inputs_table(config, input_rows, "generated in (2 + 4 inputs)");
     let end_to_end = if config.e2e_inputs.is_empty() {
         None
     } else {
@@ -512,6 +508,38 @@ pub fn run_with(
         tables,
         end_to_end,
     })
+}
+
+/// The scenes table from [`describe_inputs`] rows; `generated` heads the generation-time column.
+fn inputs_table(config: &BenchConfig, rows: Vec<TableRow>, generated: &str) -> Table {
+    Table {
+        title: format!(
+            "Scenes: the two inputs at {}x{}, and their merge's depth complexity",
+            config.width, config.height
+        ),
+        unit: Unit::Text,
+        columns: vec![
+            "samples (in 0 + in 1)".into(),
+            "max/pixel (in 0, in 1, merged)".into(),
+            "merged pixels <=16 / 16-64 / 64-128 / 128-512 / >512".into(),
+            generated.into(),
+        ],
+        row_header: "scene".into(),
+        rows,
+        notes: vec!["complexity bins as the paper's Fig. 8 (blue, green, yellow, red)".into()],
+    }
+}
+
+/// The files' stems joined by ` + ` (e.g. `Balls + Leaves`), a row label for merged files.
+fn files_label(paths: &[PathBuf]) -> String {
+    let stems: Vec<String> = paths
+        .iter()
+        .map(|p| {
+            p.file_stem()
+                .map_or_else(|| p.display().to_string(), |s| s.to_string_lossy().into())
+        })
+        .collect();
+    stems.join(" + ")
 }
 
 /// The inputs row: sample counts, per-pixel maxima and the merged depth-complexity spread.
@@ -560,13 +588,7 @@ fn end_to_end_table(
             "the end-to-end table needs at least two deep EXR files".into(),
         ));
     }
-    let label: Vec<String> = inputs
-        .iter()
-        .map(|p| {
-            p.file_stem()
-                .map_or_else(|| p.display().to_string(), |s| s.to_string_lossy().into())
-        })
-        .collect();
+    let label = files_label(inputs);
     let repeat = |run: &mut dyn FnMut() -> Result<Duration>| -> Cell {
         let result = (|| {
             run()?;
@@ -668,15 +690,12 @@ fn end_to_end_table(
         cells.push(Cell::Text("not installed".into()));
     }
     Ok(Table {
-        title: format!(
-            "End to end: {} -> flat EXR (read, merge, composite, write)",
-            label.join(" + ")
-        ),
+        title: format!("End to end: {label} -> flat EXR (read, merge, composite, write)"),
         unit: Unit::Millis,
         columns,
         row_header: "inputs".into(),
         rows: vec![TableRow {
-            label: label.join(" + "),
+            label,
             cells,
         }],
         notes: vec![format!(

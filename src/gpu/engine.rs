@@ -2,8 +2,6 @@
 //! (upload → scan → min counts → scatter) and merge two images into a third or into a flat
 //! composite. The host-side orchestration (bands, inputs, readback) lives in `merge.rs`.
 
-use glow::HasContext;
-
 use super::buffer::GpuBuffer;
 use super::program::Defines;
 use super::scan::exclusive_scan_buffer;
@@ -438,49 +436,4 @@ pub fn merge_flat<'a>(
     flat.flagged.bind(12);
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
     Ok(flat)
-}
-
-/// Time copying `bytes` between two buffers with a compute kernel and with
-/// `glCopyBufferSubData`, `repeats` times each; returns (kernel, copy) bytes per second
-/// (counting bytes read plus bytes written), the memory-bandwidth floor merges compare to.
-pub fn copy_bandwidth(ctx: &GlContext, bytes: usize, repeats: usize) -> Result<(f64, f64)> {
-    let bytes = bytes.max(16) / 16 * 16;
-    ctx.check_fits(bytes, "the copy benchmark")?;
-    let gl = &ctx.gl;
-    let src = GpuBuffer::zeroed(gl, bytes)?;
-    let dst = GpuBuffer::zeroed(gl, bytes)?;
-    let program = ctx.program("copy.comp", &Defines::default())?;
-    let n = bytes / 16;
-    // SAFETY: the program and buffers belong to this context.
-    unsafe { gl.use_program(Some(program)) };
-    ctx.uniform_u32(program, "u_n", n as u32);
-    src.bind(0);
-    dst.bind(1);
-    ctx.dispatch(n, 64)?; // warm-up (compiles the pipeline)
-    unsafe { gl.finish() };
-    let start = std::time::Instant::now();
-    for _ in 0..repeats {
-        ctx.dispatch(n, 64)?;
-    }
-    unsafe { gl.finish() };
-    let kernel = (2 * bytes * repeats) as f64 / start.elapsed().as_secs_f64();
-    let start = std::time::Instant::now();
-    for _ in 0..repeats {
-        // SAFETY: both ranges lie inside the buffers.
-        unsafe {
-            gl.bind_buffer(glow::COPY_READ_BUFFER, Some(src.buffer));
-            gl.bind_buffer(glow::COPY_WRITE_BUFFER, Some(dst.buffer));
-            gl.copy_buffer_sub_data(
-                glow::COPY_READ_BUFFER,
-                glow::COPY_WRITE_BUFFER,
-                0,
-                0,
-                bytes as i32,
-            );
-        }
-    }
-    unsafe { gl.finish() };
-    let copy = (2 * bytes * repeats) as f64 / start.elapsed().as_secs_f64();
-    ctx.check("copy benchmark")?;
-    Ok((kernel, copy))
 }
