@@ -358,6 +358,35 @@ mod tests {
     }
 
     #[test]
+    fn a_point_holds_out_a_volume_piece_starting_at_its_depth() {
+        // Merge order: the point (2, 2) sorts before the volume piece (2, 3), whatever its end.
+        let h = [ho(2.0, 2.0, 0.5)];
+        assert_eq!(holdout_factor(&piece(2.0, 3.0), 0.3, &h, 0), 0.5);
+        assert_eq!(holdout_factor(&piece(2.0, f32::INFINITY), 0.3, &h, 0), 0.5);
+        assert_eq!(holdout_factor(&piece(1.0, 2.0), 0.3, &h, 0), 1.0);
+    }
+
+    #[test]
+    fn infinite_holdout_volumes_follow_the_tidy() {
+        let inf = f32::INFINITY;
+        // The finite front of [1, inf) has fraction 0: nothing in front of a point at 3...
+        assert_eq!(
+            holdout_factor(&piece(3.0, 3.0), 0.3, &[ho(1.0, inf, 0.5)], 0),
+            1.0
+        );
+        // ...unless the medium is opaque; the front of [-inf, 3) is all of it.
+        assert_eq!(
+            holdout_factor(&piece(3.0, 3.0), 0.3, &[ho(1.0, inf, 1.0)], 0),
+            0.0
+        );
+        let f = holdout_factor(&piece(1.0, 1.0), 0.3, &[ho(-inf, 3.0, 0.75)], 0);
+        assert!((f - 0.25).abs() < 1e-12, "{f}");
+        // The tail [2, inf) of IN shares all of the holdout's [1, inf): equal media, half each.
+        let f = holdout_factor(&piece(2.0, inf), 0.5, &[ho(1.0, inf, 0.5)], 0);
+        assert!((0.5 * f - 0.75 / 2.0).abs() < 1e-12, "{f}");
+    }
+
+    #[test]
     fn half_a_volume_in_front_gives_the_square_root() {
         let h = [ho(0.0, 2.0, 0.75)];
         let f = holdout_factor(&piece(1.0, 1.0), 0.3, &h, 0);

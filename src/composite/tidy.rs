@@ -440,6 +440,38 @@ mod tests {
     }
 
     #[test]
+    fn coincident_mix_of_parts_and_wholes() {
+        // Half of a medium of alpha .75 has optical depth ln 2: transmittance .5.
+        let mut mix = CoincidentMix::default();
+        mix.add_part(0.75, 0.5);
+        assert!((mix.transmittance() - 0.5).abs() < 1e-15);
+        assert!((mix.alpha() - 0.5).abs() < 1e-15);
+        // With IN (alpha .5, a unit colour) on top: equal optical depths, so IN's colour weight
+        // is half the mixed alpha .75.
+        let mut shared = CoincidentMix::default();
+        shared.add(0.5, 1.0);
+        shared.add_part(0.75, 0.5);
+        assert!((shared.colour() - 0.375 / 0.5).abs() < 1e-15);
+        // A part of an opaque medium is opaque even at fraction 0 (as split_alpha keeps it).
+        let mut opaque = CoincidentMix::default();
+        opaque.add_part(1.0, 0.0);
+        assert!(opaque.is_opaque() && opaque.transmittance() == 0.0);
+        assert!(CoincidentMix::default().is_clear());
+        let mut clear = CoincidentMix::default();
+        clear.add_part(0.5, 0.0);
+        assert!(clear.is_clear() && clear.transmittance() == 1.0);
+    }
+
+    #[test]
+    fn piece_fraction_of_infinite_volumes() {
+        let inf = f64::INFINITY;
+        assert_eq!(piece_fraction(1.0, 2.0, 4.0), 0.25);
+        assert_eq!(piece_fraction(1.0, 2.0, inf), 0.0);
+        assert_eq!(piece_fraction(2.0, inf, inf), 1.0);
+        assert_eq!(piece_fraction(-inf, 2.0, inf), 1.0);
+    }
+
+    #[test]
     fn merge_coincident_opaque_wins_and_averages() {
         let channels = ar();
         let mut out = [0.0f32; 2];
