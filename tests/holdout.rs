@@ -475,7 +475,7 @@ fn holding_out_gives_ins_share_of_the_merge() {
 fn random_pixels_with_infinite_depths_stay_numbers() {
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     for _ in 0..500 {
-        let mut pixel = |rng: &mut Rng| {
+        let pixel = |rng: &mut Rng| {
             let mut samples: Vec<S> = (0..rng.below(5)).map(|_| rng.sample()).collect();
             in_merge_order(&mut samples);
             samples

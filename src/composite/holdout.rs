@@ -1,8 +1,9 @@
 //! Holding one deep image out by another (`deepmerge holdout IN HOLDOUT -o OUT [--cull]`).
 //!
 //! [`HoldoutMode::Attenuate`] is a true holdout: every sample of IN is scaled by how much of it
-//! would still be seen through HOLDOUT if the two were merged, so that merging the result with
-//! HOLDOUT's alpha gives IN's share of the merge. It is built from the tidy's two primitives
+//! would still be seen through HOLDOUT if the two were merged, its share of the merge: seen
+//! through IN's own samples in front of it, the held-out sample adds to the picture what it adds
+//! to the merge of IN and HOLDOUT (`tests/holdout.rs` checks this by brute force). It is built from the tidy's two primitives
 //! ([`super::tidy`]: splitting a volume at a depth, mixing media that share an interval), so it
 //! follows the merge's model exactly, infinitely deep volumes included. Per alpha column (A, or
 //! RA/GA/BA for the colours that use them):
@@ -17,6 +18,11 @@
 //!   weight of the coincident volume merge), with opaque media winning outright (opaque ones
 //!   share equally);
 //! - samples whose every factor is exactly 0 are dropped, as they add nothing.
+//!
+//! One case cannot follow the merge: a holdout volume infinite at both ends in front of an IN
+//! point at +inf. The tidy gives each infinite piece of such a volume all of it, so the merge's
+//! alpha there grows with every cut it makes (at IN's other samples too); the holdout takes the
+//! volume once, as an uncut merge would.
 //!
 //! [`HoldoutMode::Cull`] keeps IN's samples unchanged and drops those that start behind the
 //! holdout's opaque depth: the Z of the holdout sample (in merge order) at which its accumulated
@@ -294,8 +300,9 @@ fn holdout_factor(piece: &Sample, piece_alpha: f64, holdout: &[HoldoutSample], j
     for h in holdout {
         let a = h.alphas[j];
         if !h.is_volume() {
-            // A point before the piece in merge order holds it out: one behind it, or one at
-            // the front of a volume piece ((z, z) sorts before (z, zback)).
+            // A point holds out the pieces that sort after it in merge order: those starting
+            // behind it, and a volume piece starting at its depth ((z, z) sorts before
+            // (z, zback)); an IN point at its depth ties with it and goes first.
             if depth_less((h.z, h.zback), (piece.z, piece.zback)) {
                 in_front.add(a, 0.0);
             }
