@@ -3,10 +3,10 @@
 //! [`HoldoutMode::Attenuate`] is a true holdout: every sample of IN is scaled by how much of it
 //! would still be seen through HOLDOUT if the two were merged, its share of the merge: seen
 //! through IN's own samples in front of it, the held-out sample adds to the picture what it adds
-//! to the merge of IN and HOLDOUT (`tests/holdout.rs` checks this by brute force). It is built from the tidy's two primitives
-//! ([`super::tidy`]: splitting a volume at a depth, mixing media that share an interval), so it
-//! follows the merge's model exactly, infinitely deep volumes included. Per alpha column (A, or
-//! RA/GA/BA for the colours that use them):
+//! to the merge of IN and HOLDOUT (`tests/holdout.rs` checks this by brute force). It is built
+//! from the tidy's two primitives ([`super::tidy`]: splitting a volume at a depth, mixing media
+//! that share an interval), so it follows the merge's model exactly, infinitely deep volumes
+//! included. Per alpha column (A, or RA/GA/BA for the colours that use them):
 //! - IN's volumes are cut at holdout boundaries strictly inside them, as the tidy would cut them;
 //! - holdout material that sorts before a piece of IN in merge order (DESIGN §4: by (Z, ZBack),
 //!   exact ties to IN, the first input) multiplies it by its transmittance: `1 − a` for a point,

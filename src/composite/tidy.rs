@@ -9,7 +9,7 @@
 //! depth. Everything is computed in f64 with `ln_1p`/`exp_m1`, so very thin pieces and nearly
 //! transparent samples keep their precision (a naive `powf` loses it).
 //!
-//! Its two primitives are shared with the holdout ([`super::holdout`]), so both follow one
+//! Its two primitives are shared with the holdout ([`mod@super::holdout`]), so both follow one
 //! model: splitting a volume at a depth ([`piece_fraction`], [`split_alpha`], [`split_row`]) and
 //! mixing media that share an interval ([`CoincidentMix`], behind [`merge_coincident`]).
 //!
