@@ -1,18 +1,28 @@
 //! Holding one deep image out by another (`deepmerge holdout IN HOLDOUT -o OUT [--cull]`).
 //!
 //! [`HoldoutMode::Attenuate`] is a true holdout: every sample of IN is scaled by how much of it
-//! would still be seen through HOLDOUT if the two were merged, so that merging the result with
-//! HOLDOUT's alpha gives IN's share of the merge. Per alpha column (A, or RA/GA/BA for the colours
-//! that use them):
-//! - holdout samples wholly in front of an IN sample multiply it by `1 − a`; a holdout volume
-//!   partly in front by `(1 − a)^f` for the fraction `f` in front (the tidy model of
-//!   [`super::tidy`]); coincident points do not hold each other out (IN is the first input, and
-//!   ties go to the first input);
-//! - IN's volumes are cut at holdout boundaries strictly inside them, so each piece either shares
-//!   its interval with holdout volumes or is clear of them; where it shares, IN keeps its share of
-//!   the merged medium, `m = (u1 / a1) · a_mix / (u1 + u2)` (the colour weight of the coincident
-//!   volume merge, DESIGN §4), with opaque media winning outright (both opaque: half each);
+//! would still be seen through HOLDOUT if the two were merged, its share of the merge: seen
+//! through IN's own samples in front of it, the held-out sample adds to the picture what it adds
+//! to the merge of IN and HOLDOUT (`tests/holdout.rs` checks this by brute force). It is built
+//! from the tidy's two primitives ([`super::tidy`]: splitting a volume at a depth, mixing media
+//! that share an interval), so it follows the merge's model exactly, infinitely deep volumes
+//! included. Per alpha column (A, or RA/GA/BA for the colours that use them):
+//! - IN's volumes are cut at holdout boundaries strictly inside them, as the tidy would cut them;
+//! - holdout material that sorts before a piece of IN in merge order (DESIGN §4: by (Z, ZBack),
+//!   exact ties to IN, the first input) multiplies it by its transmittance: `1 − a` for a point,
+//!   `(1 − a)^f` for the part of a volume in front, covering the fraction `f` of it. So a point
+//!   holds out what lies behind it and a volume piece starting at its depth, but not a point at
+//!   its depth;
+//! - where holdout volumes share a piece's interval, IN keeps its share of the mixed medium:
+//!   the mix's colour with IN as a unit colour, `(u1 / a1) · a_mix / (u1 + u2 + …)` (the colour
+//!   weight of the coincident volume merge), with opaque media winning outright (opaque ones
+//!   share equally);
 //! - samples whose every factor is exactly 0 are dropped, as they add nothing.
+//!
+//! One case cannot follow the merge: a holdout volume infinite at both ends in front of an IN
+//! point at +inf. The tidy gives each infinite piece of such a volume all of it, so the merge's
+//! alpha there grows with every cut it makes (at IN's other samples too); the holdout takes the
+//! volume once, as an uncut merge would.
 //!
 //! [`HoldoutMode::Cull`] keeps IN's samples unchanged and drops those that start behind the
 //! holdout's opaque depth: the Z of the holdout sample (in merge order) at which its accumulated
@@ -23,9 +33,9 @@
 //!
 //! Output has IN's data window, channels and ids; untouched samples keep their values bit-exactly.
 
-use super::order::{sort_samples, Sample, SortPolicy};
+use super::order::{depth_less, sort_samples, Sample, SortPolicy};
 use super::pixel::{CompositeChannels, CompositeKind};
-use super::tidy::split_alpha;
+use super::tidy::{piece_fraction, split_row, CoincidentMix};
 use crate::deep::{ChannelRole, DeepImage, DeepState, Plane};
 use crate::error::Result;
 
@@ -228,20 +238,19 @@ fn attenuate_sample(
             zback: back,
             ..*s
         };
+        // The tidy's split, so that pieces of infinitely deep volumes get fractions, not NaN.
         let fraction = if cuts.is_empty() {
             1.0
         } else {
-            ((back as f64 - front as f64) / length).clamp(0.0, 1.0)
+            piece_fraction(front as f64, back as f64, length)
         };
-        // Per alpha column: this piece's alpha, and the factor the holdout leaves of it.
+        let values: Vec<f64> = split_row(row, fraction, channels).collect();
+        // Per alpha column: the factor the holdout leaves of this piece.
         let factors: Vec<f64> = channels
             .alphas
             .iter()
             .enumerate()
-            .map(|(j, &k)| {
-                let piece_alpha = split_alpha(row[k] as f64, fraction).0;
-                holdout_factor(&piece, piece_alpha, holdout, j)
-            })
+            .map(|(j, &k)| holdout_factor(&piece, values[k], holdout, j))
             .collect();
         front = back;
         if factors.iter().all(|&f| f == 0.0) {
@@ -261,90 +270,69 @@ fn attenuate_sample(
         let values = channels
             .kinds
             .iter()
+            .zip(&values)
             .enumerate()
-            .map(|(k, kind)| match *kind {
-                CompositeKind::Alpha => {
-                    (split_alpha(row[k] as f64, fraction).0 * factor_of(k)) as f32
-                }
-                CompositeKind::Colour { alpha } => {
-                    let (_, scale) = split_alpha(row[alpha] as f64, fraction);
-                    (row[k] as f64 * scale * factor_of(alpha)) as f32
-                }
+            .map(|(k, (kind, &v))| {
+                let alpha = match *kind {
+                    CompositeKind::Alpha => k,
+                    CompositeKind::Colour { alpha } => alpha,
+                };
+                (v * factor_of(alpha)) as f32
             })
             .collect();
         out.push((piece, Some(values)));
     }
 }
 
-/// What the holdout leaves of a piece of IN (alpha `piece_alpha` in alpha column `j`): the
-/// transmittance of everything in front of the piece times, where holdout volumes share the
-/// piece's interval, IN's share of the merged medium.
+/// What the holdout leaves of a piece of IN (alpha `piece_alpha` in alpha column `j`): IN's share
+/// of the merge of IN and HOLDOUT, per unit of the piece. That is the transmittance of the
+/// holdout material that sorts before the piece in merge order (DESIGN §4, [`depth_less`]; exact
+/// ties go to IN, the first input) times, where holdout volumes share the piece's interval, IN's
+/// colour weight in the mixed medium. Both are [`CoincidentMix`]es over parts of holdout samples
+/// split as the tidy splits them ([`piece_fraction`]).
 fn holdout_factor(piece: &Sample, piece_alpha: f64, holdout: &[HoldoutSample], j: usize) -> f64 {
-    let mut optical_depth_in_front = 0.0f64;
-    let mut opaque_in_front = false;
-    let mut shared_depth = 0.0f64;
-    let mut shared_opaque = false;
+    let mut in_front = CoincidentMix::default();
+    // The holdout media sharing the piece's interval alone, and mixed with the piece.
+    let mut shared = CoincidentMix::default();
+    let mut mixed = CoincidentMix::default();
+    // IN as a unit colour: the mix's colour is then IN's share of it.
+    mixed.add(piece_alpha, 1.0);
     for h in holdout {
         let a = h.alphas[j];
         if !h.is_volume() {
-            // A point holds out what lies strictly behind it; ties go to IN (the first input).
-            if h.z < piece.z {
-                accumulate(a, 1.0, &mut optical_depth_in_front, &mut opaque_in_front);
+            // A point holds out the pieces that sort after it in merge order: those starting
+            // behind it, and a volume piece starting at its depth ((z, z) sorts before
+            // (z, zback)); an IN point at its depth ties with it and goes first.
+            if depth_less((h.z, h.zback), (piece.z, piece.zback)) {
+                in_front.add(a, 0.0);
             }
             continue;
         }
         let length = h.zback as f64 - h.z as f64;
-        let in_front = ((piece.z as f64 - h.z as f64) / length).clamp(0.0, 1.0);
-        if in_front > 0.0 {
-            accumulate(
-                a,
-                in_front,
-                &mut optical_depth_in_front,
-                &mut opaque_in_front,
-            );
+        // Tidying cuts h at the piece's front: its part [h.z, min(piece.z, h.zback)) sorts
+        // before the piece exactly when it is not empty. (Even a part of fraction 0, the finite
+        // front of an infinitely deep volume, counts when h is opaque, as in the tidy.)
+        if h.z < piece.z {
+            let back = piece.z.min(h.zback);
+            in_front.add_part(a, piece_fraction(h.z as f64, back as f64, length));
         }
+        // IN is cut at h's ends, so h either covers a volume piece or misses it.
         if piece.is_volume() && h.z <= piece.z && piece.zback <= h.zback {
-            let shared = (piece.zback as f64 - piece.z as f64) / length;
-            accumulate(a, shared, &mut shared_depth, &mut shared_opaque);
+            let fraction = piece_fraction(piece.z as f64, piece.zback as f64, length);
+            shared.add_part(a, fraction);
+            mixed.add_part(a, fraction);
         }
     }
-    if opaque_in_front {
+    if in_front.is_opaque() {
         return 0.0;
     }
-    let transmittance = (-optical_depth_in_front).exp();
-    let share = if shared_opaque {
-        if piece_alpha >= 1.0 {
-            0.5
-        } else {
-            0.0
-        }
-    } else if piece_alpha >= 1.0 || shared_depth == 0.0 {
+    // Exactly 1 where nothing shares the interval, so such pieces keep their values.
+    let share = if shared.is_clear() {
         1.0
     } else {
-        let own = -(-piece_alpha).ln_1p();
-        let total = own + shared_depth;
-        if total == 0.0 {
-            1.0
-        } else {
-            let mixed_alpha = -(-total).exp_m1();
-            let v = if piece_alpha == 0.0 {
-                1.0
-            } else {
-                own / piece_alpha
-            };
-            v * mixed_alpha / total
-        }
+        mixed.colour()
     };
-    transmittance * share
-}
-
-/// Add the optical depth of `fraction` of a medium of alpha `a` (opaque media flag instead).
-fn accumulate(a: f64, fraction: f64, optical_depth: &mut f64, opaque: &mut bool) {
-    if a >= 1.0 {
-        *opaque = true;
-    } else {
-        *optical_depth -= fraction * (-a).ln_1p();
-    }
+    in_front.transmittance() * share
 }
 
 #[cfg(test)]
@@ -374,6 +362,35 @@ mod tests {
         assert_eq!(holdout_factor(&piece(2.5, 2.5), 0.3, &h, 0), 0.25);
         // A coincident point does not hold IN out.
         assert_eq!(holdout_factor(&piece(1.0, 1.0), 0.3, &h, 0), 1.0);
+    }
+
+    #[test]
+    fn a_point_holds_out_a_volume_piece_starting_at_its_depth() {
+        // Merge order: the point (2, 2) sorts before the volume piece (2, 3), whatever its end.
+        let h = [ho(2.0, 2.0, 0.5)];
+        assert_eq!(holdout_factor(&piece(2.0, 3.0), 0.3, &h, 0), 0.5);
+        assert_eq!(holdout_factor(&piece(2.0, f32::INFINITY), 0.3, &h, 0), 0.5);
+        assert_eq!(holdout_factor(&piece(1.0, 2.0), 0.3, &h, 0), 1.0);
+    }
+
+    #[test]
+    fn infinite_holdout_volumes_follow_the_tidy() {
+        let inf = f32::INFINITY;
+        // The finite front of [1, inf) has fraction 0: nothing in front of a point at 3...
+        assert_eq!(
+            holdout_factor(&piece(3.0, 3.0), 0.3, &[ho(1.0, inf, 0.5)], 0),
+            1.0
+        );
+        // ...unless the medium is opaque; the front of [-inf, 3) is all of it.
+        assert_eq!(
+            holdout_factor(&piece(3.0, 3.0), 0.3, &[ho(1.0, inf, 1.0)], 0),
+            0.0
+        );
+        let f = holdout_factor(&piece(1.0, 1.0), 0.3, &[ho(-inf, 3.0, 0.75)], 0);
+        assert!((f - 0.25).abs() < 1e-12, "{f}");
+        // The tail [2, inf) of IN shares all of the holdout's [1, inf): equal media, half each.
+        let f = holdout_factor(&piece(2.0, inf), 0.5, &[ho(1.0, inf, 0.5)], 0);
+        assert!((0.5 * f - 0.75 / 2.0).abs() < 1e-12, "{f}");
     }
 
     #[test]

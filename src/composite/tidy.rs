@@ -9,6 +9,10 @@
 //! depth. Everything is computed in f64 with `ln_1p`/`exp_m1`, so very thin pieces and nearly
 //! transparent samples keep their precision (a naive `powf` loses it).
 //!
+//! Its two primitives are shared with the holdout ([`mod@super::holdout`]), so both follow one
+//! model: splitting a volume at a depth ([`piece_fraction`], [`split_alpha`], [`split_row`]) and
+//! mixing media that share an interval ([`CoincidentMix`], behind [`merge_coincident`]).
+//!
 //! Only pixels where some volume overlaps a later sample need this; [`needs_tidy`] is the cheap
 //! gate the merge runs on every pixel, so inputs made only of points pay one pass over depths.
 //!
@@ -63,48 +67,114 @@ pub fn split_alpha(alpha: f64, fraction: f64) -> (f64, f64) {
 /// length) into `out`, per DESIGN §4: for each alpha column `a = 1 − Π(1 − a_i)`; each colour
 /// column `c = w · Σ c_i·v_i` with `u_i = −ln(1 − a_i)`, `v_i = u_i / a_i` (1 when `a_i = 0`) and
 /// `w = a / Σu_i` (1 when the sum is 0). Where pieces are opaque in a colour's alpha, they win
-/// outright and their colours are averaged.
+/// outright and their colours are averaged. Each column is one [`CoincidentMix`].
 pub fn merge_coincident(rows: &[&[f32]], channels: &CompositeChannels, out: &mut [f32]) {
     for (k, kind) in channels.kinds.iter().enumerate() {
         let alpha_column = match *kind {
             CompositeKind::Alpha => k,
             CompositeKind::Colour { alpha } => alpha,
         };
-        let mut opaque_sum = 0.0f64;
-        let mut opaque_count = 0usize;
-        let mut optical_depth = 0.0f64;
-        let mut weighted = 0.0f64;
+        let mut mix = CoincidentMix::default();
         for row in rows {
-            let a = row[alpha_column] as f64;
-            let c = row[k] as f64;
-            if a >= 1.0 {
-                opaque_sum += c;
-                opaque_count += 1;
-                continue;
-            }
-            let u = -(-a).ln_1p();
-            optical_depth += u;
-            weighted += if a == 0.0 { c } else { c * (u / a) };
+            mix.add(row[alpha_column] as f64, row[k] as f64);
         }
-        out[k] = if opaque_count > 0 {
-            match kind {
-                CompositeKind::Alpha => 1.0,
-                CompositeKind::Colour { .. } => (opaque_sum / opaque_count as f64) as f32,
-            }
+        out[k] = match kind {
+            CompositeKind::Alpha => mix.alpha(),
+            CompositeKind::Colour { .. } => mix.colour(),
+        } as f32;
+    }
+}
+
+/// Media that share one interval, mixed by optical depth (DESIGN §4): the accumulator behind
+/// [`merge_coincident`], for one colour column and its alpha.
+///
+/// Optical depths `u = −ln(1 − a)` add; the mix has alpha `1 − e^(−Σu)` and colour
+/// `w · Σ c·v` with `v = u / a` (1 when `a = 0`) and `w = a_mix / Σu` (1 when `Σu = 0`). Opaque
+/// media (`a ≥ 1`) win outright: the mix is opaque and its colour is their average.
+///
+/// The holdout uses it too, so that "how much of IN survives HOLDOUT" is the same arithmetic as
+/// the merge: [`CoincidentMix::transmittance`] of the holdout material in front of a sample, and
+/// [`CoincidentMix::colour`] with IN as a unit colour for IN's share of a medium it shares.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CoincidentMix {
+    /// Σu over the media that are not opaque.
+    optical_depth: f64,
+    /// Σ c·v over the media that are not opaque.
+    weighted: f64,
+    /// Σ c over the opaque media.
+    opaque_sum: f64,
+    /// How many opaque media were added.
+    opaque_count: usize,
+}
+
+impl CoincidentMix {
+    /// Add a whole medium (or point) of alpha `alpha` and premultiplied colour `colour`.
+    pub fn add(&mut self, alpha: f64, colour: f64) {
+        if alpha >= 1.0 {
+            self.opaque_sum += colour;
+            self.opaque_count += 1;
+            return;
+        }
+        let u = -(-alpha).ln_1p();
+        self.optical_depth += u;
+        self.weighted += if alpha == 0.0 {
+            colour
         } else {
-            let merged_alpha = -(-optical_depth).exp_m1();
-            match kind {
-                CompositeKind::Alpha => merged_alpha as f32,
-                CompositeKind::Colour { .. } => {
-                    let w = if optical_depth == 0.0 {
-                        1.0
-                    } else {
-                        merged_alpha / optical_depth
-                    };
-                    (w * weighted) as f32
-                }
-            }
+            colour * (u / alpha)
         };
+    }
+
+    /// Add the part covering `fraction` of a colourless medium of alpha `alpha` (a holdout's
+    /// matte): optical depth `fraction · u`, taken straight from the whole medium's alpha rather
+    /// than from a rounded piece alpha. Every part of an opaque medium is opaque, whatever its
+    /// fraction (as in [`split_alpha`]).
+    pub fn add_part(&mut self, alpha: f64, fraction: f64) {
+        if alpha >= 1.0 {
+            self.opaque_count += 1;
+        } else {
+            self.optical_depth += -(fraction * (-alpha).ln_1p());
+        }
+    }
+
+    /// True when an opaque medium was added.
+    pub fn is_opaque(&self) -> bool {
+        self.opaque_count > 0
+    }
+
+    /// True when nothing added attenuates: no opaque medium and no optical depth.
+    pub fn is_clear(&self) -> bool {
+        !self.is_opaque() && self.optical_depth == 0.0
+    }
+
+    /// The mix's alpha.
+    pub fn alpha(&self) -> f64 {
+        if self.is_opaque() {
+            1.0
+        } else {
+            -(-self.optical_depth).exp_m1()
+        }
+    }
+
+    /// The mix's premultiplied colour.
+    pub fn colour(&self) -> f64 {
+        if self.is_opaque() {
+            return self.opaque_sum / self.opaque_count as f64;
+        }
+        let w = if self.optical_depth == 0.0 {
+            1.0
+        } else {
+            self.alpha() / self.optical_depth
+        };
+        w * self.weighted
+    }
+
+    /// What the mix lets through, `1 − alpha` (0 when opaque), computed without cancellation.
+    pub fn transmittance(&self) -> f64 {
+        if self.is_opaque() {
+            0.0
+        } else {
+            (-self.optical_depth).exp()
+        }
     }
 }
 
@@ -195,9 +265,11 @@ pub fn tidy_pixel(pixel: &mut PixelSamples, channels: &CompositeChannels) {
     }
 }
 
-/// The fraction of a volume of depth `length` that [front, back) covers. An infinitely deep
-/// volume gives its finite pieces nothing and its infinite tail everything.
-fn piece_fraction(front: f64, back: f64, length: f64) -> f64 {
+/// Splitting a volume at a depth: the fraction of a volume of depth `length` that the piece
+/// [front, back) covers (its alpha and colour then follow from [`split_alpha`]). An infinitely
+/// deep volume (Z = −inf or ZBack = +inf) gives its finite pieces nothing and its infinite
+/// pieces everything, so no piece gets NaN from `inf / inf`.
+pub fn piece_fraction(front: f64, back: f64, length: f64) -> f64 {
     if length.is_finite() {
         ((back - front) / length).clamp(0.0, 1.0)
     } else if (back - front).is_finite() {
@@ -209,15 +281,30 @@ fn piece_fraction(front: f64, back: f64, length: f64) -> f64 {
 
 /// The values of the piece covering `fraction` of a volume whose values are `row`.
 fn cut_row(row: &[f32], fraction: f64, channels: &CompositeChannels, out: &mut [f32]) {
-    for (k, kind) in channels.kinds.iter().enumerate() {
-        out[k] = match *kind {
-            CompositeKind::Alpha => split_alpha(row[k] as f64, fraction).0 as f32,
+    for (o, v) in out.iter_mut().zip(split_row(row, fraction, channels)) {
+        *o = v as f32;
+    }
+}
+
+/// Splitting a volume's values at a depth: the values of the piece covering `fraction` of a
+/// volume whose values are `row`, per composited column, before rounding to f32 (so that a caller
+/// scaling them further, like the holdout, rounds once).
+pub fn split_row<'a>(
+    row: &'a [f32],
+    fraction: f64,
+    channels: &'a CompositeChannels,
+) -> impl Iterator<Item = f64> + 'a {
+    channels
+        .kinds
+        .iter()
+        .enumerate()
+        .map(move |(k, kind)| match *kind {
+            CompositeKind::Alpha => split_alpha(row[k] as f64, fraction).0,
             CompositeKind::Colour { alpha } => {
                 let (_, scale) = split_alpha(row[alpha] as f64, fraction);
-                (row[k] as f64 * scale) as f32
+                row[k] as f64 * scale
             }
-        };
-    }
+        })
 }
 
 #[cfg(test)]
@@ -341,6 +428,38 @@ mod tests {
         }
         assert!((out[0] as f64 - a).abs() < 1e-6, "{} vs {a}", out[0]);
         assert!((out[1] as f64 - c).abs() < 1e-5, "{} vs {c}", out[1]);
+    }
+
+    #[test]
+    fn coincident_mix_of_parts_and_wholes() {
+        // Half of a medium of alpha .75 has optical depth ln 2: transmittance .5.
+        let mut mix = CoincidentMix::default();
+        mix.add_part(0.75, 0.5);
+        assert!((mix.transmittance() - 0.5).abs() < 1e-15);
+        assert!((mix.alpha() - 0.5).abs() < 1e-15);
+        // With IN (alpha .5, a unit colour) on top: equal optical depths, so IN's colour weight
+        // is half the mixed alpha .75.
+        let mut shared = CoincidentMix::default();
+        shared.add(0.5, 1.0);
+        shared.add_part(0.75, 0.5);
+        assert!((shared.colour() - 0.375 / 0.5).abs() < 1e-15);
+        // A part of an opaque medium is opaque even at fraction 0 (as split_alpha keeps it).
+        let mut opaque = CoincidentMix::default();
+        opaque.add_part(1.0, 0.0);
+        assert!(opaque.is_opaque() && opaque.transmittance() == 0.0);
+        assert!(CoincidentMix::default().is_clear());
+        let mut clear = CoincidentMix::default();
+        clear.add_part(0.5, 0.0);
+        assert!(clear.is_clear() && clear.transmittance() == 1.0);
+    }
+
+    #[test]
+    fn piece_fraction_of_infinite_volumes() {
+        let inf = f64::INFINITY;
+        assert_eq!(piece_fraction(1.0, 2.0, 4.0), 0.25);
+        assert_eq!(piece_fraction(1.0, 2.0, inf), 0.0);
+        assert_eq!(piece_fraction(2.0, inf, inf), 1.0);
+        assert_eq!(piece_fraction(-inf, 2.0, inf), 1.0);
     }
 
     #[test]
