@@ -33,11 +33,13 @@
 //!
 //! Output has IN's data window, channels and ids; untouched samples keep their values bit-exactly.
 
-use super::order::{depth_less, sort_samples, Sample, SortPolicy};
+use super::merge::read_sample;
+use super::order::{sort_samples, SortPolicy};
 use super::pixel::{CompositeChannels, CompositeKind};
 use super::tidy::{piece_fraction, split_row, CoincidentMix};
 use crate::deep::{ChannelRole, DeepImage, DeepState, Plane};
 use crate::error::Result;
+use crate::vocab::{depth_less, Sample};
 
 /// What a holdout does to IN's samples.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,8 +74,8 @@ pub fn holdout(input: &DeepImage, holdout: &DeepImage, mode: HoldoutMode) -> Res
     let sources = channels.sources_in(input);
     // For each of IN's alpha columns, where the holdout's matching alpha comes from.
     let holdout_sources: Vec<Option<usize>> = channels.sources_in(holdout);
-    let in_depth = depth_channels(input);
-    let ho_depth = depth_channels(holdout);
+    let in_depth = input.depth_channels();
+    let ho_depth = holdout.depth_channels();
 
     let mut counts = Vec::with_capacity(input.pixel_count());
     // Output samples: the source sample with (for split or scaled ones) new depths and values.
@@ -159,32 +161,20 @@ pub fn holdout(input: &DeepImage, holdout: &DeepImage, mode: HoldoutMode) -> Res
     )
 }
 
-fn depth_channels(image: &DeepImage) -> (Option<usize>, Option<usize>) {
-    (
-        image.role_index(ChannelRole::Z),
-        image.role_index(ChannelRole::ZBack),
-    )
-}
-
 /// Pixel `p`'s samples in merge order (sorted unless the header says they are).
 fn ordered(
     image: &DeepImage,
     input: u32,
     p: usize,
-    (z, zback): (Option<usize>, Option<usize>),
+    depth: (Option<usize>, Option<usize>),
     out: &mut Vec<Sample>,
 ) {
     out.clear();
-    for index in image.range(p) {
-        let zf = z.map_or(0.0, |c| image.planes[c].get_f32(index));
-        let zb = zback.map_or(zf, |c| image.planes[c].get_f32(index));
-        out.push(Sample {
-            z: zf,
-            zback: if zb > zf { zb } else { zf },
-            input,
-            index: index as u64,
-        });
-    }
+    out.extend(
+        image
+            .range(p)
+            .map(|index| read_sample(image, depth, input, index)),
+    );
     if SortPolicy::Auto.sorts(image.state) {
         sort_samples(out);
     }

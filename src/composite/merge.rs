@@ -118,15 +118,7 @@ impl<'a> MergePlan<'a> {
         deep_channels.sort_by(|a, b| a.name.cmp(&b.name));
         let composite = CompositeChannels::of(inputs);
         let sources = inputs.iter().map(|i| composite.sources_in(i)).collect();
-        let depth = inputs
-            .iter()
-            .map(|i| {
-                (
-                    i.role_index(ChannelRole::Z),
-                    i.role_index(ChannelRole::ZBack),
-                )
-            })
-            .collect();
+        let depth = inputs.iter().map(|i| i.depth_channels()).collect();
         let window = inputs
             .iter()
             .map(|i| i.data_window)

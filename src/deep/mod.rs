@@ -162,6 +162,14 @@ impl DeepImage {
         self.channels.iter().position(|c| c.role == role)
     }
 
+    /// Its Z and ZBack channels, where present (what a sample's key is read from).
+    pub fn depth_channels(&self) -> (Option<usize>, Option<usize>) {
+        (
+            self.role_index(ChannelRole::Z),
+            self.role_index(ChannelRole::ZBack),
+        )
+    }
+
     /// The largest number of samples in one pixel.
     pub fn max_count(&self) -> usize {
         self.offsets
