@@ -7,6 +7,7 @@ use std::process::Command;
 
 use deepmerge::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
 use deepmerge::exr::{read_deep, PartSelector, ReadOptions};
+use deepmerge::scene::SceneRng;
 use half::f16;
 
 /// A file of the committed corpus.
@@ -139,13 +140,9 @@ pub fn synthetic(window: Bounds, seed: u32, count: impl Fn(usize) -> u32) -> Dee
     ];
     let counts: Vec<u32> = (0..window.area()).map(&count).collect();
     let total: usize = counts.iter().map(|&c| c as usize).sum();
-    let mut rng = seed.wrapping_mul(2654435761).max(1);
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 17;
-        rng ^= rng << 5;
-        (rng % 10_000) as f32 / 10_000.0
-    };
+    // The scene generator's random numbers: one generator for the crate and all its tests.
+    let mut rng = SceneRng::new(seed as u64, "tests");
+    let mut next = move || rng.below(10_000) as f32 / 10_000.0;
     let mut a = Vec::with_capacity(total);
     let mut z = Vec::with_capacity(total);
     for &c in &counts {

@@ -8,6 +8,7 @@ use deepmerge::composite::{merge_images, MergeOptions, MergeOutput};
 use deepmerge::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
 use deepmerge::exr::{read_deep, ReadOptions};
 use deepmerge::gpu::{merge_images_gl, GlContext, GlOptions, GpuStats};
+use deepmerge::scene::SceneRng;
 use half::f16;
 
 /// A real file from `tests/data/openexr-images`.
@@ -18,24 +19,10 @@ pub fn real(name: &str) -> DeepImage {
     read_deep(&path, &ReadOptions::default()).expect("test file reads")
 }
 
-/// A small deterministic generator.
-pub struct Lcg(pub u64);
-
-impl Lcg {
-    pub fn next(&mut self) -> u32 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) as u32
-    }
-    pub fn below(&mut self, n: u32) -> u32 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
-    }
+/// The tests' deterministic random numbers: the scene generator's own ([`SceneRng`]), so there
+/// is one generator in the crate and a seed means the same data whatever crates resolve.
+pub fn test_rng(seed: u64) -> SceneRng {
+    SceneRng::new(seed, "tests")
 }
 
 /// What a synthetic image looks like.
@@ -78,7 +65,7 @@ impl Synth {
     }
 
     pub fn build(&self) -> DeepImage {
-        let mut rng = Lcg(self.seed);
+        let mut rng = test_rng(self.seed);
         let pixels = self.window.area();
         let mut channels = vec![
             Channel::new("A", SampleType::F16),
@@ -98,22 +85,22 @@ impl Synth {
         let mut rows: Vec<Vec<f32>> = vec![Vec::new(); channels.len()];
         let mut ids = Vec::new();
         for _ in 0..pixels {
-            let n = if rng.below(100) < self.empty_percent {
+            let n = if rng.below(100) < self.empty_percent as usize {
                 0
             } else {
-                rng.below(self.max_count + 1)
+                rng.below(self.max_count as usize + 1) as u32
             };
             counts.push(n);
             let mut samples: Vec<(f32, f32, f32, u32)> = (0..n)
                 .map(|_| {
-                    let z = 1.0 + rng.below(self.depth_levels) as f32 * 0.5;
+                    let z = 1.0 + rng.below(self.depth_levels as usize) as f32 * 0.5;
                     let zb = if self.volumes && rng.below(3) == 0 {
                         z + rng.below(4) as f32 * 0.25
                     } else {
                         z
                     };
                     let a = rng.below(5) as f32 / 4.0; // 0, .25, .5, .75, 1: opaque ones too
-                    (z, zb, a, rng.next())
+                    (z, zb, a, rng.next_u64() as u32)
                 })
                 .collect();
             if !self.messy {
