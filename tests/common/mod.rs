@@ -1,5 +1,9 @@
 //! Shared helpers for the integration tests: corpus paths, the independent reader (PyPI
-//! OpenEXR through `tests/independent/dump_deep.py`), the CLI binary, small synthetic images.
+//! OpenEXR through `tests/independent/dump_deep.py`), the peers (`oiiotool`), the CLI binary,
+//! small synthetic images.
+//!
+//! The peers are required, never optional: a test that needs one fails, naming the package to
+//! install, when it is missing (CI installs them), so a missing tool cannot pass for a pass.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -26,6 +30,41 @@ pub fn read(path: &Path, part: usize) -> DeepImage {
     read_deep(path, &options).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// `oiiotool` (OpenImageIO's command-line tool), the peer the tests compare with. Fails the test
+/// with the package to install when it is not on the PATH.
+pub fn oiiotool() -> Command {
+    require_tool(
+        "oiiotool",
+        &["--version"],
+        "oiiotool is required by this test (CI installs it): apt-get install openimageio-tools",
+    );
+    Command::new("oiiotool")
+}
+
+/// `python3` with PyPI OpenEXR importable: the independent reader. Fails the test with the
+/// packages to install when either is missing.
+pub fn python_with_openexr() -> Command {
+    require_tool(
+        "python3",
+        &["-c", "import OpenEXR, numpy"],
+        "python3 with PyPI OpenEXR is required by this test (CI installs it): pip install OpenEXR numpy",
+    );
+    Command::new("python3")
+}
+
+/// Panic with `help` unless `program args` runs and succeeds.
+fn require_tool(program: &str, args: &[&str], help: &str) {
+    match Command::new(program).args(args).output() {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!(
+            "{help}\n`{program} {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(e) => panic!("{help}\n(cannot run {program}: {e})"),
+    }
+}
+
 /// What the independent reader decoded.
 pub struct Dump {
     pub width: usize,
@@ -42,13 +81,13 @@ pub struct Dump {
 pub fn independent_dump(path: &Path, part: usize) -> Dump {
     let out = tempfile::NamedTempFile::new().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/independent/dump_deep.py");
-    let status = Command::new("python3")
+    let status = python_with_openexr()
         .arg(&script)
         .arg(path)
         .arg(part.to_string())
         .arg(out.path())
         .output()
-        .expect("python3 must be installed (the independent reader runs on PyPI OpenEXR)");
+        .expect("python3 runs");
     assert!(
         status.status.success(),
         "independent reader failed on {}: {}",
