@@ -76,8 +76,7 @@ pub fn write_heatmap(image: &DeepImage, path: &Path) -> Result<()> {
     }
     let png = encode_png_rgb(width, height, &rgb);
     write_atomically(path, |w| {
-        w.write_all(&png)
-            .map_err(|e| Error::file(path, format!("cannot write: {e}")))
+        w.write_all(&png).map_err(|e| Error::write(path, e))
     })
 }
 

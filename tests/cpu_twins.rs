@@ -4,15 +4,9 @@
 
 use deepmerge::cpu::merge::{merge_rbm, merge_stepwise, Pick};
 use deepmerge::cpu::scan::exclusive_scan;
+use deepmerge::scene::SceneRng;
 use deepmerge::vocab::address::{address, group_min_counts};
 use deepmerge::vocab::{Fragment, Layout, GROUP_SIZE};
-
-fn lcg(state: &mut u64) -> u32 {
-    *state = state
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (*state >> 33) as u32
-}
 
 #[test]
 fn scan_is_the_prefix_sum_with_total() {
@@ -22,14 +16,15 @@ fn scan_is_the_prefix_sum_with_total() {
 
 #[test]
 fn array_layouts_are_bijections_onto_the_slots() {
-    let mut state = 5;
+    // The scene generator's random numbers: one generator for the whole crate and its tests.
+    let mut rng = SceneRng::new(5, "tests");
     for pixels in [0usize, 1, 31, 32, 33, 64, 100, 32 * 7 + 13] {
         let counts: Vec<u32> = (0..pixels)
             .map(|_| {
-                if lcg(&mut state).is_multiple_of(4) {
+                if rng.below(4) == 0 {
                     0
                 } else {
-                    lcg(&mut state) % 45
+                    rng.below(45) as u32
                 }
             })
             .collect();
@@ -86,14 +81,14 @@ fn interleaved_addresses_follow_the_paper() {
     );
 }
 
-fn list(state: &mut u64, n: u32, input: u32) -> Vec<Fragment> {
-    let mut zs: Vec<f32> = (0..n).map(|_| (lcg(state) % 8) as f32).collect();
+fn list(rng: &mut SceneRng, n: usize, input: u32) -> Vec<Fragment> {
+    let mut zs: Vec<f32> = (0..n).map(|_| rng.below(8) as f32).collect();
     zs.sort_by(f32::total_cmp);
     zs.into_iter()
         .enumerate()
         .map(|(i, z)| Fragment {
             z,
-            zback: z + (lcg(state) % 2) as f32,
+            zback: z + rng.below(2) as f32,
             input,
             index: i as u32,
         })
@@ -109,12 +104,12 @@ fn list(state: &mut u64, n: u32, input: u32) -> Vec<Fragment> {
 
 #[test]
 fn rbm_equals_stepwise_and_keeps_the_tie_rule() {
-    let mut state = 9;
+    let mut rng = SceneRng::new(9, "tests");
     for _ in 0..300 {
-        let na = lcg(&mut state) % 50;
-        let nb = lcg(&mut state) % 50;
-        let a = list(&mut state, na, 0);
-        let b = list(&mut state, nb, 1);
+        let na = rng.below(50);
+        let nb = rng.below(50);
+        let a = list(&mut rng, na, 0);
+        let b = list(&mut rng, nb, 1);
         let stepwise = merge_stepwise(&a, &b);
         // Ties: a before b, and each list in its own order.
         let merged: Vec<Fragment> = stepwise

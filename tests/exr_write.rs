@@ -2,7 +2,6 @@
 //! independent readers (PyPI OpenEXR and oiiotool) with the same samples.
 
 mod common;
-use std::process::Command;
 
 use common::*;
 use deepmerge::deep::{Bounds, DeepImage, FlatChannel, FlatImage, FlatValues};
@@ -71,11 +70,11 @@ fn written_deep_files_read_back_in_pypi_openexr() {
 
 /// oiiotool's `--stats` summary of a deep file: total samples and per-channel min/max lines.
 fn oiiotool_stats(path: &std::path::Path) -> Vec<String> {
-    let out = Command::new("oiiotool")
+    let out = oiiotool()
         .arg("--stats")
         .arg(path)
         .output()
-        .expect("oiiotool must be installed (openimageio-tools)");
+        .expect("oiiotool runs");
     assert!(
         out.status.success(),
         "oiiotool failed on {}",
@@ -149,7 +148,7 @@ fn flat_files_read_back_in_the_exr_crate_and_pypi() {
                 assert_eq!(*g, want, "{name} {flat_type:?}");
             }
         }
-        let py = Command::new("python3")
+        let py = python_with_openexr()
             .args(["-c", "import OpenEXR,sys; p=OpenEXR.File(sys.argv[1]).parts[0]; print(sorted(p.channels), p.header['dataWindow'][0].tolist())"])
             .arg(&path)
             .output()

@@ -9,13 +9,13 @@ use deepmerge::cpu::build::build;
 use deepmerge::cpu::merge::merge_built;
 use deepmerge::gpu::engine::{build_image, merge_deep, ColumnSpec, MergeSpec};
 use deepmerge::vocab::{BuiltImage, Fragment, Layout, MergeMethod};
-use gpu_common::{with_gl, Lcg};
+use gpu_common::{test_rng, with_gl};
 
 const STRIDE: usize = 2;
 
 /// Per-pixel counts and a sorted stream with ties; `pixels` not a multiple of 32.
 fn stream(pixels: usize, max: u32, seed: u64, input: u32) -> (Vec<u32>, Vec<Fragment>, Vec<f32>) {
-    let mut rng = Lcg(seed);
+    let mut rng = test_rng(seed);
     let mut counts = Vec::new();
     let mut keys = Vec::new();
     let mut values = Vec::new();
@@ -23,7 +23,7 @@ fn stream(pixels: usize, max: u32, seed: u64, input: u32) -> (Vec<u32>, Vec<Frag
         let n = if rng.below(6) == 0 {
             0
         } else {
-            rng.below(max + 1)
+            rng.below(max as usize + 1) as u32
         };
         counts.push(n);
         let mut zs: Vec<f32> = (0..n).map(|_| rng.below(10) as f32).collect();

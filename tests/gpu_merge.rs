@@ -1,6 +1,19 @@
 //! The GL merge against the reference `composite::merge_images`: every layout × {S, RBM} ×
-//! block sizes × {flat, deep}, on the real Balls/Leaves/Trunks files and on synthetic edge cases.
-//! Flat output must be bit-identical and deep output identical sample for sample.
+//! block sizes × {flat, deep, deep tidy}, on the real Balls/Leaves/Trunks files and on synthetic
+//! edge cases.
+//!
+//! Every test states where the sort and tidy stages run (`gpu_common::Stages`), never leaving it
+//! to the defaults, which differ between llvmpipe and a hardware GPU; the tolerance follows in
+//! `gpu_common::assert_merge_matches`: bit-identical with the host stages, the GPU tidy's 1e-5 on
+//! tidied pixels (exact elsewhere) with the GPU stages.
+//!
+//! To keep the suite's time on llvmpipe in check, not every combination runs with both: the
+//! full matrices and the special inputs run the GPU stages over every combination and the host
+//! stages over every layout × method × output at one block size (8 in the matrices, 4 for the
+//! special inputs), as both share every merge shader; the whole files run each layout once with
+//! each (GPU stages with RBM block 8, the default on hardware; host stages with stepwise), as
+//! `sort.comp` on whole images is slow on llvmpipe; the smaller tests run both everywhere. The
+//! one test of the defaults says so.
 
 // MergeOptions is built with `..Default::default()` even where every field is named today:
 // other fields are being added to it.
@@ -8,15 +21,16 @@
 
 mod gpu_common;
 
-use deepmerge::composite::merge_images;
 use deepmerge::composite::{MergeOptions, OutputKind};
-use deepmerge::deep::{Bounds, DeepImage, FlatValues};
+use deepmerge::deep::{Bounds, DeepImage};
 use deepmerge::gpu::{GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
 use gpu_common::{
-    assert_deep_close, assert_gl_matches, assert_gl_matches_reference, crop, real, with_gl, Synth,
+    assert_gl_matches, assert_gl_matches_reference, crop, real, with_gl, Reference, Stages, Synth,
 };
 
 const BLOCKS: [u32; 4] = [1, 4, 8, 16];
+/// The block size the host stages run at in the full matrices (the default).
+const HOST_BLOCK: u32 = 8;
 
 fn outputs() -> [MergeOptions; 3] {
     [
@@ -36,27 +50,34 @@ fn outputs() -> [MergeOptions; 3] {
     ]
 }
 
-/// Every layout × method × block × output on `inputs`.
+/// Every layout × method × block × output on `inputs` with the GPU stages; the host stages at
+/// block size [`HOST_BLOCK`] only (see the module doc).
 fn full_matrix(ctx: &GlContext, inputs: &[&DeepImage], name: &str, order: PixelOrder) {
-    for layout in Layout::ALL {
-        for method in [MergeMethod::Stepwise, MergeMethod::RegisterBlock] {
-            for block_size in BLOCKS {
-                for options in outputs() {
-                    let gl = GlOptions {
-                        layout,
-                        method,
-                        block_size,
-                        pixel_order: order,
-                        ..Default::default()
-                    };
-                    let what = format!(
-                        "{name}: {} {} block {block_size} {:?} tidy {}",
-                        layout.name(),
-                        method.name(),
-                        options.output,
-                        options.tidy
-                    );
-                    assert_gl_matches_reference(ctx, inputs, &options, &gl, &what);
+    for options in outputs() {
+        let reference = Reference::new(inputs, &options);
+        for layout in Layout::ALL {
+            for method in [MergeMethod::Stepwise, MergeMethod::RegisterBlock] {
+                for block_size in BLOCKS {
+                    for stages in Stages::BOTH {
+                        if stages == Stages::Host && block_size != HOST_BLOCK {
+                            continue;
+                        }
+                        let gl = stages.on(GlOptions {
+                            layout,
+                            method,
+                            block_size,
+                            pixel_order: order,
+                            ..Default::default()
+                        });
+                        let what = format!(
+                            "{name}: {} {} block {block_size} {:?} tidy {} {stages:?} stages",
+                            layout.name(),
+                            method.name(),
+                            options.output,
+                            options.tidy
+                        );
+                        assert_gl_matches(ctx, inputs, &options, &gl, &reference, &what);
+                    }
                 }
             }
         }
@@ -109,20 +130,27 @@ fn real_files_whole_pair_and_chain() {
             ("chain flat", &chain[..], flat, PixelOrder::RowMajor),
             ("chain deep", &chain[..], deep, PixelOrder::RowMajor),
         ];
+        // The files carry no deepImageState, so both stages sort them. Each layout once with the
+        // GPU stages and once with the host's (module doc).
         for (name, inputs, options, order) in cases {
-            let reference = merge_images(inputs, &options).expect("reference merge");
+            let reference = Reference::new(inputs, &options);
             for layout in Layout::ALL {
-                for (method, block_size) in
-                    [(MergeMethod::Stepwise, 1), (MergeMethod::RegisterBlock, 8)]
-                {
-                    let gl = GlOptions {
+                for (method, block_size, stages) in [
+                    (MergeMethod::RegisterBlock, 8, Stages::Gpu),
+                    (MergeMethod::Stepwise, 1, Stages::Host),
+                ] {
+                    let gl = stages.on(GlOptions {
                         layout,
                         method,
                         block_size,
                         pixel_order: order,
                         ..Default::default()
-                    };
-                    let what = format!("{name} {} {} {order:?}", layout.name(), method.name());
+                    });
+                    let what = format!(
+                        "{name} {} {} {order:?} {stages:?} stages",
+                        layout.name(),
+                        method.name()
+                    );
                     assert_gl_matches(ctx, inputs, &options, &gl, &reference, &what);
                 }
             }
@@ -130,15 +158,21 @@ fn real_files_whole_pair_and_chain() {
     });
 }
 
-/// Long lists (beyond the largest block), ties, empty pixels, ids, a width of 45 and data
-/// windows that only partly overlap.
+/// Long lists (beyond the largest block), ties, empty pixels, ids, a width of 45, data windows
+/// that only partly overlap, and an unsorted input with volumes: the full matrix sorts and
+/// tidies (flat and deep with `tidy`) in every combination.
 #[test]
 fn synthetic_edge_cases_full_matrix() {
     with_gl(|ctx| {
         let a = Synth::new(Bounds::from_origin_size(3, 2, 45, 9), 40, 1).build();
-        let mut s = Synth::new(Bounds::from_origin_size(20, 5, 37, 11), 21, 2);
+        let mut s = Synth::new(Bounds::from_origin_size(20, 5, 37, 11), 21, 2).with_volumes();
         s.messy = true;
         let b = s.build();
+        let tidied = Reference::new(&[&a, &b], &outputs()[0]).tidied_pixels();
+        assert!(
+            tidied > 50,
+            "volumes overlap in {tidied} pixels: too few to test the tidy"
+        );
         full_matrix(ctx, &[&a, &b], "synthetic", PixelOrder::Tiled);
     });
 }
@@ -146,11 +180,13 @@ fn synthetic_edge_cases_full_matrix() {
 #[test]
 fn synthetic_special_inputs() {
     with_gl(|ctx| {
-        let gl = |layout, method, block_size| GlOptions {
-            layout,
-            method,
-            block_size,
-            ..Default::default()
+        let gl = |layout, method, block_size, stages: Stages| {
+            stages.on(GlOptions {
+                layout,
+                method,
+                block_size,
+                ..Default::default()
+            })
         };
         let long = Synth::new(Bounds::from_origin_size(0, 0, 33, 7), 70, 3).build();
         let empty = Synth {
@@ -176,28 +212,26 @@ fn synthetic_special_inputs() {
                 vec![&long, &volumes, &disjoint, &empty, &long],
             ),
         ];
+        // GPU stages for every method and block, host stages for one (module doc).
         for (name, inputs) in &cases {
-            for layout in Layout::ALL {
-                for (method, block) in [
-                    (MergeMethod::Stepwise, 1),
-                    (MergeMethod::RegisterBlock, 4),
-                    (MergeMethod::RegisterBlock, 32),
-                ] {
-                    for options in outputs() {
+            for options in outputs() {
+                let reference = Reference::new(inputs, &options);
+                for layout in Layout::ALL {
+                    for (method, block, stages) in [
+                        (MergeMethod::Stepwise, 1, Stages::Gpu),
+                        (MergeMethod::RegisterBlock, 4, Stages::Gpu),
+                        (MergeMethod::RegisterBlock, 32, Stages::Gpu),
+                        (MergeMethod::RegisterBlock, 4, Stages::Host),
+                    ] {
                         let what = format!(
-                            "{name}: {} {} {block} {:?} tidy {}",
+                            "{name}: {} {} {block} {:?} tidy {} {stages:?} stages",
                             layout.name(),
                             method.name(),
                             options.output,
                             options.tidy
                         );
-                        assert_gl_matches_reference(
-                            ctx,
-                            inputs,
-                            &options,
-                            &gl(layout, method, block),
-                            &what,
-                        );
+                        let gl = gl(layout, method, block, stages);
+                        assert_gl_matches(ctx, inputs, &options, &gl, &reference, &what);
                     }
                 }
             }
@@ -212,19 +246,21 @@ fn small_band_budget_forces_several_bands() {
         let b = Synth::new(Bounds::from_origin_size(5, 3, 64, 40), 12, 9).build();
         for layout in Layout::ALL {
             for options in outputs() {
-                let gl = GlOptions {
-                    layout,
-                    band_budget_bytes: 64 << 10,
-                    ..Default::default()
-                };
-                let stats = assert_gl_matches_reference(
-                    ctx,
-                    &[&a, &b, &a],
-                    &options,
-                    &gl,
-                    &format!("bands {}", layout.name()),
-                );
-                assert!(stats.bands >= 4, "only {} bands", stats.bands);
+                for stages in Stages::BOTH {
+                    let gl = stages.on(GlOptions {
+                        layout,
+                        band_budget_bytes: 64 << 10,
+                        ..Default::default()
+                    });
+                    let stats = assert_gl_matches_reference(
+                        ctx,
+                        &[&a, &b, &a],
+                        &options,
+                        &gl,
+                        &format!("bands {} {stages:?} stages", layout.name()),
+                    );
+                    assert!(stats.bands >= 4, "only {} bands", stats.bands);
+                }
             }
         }
     });
@@ -234,10 +270,11 @@ fn small_band_budget_forces_several_bands() {
 fn bad_block_size_is_a_usage_error() {
     with_gl(|ctx| {
         let a = Synth::new(Bounds::from_origin_size(0, 0, 4, 4), 3, 1).build();
-        let gl = GlOptions {
+        // Refused before any stage runs: where they would run does not matter.
+        let gl = Stages::Gpu.on(GlOptions {
             block_size: 33,
             ..Default::default()
-        };
+        });
         let err = deepmerge::gpu::merge_images_gl(ctx, &[&a, &a], &MergeOptions::default(), &gl)
             .unwrap_err();
         assert!(err.to_string().contains("block size 33"), "{err}");
@@ -246,7 +283,8 @@ fn bad_block_size_is_a_usage_error() {
 
 /// Inputs whose pixels are not sorted (and whose files say nothing), with ties and lists longer
 /// than the register sort block: sorted by the GPU stage (`sort.comp`) or on the host, both
-/// must give the reference result, for every layout and method, flat and deep.
+/// must give the reference result exactly (sorting computes nothing), for every layout and
+/// method, flat and deep. No volumes, so the tidy (stated with the sort) changes nothing.
 #[test]
 fn messy_inputs_sorted_on_the_gpu_or_the_host() {
     with_gl(|ctx| {
@@ -259,18 +297,18 @@ fn messy_inputs_sorted_on_the_gpu_or_the_host() {
         assert!(!a.state.is_sorted() && !b.state.is_sorted());
         let inputs: [&DeepImage; 2] = [&a, &b];
         for options in [outputs()[0], outputs()[1]] {
-            let reference = merge_images(&inputs, &options).expect("reference merge");
+            let reference = Reference::new(&inputs, &options);
+            assert_eq!(reference.tidied_pixels(), 0);
             for layout in Layout::ALL {
                 for method in [MergeMethod::Stepwise, MergeMethod::RegisterBlock] {
-                    for sort_on_gpu in [Some(true), Some(false)] {
-                        let gl = GlOptions {
+                    for stages in Stages::BOTH {
+                        let gl = stages.on(GlOptions {
                             layout,
                             method,
-                            sort_on_gpu,
                             ..Default::default()
-                        };
+                        });
                         let what = format!(
-                            "messy {} {} gpu sort {sort_on_gpu:?} {:?}",
+                            "messy {} {} sorted with the {stages:?} stages {:?}",
                             layout.name(),
                             method.name(),
                             options.output
@@ -284,10 +322,10 @@ fn messy_inputs_sorted_on_the_gpu_or_the_host() {
 }
 
 /// Flat pixels where volumes overlap, tidied and flattened by the GPU stage `tidy.comp` (f32)
-/// instead of the host: within 1e-5 of the f64 reference (the stage's stated tolerance), ids and
-/// everything else exact; and the host path really is bypassed.
+/// or by the host: the GPU within 1e-5 of the f64 reference there, the host bit-identical, and
+/// both exact elsewhere; the same pixels are tidied, and the other side really is bypassed.
 #[test]
-fn overlapping_volumes_tidied_on_the_gpu() {
+fn overlapping_volumes_tidied_on_the_gpu_or_the_host() {
     with_gl(|ctx| {
         let a = Synth::new(Bounds::from_origin_size(0, 0, 37, 7), 12, 303)
             .with_volumes()
@@ -300,53 +338,72 @@ fn overlapping_volumes_tidied_on_the_gpu() {
             output: OutputKind::Flat { z: true },
             ..Default::default()
         };
-        let reference = match merge_images(&inputs, &options).unwrap() {
-            deepmerge::composite::MergeOutput::Flat(f) => f,
-            _ => unreachable!(),
-        };
+        let reference = Reference::new(&inputs, &options);
+        let tidied = reference.tidied_pixels() as u64;
+        assert!(tidied > 20, "the inputs overlap in {tidied} pixels");
         for layout in Layout::ALL {
-            let run = |tidy_on_gpu| {
-                let gl = GlOptions {
+            let gl = |stages: Stages| {
+                stages.on(GlOptions {
                     layout,
-                    tidy_on_gpu: Some(tidy_on_gpu),
                     ..Default::default()
-                };
-                deepmerge::gpu::merge_images_gl(ctx, &inputs, &options, &gl).unwrap()
+                })
             };
-            let (_, host_stats) = run(false);
-            assert!(host_stats.host_tidied_pixels > 0, "the inputs overlap");
-            let (output, stats) = run(true);
-            assert_eq!(
-                stats.host_tidied_pixels,
-                0,
-                "{}: tidied on the GPU",
-                layout.name()
+            let what = |stages| format!("{} {stages:?} stages", layout.name());
+            // The host count is checked in `assert_gl_matches`.
+            assert_gl_matches(
+                ctx,
+                &inputs,
+                &options,
+                &gl(Stages::Host),
+                &reference,
+                &what(Stages::Host),
+            );
+            let gpu = assert_gl_matches(
+                ctx,
+                &inputs,
+                &options,
+                &gl(Stages::Gpu),
+                &reference,
+                &what(Stages::Gpu),
             );
             assert_eq!(
-                stats.gpu_tidied_pixels,
-                host_stats.host_tidied_pixels,
+                (gpu.gpu_tidied_pixels, gpu.host_tidied_pixels),
+                (tidied, 0),
                 "{}: the same pixels, flagged and listed on the GPU",
-                layout.name()
+                what(Stages::Gpu)
             );
-            let deepmerge::composite::MergeOutput::Flat(flat) = output else {
-                panic!("flat")
-            };
-            assert_eq!(flat.data_window, reference.data_window);
-            for (ours, theirs) in flat.channels.iter().zip(&reference.channels) {
-                assert_eq!(ours.name, theirs.name);
-                match (&ours.values, &theirs.values) {
-                    (FlatValues::F32(x), FlatValues::F32(y)) => {
-                        for (i, (u, v)) in x.iter().zip(y).enumerate() {
-                            assert!(
-                                (u - v).abs() <= 1e-5 * v.abs().max(1.0),
-                                "{} {} at {:?}: {u} vs {v}",
-                                layout.name(),
-                                ours.name,
-                                flat.data_window.coords_of(i)
-                            );
-                        }
-                    }
-                    (x, y) => assert_eq!(x, y, "{}", ours.name),
+        }
+    });
+}
+
+/// The defaults on purpose (`sort_on_gpu`, `tidy_on_gpu`: `None`): the GPU stages on a
+/// hardware GPU, the host's on a software rasteriser. Which one ran decides the tolerance (and
+/// nothing else: the assertions hold on both).
+#[test]
+fn default_stages_follow_the_renderer() {
+    with_gl(|ctx| {
+        let a = Synth::new(Bounds::from_origin_size(0, 0, 37, 7), 12, 808)
+            .with_volumes()
+            .build();
+        let mut b = Synth::new(Bounds::from_origin_size(3, 1, 33, 8), 6, 909).with_volumes();
+        b.messy = true;
+        let b = b.build();
+        let gl = GlOptions::default();
+        assert_eq!((gl.sort_on_gpu, gl.tidy_on_gpu), (None, None));
+        let expected = if ctx.info().software {
+            Stages::Host
+        } else {
+            Stages::Gpu
+        };
+        assert_eq!(Stages::tidy_of(ctx, &gl), expected);
+        for options in outputs() {
+            let what = format!("defaults {:?} tidy {}", options.output, options.tidy);
+            let stats = assert_gl_matches_reference(ctx, &[&a, &b], &options, &gl, &what);
+            if options.tidy || options.output != OutputKind::Deep {
+                let (on_gpu, on_host) = (stats.gpu_tidied_pixels, stats.host_tidied_pixels);
+                match expected {
+                    Stages::Host => assert!(on_gpu == 0 && on_host > 0, "{what}: {stats:?}"),
+                    Stages::Gpu => assert!(on_gpu > 0, "{what}: {stats:?}"),
                 }
             }
         }
@@ -375,34 +432,26 @@ fn deep_tidy_on_the_gpu_full_matrix() {
             ..Default::default()
         };
         for inputs in [vec![&a, &b], vec![&a, &b, &c]] {
-            let reference = match merge_images(&inputs, &options).unwrap() {
-                deepmerge::composite::MergeOutput::Deep(d) => d,
-                _ => unreachable!(),
-            };
+            let reference = Reference::new(&inputs, &options);
             for layout in Layout::ALL {
                 for method in [MergeMethod::Stepwise, MergeMethod::RegisterBlock] {
                     for block_size in BLOCKS {
-                        let gl = GlOptions {
+                        let gl = Stages::Gpu.on(GlOptions {
                             layout,
                             method,
                             block_size,
-                            tidy_on_gpu: Some(true),
                             ..Default::default()
-                        };
+                        });
                         let what = format!(
                             "{} inputs: {} {} block {block_size}",
                             inputs.len(),
                             layout.name(),
                             method.name()
                         );
-                        let (output, stats) =
-                            deepmerge::gpu::merge_images_gl(ctx, &inputs, &options, &gl).unwrap();
+                        let stats =
+                            assert_gl_matches(ctx, &inputs, &options, &gl, &reference, &what);
                         assert_eq!(stats.host_tidied_pixels, 0, "{what}");
                         assert!(stats.gpu_tidied_pixels > 20, "{what}: volumes overlap");
-                        let deepmerge::composite::MergeOutput::Deep(deep) = output else {
-                            panic!("deep")
-                        };
-                        assert_deep_close(&deep, &reference, 1e-5, &what);
                     }
                 }
             }
@@ -426,22 +475,12 @@ fn deep_tidy_on_the_gpu_in_bands() {
             tidy: true,
             ..Default::default()
         };
-        let reference = match merge_images(&[&a, &b], &options).unwrap() {
-            deepmerge::composite::MergeOutput::Deep(d) => d,
-            _ => unreachable!(),
-        };
-        let gl = GlOptions {
+        let gl = Stages::Gpu.on(GlOptions {
             band_budget_bytes: 64 << 10,
-            tidy_on_gpu: Some(true),
             ..Default::default()
-        };
-        let (output, stats) =
-            deepmerge::gpu::merge_images_gl(ctx, &[&a, &b], &options, &gl).unwrap();
+        });
+        let stats = assert_gl_matches_reference(ctx, &[&a, &b], &options, &gl, "bands");
         assert!(stats.bands >= 4, "only {} bands", stats.bands);
         assert!(stats.gpu_tidied_pixels > 100 && stats.host_tidied_pixels == 0);
-        let deepmerge::composite::MergeOutput::Deep(deep) = output else {
-            panic!("deep")
-        };
-        assert_deep_close(&deep, &reference, 1e-5, "bands");
     });
 }

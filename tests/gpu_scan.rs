@@ -5,19 +5,12 @@
 use deepmerge::cpu::scan::exclusive_scan as cpu_scan;
 use deepmerge::gpu::scan::{exclusive_scan as gpu_scan, SCAN_GROUP};
 use deepmerge::gpu::GlContext;
+use deepmerge::scene::SceneRng;
 
+/// `n` random counts below 300 (the scene generator's random numbers, the crate's one generator).
 fn counts(n: usize, seed: u64) -> Vec<u32> {
-    let mut state = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 33) % 300) as u32
-        })
-        .collect()
+    let mut rng = SceneRng::new(seed, "tests");
+    (0..n).map(|_| rng.below(300) as u32).collect()
 }
 
 #[test]

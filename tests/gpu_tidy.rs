@@ -32,7 +32,7 @@ use deepmerge::gpu::tidy::{
 };
 use deepmerge::gpu::GpuBuffer;
 use deepmerge::vocab::{Fragment, Layout, TidiedPixels, GATE_LIMIT};
-use gpu_common::{with_gl, Lcg};
+use gpu_common::{test_rng, with_gl};
 
 /// Reference tolerance (see the module doc).
 const TOLERANCE: f32 = 1e-5;
@@ -324,15 +324,15 @@ fn random_csr(
     columns: &[Option<usize>],
     seed: u64,
 ) -> Csr {
-    let mut rng = Lcg(seed);
+    let mut rng = test_rng(seed);
     let mut csr = Csr::new();
     for _ in 0..pixels {
-        let n = rng.below(max_len + 1);
+        let n = rng.below(max_len as usize + 1);
         let mut samples: Vec<(f32, f32, Vec<f32>)> = (0..n)
             .map(|_| {
-                let z = rng.below(levels) as f32 * 0.5;
+                let z = rng.below(levels as usize) as f32 * 0.5;
                 let zback = match rng.below(3) {
-                    0 => z + (1 + rng.below(levels / 2 + 1)) as f32 * 0.5,
+                    0 => z + (1 + rng.below(levels as usize / 2 + 1)) as f32 * 0.5,
                     1 => z + rng.below(1000) as f32 / 997.0,
                     _ => z,
                 };

@@ -254,6 +254,8 @@ fn heatmap_png_holds_the_display_window_in_bin_colours() {
 
 #[test]
 fn bench_runs_end_to_end_and_reports_four_tables() {
+    // GL columns with the default sort and tidy stages on purpose (what a user gets; only the
+    // tables' shape is asserted, which holds wherever they run).
     let dir = tempfile::tempdir().unwrap();
     let e2e = scene::write_scene("planes", 32, 18, 2, 2, &dir.path().join("e2e")).unwrap();
     let config = BenchConfig {

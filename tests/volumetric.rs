@@ -7,7 +7,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{interleaving_shift, shifted, shifted_points};
+use common::{interleaving_shift, oiiotool, shifted, shifted_points};
 use deepmerge::composite::{
     holdout, is_tidy, merge_images, needs_tidy, tidy_pixel, CompositeChannels, CompositeKind,
     HoldoutMode, MergeOptions, MergeOutput, MergePlan, OutputKind, PixelSamples, SortPolicy,
@@ -724,8 +724,9 @@ fn brute_force_flatten(px: &PixelSamples, channels: &CompositeChannels, slices: 
     out
 }
 
-/// Flatten `a` over `b` with oiiotool (`--deepmerge --flatten`), or None where it cannot run.
-fn oiiotool_flat(a: &DeepImage, b: &DeepImage) -> Option<Vec<(String, Vec<f32>)>> {
+/// Flatten `a` over `b` with oiiotool (`--deepmerge --flatten`); fails the test when oiiotool is
+/// missing or fails.
+fn oiiotool_flat(a: &DeepImage, b: &DeepImage) -> Vec<(String, Vec<f32>)> {
     let dir = tempfile::tempdir().unwrap();
     let (pa, pb, out) = (
         dir.path().join("a.exr"),
@@ -734,23 +735,25 @@ fn oiiotool_flat(a: &DeepImage, b: &DeepImage) -> Option<Vec<(String, Vec<f32>)>
     );
     deepmerge::exr::write_deep(&pa, a, deepmerge::exr::Codec::Zips).unwrap();
     deepmerge::exr::write_deep(&pb, b, deepmerge::exr::Codec::Zips).unwrap();
-    let status = std::process::Command::new("oiiotool")
+    let run = oiiotool()
         .arg(&pa)
         .arg(&pb)
         .args(["--deepmerge", "--flatten", "-d", "float", "-o"])
         .arg(&out)
-        .status();
-    if !status.is_ok_and(|s| s.success()) {
-        println!("oiiotool not available: skipping the comparison");
-        return None;
-    }
-    Some(read_flat_file(&out))
+        .output()
+        .expect("oiiotool runs");
+    assert!(
+        run.status.success(),
+        "oiiotool --deepmerge --flatten failed: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    read_flat_file(&out)
 }
 
 /// Largest |ours − theirs| over the composited channels, split by whether the pixel needed
 /// tidying; with the number of such pixels.
-fn compare_with_oiiotool(a: &DeepImage, b: &DeepImage) -> Option<(f32, f32, usize)> {
-    let theirs = oiiotool_flat(a, b)?;
+fn compare_with_oiiotool(a: &DeepImage, b: &DeepImage) -> (f32, f32, usize) {
+    let theirs = oiiotool_flat(a, b);
     let ours = flat(&[a, b]);
     let merged = deep(&[a, b], false);
     let (_, pixels) = pixels_of(&merged);
@@ -768,11 +771,11 @@ fn compare_with_oiiotool(a: &DeepImage, b: &DeepImage) -> Option<(f32, f32, usiz
             }
         }
     }
-    Some((
+    (
         agree_max,
         disagree_max,
         interleaved.iter().filter(|&&i| i).count(),
-    ))
+    )
 }
 
 #[test]
@@ -813,9 +816,7 @@ fn corpus_flatten_against_oiiotool() {
 
     // input + holdout: no volume overlaps anything; both tools composite the same sorted list
     // with "over": agreement to float rounding (half inputs, up to ~45 samples a pixel).
-    let Some((agree, _, n)) = compare_with_oiiotool(&input, &hold) else {
-        return;
-    };
+    let (agree, _, n) = compare_with_oiiotool(&input, &hold);
     println!("oiiotool, input+holdout: {n} overlapping pixels, the others agree to {agree:.2e}");
     assert_eq!(n, 0);
     assert!(agree < 1e-5, "{agree}");
@@ -826,7 +827,7 @@ fn corpus_flatten_against_oiiotool() {
     // oiiotool blends samples that share a Z into one (DESIGN §4); for identical samples that
     // is the same value up to half rounding, hence the same small bound in pixels with only
     // points.
-    let (agree, disagree, n) = compare_with_oiiotool(&input, &input).unwrap();
+    let (agree, disagree, n) = compare_with_oiiotool(&input, &input);
     println!("oiiotool, input+input: {n} pixels with coincident volumes differ by {disagree:.2e}, points-only pixels by {agree:.2e}");
     assert!(agree < 5e-4 && disagree < 5e-4, "{agree} {disagree}");
 
@@ -834,7 +835,7 @@ fn corpus_flatten_against_oiiotool() {
     // oiiotool 2.4.7 also splits volumes at other volumes' bounds and merges the pieces, so it
     // agrees, up to its pieces being stored in the inputs' half type (we keep pieces in f32
     // until output): a few half ulps.
-    let (agree, disagree, n) = compare_with_oiiotool(&input, &shifted(&input, shift)).unwrap();
+    let (agree, disagree, n) = compare_with_oiiotool(&input, &shifted(&input, shift));
     println!("oiiotool, input+shifted input: {n} overlapping pixels differ by up to {disagree:.2e}, others {agree:.2e}");
     assert!(
         n > 0 && agree < 1e-5 && disagree < 5e-4,
@@ -844,8 +845,7 @@ fn corpus_flatten_against_oiiotool() {
     // input + the shifted copy as points: points inside volumes. oiiotool 2.4.7 does not split a
     // volume at a point inside it: it composites the whole volume in front of the point. The
     // brute-force test above confirms our answer; oiiotool's is off by this much.
-    let (agree, disagree, n) =
-        compare_with_oiiotool(&input, &shifted_points(&input, shift)).unwrap();
+    let (agree, disagree, n) = compare_with_oiiotool(&input, &shifted_points(&input, shift));
     println!("oiiotool, input+shifted points: {n} pixels with points inside volumes differ by up to {disagree:.3}, others {agree:.2e}");
     assert!(
         n > 0 && agree < 1e-5 && disagree > 1e-2,
@@ -874,9 +874,7 @@ fn oiiotool_splits_at_volume_bounds_but_not_at_points() {
     ];
     for (a, b) in &agree {
         let (ia, ib) = (pixel_image(a), pixel_image(b));
-        let Some(theirs) = oiiotool_flat(&ia, &ib) else {
-            return;
-        };
+        let theirs = oiiotool_flat(&ia, &ib);
         let ours = flat(&[&ia, &ib]);
         for (name, v) in theirs
             .iter()
@@ -892,7 +890,7 @@ fn oiiotool_splits_at_volume_bounds_but_not_at_points() {
     // R 15/16, G = (1/16)·.5 = 1/32, A = 1 − (1/16)·.5. Ours (tidy): R .84375, G .125.
     let v = pixel_image(&[volume(0.0, 4.0, 0.9375, [0.9375, 0.0, 0.0])]);
     let p = pixel_image(&[point(2.0, 0.5, [0.0, 0.5, 0.0])]);
-    let theirs = oiiotool_flat(&v, &p).unwrap();
+    let theirs = oiiotool_flat(&v, &p);
     let get = |n: &str| theirs.iter().find(|(x, _)| x == n).unwrap().1[0];
     assert!((get("R") - 0.9375).abs() < 1e-6 && (get("G") - 0.03125).abs() < 1e-6);
     assert!(
@@ -903,7 +901,7 @@ fn oiiotool_splits_at_volume_bounds_but_not_at_points() {
     // shows the volume (R 0.99); the point hides all but the first 1% of it (G ≈ 0.96).
     let v = pixel_image(&[volume(0.0, 100.0, 0.99, [0.99, 0.0, 0.0])]);
     let p = pixel_image(&[point(1.0, 1.0, [0.0, 1.0, 0.0])]);
-    let theirs = oiiotool_flat(&v, &p).unwrap();
+    let theirs = oiiotool_flat(&v, &p);
     let get = |n: &str| theirs.iter().find(|(x, _)| x == n).unwrap().1[0];
     let ours = flat(&[&v, &p]);
     // Front 1% of the volume: alpha 1 − 0.01^0.01 ≈ 0.0450, red the same; then the point.

@@ -235,25 +235,4 @@ impl Plane {
             }
         }
     }
-
-    /// Append values decoded from little-endian bytes.
-    pub fn extend_le(&mut self, bytes: &[u8]) {
-        match self {
-            Plane::U32(v) => v.extend(
-                bytes
-                    .chunks_exact(4)
-                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-            ),
-            Plane::F16(v) => v.extend(
-                bytes
-                    .chunks_exact(2)
-                    .map(|b| f16::from_le_bytes([b[0], b[1]])),
-            ),
-            Plane::F32(v) => v.extend(
-                bytes
-                    .chunks_exact(4)
-                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-            ),
-        }
-    }
 }

@@ -102,7 +102,7 @@ pub fn read_deep(path: &Path, options: &ReadOptions) -> Result<DeepImage> {
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| Error::file(path, format!("cannot read: {e}")))
+    std::fs::read(path).map_err(|e| Error::read(path, e))
 }
 
 /// Decode one deep part from the bytes of a whole file.

@@ -38,7 +38,7 @@ pub fn write_atomically(
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let io_err = |e: std::io::Error| Error::file(path, format!("cannot write: {e}"));
+    let io_err = |e: std::io::Error| Error::write(path, e);
     let mut tmp = tempfile::Builder::new()
         .prefix(".deepmerge-")
         .suffix(".tmp")
@@ -104,8 +104,7 @@ pub fn write_deep_with(path: &Path, image: &DeepImage, options: &DeepWriteOption
     }
     let bytes = encode_deep_with(image, options)?;
     write_atomically(path, |w| {
-        w.write_all(&bytes)
-            .map_err(|e| Error::file(path, format!("cannot write: {e}")))
+        w.write_all(&bytes).map_err(|e| Error::write(path, e))
     })
 }
 
@@ -294,7 +293,6 @@ pub fn write_flat(path: &Path, image: &FlatImage, flat_type: FlatType) -> Result
         .to_buffered(std::io::Cursor::new(&mut bytes))
         .map_err(|e| Error::file(path, format!("cannot encode flat EXR: {e}")))?;
     write_atomically(path, |w| {
-        w.write_all(&bytes)
-            .map_err(|e| Error::file(path, format!("cannot write: {e}")))
+        w.write_all(&bytes).map_err(|e| Error::write(path, e))
     })
 }

@@ -250,7 +250,7 @@ pub fn build_image<'a>(
     let pixels = counts.len();
     let samples = keys.len();
     if values.len() != samples * stride {
-        return Err(Error::Gl("stream values do not match its keys".into()));
+        return Err(Error::internal("stream values do not match its keys"));
     }
     ctx.check_fits((samples + 1) * 16.max(stride * 4), "a deep image")?;
     let count_buffer = GpuBuffer::from_slice(gl, counts)?;
@@ -309,8 +309,8 @@ impl MergeSpec {
     fn defines(&self, a: &GpuImage, b: &GpuImage, out: Option<Layout>) -> Result<Defines> {
         for (name, image) in [("A", a), ("B", b)] {
             if image.layout == Layout::LinkedList && image.ascending == self.descending {
-                return Err(Error::Gl(format!(
-                    "internal: list {name} runs the other way from the merge"
+                return Err(Error::internal(format!(
+                    "list {name} runs the other way from the merge"
                 )));
             }
         }
@@ -418,9 +418,7 @@ pub fn merge_flat<'a>(
     columns: &ColumnSpec,
 ) -> Result<GpuFlat<'a>> {
     if spec.descending {
-        return Err(Error::Gl(
-            "internal: a flat composite must merge front to back".into(),
-        ));
+        return Err(Error::internal("a flat composite must merge front to back"));
     }
     let gl = &ctx.gl;
     let pixels = a.pixels;

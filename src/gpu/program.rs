@@ -44,7 +44,7 @@ fn source(name: &str) -> Result<&'static str> {
         .iter()
         .find(|(n, _)| *n == name)
         .map(|(_, s)| *s)
-        .ok_or_else(|| Error::Gl(format!("glsl/{name}: no such shader file")))
+        .ok_or_else(|| Error::internal(format!("glsl/{name}: no such shader file")))
 }
 
 /// The `#define`s a stage is specialised with, in order.
@@ -85,7 +85,9 @@ fn inline(
     depth: usize,
 ) -> Result<()> {
     if depth > 8 {
-        return Err(Error::Gl(format!("glsl/{name}: includes nest too deep")));
+        return Err(Error::internal(format!(
+            "glsl/{name}: includes nest too deep"
+        )));
     }
     let number = files.iter().position(|f| f == name).unwrap_or_else(|| {
         files.push(name.to_string());
@@ -120,7 +122,7 @@ fn inline(
 }
 
 fn parse_include(from: &str, rest: &str, with_name: bool) -> Result<(String, Option<String>)> {
-    let bad = || Error::Gl(format!("glsl/{from}: malformed include `{}`", rest.trim()));
+    let bad = || Error::internal(format!("glsl/{from}: malformed include `{}`", rest.trim()));
     let rest = rest.trim();
     let rest = rest.strip_prefix('"').ok_or_else(bad)?;
     let end = rest.find('"').ok_or_else(bad)?;

@@ -92,13 +92,13 @@ pub fn sort_pixels(
 ) -> Result<()> {
     let fragment_bytes = std::mem::size_of::<Fragment>();
     if offsets.bytes < (pixel_count + 1) * 4 || fragments.bytes < sample_count * fragment_bytes {
-        return Err(Error::Gl(format!(
+        return Err(Error::internal(format!(
             "sort: buffers too small for {pixel_count} pixels and {sample_count} samples"
         )));
     }
     if let Some(v) = values {
         if v.columns == 0 || v.values.bytes < sample_count * v.columns * 4 {
-            return Err(Error::Gl(format!(
+            return Err(Error::internal(format!(
                 "sort: value buffer too small for {sample_count} samples of {} columns",
                 v.columns
             )));
@@ -224,7 +224,7 @@ pub fn sort_pixels_host_with_values(
 ) -> Result<(Vec<Fragment>, Vec<f32>)> {
     let pixel_count = check_offsets(offsets, fragments.len())?;
     if columns == 0 || values.len() != fragments.len() * columns {
-        return Err(Error::Gl(format!(
+        return Err(Error::internal(format!(
             "sort: {} values for {} fragments of {columns} columns",
             values.len(),
             fragments.len()
@@ -252,7 +252,7 @@ pub fn sort_pixels_host_with_values(
 
 /// The pixel count of valid CSR `offsets` over `samples` slots; the shader trusts them.
 fn check_offsets(offsets: &[u32], samples: usize) -> Result<usize> {
-    let bad = |why: &str| Err(Error::Gl(format!("sort: offsets {why}")));
+    let bad = |why: &str| Err(Error::internal(format!("sort: offsets {why}")));
     if offsets.is_empty() {
         return if samples == 0 {
             Ok(0)

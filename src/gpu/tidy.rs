@@ -147,7 +147,7 @@ fn walk_program(ctx: &GlContext, columns: &ColumnSpec, mode: WalkMode) -> Result
 
 fn check_pixel_list(pixels: &GpuBuffer, count: usize) -> Result<()> {
     if pixels.bytes < count * 4 {
-        return Err(Error::Gl(format!(
+        return Err(Error::internal(format!(
             "tidy: pixel list buffer too small for {count} pixels"
         )));
     }
@@ -310,8 +310,8 @@ pub fn tidy_deep<'a>(
     columns: &ColumnSpec,
 ) -> Result<GpuTidiedDeep<'a>> {
     if merged.layout != Layout::Linearised || !merged.ascending {
-        return Err(Error::Gl(
-            "internal: tidy_deep needs a linearised, ascending image".into(),
+        return Err(Error::internal(
+            "tidy_deep needs a linearised, ascending image",
         ));
     }
     let gl = &ctx.gl;
@@ -489,7 +489,7 @@ pub fn tidy_flatten_pixels_host(
         || values.len() < total * stride
         || pixels.iter().any(|&p| p as usize + 1 >= offsets.len())
     {
-        return Err(Error::Gl(format!(
+        return Err(Error::internal(format!(
             "tidy: inconsistent CSR input ({} offsets, {} keys, {} values, stride {stride})",
             offsets.len(),
             keys.len(),

@@ -1,5 +1,9 @@
 //! Shared helpers for the integration tests: corpus paths, the independent reader (PyPI
-//! OpenEXR through `tests/independent/dump_deep.py`), the CLI binary, small synthetic images.
+//! OpenEXR through `tests/independent/dump_deep.py`), the peers (`oiiotool`), the CLI binary,
+//! small synthetic images.
+//!
+//! The peers are required, never optional: a test that needs one fails, naming the package to
+//! install, when it is missing (CI installs them), so a missing tool cannot pass for a pass.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -7,6 +11,7 @@ use std::process::Command;
 
 use deepmerge::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
 use deepmerge::exr::{read_deep, PartSelector, ReadOptions};
+use deepmerge::scene::SceneRng;
 use half::f16;
 
 /// A file of the committed corpus.
@@ -25,6 +30,41 @@ pub fn read(path: &Path, part: usize) -> DeepImage {
     read_deep(path, &options).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// `oiiotool` (OpenImageIO's command-line tool), the peer the tests compare with. Fails the test
+/// with the package to install when it is not on the PATH.
+pub fn oiiotool() -> Command {
+    require_tool(
+        "oiiotool",
+        &["--version"],
+        "oiiotool is required by this test (CI installs it): apt-get install openimageio-tools",
+    );
+    Command::new("oiiotool")
+}
+
+/// `python3` with PyPI OpenEXR importable: the independent reader. Fails the test with the
+/// packages to install when either is missing.
+pub fn python_with_openexr() -> Command {
+    require_tool(
+        "python3",
+        &["-c", "import OpenEXR, numpy"],
+        "python3 with PyPI OpenEXR is required by this test (CI installs it): pip install OpenEXR numpy",
+    );
+    Command::new("python3")
+}
+
+/// Panic with `help` unless `program args` runs and succeeds.
+fn require_tool(program: &str, args: &[&str], help: &str) {
+    match Command::new(program).args(args).output() {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!(
+            "{help}\n`{program} {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(e) => panic!("{help}\n(cannot run {program}: {e})"),
+    }
+}
+
 /// What the independent reader decoded.
 pub struct Dump {
     pub width: usize,
@@ -41,13 +81,13 @@ pub struct Dump {
 pub fn independent_dump(path: &Path, part: usize) -> Dump {
     let out = tempfile::NamedTempFile::new().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/independent/dump_deep.py");
-    let status = Command::new("python3")
+    let status = python_with_openexr()
         .arg(&script)
         .arg(path)
         .arg(part.to_string())
         .arg(out.path())
         .output()
-        .expect("python3 must be installed (the independent reader runs on PyPI OpenEXR)");
+        .expect("python3 runs");
     assert!(
         status.status.success(),
         "independent reader failed on {}: {}",
@@ -139,13 +179,9 @@ pub fn synthetic(window: Bounds, seed: u32, count: impl Fn(usize) -> u32) -> Dee
     ];
     let counts: Vec<u32> = (0..window.area()).map(&count).collect();
     let total: usize = counts.iter().map(|&c| c as usize).sum();
-    let mut rng = seed.wrapping_mul(2654435761).max(1);
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 17;
-        rng ^= rng << 5;
-        (rng % 10_000) as f32 / 10_000.0
-    };
+    // The scene generator's random numbers: one generator for the crate and all its tests.
+    let mut rng = SceneRng::new(seed as u64, "tests");
+    let mut next = move || rng.below(10_000) as f32 / 10_000.0;
     let mut a = Vec::with_capacity(total);
     let mut z = Vec::with_capacity(total);
     for &c in &counts {

@@ -1,13 +1,26 @@
 //! Helpers shared by the GL tests: the real files, synthetic deep images with chosen edge cases,
 //! and comparison against the reference merge.
+//!
+//! Where the sort and tidy stages run decides how close a GL merge must come to the reference,
+//! and the defaults put them in different places on different machines (`GlOptions::sort_on_gpu`,
+//! `tidy_on_gpu`: `None` is the GPU on hardware, the host on a software rasteriser). So every GL
+//! test states where they run ([`Stages`]), and [`assert_merge_matches`] is the one place that
+//! turns that into a tolerance: bit-identical after the host's tidy (it is the reference's own
+//! code), [`GPU_TIDY_TOLERANCE`] on the pixels the GPU tidied (f32) and exact everywhere else.
+//! The same tests then check the same code on llvmpipe and on a hardware GPU.
 #![allow(dead_code)]
 
 use std::path::Path;
 
-use deepmerge::composite::{merge_images, MergeOptions, MergeOutput};
-use deepmerge::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
+use deepmerge::composite::{
+    merge_images, needs_tidy, MergeOptions, MergeOutput, MergePlan, OutputKind,
+};
+use deepmerge::deep::{
+    Bounds, Channel, ChannelRole, DeepImage, DeepState, FlatImage, FlatValues, Plane, SampleType,
+};
 use deepmerge::exr::{read_deep, ReadOptions};
 use deepmerge::gpu::{merge_images_gl, GlContext, GlOptions, GpuStats};
+use deepmerge::scene::SceneRng;
 use half::f16;
 
 /// A real file from `tests/data/openexr-images`.
@@ -18,24 +31,10 @@ pub fn real(name: &str) -> DeepImage {
     read_deep(&path, &ReadOptions::default()).expect("test file reads")
 }
 
-/// A small deterministic generator.
-pub struct Lcg(pub u64);
-
-impl Lcg {
-    pub fn next(&mut self) -> u32 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) as u32
-    }
-    pub fn below(&mut self, n: u32) -> u32 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
-    }
+/// The tests' deterministic random numbers: the scene generator's own ([`SceneRng`]), so there
+/// is one generator in the crate and a seed means the same data whatever crates resolve.
+pub fn test_rng(seed: u64) -> SceneRng {
+    SceneRng::new(seed, "tests")
 }
 
 /// What a synthetic image looks like.
@@ -78,7 +77,7 @@ impl Synth {
     }
 
     pub fn build(&self) -> DeepImage {
-        let mut rng = Lcg(self.seed);
+        let mut rng = test_rng(self.seed);
         let pixels = self.window.area();
         let mut channels = vec![
             Channel::new("A", SampleType::F16),
@@ -98,22 +97,22 @@ impl Synth {
         let mut rows: Vec<Vec<f32>> = vec![Vec::new(); channels.len()];
         let mut ids = Vec::new();
         for _ in 0..pixels {
-            let n = if rng.below(100) < self.empty_percent {
+            let n = if rng.below(100) < self.empty_percent as usize {
                 0
             } else {
-                rng.below(self.max_count + 1)
+                rng.below(self.max_count as usize + 1) as u32
             };
             counts.push(n);
             let mut samples: Vec<(f32, f32, f32, u32)> = (0..n)
                 .map(|_| {
-                    let z = 1.0 + rng.below(self.depth_levels) as f32 * 0.5;
+                    let z = 1.0 + rng.below(self.depth_levels as usize) as f32 * 0.5;
                     let zb = if self.volumes && rng.below(3) == 0 {
                         z + rng.below(4) as f32 * 0.25
                     } else {
                         z
                     };
                     let a = rng.below(5) as f32 / 4.0; // 0, .25, .5, .75, 1: opaque ones too
-                    (z, zb, a, rng.next())
+                    (z, zb, a, rng.next_u64() as u32)
                 })
                 .collect();
             if !self.messy {
@@ -202,8 +201,92 @@ pub fn crop(image: &DeepImage, window: Bounds) -> DeepImage {
     .unwrap()
 }
 
-/// Merge with GL and with the reference; the outputs must be identical. Flat output compares
-/// bit for bit: the shader keeps the reference's order of operations and `precise` forbids fma.
+/// The stated tolerance of the GPU tidy (`tidy.comp`, f32 with series `log1p`/`expm1`) against
+/// the f64 reference: absolute, relative above magnitude 1. Half channels get one half ulp more
+/// on each side (see `close`), as a tiny difference can flip their rounding.
+pub const GPU_TIDY_TOLERANCE: f32 = 1e-5;
+
+/// Where a GL merge runs its sort (`sort.comp`) and tidy (`tidy.comp`) stages, as a test states
+/// it. Sorting is exact in both places; the tidy is f32 on the GPU and the reference's own f64
+/// code on the host, which decides the tolerance ([`assert_merge_matches`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stages {
+    /// `sort.comp` and `tidy.comp`, even on a software rasteriser.
+    Gpu,
+    /// The host (`composite`), even on a hardware GPU.
+    Host,
+}
+
+impl Stages {
+    /// Both, GPU first.
+    pub const BOTH: [Stages; 2] = [Stages::Gpu, Stages::Host];
+
+    /// `gl` with its sort and tidy stages here.
+    pub fn on(self, gl: GlOptions) -> GlOptions {
+        let gpu = self == Stages::Gpu;
+        GlOptions {
+            sort_on_gpu: Some(gpu),
+            tidy_on_gpu: Some(gpu),
+            ..gl
+        }
+    }
+
+    /// The CLI's words for the same: `--gpu-stages gpu|host`.
+    pub fn cli(self) -> [&'static str; 2] {
+        match self {
+            Stages::Gpu => ["--gpu-stages", "gpu"],
+            Stages::Host => ["--gpu-stages", "host"],
+        }
+    }
+
+    /// Where `gl` tidies on `ctx`; `None` resolved as the engine resolves it (the GPU on
+    /// hardware, the host on a software rasteriser). Only tests of the defaults leave it `None`.
+    pub fn tidy_of(ctx: &GlContext, gl: &GlOptions) -> Stages {
+        if gl.tidy_on_gpu.unwrap_or(!ctx.info().software) {
+            Stages::Gpu
+        } else {
+            Stages::Host
+        }
+    }
+}
+
+/// The reference merge of some inputs, with the pixels (of the output window, row-major) that
+/// its tidy changed: those where volumes overlap, in flat output and in deep output with `tidy`.
+pub struct Reference {
+    pub output: MergeOutput,
+    pub tidied: Vec<bool>,
+}
+
+impl Reference {
+    pub fn new(inputs: &[&DeepImage], options: &MergeOptions) -> Self {
+        let output = merge_images(inputs, options).expect("reference merge");
+        let tidies = options.tidy || matches!(options.output, OutputKind::Flat { .. });
+        let mut plan = MergePlan::new(inputs).expect("plan");
+        plan.sort = options.sort;
+        let window = plan.window;
+        let mut samples = Vec::new();
+        let mut tidied = Vec::with_capacity(window.area());
+        for y in window.y0..=window.y1 {
+            for x in window.x0..=window.x1 {
+                tidied.push(
+                    tidies && {
+                        plan.ordered_samples(x, y, &mut samples);
+                        needs_tidy(&samples)
+                    },
+                );
+            }
+        }
+        Reference { output, tidied }
+    }
+
+    /// Pixels the tidy changed.
+    pub fn tidied_pixels(&self) -> usize {
+        self.tidied.iter().filter(|&&t| t).count()
+    }
+}
+
+/// Merge with GL and compare with the reference at the tolerance that follows from where `gl`
+/// tidies ([`assert_merge_matches`]); the stats must say the tidy ran there.
 pub fn assert_gl_matches_reference(
     ctx: &GlContext,
     inputs: &[&DeepImage],
@@ -211,66 +294,135 @@ pub fn assert_gl_matches_reference(
     gl: &GlOptions,
     what: &str,
 ) -> GpuStats {
-    let reference = merge_images(inputs, options).expect("reference merge");
+    let reference = Reference::new(inputs, options);
     assert_gl_matches(ctx, inputs, options, gl, &reference, what)
 }
 
-/// As [`assert_gl_matches_reference`], with the reference output computed once by the caller.
+/// As [`assert_gl_matches_reference`], with the reference computed once by the caller.
 pub fn assert_gl_matches(
     ctx: &GlContext,
     inputs: &[&DeepImage],
     options: &MergeOptions,
     gl: &GlOptions,
-    reference: &MergeOutput,
+    reference: &Reference,
     what: &str,
 ) -> GpuStats {
     let (output, stats) = merge_images_gl(ctx, inputs, options, gl)
         .unwrap_or_else(|e| panic!("{what}: GL merge failed: {e}"));
-    match (&output, reference) {
-        (MergeOutput::Flat(a), MergeOutput::Flat(b)) => {
-            assert_eq!(a.data_window, b.data_window, "{what}");
-            assert_eq!(a.channels.len(), b.channels.len(), "{what}");
-            for (ca, cb) in a.channels.iter().zip(&b.channels) {
-                assert_eq!(ca.name, cb.name, "{what}");
-                if ca.values != cb.values {
-                    let (va, vb) = match (&ca.values, &cb.values) {
-                        (
-                            deepmerge::deep::FlatValues::F32(x),
-                            deepmerge::deep::FlatValues::F32(y),
-                        ) => (
-                            x.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                            y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                        ),
-                        (
-                            deepmerge::deep::FlatValues::U32(x),
-                            deepmerge::deep::FlatValues::U32(y),
-                        ) => (x.clone(), y.clone()),
-                        _ => panic!("{what}: channel {} changed type", ca.name),
-                    };
-                    let i = va.iter().zip(&vb).position(|(x, y)| x != y).unwrap();
-                    panic!(
-                        "{what}: flat channel {} differs first at pixel {:?}: gl bits {:#x} reference bits {:#x}",
-                        ca.name,
-                        a.data_window.coords_of(i),
-                        va[i],
-                        vb[i]
-                    );
-                }
-            }
-        }
+    let tidy = Stages::tidy_of(ctx, gl);
+    let to_tidy = reference.tidied_pixels() as u64;
+    match tidy {
+        Stages::Host => assert!(
+            stats.gpu_tidied_pixels == 0 && stats.host_tidied_pixels == to_tidy,
+            "{what}: the host tidies the {to_tidy} pixels, not the GPU: {stats:?}"
+        ),
+        // The GPU leaves pixels too long for one pass of its walk to the host.
+        Stages::Gpu => assert!(
+            to_tidy == 0 || stats.gpu_tidied_pixels > 0,
+            "{what}: the GPU tidies: {stats:?}"
+        ),
+    }
+    assert_merge_matches(&output, reference, tidy, what);
+    stats
+}
+
+/// THE tolerance of a GL merge against the reference, from where it tidied:
+/// - host: bit-identical (flat bit for bit: the shaders keep the reference's order of operations
+///   and `precise` forbids fma; deep: every channel copied from the sources);
+/// - GPU: in the pixels the tidy changed, float values within [`GPU_TIDY_TOLERANCE`] (plus the
+///   rounding of half channels), with counts, depths (Z, ZBack), uint channels (ids) and the front
+///   sample's Z exact; every other pixel bit-identical.
+pub fn assert_merge_matches(got: &MergeOutput, reference: &Reference, tidy: Stages, what: &str) {
+    let tidied = |p: usize| tidy == Stages::Gpu && reference.tidied[p];
+    match (got, &reference.output) {
+        (MergeOutput::Flat(a), MergeOutput::Flat(b)) => assert_flat_matches(a, b, tidied, what),
         (MergeOutput::Deep(a), MergeOutput::Deep(b)) => {
             assert_same_deep_shape(a, b, what);
             for (c, (pa, pb)) in a.planes.iter().zip(&b.planes).enumerate() {
-                assert!(
-                    pa == pb,
-                    "{what}: deep channel {} differs",
-                    a.channels[c].name
-                );
+                let channel = &a.channels[c];
+                if pa == pb {
+                    continue;
+                }
+                let exact = is_exact(&channel.name, channel.sample_type);
+                for p in 0..b.pixel_count() {
+                    for i in b.range(p) {
+                        let (u, v) = (pa.get_f32(i), pb.get_f32(i));
+                        let same = bits(pa, i) == bits(pb, i);
+                        let half = matches!(pb, Plane::F16(_));
+                        assert!(
+                            same || (tidied(p) && !exact && close(u, v, half)),
+                            "{what}: deep channel {} at pixel {:?} sample {}: {u} vs {v} ({})",
+                            channel.name,
+                            b.data_window.coords_of(p),
+                            i - b.range(p).start,
+                            if tidied(p) {
+                                "tidied on the GPU"
+                            } else {
+                                "must be exact"
+                            }
+                        );
+                    }
+                }
             }
         }
         _ => panic!("{what}: output kinds differ"),
     }
-    stats
+}
+
+/// The stored bits of value `i`.
+fn bits(plane: &Plane, i: usize) -> u32 {
+    match plane {
+        Plane::U32(v) => v[i],
+        Plane::F16(v) => v[i].to_bits() as u32,
+        Plane::F32(v) => v[i].to_bits(),
+    }
+}
+
+/// Depths and ids never pass through the GPU tidy's arithmetic: they must match exactly.
+fn is_exact(name: &str, sample_type: SampleType) -> bool {
+    matches!(
+        ChannelRole::of(name, sample_type),
+        ChannelRole::Z | ChannelRole::ZBack | ChannelRole::Id
+    )
+}
+
+/// Within [`GPU_TIDY_TOLERANCE`]; where the channel is half, each side was rounded to half by
+/// up to half an ulp, so one ulp of `v` more.
+fn close(u: f32, v: f32, half: bool) -> bool {
+    let mut allowed = GPU_TIDY_TOLERANCE * v.abs().max(1.0);
+    if half {
+        let h = f16::from_f32(v);
+        allowed += (f16::from_bits(h.to_bits() + 1).to_f32() - h.to_f32()).abs();
+    }
+    (u - v).abs() <= allowed || (u.is_nan() && v.is_nan())
+}
+
+fn assert_flat_matches(a: &FlatImage, b: &FlatImage, tidied: impl Fn(usize) -> bool, what: &str) {
+    assert_eq!(a.data_window, b.data_window, "{what}");
+    assert_eq!(a.channels.len(), b.channels.len(), "{what}");
+    for (ca, cb) in a.channels.iter().zip(&b.channels) {
+        assert_eq!(ca.name, cb.name, "{what}");
+        match (&ca.values, &cb.values) {
+            (FlatValues::F32(x), FlatValues::F32(y)) => {
+                let exact = is_exact(&ca.name, SampleType::F32);
+                for (p, (u, v)) in x.iter().zip(y).enumerate() {
+                    assert!(
+                        u.to_bits() == v.to_bits() || (tidied(p) && !exact && close(*u, *v, false)),
+                        "{what}: flat channel {} at pixel {:?}: gl {u} ({:#x}) reference {v} ({:#x}), {}",
+                        ca.name,
+                        a.data_window.coords_of(p),
+                        u.to_bits(),
+                        v.to_bits(),
+                        if tidied(p) { "tidied on the GPU" } else { "must be exact" }
+                    );
+                }
+            }
+            (FlatValues::U32(x), FlatValues::U32(y)) => {
+                assert!(x == y, "{what}: flat channel {} differs", ca.name)
+            }
+            _ => panic!("{what}: channel {} changed type", ca.name),
+        }
+    }
 }
 
 /// Same window, channels, state and per-pixel counts (naming the first pixel whose count
@@ -290,34 +442,6 @@ pub fn assert_same_deep_shape(a: &DeepImage, b: &DeepImage, what: &str) {
             "{what}: deep counts differ from pixel {:?}",
             a.data_window.coords_of(p.saturating_sub(1))
         );
-    }
-}
-
-/// Deep images alike up to `tolerance` in their float values (absolute, relative above 1; plus
-/// one half ulp for half channels, whose rounding a tiny difference can flip): same window,
-/// channels, counts and state, uint channels exact.
-pub fn assert_deep_close(a: &DeepImage, b: &DeepImage, tolerance: f32, what: &str) {
-    assert_same_deep_shape(a, b, what);
-    for (c, (pa, pb)) in a.planes.iter().zip(&b.planes).enumerate() {
-        let name = &a.channels[c].name;
-        match (pa, pb) {
-            (Plane::U32(x), Plane::U32(y)) => assert_eq!(x, y, "{what}: channel {name}"),
-            _ => {
-                let half = matches!(pb, Plane::F16(_));
-                for i in 0..pb.len() {
-                    let (u, v) = (pa.get_f32(i), pb.get_f32(i));
-                    let mut allowed = tolerance * v.abs().max(1.0);
-                    if half {
-                        let h = f16::from_f32(v);
-                        allowed += (f16::from_bits(h.to_bits() + 1).to_f32() - h.to_f32()).abs();
-                    }
-                    assert!(
-                        (u - v).abs() <= allowed || (u.is_nan() && v.is_nan()),
-                        "{what}: channel {name} sample {i}: {u} vs {v}"
-                    );
-                }
-            }
-        }
     }
 }
 
