@@ -28,7 +28,7 @@ use deepmerge::deep::DeepImage;
 use deepmerge::exr::{read_deep, ReadOptions};
 use deepmerge::gpu::engine::{build_image, ColumnSpec};
 use deepmerge::gpu::tidy::{
-    tidy_count_pixels, tidy_deep, tidy_flatten_pixels, tidy_flatten_pixels_host,
+    tidy_count_pixels, tidy_deep, tidy_flatten_pixels, tidy_flatten_pixels_host, WalkList,
 };
 use deepmerge::gpu::GpuBuffer;
 use deepmerge::vocab::{Fragment, Layout, TidiedPixels, GATE_LIMIT};
@@ -71,6 +71,23 @@ impl Csr {
 
     fn pixels(&self) -> usize {
         self.offsets.len() - 1
+    }
+}
+
+/// The walk's input from four uploaded buffers: offsets, keys, values, pixel list.
+fn walk_list<'b, 'a>(
+    offsets: &'b GpuBuffer<'a>,
+    keys: &'b GpuBuffer<'a>,
+    values: &'b GpuBuffer<'a>,
+    pixels: &'b GpuBuffer<'a>,
+    count: usize,
+) -> WalkList<'b, 'a> {
+    WalkList {
+        offsets,
+        keys,
+        values,
+        pixels,
+        count,
     }
 }
 
@@ -409,7 +426,7 @@ fn long_lists_match_the_reference() {
                     alpha_of: AR.to_vec(),
                 };
                 let [o, k, v, p] = &buffers;
-                let out = tidy_flatten_pixels(ctx, o, k, v, p, 6, &spec).unwrap();
+                let out = tidy_flatten_pixels(ctx, walk_list(o, k, v, p, 6), &spec).unwrap();
                 assert_eq!(out.too_long, 0);
                 out.passes
             });
@@ -456,7 +473,7 @@ fn pixels_too_long_for_one_pass_are_finished_on_the_host() {
             alpha_of: AR.to_vec(),
         };
         let [o, k, v, p] = &buffers;
-        let out = tidy_flatten_pixels(ctx, o, k, v, p, 2, &spec).unwrap();
+        let out = tidy_flatten_pixels(ctx, walk_list(o, k, v, p, 2), &spec).unwrap();
         out.too_long_pixels()
     });
     assert_eq!(too_long, vec![0]);
@@ -711,7 +728,8 @@ fn check_deep_within(csr: &Csr, alpha_of: &[Option<usize>], tolerance: f32, what
             GpuBuffer::from_slice(gl, &listed2).unwrap(),
         ];
         let [o, k, v, p] = &buffers;
-        let (counts, too_long) = tidy_count_pixels(ctx, o, k, v, p, listed2.len(), &spec).unwrap();
+        let list = walk_list(o, k, v, p, listed2.len());
+        let (counts, too_long) = tidy_count_pixels(ctx, list, &spec).unwrap();
         let mut counts: Vec<u32> = counts.read(listed2.len());
         for k in too_long {
             counts[k] = u32::MAX; // not valid: the host finishes these

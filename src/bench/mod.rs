@@ -320,11 +320,7 @@ pub fn run_with(
                 .map_err(|e| Error::Usage(format!("cannot make a temporary folder: {e}")))?,
         ),
     };
-    let progress = |what: &str| {
-        if config.progress {
-            eprintln!("bench: {what}");
-        }
-    };
+    let progress = |what: &str| progress(config, what);
 
     // Bandwidth first, before the scenes take memory.
     let mut bandwidths = Vec::new();
@@ -363,12 +359,8 @@ pub fn run_with(
     let mut input_rows = Vec::new();
 
     for name in &config.scenes {
-        progress(&format!(
-            "generating {name} {}x{}",
-            config.width, config.height
-        ));
         let start = Instant::now();
-        let pair = scene::generate_inputs(name, config.width, config.height, config.seed, 2)?;
+        let pair = generate_scene(name, config, 2)?;
         let quad = scene::generate_inputs(name, config.width, config.height, config.seed, 4)?;
         let generated = start.elapsed();
         let files = if needs_files {
@@ -543,6 +535,22 @@ fn files_label(paths: &[PathBuf]) -> String {
 }
 
 /// The inputs row: sample counts, per-pixel maxima and the merged depth-complexity spread.
+/// One progress line on stderr, when the configuration asks for them.
+fn progress(config: &BenchConfig, what: &str) {
+    if config.progress {
+        eprintln!("bench: {what}");
+    }
+}
+
+/// Scene `name` at the configured size and seed, as `inputs` deep images (reported on stderr).
+fn generate_scene(name: &str, config: &BenchConfig, inputs: usize) -> Result<Vec<DeepImage>> {
+    progress(
+        config,
+        &format!("generating {name} {}x{}", config.width, config.height),
+    );
+    scene::generate_inputs(name, config.width, config.height, config.seed, inputs)
+}
+
 fn describe_inputs(name: &str, pair: &[DeepImage], generated: Duration) -> TableRow {
     let merged_counts: Vec<u32> = pair[0]
         .counts()

@@ -9,14 +9,16 @@
 
 use std::time::Instant;
 
-use super::{describe_host, describe_inputs, files_label, inputs_table, BenchConfig, BenchReport};
+use super::{
+    describe_host, describe_inputs, files_label, generate_scene, inputs_table, progress,
+    BenchConfig, BenchReport,
+};
 use super::{Cell, Table, TableRow, Unit};
 use crate::composite::{MergeOptions, OutputKind};
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
 use crate::exr::{read_deep, ReadOptions};
 use crate::gpu::{GlContext, GlOptions, GpuMerger};
-use crate::scene;
 
 /// Time the tidy gate on the config's scenes (two inputs each) and, when given, on the merge of
 /// its end-to-end files. Needs a GL context; ignores the peer and the raster-tile column.
@@ -32,11 +34,7 @@ pub fn run_tidy_gate(config: &BenchConfig) -> Result<BenchReport> {
         ));
     }
     let ctx = GlContext::new()?;
-    let progress = |what: &str| {
-        if config.progress {
-            eprintln!("bench: {what}");
-        }
-    };
+    let progress = |what: &str| progress(config, what);
     let info = ctx.info();
     let mut header = vec![
         "deepmerge bench --tidy-gate: what the GPU tidy stages cost flat merges that need no tidying".to_string(),
@@ -54,12 +52,8 @@ pub fn run_tidy_gate(config: &BenchConfig) -> Result<BenchReport> {
     let mut rows = Vec::new();
     let mut input_rows = Vec::new();
     for name in &config.scenes {
-        progress(&format!(
-            "generating {name} {}x{}",
-            config.width, config.height
-        ));
         let start = Instant::now();
-        let pair = scene::generate_inputs(name, config.width, config.height, config.seed, 2)?;
+        let pair = generate_scene(name, config, 2)?;
         input_rows.push(describe_inputs(name, &pair, start.elapsed()));
         progress(&format!("{name}: tidy gate"));
         let inputs: Vec<&DeepImage> = pair.iter().collect();

@@ -200,18 +200,7 @@ pub fn sort_pixels_host(
     offsets: &[u32],
     fragments: &[Fragment],
 ) -> Result<Vec<Fragment>> {
-    let pixel_count = check_offsets(offsets, fragments.len())?;
-    let offset_buffer = GpuBuffer::from_slice(&ctx.gl, offsets)?;
-    let fragment_buffer = GpuBuffer::from_slice(&ctx.gl, fragments)?;
-    sort_pixels(
-        ctx,
-        &offset_buffer,
-        &fragment_buffer,
-        pixel_count,
-        fragments.len(),
-        None,
-    )?;
-    Ok(fragment_buffer.read(fragments.len()))
+    Ok(sort_uploaded(ctx, offsets, fragments, None)?.0)
 }
 
 /// As [`sort_pixels_host`], permuting `values` (`columns` floats per slot) too.
@@ -222,7 +211,6 @@ pub fn sort_pixels_host_with_values(
     values: &[f32],
     columns: usize,
 ) -> Result<(Vec<Fragment>, Vec<f32>)> {
-    let pixel_count = check_offsets(offsets, fragments.len())?;
     if columns == 0 || values.len() != fragments.len() * columns {
         return Err(Error::internal(format!(
             "sort: {} values for {} fragments of {columns} columns",
@@ -230,19 +218,32 @@ pub fn sort_pixels_host_with_values(
             fragments.len()
         )));
     }
+    sort_uploaded(ctx, offsets, fragments, Some((values, columns)))
+}
+
+/// Upload, sort (with `values`, `columns` floats per slot, where given) and read back.
+fn sort_uploaded(
+    ctx: &GlContext,
+    offsets: &[u32],
+    fragments: &[Fragment],
+    values: Option<(&[f32], usize)>,
+) -> Result<(Vec<Fragment>, Vec<f32>)> {
+    let (values, columns) = values.unwrap_or((&[], 0));
+    let pixel_count = check_offsets(offsets, fragments.len())?;
     let offset_buffer = GpuBuffer::from_slice(&ctx.gl, offsets)?;
     let fragment_buffer = GpuBuffer::from_slice(&ctx.gl, fragments)?;
     let value_buffer = GpuBuffer::from_slice(&ctx.gl, values)?;
+    let sort_values = (columns > 0).then_some(SortValues {
+        values: &value_buffer,
+        columns,
+    });
     sort_pixels(
         ctx,
         &offset_buffer,
         &fragment_buffer,
         pixel_count,
         fragments.len(),
-        Some(SortValues {
-            values: &value_buffer,
-            columns,
-        }),
+        sort_values,
     )?;
     Ok((
         fragment_buffer.read(fragments.len()),

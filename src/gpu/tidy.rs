@@ -94,19 +94,57 @@ enum WalkMode {
     Emit = 2,
 }
 
-/// Bind `keys` (0), `values` (1), `offsets` (2), `pixels` (3), a fresh state buffer (6) and the
-/// counters (7) (the mode's outputs are bound by the caller), then dispatch the walk until no
-/// listed pixel is left running. Returns (state, passes, pixels too long for one pass).
-#[allow(clippy::too_many_arguments)]
+/// What a walk reads: the `count` pixels whose indices are in `pixels` (u32 each) of the CSR
+/// list `offsets` (u32, one past the largest listed pixel at least), `keys` (`Fragment`, in merge
+/// order per pixel) and `values` (`columns.stride()` floats per slot). A merged image in
+/// `Layout::Linearised` has exactly these buffers ([`WalkList::of`]).
+#[derive(Clone, Copy)]
+pub struct WalkList<'b, 'a> {
+    /// Per-pixel offsets of the CSR list.
+    pub offsets: &'b GpuBuffer<'a>,
+    /// Fragment keys.
+    pub keys: &'b GpuBuffer<'a>,
+    /// Composited values.
+    pub values: &'b GpuBuffer<'a>,
+    /// The listed pixels.
+    pub pixels: &'b GpuBuffer<'a>,
+    /// How many are listed.
+    pub count: usize,
+}
+
+impl<'b, 'a> WalkList<'b, 'a> {
+    /// The `listed` pixels of a linearised `image`.
+    pub fn of(image: &'b GpuImage<'a>, listed: &'b GpuCompacted<'a>) -> Self {
+        WalkList {
+            offsets: &image.offsets,
+            keys: &image.keys,
+            values: &image.values,
+            pixels: &listed.list,
+            count: listed.count,
+        }
+    }
+}
+
+/// Bind the list's `keys` (0), `values` (1), `offsets` (2), `pixels` (3), a fresh state buffer
+/// (6) and the counters (7) (the mode's outputs are bound by the caller), then dispatch the walk
+/// until no listed pixel is left running. Returns (state, passes, pixels too long for one pass).
 fn run_walk<'a>(
     ctx: &'a GlContext,
     program: glow::Program,
-    offsets: &GpuBuffer,
-    keys: &GpuBuffer,
-    values: &GpuBuffer,
-    pixels: &GpuBuffer,
-    count: usize,
+    list: WalkList,
 ) -> Result<(GpuBuffer<'a>, usize, usize)> {
+    let WalkList {
+        offsets,
+        keys,
+        values,
+        pixels,
+        count,
+    } = list;
+    if pixels.bytes < count * 4 {
+        return Err(Error::internal(format!(
+            "tidy: pixel list buffer too small for {count} pixels"
+        )));
+    }
     let state = GpuBuffer::zeroed(&ctx.gl, count * 16)?;
     if count == 0 {
         return Ok((state, 0, 0));
@@ -145,37 +183,21 @@ fn walk_program(ctx: &GlContext, columns: &ColumnSpec, mode: WalkMode) -> Result
     ctx.program("tidy.comp", &defines(columns).set("TIDY_MODE", mode as u32))
 }
 
-fn check_pixel_list(pixels: &GpuBuffer, count: usize) -> Result<()> {
-    if pixels.bytes < count * 4 {
-        return Err(Error::internal(format!(
-            "tidy: pixel list buffer too small for {count} pixels"
-        )));
-    }
-    Ok(())
-}
-
-/// Tidy and flatten the `count` pixels whose indices are in `pixels` (u32 each) of the CSR list
-/// `offsets` (u32, one past the largest listed pixel at least), `keys` (`Fragment`, in merge
-/// order per pixel) and `values` (`columns.stride()` floats per slot). A merged image in
-/// `Layout::Linearised` has exactly these buffers (`GpuImage::offsets`, `keys`, `values`).
+/// Tidy and flatten the listed pixels of `list`.
 pub fn tidy_flatten_pixels<'a>(
     ctx: &'a GlContext,
-    offsets: &GpuBuffer,
-    keys: &GpuBuffer,
-    values: &GpuBuffer,
-    pixels: &GpuBuffer,
-    count: usize,
+    list: WalkList,
     columns: &ColumnSpec,
 ) -> Result<GpuTidied<'a>> {
     let stride = columns.stride();
-    check_pixel_list(pixels, count)?;
+    let count = list.count;
     ctx.check_fits(count * stride * 4, "the tidied values")?;
     let out_values = GpuBuffer::zeroed(&ctx.gl, count * stride * 4)?;
     let out_front = GpuBuffer::zeroed(&ctx.gl, count * 16)?;
     let program = walk_program(ctx, columns, WalkMode::Flatten)?;
     out_values.bind(4);
     out_front.bind(5);
-    let (state, passes, too_long) = run_walk(ctx, program, offsets, keys, values, pixels, count)?;
+    let (state, passes, too_long) = run_walk(ctx, program, list)?;
     Ok(GpuTidied {
         values: out_values,
         front: out_front,
@@ -201,43 +223,34 @@ fn too_long_positions(state: &GpuBuffer, count: usize, too_long: usize) -> Vec<u
 /// for one pass (their entries are not valid; `tidy_deep` finishes them on the host).
 pub fn tidy_count_pixels<'a>(
     ctx: &'a GlContext,
-    offsets: &GpuBuffer,
-    keys: &GpuBuffer,
-    values: &GpuBuffer,
-    pixels: &GpuBuffer,
-    count: usize,
+    list: WalkList,
     columns: &ColumnSpec,
 ) -> Result<(GpuBuffer<'a>, Vec<usize>)> {
-    check_pixel_list(pixels, count)?;
+    let count = list.count;
     let emitted = GpuBuffer::zeroed(&ctx.gl, count * 4)?;
     let program = walk_program(ctx, columns, WalkMode::Count)?;
     emitted.bind(8);
-    let (state, _, too_long) = run_walk(ctx, program, offsets, keys, values, pixels, count)?;
+    let (state, _, too_long) = run_walk(ctx, program, list)?;
     Ok((emitted, too_long_positions(&state, count, too_long)))
 }
 
 /// Write the tidied lists of the `count` listed pixels into `tidied` (linearised, offsets
 /// already scanned from the counts), each at its pixel's offset. Returns the positions in the
 /// list whose walk was too long for one pass (their slots are not valid).
-#[allow(clippy::too_many_arguments)]
 pub fn tidy_emit_pixels(
     ctx: &GlContext,
-    offsets: &GpuBuffer,
-    keys: &GpuBuffer,
-    values: &GpuBuffer,
-    pixels: &GpuBuffer,
-    count: usize,
+    list: WalkList,
     columns: &ColumnSpec,
     tidied: &GpuImage,
 ) -> Result<Vec<usize>> {
-    check_pixel_list(pixels, count)?;
+    let count = list.count;
     let emitted = GpuBuffer::zeroed(&ctx.gl, count * 4)?;
     let program = walk_program(ctx, columns, WalkMode::Emit)?;
     tidied.keys.bind(4);
     tidied.values.bind(5);
     emitted.bind(8);
     tidied.offsets.bind(9);
-    let (state, _, too_long) = run_walk(ctx, program, offsets, keys, values, pixels, count)?;
+    let (state, _, too_long) = run_walk(ctx, program, list)?;
     Ok(too_long_positions(&state, count, too_long))
 }
 
@@ -327,15 +340,7 @@ pub fn tidy_deep<'a>(
             host_pixels: 0,
         });
     }
-    let (emitted, long_counted) = tidy_count_pixels(
-        ctx,
-        &merged.offsets,
-        &merged.keys,
-        &merged.values,
-        &listed.list,
-        listed.count,
-        columns,
-    )?;
+    let (emitted, long_counted) = tidy_count_pixels(ctx, WalkList::of(&merged, &listed), columns)?;
     // Pixels too long for one walk pass: tidied by the host reference from their lists.
     let reference = CompositeChannels::from_alpha_of(&columns.alpha_of);
     let mut host_lists = Vec::new();
@@ -385,16 +390,7 @@ pub fn tidy_deep<'a>(
         tidied.values.bind(9);
         ctx.dispatch(merged.samples, GROUP_SIZE as usize)?;
     }
-    tidy_emit_pixels(
-        ctx,
-        &merged.offsets,
-        &merged.keys,
-        &merged.values,
-        &listed.list,
-        listed.count,
-        columns,
-        &tidied,
-    )?;
+    tidy_emit_pixels(ctx, WalkList::of(&merged, &listed), columns, &tidied)?;
     for (p, lists) in &host_lists {
         let at = tidied.offsets.read_range::<u32>(*p, 1)[0] as usize;
         tidied.keys.write_range(at, &lists.0);
@@ -442,15 +438,7 @@ pub fn tidy_flat_in_place(
     if listed.count == 0 {
         return Ok(0);
     }
-    let tidied = tidy_flatten_pixels(
-        ctx,
-        &merged.offsets,
-        &merged.keys,
-        &merged.values,
-        &listed.list,
-        listed.count,
-        columns,
-    )?;
+    let tidied = tidy_flatten_pixels(ctx, WalkList::of(merged, listed), columns)?;
     let program = assemble_program(ctx, 3, columns)?;
     ctx.uniform_u32(program, "u_count", listed.count as u32);
     listed.list.bind(0);
@@ -501,15 +489,14 @@ pub fn tidy_flatten_pixels_host(
     let key_buffer = GpuBuffer::from_slice(gl, keys)?;
     let value_buffer = GpuBuffer::from_slice(gl, values)?;
     let pixel_buffer = GpuBuffer::from_slice(gl, pixels)?;
-    let out = tidy_flatten_pixels(
-        ctx,
-        &offset_buffer,
-        &key_buffer,
-        &value_buffer,
-        &pixel_buffer,
-        pixels.len(),
-        columns,
-    )?;
+    let list = WalkList {
+        offsets: &offset_buffer,
+        keys: &key_buffer,
+        values: &value_buffer,
+        pixels: &pixel_buffer,
+        count: pixels.len(),
+    };
+    let out = tidy_flatten_pixels(ctx, list, columns)?;
     let mut result = out.read(stride);
     // The rare pixels too long for the GPU's per-pass budget: the host reference.
     let reference = CompositeChannels::from_alpha_of(&columns.alpha_of);
