@@ -62,13 +62,7 @@ fn full_matrix(ctx: &GlContext, inputs: &[&DeepImage], name: &str, order: PixelO
                         if stages == Stages::Host && block_size != HOST_BLOCK {
                             continue;
                         }
-                        let gl = stages.on(GlOptions {
-                            layout,
-                            method,
-                            block_size,
-                            pixel_order: order,
-                            ..Default::default()
-                        });
+                        let gl = stages.cell(layout, method, block_size, order);
                         let what = format!(
                             "{name}: {} {} block {block_size} {:?} tidy {} {stages:?} stages",
                             layout.name(),
@@ -139,13 +133,7 @@ fn real_files_whole_pair_and_chain() {
                     (MergeMethod::RegisterBlock, 8, Stages::Gpu),
                     (MergeMethod::Stepwise, 1, Stages::Host),
                 ] {
-                    let gl = stages.on(GlOptions {
-                        layout,
-                        method,
-                        block_size,
-                        pixel_order: order,
-                        ..Default::default()
-                    });
+                    let gl = stages.cell(layout, method, block_size, order);
                     let what = format!(
                         "{name} {} {} {order:?} {stages:?} stages",
                         layout.name(),
@@ -181,12 +169,7 @@ fn synthetic_edge_cases_full_matrix() {
 fn synthetic_special_inputs() {
     with_gl(|ctx| {
         let gl = |layout, method, block_size, stages: Stages| {
-            stages.on(GlOptions {
-                layout,
-                method,
-                block_size,
-                ..Default::default()
-            })
+            stages.cell(layout, method, block_size, PixelOrder::RowMajor)
         };
         let long = Synth::new(Bounds::from_origin_size(0, 0, 33, 7), 70, 3).build();
         let empty = Synth {

@@ -17,8 +17,8 @@ use std::path::Path;
 
 use common::{interleaving_shift, shifted, shifted_points};
 use deepmerge::composite::{
-    flatten_pixel, is_tidy, needs_tidy, tidy_pixel, CompositeChannels, CompositeKind, MergePlan,
-    PixelSamples, Sample,
+    flatten_pixel, is_tidy, needs_tidy, tidy_pixel, CompositeChannels, MergePlan, PixelSamples,
+    Sample,
 };
 use deepmerge::cpu::tidy::{
     tidy_count_pixels as tidy_count_twin, tidy_deep as tidy_deep_twin,
@@ -91,26 +91,9 @@ fn walk_list<'b, 'a>(
     }
 }
 
-fn channels_of(alpha_of: &[Option<usize>]) -> CompositeChannels {
-    let kinds: Vec<CompositeKind> = alpha_of
-        .iter()
-        .map(|a| match a {
-            None => CompositeKind::Alpha,
-            Some(k) => CompositeKind::Colour { alpha: *k },
-        })
-        .collect();
-    CompositeChannels {
-        names: (0..alpha_of.len()).map(|c| format!("c{c}")).collect(),
-        alphas: (0..kinds.len())
-            .filter(|&c| kinds[c] == CompositeKind::Alpha)
-            .collect(),
-        kinds,
-    }
-}
-
 /// The definition, exactly as the host path of the GL merge runs it.
 fn reference(csr: &Csr, pixels: &[u32], alpha_of: &[Option<usize>]) -> TidiedPixels {
-    let channels = channels_of(alpha_of);
+    let channels = CompositeChannels::from_alpha_of(alpha_of);
     let width = alpha_of.len().max(1);
     let mut out = TidiedPixels::default();
     for &p in pixels {
@@ -482,15 +465,7 @@ fn pixels_too_long_for_one_pass_are_finished_on_the_host() {
 /// Every pixel of the merge of `inputs` as CSR in merge order, and the pixels that need a tidy.
 fn merged_csr(inputs: &[&DeepImage]) -> (Csr, Vec<u32>, Vec<Option<usize>>) {
     let plan = MergePlan::new(inputs).unwrap();
-    let alpha_of: Vec<Option<usize>> = plan
-        .composite
-        .kinds
-        .iter()
-        .map(|k| match k {
-            CompositeKind::Alpha => None,
-            CompositeKind::Colour { alpha } => Some(*alpha),
-        })
-        .collect();
+    let alpha_of = plan.composite.alpha_of();
     let width = plan.composite.len().max(1);
     let mut csr = Csr::new();
     let mut flagged = Vec::new();
@@ -592,7 +567,7 @@ fn volumetric_corpus_matches_the_reference() {
 /// The definition: every pixel that needs a tidy (or is longer than the gate reads) tidied by
 /// `composite::tidy_pixel`, every other one unchanged.
 fn deep_reference(csr: &Csr, alpha_of: &[Option<usize>]) -> TidiedDeep {
-    let channels = channels_of(alpha_of);
+    let channels = CompositeChannels::from_alpha_of(alpha_of);
     let width = alpha_of.len().max(1);
     let mut out = TidiedDeep {
         offsets: vec![0],

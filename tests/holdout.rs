@@ -9,76 +9,18 @@ mod common;
 
 use std::path::Path;
 
-use common::{read, run};
+use common::{image, pixel_image, point, read, run, volume, S, SAMPLE_CHANNELS};
 use deepmerge::composite::tidy::{piece_fraction, split_alpha};
 use deepmerge::composite::{
     holdout, merge_images, HoldoutMode, MergeOptions, MergeOutput, OutputKind,
 };
-use deepmerge::deep::{Bounds, Channel, DeepImage, DeepState, FlatImage, Plane, SampleType};
+use deepmerge::deep::{DeepImage, DeepState, FlatImage};
 use deepmerge::exr::{write_deep, Codec};
 
 const INF: f32 = f32::INFINITY;
 
 // ---------------------------------------------------------------------------------------------
 // Building images by hand
-
-/// One hand-written sample: depth, alpha and premultiplied colour.
-#[derive(Clone, Copy, Debug)]
-struct S {
-    z: f32,
-    zback: f32,
-    a: f32,
-    rgb: [f32; 3],
-}
-
-fn point(z: f32, a: f32, rgb: [f32; 3]) -> S {
-    S {
-        z,
-        zback: z,
-        a,
-        rgb,
-    }
-}
-
-fn volume(z: f32, zback: f32, a: f32, rgb: [f32; 3]) -> S {
-    S { z, zback, a, rgb }
-}
-
-/// Channel names, in the order the images store them.
-const NAMES: [&str; 6] = ["A", "B", "G", "R", "Z", "ZBack"];
-
-/// An image whose pixels hold `pixels[p]` (row-major, `width` wide), channels A,B,G,R,Z,ZBack f32.
-fn image(width: usize, pixels: &[Vec<S>]) -> DeepImage {
-    let window = Bounds::from_origin_size(0, 0, width, pixels.len() / width);
-    let channels: Vec<Channel> = NAMES
-        .iter()
-        .map(|n| Channel::new(*n, SampleType::F32))
-        .collect();
-    let all: Vec<&S> = pixels.iter().flatten().collect();
-    let planes = NAMES
-        .iter()
-        .map(|n| {
-            Plane::F32(
-                all.iter()
-                    .map(|s| match *n {
-                        "A" => s.a,
-                        "B" => s.rgb[2],
-                        "G" => s.rgb[1],
-                        "R" => s.rgb[0],
-                        "Z" => s.z,
-                        _ => s.zback,
-                    })
-                    .collect(),
-            )
-        })
-        .collect();
-    let counts: Vec<u32> = pixels.iter().map(|p| p.len() as u32).collect();
-    DeepImage::from_counts(window, window, channels, &counts, planes, DeepState::Sorted).unwrap()
-}
-
-fn pixel_image(samples: &[S]) -> DeepImage {
-    image(1, &[samples.to_vec()])
-}
 
 fn plane(image: &DeepImage, name: &str) -> Vec<f32> {
     let c = image.channel_index(name).unwrap();
@@ -305,6 +247,7 @@ fn cull_with_infinite_volumes_through_the_cli() {
                 volume(3.0, INF, 0.5, c),
             ],
         ],
+        DeepState::Sorted,
     );
     let hold = image(
         2,
@@ -315,6 +258,7 @@ fn cull_with_infinite_volumes_through_the_cli() {
             // samples starting behind 2 go.
             vec![volume(-INF, INF, 0.5, [0.0; 3]), point(2.0, 1.0, [0.0; 3])],
         ],
+        DeepState::Sorted,
     );
     let dir = tempfile::tempdir().unwrap();
     let (a, h) = (
@@ -482,7 +426,10 @@ fn random_pixels_with_infinite_depths_stay_numbers() {
         };
         let pixels: Vec<Vec<S>> = (0..2).map(|_| pixel(&mut rng)).collect();
         let hold: Vec<Vec<S>> = (0..2).map(|_| pixel(&mut rng)).collect();
-        let (ia, ih) = (image(2, &pixels), image(2, &hold));
+        let (ia, ih) = (
+            image(2, &pixels, DeepState::Sorted),
+            image(2, &hold, DeepState::Sorted),
+        );
         for mode in [HoldoutMode::Attenuate, HoldoutMode::Cull] {
             let out = holdout(&ia, &ih, mode).unwrap();
             assert_numbers(&out, "random");
@@ -521,7 +468,10 @@ fn infinite_inputs() -> (DeepImage, DeepImage) {
         vec![point(5.0, 0.5, g)],
         vec![volume(1.5, INF, 0.6, g), point(3.0, 0.2, g)],
     ];
-    (image(4, &a), image(4, &b))
+    (
+        image(4, &a, DeepState::Sorted),
+        image(4, &b, DeepState::Sorted),
+    )
 }
 
 #[test]
@@ -554,7 +504,7 @@ fn tidy_deep_merge_of_infinite_volumes_on_every_backend() {
         let ours = read(&out, 0);
         assert_numbers(&ours, label);
         assert_eq!(ours.counts(), reference.counts(), "{label}: counts");
-        for name in NAMES {
+        for name in SAMPLE_CHANNELS {
             let (x, y) = (plane(&ours, name), plane(&reference, name));
             for (i, (u, v)) in x.iter().zip(&y).enumerate() {
                 let same = u == v || (u - v).abs() <= 1e-5 * v.abs().max(1.0);

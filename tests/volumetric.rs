@@ -7,7 +7,9 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{interleaving_shift, oiiotool, shifted, shifted_points};
+use common::{
+    image, interleaving_shift, oiiotool, pixel_image, point, shifted, shifted_points, volume, S,
+};
 use deepmerge::composite::{
     holdout, is_tidy, merge_images, needs_tidy, tidy_pixel, CompositeChannels, CompositeKind,
     HoldoutMode, MergeOptions, MergeOutput, MergePlan, OutputKind, PixelSamples, SortPolicy,
@@ -19,68 +21,12 @@ use proptest::prelude::*;
 // ---------------------------------------------------------------------------------------------
 // Building images by hand
 
-/// One hand-written sample: depth, alpha and premultiplied colour.
-#[derive(Clone, Copy, Debug)]
-struct S {
-    z: f32,
-    zback: f32,
-    a: f32,
-    rgb: [f32; 3],
-}
-
 /// `options` with the sort policy `sort`.
 fn with_sort(sort: SortPolicy, options: MergeOptions) -> MergeOptions {
     MergeOptions { sort, ..options }
 }
-fn point(z: f32, a: f32, rgb: [f32; 3]) -> S {
-    S {
-        z,
-        zback: z,
-        a,
-        rgb,
-    }
-}
-
-fn volume(z: f32, zback: f32, a: f32, rgb: [f32; 3]) -> S {
-    S { z, zback, a, rgb }
-}
-
 fn one_pixel() -> Bounds {
     Bounds::from_origin_size(0, 0, 1, 1)
-}
-
-/// An image whose pixels hold `pixels[p]` (row-major, `width` wide), channels A,B,G,R,Z,ZBack f32.
-fn image(width: usize, pixels: &[Vec<S>], state: DeepState) -> DeepImage {
-    let window = Bounds::from_origin_size(0, 0, width, pixels.len() / width);
-    let names = ["A", "B", "G", "R", "Z", "ZBack"];
-    let channels: Vec<Channel> = names
-        .iter()
-        .map(|n| Channel::new(*n, SampleType::F32))
-        .collect();
-    let all: Vec<&S> = pixels.iter().flatten().collect();
-    let planes = names
-        .iter()
-        .map(|n| {
-            Plane::F32(
-                all.iter()
-                    .map(|s| match *n {
-                        "A" => s.a,
-                        "B" => s.rgb[2],
-                        "G" => s.rgb[1],
-                        "R" => s.rgb[0],
-                        "Z" => s.z,
-                        _ => s.zback,
-                    })
-                    .collect(),
-            )
-        })
-        .collect();
-    let counts: Vec<u32> = pixels.iter().map(|p| p.len() as u32).collect();
-    DeepImage::from_counts(window, window, channels, &counts, planes, state).unwrap()
-}
-
-fn pixel_image(samples: &[S]) -> DeepImage {
-    image(1, &[samples.to_vec()], DeepState::Sorted)
 }
 
 fn flat(inputs: &[&DeepImage]) -> FlatImage {

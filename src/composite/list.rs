@@ -29,6 +29,20 @@ impl CompositeChannels {
     }
 }
 
+impl CompositeChannels {
+    /// Per column, the column of its alpha (`None` for alphas): the inverse of
+    /// [`CompositeChannels::from_alpha_of`], the table the GPU stages are specialised with.
+    pub fn alpha_of(&self) -> Vec<Option<usize>> {
+        self.kinds
+            .iter()
+            .map(|k| match k {
+                CompositeKind::Alpha => None,
+                CompositeKind::Colour { alpha } => Some(*alpha),
+            })
+            .collect()
+    }
+}
+
 /// The list as the reference's pixel (values trimmed from `stride` to the composited columns).
 fn to_pixel(keys: &[Fragment], values: &[f32], stride: usize, width: usize) -> PixelSamples {
     let mut pixel = PixelSamples::new(width);

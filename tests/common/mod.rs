@@ -256,3 +256,68 @@ pub fn interleaving_shift(image: &DeepImage) -> f32 {
         .fold(f32::INFINITY, f32::min)
         / 2.0
 }
+
+// ---------------------------------------------------------------------------------------------
+// Hand-built pixels (A, B, G, R, Z, ZBack, all f32)
+
+/// The channels of a hand-built image, in the order it stores them.
+pub const SAMPLE_CHANNELS: [&str; 6] = ["A", "B", "G", "R", "Z", "ZBack"];
+
+/// One hand-written sample: depth, alpha and premultiplied colour.
+#[derive(Clone, Copy, Debug)]
+pub struct S {
+    pub z: f32,
+    pub zback: f32,
+    pub a: f32,
+    pub rgb: [f32; 3],
+}
+
+/// A point sample.
+pub fn point(z: f32, a: f32, rgb: [f32; 3]) -> S {
+    S {
+        z,
+        zback: z,
+        a,
+        rgb,
+    }
+}
+
+/// A volume sample over [z, zback).
+pub fn volume(z: f32, zback: f32, a: f32, rgb: [f32; 3]) -> S {
+    S { z, zback, a, rgb }
+}
+
+/// An image whose pixels hold `pixels[p]` (row-major, `width` wide), channels A,B,G,R,Z,ZBack f32.
+pub fn image(width: usize, pixels: &[Vec<S>], state: DeepState) -> DeepImage {
+    let window = Bounds::from_origin_size(0, 0, width, pixels.len() / width);
+    let names = SAMPLE_CHANNELS;
+    let channels: Vec<Channel> = names
+        .iter()
+        .map(|n| Channel::new(*n, SampleType::F32))
+        .collect();
+    let all: Vec<&S> = pixels.iter().flatten().collect();
+    let planes = names
+        .iter()
+        .map(|n| {
+            Plane::F32(
+                all.iter()
+                    .map(|s| match *n {
+                        "A" => s.a,
+                        "B" => s.rgb[2],
+                        "G" => s.rgb[1],
+                        "R" => s.rgb[0],
+                        "Z" => s.z,
+                        _ => s.zback,
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    let counts: Vec<u32> = pixels.iter().map(|p| p.len() as u32).collect();
+    DeepImage::from_counts(window, window, channels, &counts, planes, state).unwrap()
+}
+
+/// A 1x1 sorted image of `samples`.
+pub fn pixel_image(samples: &[S]) -> DeepImage {
+    image(1, &[samples.to_vec()], DeepState::Sorted)
+}

@@ -21,6 +21,7 @@ use deepmerge::deep::{
 use deepmerge::exr::{read_deep, ReadOptions};
 use deepmerge::gpu::{merge_images_gl, GlContext, GlOptions, GpuStats};
 use deepmerge::scene::SceneRng;
+use deepmerge::vocab::{Layout, MergeMethod, PixelOrder};
 use half::f16;
 
 /// A real file from `tests/data/openexr-images`.
@@ -220,6 +221,24 @@ pub enum Stages {
 impl Stages {
     /// Both, GPU first.
     pub const BOTH: [Stages; 2] = [Stages::Gpu, Stages::Host];
+
+    /// The options of one cell of a test matrix: layout, method, block size and pixel order as
+    /// given, the stages placed as `self` says, everything else default.
+    pub fn cell(
+        self,
+        layout: Layout,
+        method: MergeMethod,
+        block_size: u32,
+        pixel_order: PixelOrder,
+    ) -> GlOptions {
+        self.on(GlOptions {
+            layout,
+            method,
+            block_size,
+            pixel_order,
+            ..Default::default()
+        })
+    }
 
     /// `gl` with its sort and tidy stages here.
     pub fn on(self, gl: GlOptions) -> GlOptions {

@@ -35,7 +35,7 @@ pub use self::merger::GpuMerger;
 use super::engine::ColumnSpec;
 use super::stats::GpuStats;
 use super::{GlContext, GlOptions};
-use crate::composite::{CompositeKind, MergeOptions, MergeOutput, MergePlan, OutputKind};
+use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind};
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
 use crate::vocab::MAX_BLOCK_SIZE;
@@ -62,15 +62,7 @@ pub(super) fn prepare<'i>(
     }
     let plan = MergePlan::new(inputs)?;
     let columns = ColumnSpec {
-        alpha_of: plan
-            .composite
-            .kinds
-            .iter()
-            .map(|k| match k {
-                CompositeKind::Alpha => None,
-                CompositeKind::Colour { alpha } => Some(*alpha),
-            })
-            .collect(),
+        alpha_of: plan.composite.alpha_of(),
     };
     Ok((plan, columns))
 }
