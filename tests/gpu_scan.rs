@@ -100,3 +100,22 @@ fn gpu_compaction_matches_its_twin() {
         }
     }
 }
+
+#[test]
+fn gpu_zero_fill_clears_every_word_and_zeroed_buffers_start_at_zero() {
+    use deepmerge::gpu::GpuBuffer;
+    let ctx = GlContext::new().expect("a GL 4.3 context (install libegl1 libgl1-mesa-dri)");
+    // Sizes around the work group (64 words) and the host-upload threshold (64 KiB).
+    for words in [1usize, 63, 64, 65, 4095, 4096, 4097, 100_003] {
+        let dirty = GpuBuffer::from_slice(&ctx.gl, &vec![0xdead_beefu32; words * 4]).unwrap();
+        ctx.fill_zero(&dirty).unwrap();
+        let back: Vec<u32> = dirty.read(words * 4);
+        assert!(back.iter().all(|&w| w == 0), "{words} words not cleared");
+    }
+    for bytes in [4, 16, 65_535, 65_536, 65_540, 1 << 20] {
+        let zeroed = ctx.zeroed(bytes).unwrap();
+        assert!(zeroed.bytes >= bytes);
+        let back: Vec<u8> = zeroed.read(bytes);
+        assert!(back.iter().all(|&b| b == 0), "zeroed({bytes})");
+    }
+}

@@ -191,20 +191,19 @@ fn allocate<'a>(
     stride: usize,
     offsets: GpuBuffer<'a>,
 ) -> Result<GpuImage<'a>> {
-    let gl = &ctx.gl;
     let slots = samples + usize::from(layout == Layout::LinkedList);
-    let keys = GpuBuffer::zeroed(gl, slots * std::mem::size_of::<Fragment>())?;
-    let values = GpuBuffer::zeroed(gl, slots * stride * 4)?;
+    let keys = ctx.zeroed(slots * std::mem::size_of::<Fragment>())?;
+    let values = ctx.zeroed(slots * stride * 4)?;
     let (aux1, aux2) = match layout {
         Layout::LinkedList => {
-            let next = GpuBuffer::zeroed(gl, slots * 4)?;
+            let next = ctx.zeroed(slots * 4)?;
             next.write(&[1u32]); // the node counter starts at 1: node 0 is the null node
-            (GpuBuffer::zeroed(gl, pixels * 4)?, next)
+            (ctx.zeroed(pixels * 4)?, next)
         }
-        Layout::Linearised => (GpuBuffer::zeroed(gl, 4)?, GpuBuffer::zeroed(gl, 4)?),
+        Layout::Linearised => (ctx.zeroed(4)?, ctx.zeroed(4)?),
         Layout::Interleaved | Layout::BlockedInterleaved => {
             let groups = pixels.div_ceil(GROUP_SIZE as usize);
-            let min_counts = GpuBuffer::zeroed(gl, groups * 4)?;
+            let min_counts = ctx.zeroed(groups * 4)?;
             let program = ctx.use_stage(
                 "min_counts.comp",
                 &base_defines(block_for(layout, block_size)).set("LAYOUT", layout.glsl_id()),
@@ -213,7 +212,7 @@ fn allocate<'a>(
             offsets.bind(0);
             min_counts.bind(1);
             ctx.dispatch(groups, 64)?;
-            (min_counts, GpuBuffer::zeroed(gl, 4)?)
+            (min_counts, ctx.zeroed(4)?)
         }
     };
     Ok(GpuImage {
@@ -366,12 +365,11 @@ pub fn merge_deep<'a>(
     spec: MergeSpec,
     columns: &ColumnSpec,
 ) -> Result<GpuImage<'a>> {
-    let gl = &ctx.gl;
     let pixels = a.pixels;
     let samples = a.samples + b.samples;
     ctx.check_fits((samples + 1) * 16.max(a.stride * 4), "a merged deep image")?;
     // Counting pass and scan for the output's offsets.
-    let counts = GpuBuffer::zeroed(gl, pixels * 4)?;
+    let counts = ctx.zeroed(pixels * 4)?;
     let program = ctx.use_stage("count.comp", &base_defines(1))?;
     ctx.uniform_u32(program, "u_pixels", pixels as u32);
     a.offsets.bind(0);
@@ -420,13 +418,12 @@ pub fn merge_flat<'a>(
     if spec.descending {
         return Err(Error::internal("a flat composite must merge front to back"));
     }
-    let gl = &ctx.gl;
     let pixels = a.pixels;
     let flat = GpuFlat {
-        values: GpuBuffer::zeroed(gl, pixels * columns.stride() * 4)?,
-        front: GpuBuffer::zeroed(gl, pixels * 16)?,
+        values: ctx.zeroed(pixels * columns.stride() * 4)?,
+        front: ctx.zeroed(pixels * 16)?,
         pixels,
-        flagged: GpuBuffer::zeroed(gl, 16)?,
+        flagged: ctx.zeroed(16)?,
     };
     use_merge_stage(ctx, a, b, spec, columns, None)?;
     flat.values.bind(10);

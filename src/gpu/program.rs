@@ -33,6 +33,7 @@ const SOURCES: &[(&str, &str)] = glsl_files![
     "build.comp",
     "merge.comp",
     "copy.comp",
+    "fill.comp",
     "sort.comp",
     "tidy.comp",
     "tidy_assemble.comp",

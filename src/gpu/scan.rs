@@ -31,7 +31,7 @@ pub fn exclusive_scan_buffer<'a>(
     input: &GpuBuffer<'a>,
     n: usize,
 ) -> Result<GpuBuffer<'a>> {
-    let output = GpuBuffer::zeroed(&ctx.gl, (n + 1) * 4)?;
+    let output = ctx.zeroed((n + 1) * 4)?;
     scan_into(ctx, input, &output, n)?;
     Ok(output)
 }
@@ -43,7 +43,7 @@ fn scan_into<'a>(
     n: usize,
 ) -> Result<()> {
     let groups = launched_groups(n);
-    let sums = GpuBuffer::zeroed(&ctx.gl, (groups + 1) * 4)?;
+    let sums = ctx.zeroed((groups + 1) * 4)?;
     let scan = ctx.use_stage("scan.comp", &defines())?;
     ctx.uniform_u32(scan, "u_n", n as u32);
     input.bind(0);
@@ -53,11 +53,11 @@ fn scan_into<'a>(
     let real_groups = n.div_ceil(SCAN_GROUP).max(1);
     if real_groups == 1 {
         // One group: nothing to add ([0]) and its total is the grand total ([1]).
-        let scanned = GpuBuffer::zeroed(&ctx.gl, 8)?;
+        let scanned = ctx.zeroed(8)?;
         copy_u32(ctx, &sums, 0, &scanned, 1, 1)?;
         return add(ctx, output, &scanned, n, 1);
     }
-    let scanned = GpuBuffer::zeroed(&ctx.gl, (real_groups + 1) * 4)?;
+    let scanned = ctx.zeroed((real_groups + 1) * 4)?;
     scan_into(ctx, &sums, &scanned, real_groups)?;
     add(ctx, output, &scanned, n, real_groups)
 }

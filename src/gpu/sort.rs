@@ -133,7 +133,7 @@ pub fn sort_pixels(
 
     // Short lists, and the chunk counts of the long ones.
     let chunk_counts = GpuBuffer::uninit(gl, (pixel_count * 4).max(16))?;
-    let stats = GpuBuffer::zeroed(gl, 16)?;
+    let stats = ctx.zeroed(16)?;
     program(Stage::Short)?;
     chunk_counts.bind(5);
     stats.bind(6);
@@ -145,7 +145,7 @@ pub fn sort_pixels(
     let chunks = chunks as usize;
     let chunk_starts = exclusive_scan_buffer(ctx, &chunk_counts, pixel_count)?;
     drop(chunk_counts);
-    let disorder = GpuBuffer::zeroed(gl, chunks * 4)?;
+    let disorder = ctx.zeroed(chunks * 4)?;
     // The scratch (and the positions) only serve lists longer than one chunk.
     let scratch = if max_passes > 0 {
         let bytes = sample_count * fragment_bytes;

@@ -145,11 +145,11 @@ fn run_walk<'a>(
             "tidy: pixel list buffer too small for {count} pixels"
         )));
     }
-    let state = GpuBuffer::zeroed(&ctx.gl, count * 16)?;
+    let state = ctx.zeroed(count * 16)?;
     if count == 0 {
         return Ok((state, 0, 0));
     }
-    let counters = GpuBuffer::zeroed(&ctx.gl, 16)?;
+    let counters = ctx.zeroed(16)?;
     // SAFETY: the program belongs to this context.
     unsafe { glow::HasContext::use_program(&ctx.gl, Some(program)) };
     ctx.uniform_u32(program, "u_count", count as u32);
@@ -192,8 +192,8 @@ pub fn tidy_flatten_pixels<'a>(
     let stride = columns.stride();
     let count = list.count;
     ctx.check_fits(count * stride * 4, "the tidied values")?;
-    let out_values = GpuBuffer::zeroed(&ctx.gl, count * stride * 4)?;
-    let out_front = GpuBuffer::zeroed(&ctx.gl, count * 16)?;
+    let out_values = ctx.zeroed(count * stride * 4)?;
+    let out_front = ctx.zeroed(count * 16)?;
     let program = walk_program(ctx, columns, WalkMode::Flatten)?;
     out_values.bind(4);
     out_front.bind(5);
@@ -227,7 +227,7 @@ pub fn tidy_count_pixels<'a>(
     columns: &ColumnSpec,
 ) -> Result<(GpuBuffer<'a>, Vec<usize>)> {
     let count = list.count;
-    let emitted = GpuBuffer::zeroed(&ctx.gl, count * 4)?;
+    let emitted = ctx.zeroed(count * 4)?;
     let program = walk_program(ctx, columns, WalkMode::Count)?;
     emitted.bind(8);
     let (state, _, too_long) = run_walk(ctx, program, list)?;
@@ -244,7 +244,7 @@ pub fn tidy_emit_pixels(
     tidied: &GpuImage,
 ) -> Result<Vec<usize>> {
     let count = list.count;
-    let emitted = GpuBuffer::zeroed(&ctx.gl, count * 4)?;
+    let emitted = ctx.zeroed(count * 4)?;
     let program = walk_program(ctx, columns, WalkMode::Emit)?;
     tidied.keys.bind(4);
     tidied.values.bind(5);
@@ -374,8 +374,8 @@ pub fn tidy_deep<'a>(
         keys: GpuBuffer::uninit(gl, (samples * 16).max(16))?,
         values: GpuBuffer::uninit(gl, (samples * stride * 4).max(16))?,
         offsets,
-        aux1: GpuBuffer::zeroed(gl, 4)?,
-        aux2: GpuBuffer::zeroed(gl, 4)?,
+        aux1: ctx.zeroed(4)?,
+        aux2: ctx.zeroed(4)?,
     };
     if merged.samples > 0 {
         let program = assemble_program(ctx, 2, columns)?;
