@@ -213,6 +213,8 @@ struct MergeArgs {
 }
 
 fn main() -> ExitCode {
+    // Before anything is written: leftovers of earlier runs are what is older than this.
+    exr::mark_run_start();
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Info { files, max_memory }) => run_info(&files, max_memory),
