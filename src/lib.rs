@@ -23,7 +23,10 @@ pub mod exr;
 pub mod gpu;
 pub mod heatmap;
 pub mod info;
+pub mod job;
+pub mod progress;
 pub mod scene;
+pub mod sequence;
 pub mod vocab;
 
 pub use error::{Error, Result};
