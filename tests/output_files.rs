@@ -39,6 +39,7 @@ fn merge_under_umask(umask: &str, a: &Path, b: &Path, out: &Path) {
         .args([a, b])
         .arg("-o")
         .arg(out)
+        .arg("-q")
         .status()
         .unwrap();
     assert!(status.success());
