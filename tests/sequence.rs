@@ -132,10 +132,9 @@ fn every_frame_equals_a_single_frame_run_in_every_token_syntax() {
             ]);
             assert!(ok, "{err}");
             let seq = d.join(format!("seq{}.{f:04}.exr", k + 1));
-            assert_eq!(
-                std::fs::read(&seq).unwrap(),
-                std::fs::read(&single).unwrap(),
-                "frame {f} of {out}"
+            assert!(
+                std::fs::read(&seq).unwrap() == std::fs::read(&single).unwrap(),
+                "frame {f} of {out} differs from a single-frame run"
             );
         }
         for f in [2, 4] {
