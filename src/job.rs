@@ -86,7 +86,7 @@ impl MergeJob {
         let refs: Vec<&DeepImage> = images.iter().collect();
         let merged = stats.time(Stage::Merge, || match on {
             On::Gl(ctx) => {
-                let gl = self.gl.clone().unwrap_or_default();
+                let gl = self.gl.unwrap_or_default();
                 let (merged, gl_stats) = merge_images_gl(ctx, &refs, &self.merge, &gl)?;
                 if self.gl_stats {
                     eprint!("{gl_stats}");

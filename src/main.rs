@@ -463,7 +463,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             codec: codec_of(args.compression),
             write_state: !args.no_deep_state,
         },
-        gl: requested_gl.clone(),
+        gl: requested_gl,
         gl_stats: args.stats,
     };
     // Choose the engine before reading, so a `--backend gl` without GL fails fast.
