@@ -55,20 +55,22 @@ enum On<'a> {
 
 impl MergeJob {
     /// Merge `inputs` into `output` on `engine`, adding stage times to `stats` and a progress
-    /// step after each stage.
+    /// step after each stage. `announce` is printed once the inputs are read, so a run that
+    /// fails reading prints its one error line only.
     pub fn run_one(
         &self,
         engine: &Engine,
         inputs: &[PathBuf],
         output: &Path,
         stats: &RunStats,
-        progress: Option<&Progress>,
+        progress: &Progress,
+        announce: Option<&str>,
     ) -> Result<()> {
         let on = match engine {
             Engine::Cpu { .. } => On::Cpu,
             Engine::Gl(ctx) => On::Gl(ctx),
         };
-        self.run_on(on, inputs, output, stats, progress)
+        self.run_on(on, inputs, output, stats, Some((progress, announce)))
     }
 
     fn run_on(
@@ -77,11 +79,14 @@ impl MergeJob {
         inputs: &[PathBuf],
         output: &Path,
         stats: &RunStats,
-        progress: Option<&Progress>,
+        progress: Option<(&Progress, Option<&str>)>,
     ) -> Result<()> {
-        let step = || progress.inspect(|p| p.step());
+        let step = || progress.inspect(|p| p.0.step());
         check_output_is_not_an_input(output, inputs)?;
         let images = stats.time(Stage::Read, || read_inputs(inputs, &self.read))?;
+        if let Some((p, Some(line))) = progress {
+            p.note(line);
+        }
         step();
         let refs: Vec<&DeepImage> = images.iter().collect();
         let merged = stats.time(Stage::Merge, || match on {

@@ -487,7 +487,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         None => (3, "stages"),
     };
     let progress = Progress::new(progress_mode, steps, what);
-    if !args.quiet {
+    let announce = (!args.quiet).then(|| {
         let on = match &engine {
             Engine::Gl(ctx) => {
                 let gl = requested_gl.unwrap_or_default();
@@ -505,13 +505,20 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             Some(f) => format!(", {} frames", f.len()),
             None => String::new(),
         };
-        progress.note(&format!(
+        format!(
             "deepmerge: merging {} inputs {on}{frames_note}",
             args.inputs.len()
-        ));
-    }
+        )
+    });
     let (Some(frames), Some(pattern)) = (frames, output_pattern) else {
-        job.run_one(&engine, &args.inputs, output, &stats, Some(&progress))?;
+        job.run_one(
+            &engine,
+            &args.inputs,
+            output,
+            &stats,
+            &progress,
+            announce.as_deref(),
+        )?;
         progress.finish();
         if args.runstats {
             eprint!("{}", stats.report(1));
@@ -522,6 +529,9 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         .jobs
         .map(|j| j as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if let Some(line) = &announce {
+        progress.note(line);
+    }
     let summary = job.run_sequence(
         &engine,
         &args.inputs,
