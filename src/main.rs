@@ -221,8 +221,8 @@ struct MergeArgs {
     /// written.
     #[arg(long, requires = "frames")]
     skip_bad_frames: bool,
-    /// Progress: a bar on a terminal (auto), always a bar, `openjd_progress: N` lines or
-    /// `Progress: N%` lines on stdout, or none.
+    /// Progress: a bar when stderr is a terminal (auto), the bar, `openjd_progress: N` lines
+    /// (Open Job Description) or `Progress: N%` lines (Deadline) on stdout, or none.
     #[arg(long, value_enum, value_name = "MODE")]
     progress: Option<ProgressArg>,
     /// Print nothing but errors.
