@@ -225,7 +225,7 @@ struct MergeArgs {
     /// (Open Job Description) or `Progress: N%` lines (Deadline) on stdout, or none.
     #[arg(long, value_enum, value_name = "MODE")]
     progress: Option<ProgressArg>,
-    /// Print nothing but errors.
+    /// Print nothing but errors (and, with --skip-bad-frames, the skipped frames).
     #[arg(short, long, conflicts_with_all = ["progress", "runstats", "stats"])]
     quiet: bool,
     /// Print the time of each stage (read, merge, write) and the peak memory at the end.

@@ -321,3 +321,23 @@ fn usage_errors_exit_2() {
         Some(2)
     );
 }
+
+#[test]
+fn negative_frames_through_the_command_line() {
+    // `--frames -2-0` starts with a hyphen: it must reach the range parser, not clap's options.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    make_sequence(d, &[-2, -1, 0]);
+    let (ok, _, err) = run(&[
+        &p(d, "a.####.exr"),
+        &p(d, "b.####.exr"),
+        "-o",
+        &p(d, "out.####.exr"),
+        "--frames",
+        "-2-0",
+    ]);
+    assert!(ok, "{err}");
+    for name in ["out.-002.exr", "out.-001.exr", "out.0000.exr"] {
+        assert!(d.join(name).exists(), "{name}: {err}");
+    }
+}
