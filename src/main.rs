@@ -532,6 +532,10 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
     if let Some(line) = &announce {
         progress.note(line);
     }
+    if matches!(engine, Engine::Gl(_)) && args.jobs.is_some_and(|j| j > 1) && !args.quiet {
+        // Said rather than silently ignored: the GL context belongs to one thread.
+        progress.note("deepmerge: -j: the GL engine merges one frame at a time");
+    }
     let summary = job.run_sequence(
         &engine,
         &args.inputs,
