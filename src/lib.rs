@@ -12,6 +12,9 @@
 //!    stage has a CPU twin in `cpu` with the same names, and both are tested against step 2.
 //!    The names all three share (layouts, fragments, the depth order) live in [`vocab`].
 //! 4. [`exr::write_deep`] and [`exr::write_flat`] write the result through a temporary file.
+//! 5. [`job::MergeJob`] is steps 1 to 4 as the CLI runs them, timed per stage
+//!    ([`progress::RunStats`]), once or per frame of a sequence ([`sequence`]: frame tokens and
+//!    ranges), with progress in the forms farm runners parse ([`progress::Progress`]).
 
 pub mod backend;
 pub mod bench;
@@ -23,7 +26,10 @@ pub mod exr;
 pub mod gpu;
 pub mod heatmap;
 pub mod info;
+pub mod job;
+pub mod progress;
 pub mod scene;
+pub mod sequence;
 pub mod vocab;
 
 pub use error::{Error, Result};

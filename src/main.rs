@@ -6,12 +6,12 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use deepmerge::backend::{choose_engine, Backend, Engine};
 use deepmerge::bench::{self, BenchArgs};
-use deepmerge::composite::{
-    holdout, merge_images, HoldoutMode, MergeOptions, MergeOutput, OutputKind, SortPolicy,
-};
-use deepmerge::deep::DeepImage;
+use deepmerge::composite::{holdout, HoldoutMode, MergeOptions, OutputKind, SortPolicy};
 use deepmerge::exr::{self, Codec, DeepWriteOptions, FlatType, PartSelector, ReadOptions};
-use deepmerge::gpu::{merge_images_gl, GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
+use deepmerge::gpu::{GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
+use deepmerge::job::{MergeJob, SequenceSummary};
+use deepmerge::progress::{Progress, ProgressMode, RunStats};
+use deepmerge::sequence::{self, FramePattern};
 use deepmerge::{heatmap, scene, Error, Result};
 
 #[derive(Parser, Debug)]
@@ -210,9 +210,41 @@ struct MergeArgs {
     /// Refuse inputs that would take more than this many GiB once decoded.
     #[arg(long, value_name = "GIB", default_value_t = 8.0)]
     max_memory: f64,
+    /// Merge a frame sequence: the frames (1-100, 1-100x4, 1-10,20,30-40, -5--1) of paths with
+    /// a frame token (#### or @@@@, %04d, $F4); inputs without one are used for every frame.
+    #[arg(long, value_name = "RANGE", allow_hyphen_values = true)]
+    frames: Option<String>,
+    /// Frames merged at the same time (CPU engine; default: the number of cores).
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    jobs: Option<u32>,
+    /// A frame that fails is a warning, not an error: the exit code is 0 if any frame was
+    /// written.
+    #[arg(long, requires = "frames")]
+    skip_bad_frames: bool,
+    /// Progress: a bar when stderr is a terminal (auto), the bar, `openjd_progress: N` lines
+    /// (Open Job Description) or `Progress: N%` lines (Deadline) on stdout, or none.
+    #[arg(long, value_enum, value_name = "MODE")]
+    progress: Option<ProgressArg>,
+    /// Print nothing but errors (and, with --skip-bad-frames, the skipped frames).
+    #[arg(short, long, conflicts_with_all = ["progress", "runstats", "stats"])]
+    quiet: bool,
+    /// Print the time of each stage (read, merge, write) and the peak memory at the end.
+    #[arg(long)]
+    runstats: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum ProgressArg {
+    Auto,
+    Bar,
+    Openjd,
+    Plain,
+    None,
 }
 
 fn main() -> ExitCode {
+    // Before anything is written: leftovers of earlier runs are what is older than this.
+    exr::mark_run_start();
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Info { files, max_memory }) => run_info(&files, max_memory),
@@ -240,8 +272,16 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("deepmerge: error: {e}");
-            ExitCode::FAILURE
+            exit_code(&e)
         }
+    }
+}
+
+/// 2 for options that do not fit together (as clap's own usage errors), 1 for anything else.
+fn exit_code(e: &Error) -> ExitCode {
+    match e {
+        Error::Usage(_) => ExitCode::from(2),
+        _ => ExitCode::FAILURE,
     }
 }
 
@@ -281,22 +321,6 @@ fn run_info(files: &[PathBuf], max_memory: f64) -> Result<()> {
     Ok(())
 }
 
-/// Refuse to overwrite an input: compare canonical paths where the output already exists.
-fn check_output_is_not_an_input(output: &Path, inputs: &[PathBuf]) -> Result<()> {
-    let Ok(out) = output.canonicalize() else {
-        return Ok(());
-    };
-    for input in inputs {
-        if input.canonicalize().is_ok_and(|i| i == out) {
-            return Err(Error::file(
-                output,
-                "output path is also an input; refusing to overwrite it",
-            ));
-        }
-    }
-    Ok(())
-}
-
 fn codec_of(c: CompressionArg) -> Codec {
     match c {
         CompressionArg::None => Codec::None,
@@ -304,17 +328,6 @@ fn codec_of(c: CompressionArg) -> Codec {
         CompressionArg::Zips => Codec::Zips,
         CompressionArg::Zip => Codec::Zip,
     }
-}
-
-fn read_inputs(paths: &[PathBuf], options: &ReadOptions) -> Result<Vec<DeepImage>> {
-    paths
-        .iter()
-        .map(|path| {
-            let image = exr::read_deep(path, options)?;
-            image.check_depths().map_err(|e| e.in_file(path))?;
-            Ok(image)
-        })
-        .collect()
 }
 
 fn run_holdout(
@@ -326,12 +339,12 @@ fn run_holdout(
     max_memory: f64,
 ) -> Result<()> {
     let inputs = [input.to_path_buf(), holdout_path.to_path_buf()];
-    check_output_is_not_an_input(output, &inputs)?;
     let options = ReadOptions {
         max_memory: gib_to_bytes(max_memory)?,
         ..ReadOptions::default()
     };
-    let images = read_inputs(&inputs, &options)?;
+    deepmerge::job::check_output_is_not_an_input(output, &inputs)?;
+    let images = deepmerge::job::read_inputs(&inputs, &options)?;
     let mode = if cull {
         HoldoutMode::Cull
     } else {
@@ -386,7 +399,6 @@ fn gl_options(args: &MergeArgs) -> Option<GlOptions> {
 
 fn run_merge(args: &MergeArgs) -> Result<()> {
     let output = args.output.as_ref().expect("clap requires -o");
-    check_output_is_not_an_input(output, &args.inputs)?;
     let requested_gl = gl_options(args);
     if args.deep && (args.flat_z || args.flat_type != FlatTypeArg::Half) {
         return Err(Error::Usage(
@@ -398,13 +410,61 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             "--tidy, --compression and --no-deep-state apply to deep output; add --deep (flat output is always composited tidily)".into(),
         ));
     }
-    let read_options = ReadOptions {
-        part: args
-            .part
-            .as_deref()
-            .map(|p| p.parse().expect("infallible"))
-            .unwrap_or(PartSelector::FirstDeep),
-        max_memory: gib_to_bytes(args.max_memory)?,
+    // Parse the sequence before choosing the engine: a usage error should not wait for GL.
+    let output_pattern = FramePattern::parse(output)?;
+    let frames = match (&args.frames, &output_pattern) {
+        (Some(range), Some(_)) => Some(sequence::parse_frames(range)?),
+        (Some(_), None) => {
+            return Err(Error::Usage(format!(
+                "--frames needs a frame token (####, %04d, $F4) in the output path {}",
+                output.display()
+            )))
+        }
+        (None, Some(_)) => {
+            return Err(Error::Usage(format!(
+                "{} has a frame token; give the frames with --frames",
+                output.display()
+            )))
+        }
+        (None, None) => None,
+    };
+    if frames.is_none() && args.jobs.is_some() {
+        return Err(Error::Usage("-j applies to sequences (--frames)".into()));
+    }
+    let job = MergeJob {
+        read: ReadOptions {
+            part: args
+                .part
+                .as_deref()
+                .map(|p| p.parse().expect("infallible"))
+                .unwrap_or(PartSelector::FirstDeep),
+            max_memory: gib_to_bytes(args.max_memory)?,
+        },
+        merge: MergeOptions {
+            output: if args.deep {
+                OutputKind::Deep
+            } else {
+                OutputKind::Flat { z: args.flat_z }
+            },
+            tidy: args.tidy,
+            sort: if args.sort {
+                SortPolicy::Always
+            } else if args.assume_sorted {
+                SortPolicy::AssumeSorted
+            } else {
+                SortPolicy::Auto
+            },
+        },
+        flat_type: match args.flat_type {
+            FlatTypeArg::Half => FlatType::Half,
+            FlatTypeArg::Float => FlatType::Float,
+        },
+        deep_write: DeepWriteOptions {
+            codec: codec_of(args.compression),
+            write_state: !args.no_deep_state,
+        },
+        gl: requested_gl,
+        gl_stats: args.stats,
     };
     // Choose the engine before reading, so a `--backend gl` without GL fails fast.
     let backend = match args.backend {
@@ -413,62 +473,99 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         BackendArg::Gl => Backend::Gl,
     };
     let engine = choose_engine(backend, requested_gl.is_some())?;
-    let images = read_inputs(&args.inputs, &read_options)?;
-    let refs: Vec<&DeepImage> = images.iter().collect();
-    let options = MergeOptions {
-        output: if args.deep {
-            OutputKind::Deep
-        } else {
-            OutputKind::Flat { z: args.flat_z }
-        },
-        tidy: args.tidy,
-        sort: if args.sort {
-            SortPolicy::Always
-        } else if args.assume_sorted {
-            SortPolicy::AssumeSorted
-        } else {
-            SortPolicy::Auto
-        },
+    let progress_mode = match (args.quiet, args.progress) {
+        (true, _) => ProgressMode::None,
+        (false, None | Some(ProgressArg::Auto)) => ProgressMode::Auto,
+        (false, Some(ProgressArg::Bar)) => ProgressMode::Bar,
+        (false, Some(ProgressArg::Openjd)) => ProgressMode::OpenJd,
+        (false, Some(ProgressArg::Plain)) => ProgressMode::Plain,
+        (false, Some(ProgressArg::None)) => ProgressMode::None,
     };
-    let merged = match &engine {
-        Engine::Gl(ctx) => {
-            let gl = requested_gl.unwrap_or_default();
-            eprintln!(
-                "deepmerge: merging {} inputs with OpenGL on {} ({} {} block {})",
-                images.len(),
-                ctx.info().renderer,
-                gl.layout.name(),
-                gl.method.name(),
-                gl.block_size
-            );
-            let (merged, stats) = merge_images_gl(ctx, &refs, &options, &gl)?;
-            if args.stats {
-                eprint!("{stats}");
+    let stats = RunStats::new();
+    let (steps, what) = match &frames {
+        Some(f) => (f.len() as u64, "frames"),
+        None => (3, "stages"),
+    };
+    let progress = Progress::new(progress_mode, steps, what);
+    let announce = (!args.quiet).then(|| {
+        let on = match &engine {
+            Engine::Gl(ctx) => {
+                let gl = requested_gl.unwrap_or_default();
+                format!(
+                    "with OpenGL on {} ({} {} block {})",
+                    ctx.info().renderer,
+                    gl.layout.name(),
+                    gl.method.name(),
+                    gl.block_size
+                )
             }
-            merged
+            Engine::Cpu { reason } => format!("on the CPU{reason}"),
+        };
+        let frames_note = match &frames {
+            Some(f) => format!(", {} frames", f.len()),
+            None => String::new(),
+        };
+        format!(
+            "deepmerge: merging {} inputs {on}{frames_note}",
+            args.inputs.len()
+        )
+    });
+    let (Some(frames), Some(pattern)) = (frames, output_pattern) else {
+        job.run_one(
+            &engine,
+            &args.inputs,
+            output,
+            &stats,
+            &progress,
+            announce.as_deref(),
+        )?;
+        progress.finish();
+        if args.runstats {
+            eprint!("{}", stats.report(1));
         }
-        Engine::Cpu { reason } => {
-            eprintln!(
-                "deepmerge: merging {} inputs on the CPU{reason}",
-                images.len()
-            );
-            merge_images(&refs, &options)?
-        }
+        return Ok(());
     };
-    match merged {
-        MergeOutput::Flat(flat) => {
-            let flat_type = match args.flat_type {
-                FlatTypeArg::Half => FlatType::Half,
-                FlatTypeArg::Float => FlatType::Float,
-            };
-            exr::write_flat(output, &flat, flat_type)
-        }
-        MergeOutput::Deep(deep) => {
-            let options = DeepWriteOptions {
-                codec: codec_of(args.compression),
-                write_state: !args.no_deep_state,
-            };
-            exr::write_deep_with(output, &deep, &options)
-        }
+    let jobs = args
+        .jobs
+        .map(|j| j as usize)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if let Some(line) = &announce {
+        progress.note(line);
+    }
+    if matches!(engine, Engine::Gl(_)) && args.jobs.is_some_and(|j| j > 1) && !args.quiet {
+        // Said rather than silently ignored: the GL context belongs to one thread.
+        progress.note("deepmerge: -j: the GL engine merges one frame at a time");
+    }
+    let summary = job.run_sequence(
+        &engine,
+        &args.inputs,
+        &pattern,
+        &frames,
+        jobs,
+        args.skip_bad_frames,
+        &stats,
+        &progress,
+    );
+    if args.runstats {
+        eprint!("{}", stats.report(frames.len()));
+    }
+    sequence_result(summary, args.skip_bad_frames, args.quiet)
+}
+
+/// The exit of a sequence: every frame written is success; failed frames are an error, unless
+/// skipped, where at least one written frame is needed.
+fn sequence_result(summary: SequenceSummary, skip_bad: bool, quiet: bool) -> Result<()> {
+    let SequenceSummary { written, failed } = summary;
+    let verb = if skip_bad { "skipped" } else { "failed" };
+    if !quiet || failed > 0 {
+        eprintln!("deepmerge: {written} frames written, {failed} {verb}");
+    }
+    match (failed, written, skip_bad) {
+        (0, _, _) => Ok(()),
+        (_, w, true) if w > 0 => Ok(()),
+        _ => Err(Error::Format(format!(
+            "{failed} of {} frames {verb}",
+            written + failed
+        ))),
     }
 }

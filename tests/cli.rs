@@ -13,7 +13,10 @@ use gpu_common::{assert_merge_matches, Reference, Stages};
 /// Whether the GL the CLI gets is a software rasteriser (`deepmerge gpu-info` says so).
 fn gl_is_software() -> bool {
     let (ok, out, err) = run(&["gpu-info"]);
-    assert!(ok, "GL must be available (Mesa llvmpipe in CI): {err}");
+    assert!(
+        ok,
+        "GL must be available (Mesa llvmpipe): apt-get install libegl1 libgl1-mesa-dri\n{err}"
+    );
     out.contains("(software)")
 }
 
@@ -189,7 +192,10 @@ fn gl_backend_gives_the_cpu_result_through_the_readme_command() {
 #[test]
 fn gpu_info_names_the_renderer_and_limits() {
     let (ok, out, err) = run(&["gpu-info"]);
-    assert!(ok, "GL must be available (Mesa llvmpipe in CI): {err}");
+    assert!(
+        ok,
+        "GL must be available (Mesa llvmpipe): apt-get install libegl1 libgl1-mesa-dri\n{err}"
+    );
     assert!(out.contains("renderer:"), "{out}");
     assert!(out.contains("max shader storage block:"), "{out}");
 }

@@ -13,6 +13,6 @@ pub use read::{
     DEFAULT_MAX_MEMORY,
 };
 pub use write::{
-    encode_deep, encode_deep_with, write_atomically, write_deep, write_deep_with, write_flat,
-    DeepWriteOptions, FlatType,
+    encode_deep, encode_deep_with, mark_run_start, write_atomically, write_deep, write_deep_with,
+    write_flat, DeepWriteOptions, FlatType,
 };

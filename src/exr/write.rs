@@ -3,10 +3,12 @@
 //! Deep headers are written attribute by attribute with the `exr` crate's attribute encoder (its
 //! whole-header writer does not support deep parts yet); flat files go through the `exr` crate's
 //! image writer. Every file is written to a temporary file beside the target and renamed into
-//! place, so a failure never leaves a partial output.
+//! place, so a failure never leaves a partial output (see [`write_atomically`] for the mode the
+//! output gets and how leftovers of killed runs are cleaned).
 
 use std::io::Write;
 use std::path::Path;
+use std::time::SystemTime;
 
 use exr::meta::attribute::{
     self as attr, AttributeValue, BlockType, ChannelDescription, ChannelList, IntegerBounds,
@@ -29,7 +31,79 @@ pub enum FlatType {
     Float,
 }
 
-/// Write bytes to `path` through a temporary file in the same directory and a rename.
+/// When this run started: a temporary file of ours older than this was left by a run that was
+/// killed (or is one still writing, started before us, that a rerun supersedes), and is removed
+/// when this run writes the same output. [`mark_run_start`] sets it; else the first write does.
+static RUN_START: std::sync::OnceLock<SystemTime> = std::sync::OnceLock::new();
+
+/// Record now as the run's start (the CLI calls this first thing; see [`write_atomically`]).
+pub fn mark_run_start() {
+    RUN_START.get_or_init(SystemTime::now);
+}
+
+/// The prefix of the temporary files for output `name`: `.deepmerge-NAME.` followed by six
+/// random characters and `.tmp`. Naming the output in it ties a leftover to the one output it
+/// was for, so cleaning one output never touches the temporary file of another output being
+/// written at the same time in the same directory (farm tasks writing other frames).
+fn temp_prefix(name: &std::ffi::OsStr) -> String {
+    format!(".deepmerge-{}.", name.to_string_lossy())
+}
+
+/// Whether `file` is one of our temporary files for the output whose prefix is `prefix`.
+fn is_temp_of(file: &str, prefix: &str) -> bool {
+    file.strip_prefix(prefix)
+        .and_then(|rest| rest.strip_suffix(".tmp"))
+        .is_some_and(|random| {
+            random.len() == TEMP_RANDOM_LEN && random.bytes().all(|b| b.is_ascii_alphanumeric())
+        })
+}
+
+const TEMP_RANDOM_LEN: usize = 6;
+
+/// Remove temporary files for this output left by earlier runs (modified before this run
+/// started). Best effort: a file that cannot be removed is left, as it would be without this.
+fn remove_stale_temps(dir: &Path, prefix: &str) {
+    let start = *RUN_START.get_or_init(SystemTime::now);
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_str().is_some_and(|n| is_temp_of(n, prefix)) {
+            continue;
+        }
+        let stale = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|modified| modified < start);
+        if stale {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The operating system's error without the temporary file's path that `tempfile` appends to
+/// its message (" at path \"...\""; its wrapper type is private, so the text is cut), so an
+/// error names only the output the user gave. The kind is kept.
+fn without_temp_path(e: std::io::Error) -> std::io::Error {
+    if e.raw_os_error().is_some() {
+        return e;
+    }
+    let text = e.to_string();
+    match text.find(" at path \"") {
+        Some(at) => std::io::Error::new(e.kind(), text[..at].to_string()),
+        None => e,
+    }
+}
+
+/// Write bytes to `path` through a temporary file in the same directory and a rename, so a
+/// failure never leaves a partial output and readers never see one.
+///
+/// The output gets the mode a plain `create` would give it: a new file 0666 less the umask
+/// (the temporary file is created with that mode, the kernel applying the umask), a replaced
+/// file keeps its own mode. The temporary file is `.deepmerge-NAME.XXXXXX.tmp` beside the
+/// output; leftovers of killed runs for the same output are removed first. Errors name `path`,
+/// never the temporary file.
 pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<()>,
@@ -38,16 +112,35 @@ pub fn write_atomically(
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let io_err = |e: std::io::Error| Error::write(path, e);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".deepmerge-")
+    let io_err = |e: std::io::Error| Error::write(path, without_temp_path(e));
+    let Some(name) = path.file_name() else {
+        return Err(Error::file(path, "output is not a file name"));
+    };
+    let prefix = temp_prefix(name);
+    remove_stale_temps(dir, &prefix);
+    // The mode of the file being replaced, if any (its permission bits only).
+    let existing_mode = std::fs::metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.permissions());
+    let mut builder = tempfile::Builder::new();
+    builder
+        .prefix(&prefix)
         .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(io_err)?;
+        .rand_bytes(TEMP_RANDOM_LEN);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut tmp = builder.tempfile_in(dir).map_err(io_err)?;
     {
         let mut buffered = std::io::BufWriter::new(tmp.as_file_mut());
         write(&mut buffered)?;
         buffered.flush().map_err(io_err)?;
+    }
+    if let Some(mode) = existing_mode {
+        tmp.as_file().set_permissions(mode).map_err(io_err)?;
     }
     tmp.as_file().sync_all().map_err(io_err)?;
     tmp.persist(path).map_err(|e| io_err(e.error))?;
@@ -295,4 +388,37 @@ pub fn write_flat(path: &Path, image: &FlatImage, flat_type: FlatType) -> Result
     write_atomically(path, |w| {
         w.write_all(&bytes).map_err(|e| Error::write(path, e))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporary_names_are_tied_to_their_output() {
+        let prefix = temp_prefix(std::ffi::OsStr::new("out.0001.exr"));
+        assert_eq!(prefix, ".deepmerge-out.0001.exr.");
+        assert!(is_temp_of(".deepmerge-out.0001.exr.a1B2c3.tmp", &prefix));
+        // Another output's temporary file, or something else that merely looks alike.
+        assert!(!is_temp_of(".deepmerge-out.0002.exr.a1B2c3.tmp", &prefix));
+        assert!(!is_temp_of(
+            ".deepmerge-out.0001.exr.a1B2c3.tmp.keep",
+            &prefix
+        ));
+        assert!(!is_temp_of(".deepmerge-out.0001.exr.a1.B2c.tmp", &prefix));
+        assert!(!is_temp_of(".deepmerge-out.0001.exr.tmp", &prefix));
+    }
+
+    #[test]
+    fn errors_name_the_output_not_the_temporary_file() {
+        let dir = tempfile::Builder::new().prefix("dm").tempdir().unwrap();
+        let out = dir.path().join("missing-dir/out.exr");
+        let err = write_atomically(&out, |_| Ok(())).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("{}: cannot write: ", out.display())),
+            "{err}"
+        );
+        assert!(!err.contains(".tmp") && !err.contains(" at path "), "{err}");
+        assert!(!err.contains(".deepmerge-"), "{err}");
+    }
 }

@@ -1,6 +1,7 @@
-//! Shared helpers for the integration tests: corpus paths, the independent reader (PyPI
-//! OpenEXR through `tests/independent/dump_deep.py`), the peers (`oiiotool`), the CLI binary,
-//! small synthetic images.
+//! Shared helpers for the integration tests: corpus paths, the tests' Python environment (made
+//! under `target/` on first use, see [`test_venv`]), the independent reader (PyPI OpenEXR
+//! through `tests/independent/dump_deep.py`), the peers (`oiiotool`), the CLI binary, small
+//! synthetic images.
 //!
 //! The peers are required, never optional: a test that needs one fails, naming the package to
 //! install, when it is missing (CI installs them), so a missing tool cannot pass for a pass.
@@ -41,15 +42,101 @@ pub fn oiiotool() -> Command {
     Command::new("oiiotool")
 }
 
-/// `python3` with PyPI OpenEXR importable: the independent reader. Fails the test with the
-/// packages to install when either is missing.
+/// The tests' own Python: a virtual environment under the target directory
+/// (`target/test-venv`) with exactly the packages pinned in `tests/requirements.txt`, made on
+/// first use so that `cargo test --release` needs nothing installed by hand but `python3` with
+/// its `venv` module. Fails the test, naming the `apt-get` line, when those are missing.
+pub fn test_python() -> Command {
+    Command::new(test_venv().join("bin/python"))
+}
+
+/// `python` of the test environment (PyPI OpenEXR and numpy importable): the independent reader.
 pub fn python_with_openexr() -> Command {
-    require_tool(
-        "python3",
-        &["-c", "import OpenEXR, numpy"],
-        "python3 with PyPI OpenEXR is required by this test (CI installs it): pip install OpenEXR numpy",
+    test_python()
+}
+
+/// A program installed in the test environment's `bin/` (e.g. `openjd` from `openjd-cli`).
+pub fn venv_tool(name: &str) -> Command {
+    Command::new(test_venv().join("bin").join(name))
+}
+
+/// The test environment's directory, made (once per machine, whatever the number of test
+/// processes) when missing or when `tests/requirements.txt` changed.
+///
+/// Test binaries run in parallel threads and, under other runners, in parallel processes: a
+/// `OnceLock` makes one thread per process do the work, and an exclusive lock on
+/// `test-venv.lock` makes one process at a time. The marker `.requirements` is written last,
+/// holding the requirements it was made from, so a run killed half-way is rebuilt, not trusted.
+pub fn test_venv() -> PathBuf {
+    static VENV: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    VENV.get_or_init(make_test_venv)
+        .clone()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn make_test_venv() -> Result<PathBuf, String> {
+    const APT: &str = "apt-get install python3 python3-venv";
+    // CARGO_TARGET_TMPDIR is <target>/tmp: the venv lives beside it, so it follows a custom
+    // CARGO_TARGET_DIR and `cargo clean` removes it.
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target/tmp has a parent")
+        .to_path_buf();
+    let venv = target.join("test-venv");
+    let requirements = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/requirements.txt");
+    let wanted = std::fs::read_to_string(&requirements).map_err(|e| e.to_string())?;
+    let marker = venv.join(".requirements");
+    let ready = || std::fs::read_to_string(&marker).is_ok_and(|have| have == wanted);
+    if ready() {
+        return Ok(venv);
+    }
+    std::fs::create_dir_all(&target).map_err(|e| e.to_string())?;
+    let lock = std::fs::File::create(target.join("test-venv.lock")).map_err(|e| e.to_string())?;
+    lock.lock()
+        .map_err(|e| format!("locking test-venv.lock: {e}"))?;
+    // Another process may have made it while this one waited for the lock.
+    if ready() {
+        return Ok(venv);
+    }
+    eprintln!(
+        "tests: making the Python test environment {} (once)",
+        venv.display()
     );
-    Command::new("python3")
+    if venv.exists() {
+        std::fs::remove_dir_all(&venv).map_err(|e| e.to_string())?;
+    }
+    let run = |cmd: &mut Command, what: &str| -> Result<(), String> {
+        match cmd.output() {
+            Ok(out) if out.status.success() => Ok(()),
+            Ok(out) => Err(format!(
+                "{what} failed ({}); the tests need python3 with venv: {APT}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(e) => Err(format!(
+                "cannot run python3 ({e}); the tests need it: {APT}"
+            )),
+        }
+    };
+    run(
+        Command::new("python3").args(["-m", "venv"]).arg(&venv),
+        "python3 -m venv",
+    )?;
+    run(
+        Command::new(venv.join("bin/python"))
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "-r",
+            ])
+            .arg(&requirements),
+        "pip install -r tests/requirements.txt (PyPI must be reachable)",
+    )?;
+    std::fs::write(&marker, &wanted).map_err(|e| e.to_string())?;
+    Ok(venv)
 }
 
 /// Panic with `help` unless `program args` runs and succeeds.
@@ -76,8 +163,8 @@ pub struct Dump {
     pub values: Vec<Vec<u8>>,
 }
 
-/// Decode `path` part `part` with PyPI OpenEXR. Fails the test (never skips) if Python or the
-/// module is missing: CI installs them.
+/// Decode `path` part `part` with PyPI OpenEXR. Fails the test (never skips) if the test
+/// environment cannot be made.
 pub fn independent_dump(path: &Path, part: usize) -> Dump {
     let out = tempfile::NamedTempFile::new().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/independent/dump_deep.py");

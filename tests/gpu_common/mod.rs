@@ -478,7 +478,7 @@ pub fn with_gl<R: Send + 'static>(job: impl FnOnce(&GlContext) -> R + Send + 'st
             let (tx, rx) = channel::<GlJob>();
             std::thread::spawn(move || {
                 let ctx = GlContext::new().expect(
-                    "a GL 4.3 context (install libegl1 libgl1-mesa-dri); GL tests fail without it",
+                    "a GL 4.3 context is required (GL tests fail without it): apt-get install libegl1 libgl1-mesa-dri",
                 );
                 for job in rx {
                     job(&ctx);

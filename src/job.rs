@@ -1,0 +1,227 @@
+//! A merge as the CLI runs it: read the inputs, merge them with the chosen engine, write the
+//! output, timing each stage. One frame of a sequence is exactly this with the frame's paths
+//! ([`MergeJob::run_sequence`] calls [`MergeJob::run_one`] per frame), so a sequence frame and a
+//! single-frame run of the same files give the same bytes.
+//!
+//! Sequence frames run on `jobs` threads with the CPU engine; the GL engine's context belongs
+//! to one thread, so there frames run one after another. A frame that fails (a missing or bad
+//! input, an unwritable output) is reported with its file and the other frames still run.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::backend::Engine;
+use crate::composite::{merge_images, MergeOptions, MergeOutput};
+use crate::deep::DeepImage;
+use crate::error::{Error, Result};
+use crate::exr::{self, DeepWriteOptions, FlatType, ReadOptions};
+use crate::gpu::{merge_images_gl, GlContext, GlOptions};
+use crate::progress::{Progress, RunStats, Stage};
+use crate::sequence::FramePattern;
+
+/// Everything about a merge but its paths and its engine.
+#[derive(Clone, Debug)]
+pub struct MergeJob {
+    /// How inputs are read.
+    pub read: ReadOptions,
+    /// What the merge produces.
+    pub merge: MergeOptions,
+    /// Storage of flat output.
+    pub flat_type: FlatType,
+    /// Options of deep output.
+    pub deep_write: DeepWriteOptions,
+    /// GL engine options (the defaults when `None`).
+    pub gl: Option<GlOptions>,
+    /// Print the GL engine's statistics after each merge.
+    pub gl_stats: bool,
+}
+
+/// How a sequence went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SequenceSummary {
+    /// Frames written.
+    pub written: usize,
+    /// Frames that failed (reported as errors, or as warnings under `skip_bad`).
+    pub failed: usize,
+}
+
+/// Where a merge runs, without tying the CPU case to a (thread-bound) GL context.
+#[derive(Clone, Copy)]
+enum On<'a> {
+    Cpu,
+    Gl(&'a GlContext),
+}
+
+impl MergeJob {
+    /// Merge `inputs` into `output` on `engine`, adding stage times to `stats` and a progress
+    /// step after each stage. `announce` is printed once the inputs are read, so a run that
+    /// fails reading prints its one error line only.
+    pub fn run_one(
+        &self,
+        engine: &Engine,
+        inputs: &[PathBuf],
+        output: &Path,
+        stats: &RunStats,
+        progress: &Progress,
+        announce: Option<&str>,
+    ) -> Result<()> {
+        let on = match engine {
+            Engine::Cpu { .. } => On::Cpu,
+            Engine::Gl(ctx) => On::Gl(ctx),
+        };
+        self.run_on(on, inputs, output, stats, Some((progress, announce)))
+    }
+
+    fn run_on(
+        &self,
+        on: On,
+        inputs: &[PathBuf],
+        output: &Path,
+        stats: &RunStats,
+        progress: Option<(&Progress, Option<&str>)>,
+    ) -> Result<()> {
+        let step = || progress.inspect(|p| p.0.step());
+        check_output_is_not_an_input(output, inputs)?;
+        let images = stats.time(Stage::Read, || read_inputs(inputs, &self.read))?;
+        if let Some((p, Some(line))) = progress {
+            p.note(line);
+        }
+        step();
+        let refs: Vec<&DeepImage> = images.iter().collect();
+        let merged = stats.time(Stage::Merge, || match on {
+            On::Gl(ctx) => {
+                let gl = self.gl.unwrap_or_default();
+                let (merged, gl_stats) = merge_images_gl(ctx, &refs, &self.merge, &gl)?;
+                if self.gl_stats {
+                    eprint!("{gl_stats}");
+                }
+                Ok::<_, Error>(merged)
+            }
+            On::Cpu => merge_images(&refs, &self.merge),
+        })?;
+        drop(images);
+        step();
+        stats.time(Stage::Write, || match merged {
+            MergeOutput::Flat(flat) => exr::write_flat(output, &flat, self.flat_type),
+            MergeOutput::Deep(deep) => exr::write_deep_with(output, &deep, &self.deep_write),
+        })?;
+        step();
+        Ok(())
+    }
+
+    /// Merge every frame of `frames`: input patterns (a path without a frame token is the same
+    /// file for every frame) into the output pattern. `jobs` frames at a time on the CPU
+    /// engine. Each failed frame is printed on stderr, as an error or, with `skip_bad`, a
+    /// warning, and the others still run.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_sequence(
+        &self,
+        engine: &Engine,
+        inputs: &[PathBuf],
+        output: &FramePattern,
+        frames: &[i64],
+        jobs: usize,
+        skip_bad: bool,
+        stats: &RunStats,
+        progress: &Progress,
+    ) -> SequenceSummary {
+        let patterns: Vec<Result<Option<FramePattern>>> =
+            inputs.iter().map(|p| FramePattern::parse(p)).collect();
+        let frame_inputs = |frame: i64| -> Vec<PathBuf> {
+            inputs
+                .iter()
+                .zip(&patterns)
+                .map(|(path, pattern)| match pattern {
+                    Ok(Some(p)) => p.path(frame),
+                    _ => path.clone(),
+                })
+                .collect()
+        };
+        let written = AtomicUsize::new(0);
+        let failed = AtomicUsize::new(0);
+        let report = |frame: i64, result: Result<()>| {
+            match result {
+                Ok(()) => written.fetch_add(1, Ordering::Relaxed),
+                Err(e) => {
+                    let level = if skip_bad { "warning" } else { "error" };
+                    progress.note(&format!(
+                        "deepmerge: {level}: frame {frame}: {e}{}",
+                        if skip_bad { " (skipped)" } else { "" }
+                    ));
+                    failed.fetch_add(1, Ordering::Relaxed)
+                }
+            };
+            progress.step();
+        };
+        match engine {
+            Engine::Gl(ctx) => {
+                for &frame in frames {
+                    let result = self.run_on(
+                        On::Gl(ctx),
+                        &frame_inputs(frame),
+                        &output.path(frame),
+                        stats,
+                        None,
+                    );
+                    report(frame, result);
+                }
+            }
+            Engine::Cpu { .. } => {
+                // A shared queue of frames, `jobs` workers taking the next one: frames finish
+                // roughly in order, so a farm's log reads naturally.
+                let next = Mutex::new(frames.iter());
+                std::thread::scope(|scope| {
+                    for _ in 0..jobs.clamp(1, frames.len().max(1)) {
+                        scope.spawn(|| loop {
+                            let Some(&frame) = next.lock().expect("frame queue").next() else {
+                                break;
+                            };
+                            let result = self.run_on(
+                                On::Cpu,
+                                &frame_inputs(frame),
+                                &output.path(frame),
+                                stats,
+                                None,
+                            );
+                            report(frame, result);
+                        });
+                    }
+                });
+            }
+        }
+        progress.finish();
+        SequenceSummary {
+            written: written.into_inner(),
+            failed: failed.into_inner(),
+        }
+    }
+}
+
+/// Read and check every input.
+pub fn read_inputs(paths: &[PathBuf], options: &ReadOptions) -> Result<Vec<DeepImage>> {
+    paths
+        .iter()
+        .map(|path| {
+            let image = exr::read_deep(path, options)?;
+            image.check_depths().map_err(|e| e.in_file(path))?;
+            Ok(image)
+        })
+        .collect()
+}
+
+/// Refuse to overwrite an input: compare canonical paths where the output already exists.
+pub fn check_output_is_not_an_input(output: &Path, inputs: &[PathBuf]) -> Result<()> {
+    let Ok(out) = output.canonicalize() else {
+        return Ok(());
+    };
+    for input in inputs {
+        if input.canonicalize().is_ok_and(|i| i == out) {
+            return Err(Error::file(
+                output,
+                "output path is also an input; refusing to overwrite it",
+            ));
+        }
+    }
+    Ok(())
+}
