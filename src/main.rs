@@ -430,6 +430,9 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             SortPolicy::Auto
         },
     };
+    // Before the engine starts: whether the inputs fit together and the output fits the budget.
+    let paths: Vec<&Path> = args.inputs.iter().map(PathBuf::as_path).collect();
+    deepmerge::composite::check_merge(&refs, &paths, &options, read_options.max_memory)?;
     let merged = match &engine {
         Engine::Gl(ctx) => {
             let gl = requested_gl.unwrap_or_default();
@@ -441,7 +444,8 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
                 gl.method.name(),
                 gl.block_size
             );
-            let (merged, stats) = merge_images_gl(ctx, &refs, &options, &gl)?;
+            let (merged, stats) =
+                merge_images_gl(ctx, &refs, &options, &gl).map_err(|e| e.in_merge(&paths))?;
             if args.stats {
                 eprint!("{stats}");
             }
@@ -452,7 +456,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
                 "deepmerge: merging {} inputs on the CPU{reason}",
                 images.len()
             );
-            merge_images(&refs, &options)?
+            merge_images(&refs, &options).map_err(|e| e.in_merge(&paths))?
         }
     };
     match merged {
