@@ -448,3 +448,32 @@ fn corrupt_zlib_data_is_one_line() {
     let bad = case.file("zlib.exr", &bytes);
     case.fails(&bad, &[], "zlib data is corrupt");
 }
+
+/// Every file in `tests/data/hostile/` (inputs that once broke the reader, see its README) fails
+/// with one line naming it; the table must list them all, so a new file cannot go untested.
+#[test]
+fn regression_files_in_tests_data_hostile_fail_on_one_line() {
+    let expected = [
+        (
+            "window-wraps.exr",
+            "its data window of 2147483643 x 2147483643 pixels would need more than 16 EiB",
+        ),
+        (
+            "zlib-checksum.exr",
+            "sample-count table: zlib data is corrupt (Mismatched Adler,",
+        ),
+    ];
+    let dir = data("hostile");
+    let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".exr"))
+        .collect();
+    on_disk.sort();
+    let listed: Vec<String> = expected.iter().map(|(n, _)| n.to_string()).collect();
+    assert_eq!(on_disk, listed, "every regression file has an expectation");
+    let case = Case::new();
+    for (name, expect) in expected {
+        case.fails(&dir.join(name), &[], expect);
+    }
+}

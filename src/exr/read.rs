@@ -271,8 +271,12 @@ fn check_memory(bytes: u64, limit: u64, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Bytes as GiB with two decimals, or MiB below a tenth of a GiB.
+/// Bytes as GiB with two decimals, or MiB below a tenth of a GiB. Sizes are computed with
+/// saturating arithmetic, so `u64::MAX` stands for "too large to count".
 pub fn human_bytes(bytes: u64) -> String {
+    if bytes == u64::MAX {
+        return "more than 16 EiB".into();
+    }
     let gib = bytes as f64 / (1u64 << 30) as f64;
     if gib >= 0.1 {
         format!("{gib:.2} GiB")
