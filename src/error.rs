@@ -42,6 +42,16 @@ pub enum Error {
     /// An invariant of this crate does not hold: a bug, not a problem with the inputs or the GL.
     #[error("internal error (a bug in deepmerge): {0}")]
     Internal(String),
+    /// An error while merging named inputs that did not name a file itself (a GL limit, a
+    /// usage error found by the engine): the inputs say what was being merged.
+    #[error("merging {inputs}: {source}")]
+    Merge {
+        /// The inputs, comma-separated.
+        inputs: String,
+        /// What went wrong.
+        #[source]
+        source: Box<Error>,
+    },
 }
 
 /// What was being done to a file when an I/O error struck ([`Error::Io`]).
@@ -79,6 +89,21 @@ impl Error {
                 message,
             },
             other => other,
+        }
+    }
+
+    /// Name the merge's `inputs` in an error that names no file (see [`Error::Merge`]).
+    pub fn in_merge(self, inputs: &[&Path]) -> Self {
+        match self {
+            e @ (Error::Io { .. } | Error::File { .. } | Error::Merge { .. }) => e,
+            other => Error::Merge {
+                inputs: inputs
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                source: Box::new(other),
+            },
         }
     }
 
@@ -140,6 +165,19 @@ mod tests {
         assert_eq!(text.lines().count(), 1);
         let io = err.source().unwrap().downcast_ref::<std::io::Error>();
         assert_eq!(io.unwrap().kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn merge_errors_name_the_inputs_unless_they_name_a_file() {
+        let inputs = [Path::new("a.exr"), Path::new("b.exr")];
+        let gl = Error::Gl("a buffer of 9 bytes is too large".into()).in_merge(&inputs);
+        assert_eq!(
+            gl.to_string(),
+            "merging a.exr, b.exr: OpenGL: a buffer of 9 bytes is too large"
+        );
+        assert!(gl.source().is_some(), "keeps the engine's error");
+        let file = Error::file(Path::new("b.exr"), "bad").in_merge(&inputs);
+        assert_eq!(file.to_string(), "b.exr: bad");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::backend::Engine;
-use crate::composite::{merge_images, MergeOptions, MergeOutput};
+use crate::composite::{check_merge, merge_images, MergeOptions, MergeOutput};
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
 use crate::exr::{self, DeepWriteOptions, FlatType, ReadOptions};
@@ -84,22 +84,28 @@ impl MergeJob {
         let step = || progress.inspect(|p| p.0.step());
         check_output_is_not_an_input(output, inputs)?;
         let images = stats.time(Stage::Read, || read_inputs(inputs, &self.read))?;
+        let refs: Vec<&DeepImage> = images.iter().collect();
+        // Before the engine starts: whether the inputs fit together and the output fits the
+        // budget, so a refusal is the run's one line.
+        let paths: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+        check_merge(&refs, &paths, &self.merge, self.read.max_memory)?;
         if let Some((p, Some(line))) = progress {
             p.note(line);
         }
         step();
-        let refs: Vec<&DeepImage> = images.iter().collect();
-        let merged = stats.time(Stage::Merge, || match on {
-            On::Gl(ctx) => {
-                let gl = self.gl.unwrap_or_default();
-                let (merged, gl_stats) = merge_images_gl(ctx, &refs, &self.merge, &gl)?;
-                if self.gl_stats {
-                    eprint!("{gl_stats}");
+        let merged = stats
+            .time(Stage::Merge, || match on {
+                On::Gl(ctx) => {
+                    let gl = self.gl.unwrap_or_default();
+                    let (merged, gl_stats) = merge_images_gl(ctx, &refs, &self.merge, &gl)?;
+                    if self.gl_stats {
+                        eprint!("{gl_stats}");
+                    }
+                    Ok::<_, Error>(merged)
                 }
-                Ok::<_, Error>(merged)
-            }
-            On::Cpu => merge_images(&refs, &self.merge),
-        })?;
+                On::Cpu => merge_images(&refs, &self.merge),
+            })
+            .map_err(|e| e.in_merge(&paths))?;
         drop(images);
         step();
         stats.time(Stage::Write, || match merged {

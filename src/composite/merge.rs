@@ -96,20 +96,18 @@ impl<'a> MergePlan<'a> {
         if inputs.is_empty() {
             return Err(Error::Usage("nothing to merge".into()));
         }
+        if let Some((name, int_input, float_input)) = channel_conflict(inputs) {
+            return Err(Error::Usage(format!(
+                "channel {name} is an integer channel in input {} and a float channel in input {}",
+                int_input + 1,
+                float_input + 1
+            )));
+        }
         let mut deep_channels: Vec<Channel> = Vec::new();
         for image in inputs {
             for c in &image.channels {
                 match deep_channels.iter_mut().find(|d| d.name == c.name) {
-                    Some(d) if d.sample_type != c.sample_type => {
-                        if (d.sample_type == SampleType::U32) != (c.sample_type == SampleType::U32)
-                        {
-                            return Err(Error::Usage(format!(
-                                "channel {} is an integer channel in one input and a float channel in another",
-                                c.name
-                            )));
-                        }
-                        d.sample_type = SampleType::F32;
-                    }
+                    Some(d) if d.sample_type != c.sample_type => d.sample_type = SampleType::F32,
                     Some(_) => {}
                     None => deep_channels.push(c.clone()),
                 }
@@ -186,6 +184,29 @@ impl MergePlan<'_> {
     }
 }
 
+/// The first channel name that is an integer channel in one input and a float channel in
+/// another, with the indices of those inputs (integer first): such channels cannot be joined.
+pub fn channel_conflict(inputs: &[&DeepImage]) -> Option<(String, usize, usize)> {
+    for (i, image) in inputs.iter().enumerate() {
+        for c in image
+            .channels
+            .iter()
+            .filter(|c| c.sample_type == SampleType::U32)
+        {
+            let float_in = inputs.iter().position(|other| {
+                other
+                    .channels
+                    .iter()
+                    .any(|o| o.name == c.name && o.sample_type != SampleType::U32)
+            });
+            if let Some(j) = float_in {
+                return Some((c.name.clone(), i, j));
+            }
+        }
+    }
+    None
+}
+
 /// Sample `index` of `image` (input number `input`), its key read from its Z and ZBack channels
 /// `depth` by [`depth_key`] (no Z: depth 0; no ZBack: a point). Every engine reads keys here.
 pub fn read_sample(
@@ -213,6 +234,15 @@ pub fn merge_images(inputs: &[&DeepImage], options: &MergeOptions) -> Result<Mer
     }
     let mut plan = MergePlan::new(inputs)?;
     plan.sort = options.sort;
+    if matches!(options.output, OutputKind::Flat { .. }) && plan.composite.is_empty() {
+        // Nothing contributes to a composite without alpha or colour: the image would have no
+        // channels (or only zeros), which no EXR writer takes.
+        return Err(Error::Usage(
+            "the inputs hold no colour or alpha channel, so a flat composite has nothing to show; \
+             merge them as deep output"
+                .into(),
+        ));
+    }
     Ok(match options.output {
         OutputKind::Flat { z } => MergeOutput::Flat(merge_flat(&plan, z)),
         OutputKind::Deep => MergeOutput::Deep(merge_deep(&plan, options.tidy)),

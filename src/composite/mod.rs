@@ -3,6 +3,7 @@
 //!
 //! Everything else (the CPU twins in `cpu`, the GL engine in `gpu`) is tested against this module.
 
+mod budget;
 mod flat;
 mod flatten;
 pub mod holdout;
@@ -15,6 +16,7 @@ pub mod tidy;
 pub use tidy::{is_tidy, needs_tidy, tidy_pixel};
 
 pub use crate::vocab::Sample;
+pub use budget::{check_merge, input_names, output_bytes};
 pub use flat::FlatPixels;
 pub use flatten::{flatten_pixel, FlattenResult};
 pub use holdout::{holdout, HoldoutMode};

@@ -34,9 +34,10 @@ impl Bounds {
         (self.y1 as i64 - self.y0 as i64 + 1).max(0) as usize
     }
 
-    /// Pixels in the rectangle.
+    /// Pixels in the rectangle. Saturates instead of wrapping: a window read from a file can
+    /// be 2^32 x 2^32, and a wrapped area would slip past every memory check that uses it.
     pub fn area(&self) -> usize {
-        self.width() * self.height()
+        self.width().saturating_mul(self.height())
     }
 
     /// The smallest rectangle holding both.

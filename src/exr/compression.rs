@@ -5,6 +5,10 @@
 //! crates the `exr` crate uses (`zune-inflate` to read, `miniz_oxide` to write).
 //! OpenEXR stores a block raw whenever compressing would not make it smaller, so a packed size
 //! equal to the unpacked size means "stored raw" for every codec.
+//!
+//! The unpacked size always comes from the file, so it is checked against what the packed bytes
+//! can possibly produce ([`check_plausible`]) before any buffer is reserved, and buffers are
+//! reserved no larger than that bound: a few bytes claiming gigabytes are refused, not allocated.
 
 use crate::error::{Error, Result};
 
@@ -68,11 +72,41 @@ impl Codec {
     }
 }
 
+/// Most bytes one packed byte of RLE unpacks to: a run is two bytes (count, value) and
+/// repeats its value at most 128 times.
+const RLE_MAX_RATIO: usize = 64;
+
+/// Most bytes one packed byte of deflate unpacks to: a length/distance pair can cost as little
+/// as two bits (one-bit Huffman codes) and copies at most 258 bytes, 258 x 4 = 1032.
+const DEFLATE_MAX_RATIO: usize = 1032;
+
+/// The most bytes `packed_len` bytes of `codec` data can unpack to (a block stored raw is as
+/// large as its unpacked data, which every codec allows).
+pub fn max_unpacked(codec: Codec, packed_len: usize) -> usize {
+    match codec {
+        Codec::None => packed_len,
+        Codec::Rle => packed_len.saturating_mul(RLE_MAX_RATIO),
+        Codec::Zips | Codec::Zip => packed_len.saturating_mul(DEFLATE_MAX_RATIO),
+    }
+}
+
+/// Refuse a block whose claimed unpacked size its packed bytes cannot produce.
+pub fn check_plausible(codec: Codec, packed_len: usize, unpacked: usize, what: &str) -> Result<()> {
+    if unpacked != packed_len && unpacked > max_unpacked(codec, packed_len) {
+        return Err(Error::format(format!(
+            "{what}: {packed_len} packed bytes of {} cannot unpack to the {unpacked} bytes claimed",
+            codec.name()
+        )));
+    }
+    Ok(())
+}
+
 /// Unpack `packed` into exactly `expected` bytes. `what` names the block in errors.
 pub fn decompress(codec: Codec, packed: &[u8], expected: usize, what: &str) -> Result<Vec<u8>> {
     if packed.len() == expected {
         return Ok(packed.to_vec());
     }
+    check_plausible(codec, packed.len(), expected, what)?;
     let mut bytes = match codec {
         Codec::None => {
             return Err(Error::format(format!(
@@ -87,7 +121,12 @@ pub fn decompress(codec: Codec, packed: &[u8], expected: usize, what: &str) -> R
                 .set_size_hint(expected);
             zune_inflate::DeflateDecoder::new_with_options(packed, options)
                 .decode_zlib()
-                .map_err(|e| Error::format(format!("{what}: zlib data is corrupt ({e:?})")))?
+                .map_err(|e| {
+                    Error::format(format!(
+                        "{what}: zlib data is corrupt ({})",
+                        one_line(&format!("{:?}", e.error))
+                    ))
+                })?
         }
     };
     if bytes.len() != expected {
@@ -98,6 +137,12 @@ pub fn decompress(codec: Codec, packed: &[u8], expected: usize, what: &str) -> R
     }
     undo_predictor(&mut bytes);
     Ok(deinterleave(&bytes))
+}
+
+/// `text` on one line: the inflater's messages may hold newlines (and its `Debug` form dumps the
+/// partly decoded data), but an error is one line.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Pack `raw` with `codec`; returns `raw` itself when packing would not make it smaller.
@@ -153,10 +198,11 @@ fn undo_predictor(bytes: &mut [u8]) {
 }
 
 /// OpenEXR's RLE: a signed count byte; negative means that many literal bytes follow,
-/// otherwise the next byte repeats count + 1 times. Never produces more than `limit` bytes.
+/// otherwise the next byte repeats count + 1 times. Never produces more than `limit` bytes, and
+/// reserves no more than `packed` can produce.
 fn rle_decode(packed: &[u8], limit: usize, what: &str) -> Result<Vec<u8>> {
     let corrupt = || Error::format(format!("{what}: RLE data is corrupt"));
-    let mut out = Vec::with_capacity(limit);
+    let mut out = Vec::with_capacity(limit.min(max_unpacked(Codec::Rle, packed.len())));
     let mut i = 0;
     while i < packed.len() {
         let n = packed[i] as i8;
@@ -263,5 +309,34 @@ mod tests {
         assert!(decompress(Codec::Zips, &z, raw.len(), "t").is_err());
         // RLE that claims more output than expected is refused, not allocated.
         assert!(decompress(Codec::Rle, &[127, 1, 127, 1], 10, "t").is_err());
+    }
+
+    #[test]
+    fn zlib_errors_are_one_line() {
+        let mut z = compress(Codec::Zips, &sample_bytes());
+        z[1] ^= 1; // the header's check bits
+        let err = decompress(Codec::Zips, &z, sample_bytes().len(), "t").unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("t: zlib data is corrupt ("), "{text}");
+        assert_eq!(text.lines().count(), 1, "{text:?}");
+        assert!(!text.ends_with('\n'), "{text:?}");
+    }
+
+    #[test]
+    fn claims_beyond_what_the_packed_bytes_can_hold_are_refused_before_unpacking() {
+        // A run of 128 bytes is the most two RLE bytes make; deflate tops out at 1032:1.
+        assert!(decompress(Codec::Rle, &[127, 7], 128, "t").is_ok());
+        let err = decompress(Codec::Rle, &[127, 7], 129, "t").unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("2 packed bytes of rle cannot unpack to the 129"));
+        let zeros = vec![0u8; 1 << 20];
+        let z = compress(Codec::Zip, &zeros);
+        assert!(
+            max_unpacked(Codec::Zip, z.len()) >= zeros.len(),
+            "real data is plausible"
+        );
+        assert_eq!(decompress(Codec::Zip, &z, zeros.len(), "t").unwrap(), zeros);
+        assert!(decompress(Codec::Zip, &z, usize::MAX, "t").is_err());
     }
 }

@@ -7,9 +7,9 @@ mod compression;
 mod read;
 mod write;
 
-pub use compression::{compress, decompress, Codec};
+pub use compression::{check_plausible, compress, decompress, max_unpacked, Codec};
 pub use read::{
-    decode_deep, read_deep, read_parts_info, PartInfo, PartSelector, ReadOptions,
+    decode_deep, human_bytes, read_deep, read_parts_info, PartInfo, PartSelector, ReadOptions,
     DEFAULT_MAX_MEMORY,
 };
 pub use write::{

@@ -6,6 +6,13 @@
 //! reserved only after all count tables have been read and the total checked against
 //! [`ReadOptions::max_memory`]. Chunks decode in parallel in batches, so the transient memory is a
 //! few chunks, not a second copy of the image.
+//!
+//! Every size the file states (window, chunk count, packed and unpacked sizes, sample counts) is
+//! hostile until checked: sizes are computed in u64 with saturating arithmetic (a saturated
+//! size is over any budget, so overflow can only ever refuse, never wrap into a small number),
+//! a chunk's claimed unpacked sizes must be reachable from its packed bytes with its codec
+//! ([`super::compression::check_plausible`]) before anything is unpacked, and the budget covers
+//! the per-pixel tables, the sample planes and the transient unpacking buffers together.
 
 use std::path::Path;
 
@@ -14,7 +21,7 @@ use exr::meta::header::Header;
 use exr::meta::{BlockDescription, MetaData};
 use rayon::prelude::*;
 
-use super::compression::{decompress, Codec};
+use super::compression::{check_plausible, decompress, Codec};
 use crate::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
 use crate::error::{Error, Result};
 
@@ -122,15 +129,35 @@ pub fn decode_deep(bytes: &[u8], options: &ReadOptions) -> Result<DeepImage> {
     }
     let window = info.data_window;
     let channels = info.channels.clone();
-    let bytes_per_sample: usize = channels.iter().map(|c| c.sample_type.size()).sum();
+    if channels.is_empty() {
+        // A sample without bytes costs nothing in the file but a full sample in every merge:
+        // counts of 2^31 per pixel would be accepted and then take forever to walk.
+        return Err(Error::format(
+            "the deep part has no channels (a deep sample needs at least Z)",
+        ));
+    }
+    let bytes_per_sample: u64 = channels.iter().map(|c| c.sample_type.size() as u64).sum();
 
-    let pixel_bytes = window.area() as u64 * 12;
-    check_memory(pixel_bytes, options.max_memory, "its data window")?;
+    let pixel_bytes = (window.area() as u64).saturating_mul(PIXEL_BYTES);
+    check_memory(
+        pixel_bytes,
+        options.max_memory,
+        &format!(
+            "its data window of {} x {} pixels",
+            window.width(),
+            window.height()
+        ),
+    )?;
 
     // Locate this part's chunks: the offset tables of all parts follow the headers in order.
+    let truncated_table = || Error::format("file is truncated inside the chunk offset table");
     let mut table_at = table_start;
     for h in &meta.headers[..index] {
-        table_at += 8 * h.chunk_count;
+        table_at = h
+            .chunk_count
+            .checked_mul(8)
+            .and_then(|n| table_at.checked_add(n))
+            .ok_or_else(truncated_table)?;
     }
     let chunk_count = header.chunk_count;
     let expected = expected_chunk_count(header, window);
@@ -139,9 +166,11 @@ pub fn decode_deep(bytes: &[u8], options: &ReadOptions) -> Result<DeepImage> {
             "header says {chunk_count} chunks, the data window needs {expected}"
         )));
     }
-    let table = bytes
-        .get(table_at..table_at + 8 * chunk_count)
-        .ok_or_else(|| Error::format("file is truncated inside the chunk offset table"))?;
+    let table_end = chunk_count
+        .checked_mul(8)
+        .and_then(|n| table_at.checked_add(n))
+        .ok_or_else(truncated_table)?;
+    let table = bytes.get(table_at..table_end).ok_or_else(truncated_table)?;
     let chunk_offsets: Vec<usize> = table
         .chunks_exact(8)
         .map(|b| u64::from_le_bytes(b.try_into().unwrap()) as usize)
@@ -172,11 +201,26 @@ pub fn decode_deep(bytes: &[u8], options: &ReadOptions) -> Result<DeepImage> {
         for (k, &c) in chunk.counts.iter().enumerate() {
             let (x, y) = chunk.region.coords_of(k);
             counts[window.index_of(x, y).expect("region inside window")] = c;
-            total += c as u64;
+            total = total.saturating_add(c as u64);
         }
     }
+    // Pass 2 unpacks a batch of chunks at a time; each chunk holds its unpacked bytes twice at
+    // the peak (the codec's output and the de-interleaved copy), so the largest batch counts.
+    let batch = rayon::current_num_threads().max(1) * 4;
+    let transient = chunks
+        .chunks(batch)
+        .map(|group| {
+            group
+                .iter()
+                .fold(0u64, |sum, c| sum.saturating_add(c.unpacked_size as u64))
+        })
+        .max()
+        .unwrap_or(0)
+        .saturating_mul(2);
     check_memory(
-        pixel_bytes + total * bytes_per_sample as u64,
+        pixel_bytes
+            .saturating_add(total.saturating_mul(bytes_per_sample))
+            .saturating_add(transient),
         options.max_memory,
         &format!("its {total} samples"),
     )?;
@@ -188,7 +232,6 @@ pub fn decode_deep(bytes: &[u8], options: &ReadOptions) -> Result<DeepImage> {
         .collect();
 
     // Pass 2: unpack sample data a batch of chunks at a time and place it.
-    let batch = rayon::current_num_threads().max(1) * 4;
     for group in chunks.chunks(batch) {
         let unpacked: Vec<Vec<u8>> = group
             .par_iter()
@@ -213,6 +256,10 @@ pub fn decode_deep(bytes: &[u8], options: &ReadOptions) -> Result<DeepImage> {
     Ok(image)
 }
 
+/// Bytes per pixel of the window while reading: the count table (4), the offsets (8) and the
+/// chunks' own count tables, held until every chunk is parsed (4).
+const PIXEL_BYTES: u64 = 16;
+
 fn check_memory(bytes: u64, limit: u64, what: &str) -> Result<()> {
     if bytes > limit {
         return Err(Error::format(format!(
@@ -224,8 +271,12 @@ fn check_memory(bytes: u64, limit: u64, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Bytes as GiB with two decimals, or MiB below a tenth of a GiB.
+/// Bytes as GiB with two decimals, or MiB below a tenth of a GiB. Sizes are computed with
+/// saturating arithmetic, so `u64::MAX` stands for "too large to count".
 pub fn human_bytes(bytes: u64) -> String {
+    if bytes == u64::MAX {
+        return "more than 16 EiB".into();
+    }
     let gib = bytes as f64 / (1u64 << 30) as f64;
     if gib >= 0.1 {
         format!("{gib:.2} GiB")
@@ -379,9 +430,10 @@ fn expected_chunk_count(header: &Header, window: Bounds) -> usize {
         BlockDescription::ScanLines => window
             .height()
             .div_ceil(header.compression.scan_lines_per_block()),
-        BlockDescription::Tiles(t) => {
-            window.width().div_ceil(t.tile_size.x()) * window.height().div_ceil(t.tile_size.y())
-        }
+        BlockDescription::Tiles(t) => window
+            .width()
+            .div_ceil(t.tile_size.x())
+            .saturating_mul(window.height().div_ceil(t.tile_size.y())),
     }
 }
 
@@ -493,23 +545,30 @@ fn parse_chunk<'a>(
             }
         }
     };
-    let packed_table_size = r.u64()? as usize;
-    let packed_sample_size = r.u64()? as usize;
-    let unpacked_size = r.u64()? as usize;
+    // Sizes beyond the address space cannot be in the file: saturate, and `take` refuses them.
+    let as_size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+    let packed_table_size = as_size(r.u64()?);
+    let packed_sample_size = as_size(r.u64()?);
+    let unpacked_size = as_size(r.u64()?);
     let packed_table = r.take(packed_table_size)?;
     let packed_samples = r.take(packed_sample_size)?;
+    // The claimed unpacked size must be reachable from the packed bytes before the count table
+    // is trusted to match it: else a table consistent with an absurd claim allocates planes.
+    check_plausible(codec, packed_samples.len(), unpacked_size, "sample data")
+        .map_err(|e| Error::format(format!("block {region}: {e}")))?;
 
     let pixels = region.area();
     // OpenEXR writes the table of a clipped edge tile stored raw at the full tile size, with the
     // clipped pixels first: a raw table of full-tile size is accepted and its tail ignored.
     let full_tile = match header.blocks {
-        BlockDescription::Tiles(t) => t.tile_size.x() * t.tile_size.y(),
+        BlockDescription::Tiles(t) => t.tile_size.x().saturating_mul(t.tile_size.y()),
         BlockDescription::ScanLines => pixels,
     };
-    let table = if full_tile != pixels && packed_table.len() == full_tile * 4 {
-        packed_table[..pixels * 4].to_vec()
+    let table_size = pixels.saturating_mul(4);
+    let table = if full_tile != pixels && packed_table.len() == full_tile.saturating_mul(4) {
+        packed_table[..table_size].to_vec()
     } else {
-        decompress(codec, packed_table, pixels * 4, "sample-count table")
+        decompress(codec, packed_table, table_size, "sample-count table")
             .map_err(|e| Error::format(format!("block {region}: {e}")))?
     };
     let cumulative: Vec<i32> = table
@@ -568,11 +627,13 @@ fn counts_from_table(
     let mut last_error = None;
     for per_line in [true, false] {
         match decode(per_line) {
-            Ok((counts, total)) if total * bytes_per_sample == unpacked_size => return Ok(counts),
+            Ok((counts, total)) if total.saturating_mul(bytes_per_sample) == unpacked_size => {
+                return Ok(counts)
+            }
             Ok((_, total)) => {
                 last_error = Some(corrupt(format!(
                     "{total} samples need {} bytes, the chunk holds {unpacked_size}",
-                    total * bytes_per_sample
+                    total.saturating_mul(bytes_per_sample)
                 )))
             }
             Err(e) => last_error = Some(e),
