@@ -91,6 +91,21 @@ fn p(dir: &Path, name: &str) -> String {
     dir.join(name).to_string_lossy().into_owned()
 }
 
+/// Arguments merging the sequences `a.####.exr` and `b.####.exr` in `d` into
+/// `{output}.####.exr` over `frames`, followed by `extra`.
+fn sequence_args(d: &Path, output: &str, frames: &str, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        p(d, "a.####.exr"),
+        p(d, "b.####.exr"),
+        "-o".into(),
+        p(d, &format!("{output}.####.exr")),
+        "--frames".into(),
+        frames.into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
 #[test]
 fn every_frame_equals_a_single_frame_run_in_every_token_syntax() {
     let dir = tempfile::tempdir().unwrap();
@@ -148,18 +163,7 @@ fn a_missing_frame_is_an_error_naming_its_file_and_the_others_are_written() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     make_sequence(d, &[1, 2, 4]);
-    let args = |extra: &[&str]| {
-        let mut v = vec![
-            p(d, "a.####.exr"),
-            p(d, "b.####.exr"),
-            "-o".into(),
-            p(d, "out.####.exr"),
-            "--frames".into(),
-            "1-4".into(),
-        ];
-        v.extend(extra.iter().map(|s| s.to_string()));
-        v
-    };
+    let args = |extra: &[&str]| sequence_args(d, "out", "1-4", extra);
     let out = common::deepmerge().args(args(&[])).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -185,15 +189,7 @@ fn a_missing_frame_is_an_error_naming_its_file_and_the_others_are_written() {
 
     // ... but not when no frame at all could be written.
     let out = common::deepmerge()
-        .args([
-            &p(d, "a.####.exr"),
-            &p(d, "b.####.exr"),
-            "-o",
-            &p(d, "none.####.exr"),
-            "--frames",
-            "7-8",
-            "--skip-bad-frames",
-        ])
+        .args(sequence_args(d, "none", "7-8", &["--skip-bad-frames"]))
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -207,15 +203,7 @@ fn progress_lines_for_runners_and_quiet_runs() {
     let d = dir.path();
     make_sequence(d, &[1, 2, 3, 4]);
     let seq = |extra: &[&str]| {
-        let mut args = vec![
-            p(d, "a.####.exr"),
-            p(d, "b.####.exr"),
-            "-o".into(),
-            p(d, "out.####.exr"),
-            "--frames".into(),
-            "1-4".into(),
-        ];
-        args.extend(extra.iter().map(|s| s.to_string()));
+        let args = sequence_args(d, "out", "1-4", extra);
         let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
         run(&args)
     };
