@@ -3,8 +3,6 @@
 //! marked pixel at its rank, so the list is in pixel order. One u32 (the count) is read back, to
 //! size the list and the dispatches that use it.
 
-use glow::HasContext;
-
 use super::buffer::GpuBuffer;
 use super::program::Defines;
 use super::scan::exclusive_scan_buffer;
@@ -24,8 +22,16 @@ pub struct GpuCompacted<'a> {
     pub count: usize,
 }
 
-fn program(ctx: &GlContext, stage: u32, field: FlagField) -> Result<glow::Program> {
-    ctx.program(
+/// Run stage `stage` of `compact.comp` (0: mark, 1: scatter) over `pixels`, with `buffers`
+/// bound to bindings 0, 1, ... in order.
+fn run_stage(
+    ctx: &GlContext,
+    stage: u32,
+    field: FlagField,
+    pixels: usize,
+    buffers: &[&GpuBuffer],
+) -> Result<()> {
+    let program = ctx.use_stage(
         "compact.comp",
         &Defines::default()
             .set("GROUP_SIZE", GROUP_SIZE)
@@ -33,7 +39,9 @@ fn program(ctx: &GlContext, stage: u32, field: FlagField) -> Result<glow::Progra
             .set("FLAG_STRIDE", field.stride)
             .set("FLAG_COMPONENT", field.component)
             .set("FLAG_MASK", format!("{:#x}u", field.mask)),
-    )
+    )?;
+    let bindings: Vec<(u32, &GpuBuffer)> = (0..).zip(buffers.iter().copied()).collect();
+    ctx.run_per_pixel(program, pixels, &bindings)
 }
 
 /// Mark, rank and list the first `pixels` pixels of `flags` that `field` selects.
@@ -46,27 +54,13 @@ pub fn compact_flagged<'a>(
     let gl = &ctx.gl;
     let marks = GpuBuffer::uninit(gl, (pixels * 4).max(16))?;
     if pixels > 0 {
-        let mark = program(ctx, 0, field)?;
-        // SAFETY: the program belongs to this context.
-        unsafe { gl.use_program(Some(mark)) };
-        ctx.uniform_u32(mark, "u_pixels", pixels as u32);
-        flags.bind(0);
-        marks.bind(1);
-        ctx.dispatch(pixels, GROUP_SIZE as usize)?;
+        run_stage(ctx, 0, field, pixels, &[flags, &marks])?;
     }
     let rank = exclusive_scan_buffer(ctx, &marks, pixels)?;
     let count = rank.read_range::<u32>(pixels, 1)[0] as usize;
     let list = GpuBuffer::uninit(gl, (count * 4).max(16))?;
     if count > 0 {
-        let scatter = program(ctx, 1, field)?;
-        // SAFETY: the program belongs to this context.
-        unsafe { gl.use_program(Some(scatter)) };
-        ctx.uniform_u32(scatter, "u_pixels", pixels as u32);
-        flags.bind(0);
-        marks.bind(1);
-        rank.bind(2);
-        list.bind(3);
-        ctx.dispatch(pixels, GROUP_SIZE as usize)?;
+        run_stage(ctx, 1, field, pixels, &[flags, &marks, &rank, &list])?;
     }
     Ok(GpuCompacted {
         marks,

@@ -285,11 +285,9 @@ pub fn build_image<'a>(
     .set("NUM_COLUMNS", stride)
     .set("LL_ASCENDING", u32::from(ascending));
     let program = ctx.use_stage("build.comp", &defines)?;
-    ctx.uniform_u32(program, "u_pixels", pixels as u32);
+    // The image binds its own buffers from 0 on.
     image.bind(0);
-    stream_keys.bind(10);
-    stream_values.bind(11);
-    ctx.dispatch(pixels, GROUP_SIZE as usize)?;
+    ctx.run_per_pixel(program, pixels, &[(10, &stream_keys), (11, &stream_values)])?;
     Ok(image)
 }
 

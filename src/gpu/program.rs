@@ -139,6 +139,20 @@ fn parse_include(from: &str, rest: &str, with_name: bool) -> Result<(String, Opt
     }
 }
 
+/// A stage that failed to compile or link, as one line: the driver's log has its lines joined
+/// with " | " so the CLI's one-line error rule holds here too.
+fn build_failure(stage: &str, step: &str, context: &str, log: &str) -> Error {
+    let log: Vec<&str> = log
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    Error::Gl(format!(
+        "glsl/{stage} failed to {step} ({context}): {}",
+        log.join(" | ")
+    ))
+}
+
 impl GlContext {
     /// The program for `stage` specialised with `defines`, compiled on first use.
     pub fn program(&self, stage: &str, defines: &Defines) -> Result<glow::Program> {
@@ -164,10 +178,8 @@ impl GlContext {
             if !gl.get_shader_compile_status(shader) {
                 let log = gl.get_shader_info_log(shader);
                 gl.delete_shader(shader);
-                return Err(Error::Gl(format!(
-                    "glsl/{stage} failed to compile (defines {:?}; source numbers {table}):\n{log}",
-                    defines.0
-                )));
+                let context = format!("defines {:?}; source numbers {table}", defines.0);
+                return Err(build_failure(stage, "compile", &context, &log));
             }
             let program = gl
                 .create_program()
@@ -179,10 +191,8 @@ impl GlContext {
             if !gl.get_program_link_status(program) {
                 let log = gl.get_program_info_log(program);
                 gl.delete_program(program);
-                return Err(Error::Gl(format!(
-                    "glsl/{stage} failed to link (defines {:?}):\n{log}",
-                    defines.0
-                )));
+                let context = format!("defines {:?}", defines.0);
+                return Err(build_failure(stage, "link", &context, &log));
             }
             program
         };
@@ -205,6 +215,21 @@ impl GlContext {
             let location = self.gl.get_uniform_location(program, name);
             self.gl.uniform_1_u32(location.as_ref(), value);
         }
+    }
+
+    /// Run `program` (already in use) once per pixel: set `u_pixels`, bind each buffer to its
+    /// binding, dispatch `pixels` invocations in groups of [`GROUP_SIZE`](crate::vocab::GROUP_SIZE).
+    pub(crate) fn run_per_pixel(
+        &self,
+        program: glow::Program,
+        pixels: usize,
+        bindings: &[(u32, &super::GpuBuffer)],
+    ) -> Result<()> {
+        self.uniform_u32(program, "u_pixels", pixels as u32);
+        for (binding, buffer) in bindings {
+            buffer.bind(*binding);
+        }
+        self.dispatch(pixels, crate::vocab::GROUP_SIZE as usize)
     }
 
     /// Run `program` (already in use) over `threads` invocations of `local` each, splitting the

@@ -279,11 +279,7 @@ pub fn tidy_gate<'a>(
     let marks = GpuBuffer::uninit(&ctx.gl, (pixels * 4).max(16))?;
     if pixels > 0 {
         let program = assemble_program(ctx, 0, columns)?;
-        ctx.uniform_u32(program, "u_pixels", pixels as u32);
-        offsets.bind(0);
-        keys.bind(1);
-        marks.bind(2);
-        ctx.dispatch(pixels, GROUP_SIZE as usize)?;
+        ctx.run_per_pixel(program, pixels, &[(0, offsets), (1, keys), (2, &marks)])?;
     }
     Ok(marks)
 }
