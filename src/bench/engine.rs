@@ -232,12 +232,15 @@ impl OiiotoolEngine {
     }
 
     fn time(&self, args: &[&Path], extra: &[&str], output: &Path) -> Result<Duration> {
+        let mut command = Command::new(&self.program);
+        command.args(args).args(extra).arg("-o").arg(output);
+        self.run_timed(command)
+    }
+
+    /// Run one whole oiiotool command and time it (process start to exit).
+    fn run_timed(&self, mut command: Command) -> Result<Duration> {
         let start = Instant::now();
-        let out = Command::new(&self.program)
-            .args(args)
-            .args(extra)
-            .arg("-o")
-            .arg(output)
+        let out = command
             .output()
             .map_err(|e| Error::Usage(format!("cannot run {}: {e}", self.program.display())))?;
         let time = start.elapsed();
@@ -279,25 +282,16 @@ impl MergeEngine for OiiotoolEngine {
         let out = case.work_dir.join("oiiotool-pairwise.exr");
         // oiiotool is a stack machine: a b --deepmerge c d --deepmerge --deepmerge merges
         // (a + b) + (c + d).
-        let start = Instant::now();
-        let status = Command::new(&self.program)
+        let mut command = Command::new(&self.program);
+        command
             .arg(&f.quad[0])
             .arg(&f.quad[1])
             .arg("--deepmerge")
             .arg(&f.quad[2])
             .arg(&f.quad[3])
             .args(["--deepmerge", "--deepmerge", "--flatten", "-o"])
-            .arg(&out)
-            .output()
-            .map_err(|e| Error::Usage(format!("cannot run {}: {e}", self.program.display())))?;
-        let time = start.elapsed();
-        if !status.status.success() {
-            return Err(Error::Usage(format!(
-                "oiiotool failed: {}",
-                String::from_utf8_lossy(&status.stderr).trim()
-            )));
-        }
-        Ok(time)
+            .arg(&out);
+        self.run_timed(command)
     }
 
     fn memory_bytes(&self, _case: &BenchCase) -> Option<u64> {

@@ -231,32 +231,26 @@ pub struct BenchReport {
 impl BenchReport {
     /// Plain text, tables aligned.
     pub fn to_text(&self) -> String {
-        let mut out = String::new();
-        for line in &self.header {
-            let _ = writeln!(out, "{line}");
-        }
-        for table in std::iter::once(&self.inputs)
-            .chain(&self.tables)
-            .chain(&self.end_to_end)
-        {
-            out.push('\n');
-            out.push_str(&table.to_text());
-        }
-        out
+        self.render("", Table::to_text)
     }
 
     /// Markdown (for docs/benchmarks.md and the README).
     pub fn to_markdown(&self) -> String {
+        self.render("- ", Table::to_markdown)
+    }
+
+    /// The header lines (each after `bullet`), then every table as `table` renders it.
+    fn render(&self, bullet: &str, table: fn(&Table) -> String) -> String {
         let mut out = String::new();
         for line in &self.header {
-            let _ = writeln!(out, "- {line}");
+            let _ = writeln!(out, "{bullet}{line}");
         }
-        for table in std::iter::once(&self.inputs)
+        for t in std::iter::once(&self.inputs)
             .chain(&self.tables)
             .chain(&self.end_to_end)
         {
             out.push('\n');
-            out.push_str(&table.to_markdown());
+            out.push_str(&table(t));
         }
         out
     }
