@@ -116,15 +116,15 @@ impl MergeJob {
         Ok(())
     }
 
-    /// Merge every frame of `frames`: input patterns (a path without a frame token is the same
-    /// file for every frame) into the output pattern. `jobs` frames at a time on the CPU
-    /// engine. Each failed frame is printed on stderr, as an error or, with `skip_bad`, a
+    /// Merge every frame of `frames`: `inputs`, each with its frame pattern from
+    /// [`FramePattern::parse`] (`None`: the same file for every frame), into the output pattern.
+    /// `jobs` frames at a time on the CPU engine. Each failed frame is printed on stderr, as an error or, with `skip_bad`, a
     /// warning, and the others still run.
     #[allow(clippy::too_many_arguments)]
     pub fn run_sequence(
         &self,
         engine: &Engine,
-        inputs: &[PathBuf],
+        inputs: &[(PathBuf, Option<FramePattern>)],
         output: &FramePattern,
         frames: &[i64],
         jobs: usize,
@@ -132,15 +132,12 @@ impl MergeJob {
         stats: &RunStats,
         progress: &Progress,
     ) -> SequenceSummary {
-        let patterns: Vec<Result<Option<FramePattern>>> =
-            inputs.iter().map(|p| FramePattern::parse(p)).collect();
         let frame_inputs = |frame: i64| -> Vec<PathBuf> {
             inputs
                 .iter()
-                .zip(&patterns)
                 .map(|(path, pattern)| match pattern {
-                    Ok(Some(p)) => p.path(frame),
-                    _ => path.clone(),
+                    Some(p) => p.path(frame),
+                    None => path.clone(),
                 })
                 .collect()
         };

@@ -431,6 +431,15 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
     if frames.is_none() && args.jobs.is_some() {
         return Err(Error::Usage("-j applies to sequences (--frames)".into()));
     }
+    // The inputs' patterns too, so a malformed one is a usage error, not a literal path.
+    let sequence_inputs: Vec<(PathBuf, Option<FramePattern>)> = if frames.is_some() {
+        args.inputs
+            .iter()
+            .map(|p| Ok((p.clone(), FramePattern::parse(p)?)))
+            .collect::<Result<_>>()?
+    } else {
+        Vec::new()
+    };
     let job = MergeJob {
         read: ReadOptions {
             part: args
@@ -538,7 +547,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
     }
     let summary = job.run_sequence(
         &engine,
-        &args.inputs,
+        &sequence_inputs,
         &pattern,
         &frames,
         jobs,

@@ -94,7 +94,7 @@ impl Progress {
         match &self.kind {
             Kind::Bar(bar) => bar.set_position(done),
             Kind::Lines(before, after) => {
-                let percent = (done.min(self.total) * 100 / self.total) as u8 as u64;
+                let percent = done.min(self.total) * 100 / self.total;
                 let mut state = self.state.lock().expect("progress lock");
                 if state.1.is_some_and(|last| last >= percent) {
                     return;

@@ -148,7 +148,7 @@ fn flat_files_read_back_in_the_exr_crate_and_pypi() {
                 assert_eq!(*g, want, "{name} {flat_type:?}");
             }
         }
-        let py = python_with_openexr()
+        let py = test_python()
             .args(["-c", "import OpenEXR,sys; p=OpenEXR.File(sys.argv[1]).parts[0]; print(sorted(p.channels), p.header['dataWindow'][0].tolist())"])
             .arg(&path)
             .output()

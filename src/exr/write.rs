@@ -96,6 +96,13 @@ fn without_temp_path(e: std::io::Error) -> std::io::Error {
     }
 }
 
+/// [`write_atomically`] of encoded bytes.
+fn write_bytes_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomically(path, |w| {
+        w.write_all(bytes).map_err(|e| Error::write(path, e))
+    })
+}
+
 /// Write bytes to `path` through a temporary file in the same directory and a rename, so a
 /// failure never leaves a partial output and readers never see one.
 ///
@@ -196,9 +203,7 @@ pub fn write_deep_with(path: &Path, image: &DeepImage, options: &DeepWriteOption
         ));
     }
     let bytes = encode_deep_with(image, options)?;
-    write_atomically(path, |w| {
-        w.write_all(&bytes).map_err(|e| Error::write(path, e))
-    })
+    write_bytes_atomically(path, &bytes)
 }
 
 /// Encode a deep scanline file in memory, with `deepImageState`.
@@ -385,9 +390,7 @@ pub fn write_flat(path: &Path, image: &FlatImage, flat_type: FlatType) -> Result
         .non_parallel()
         .to_buffered(std::io::Cursor::new(&mut bytes))
         .map_err(|e| Error::file(path, format!("cannot encode flat EXR: {e}")))?;
-    write_atomically(path, |w| {
-        w.write_all(&bytes).map_err(|e| Error::write(path, e))
-    })
+    write_bytes_atomically(path, &bytes)
 }
 
 #[cfg(test)]

@@ -50,11 +50,6 @@ pub fn test_python() -> Command {
     Command::new(test_venv().join("bin/python"))
 }
 
-/// `python` of the test environment (PyPI OpenEXR and numpy importable): the independent reader.
-pub fn python_with_openexr() -> Command {
-    test_python()
-}
-
 /// A program installed in the test environment's `bin/` (e.g. `openjd` from `openjd-cli`).
 pub fn venv_tool(name: &str) -> Command {
     Command::new(test_venv().join("bin").join(name))
@@ -168,7 +163,7 @@ pub struct Dump {
 pub fn independent_dump(path: &Path, part: usize) -> Dump {
     let out = tempfile::NamedTempFile::new().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/independent/dump_deep.py");
-    let status = python_with_openexr()
+    let status = test_python()
         .arg(&script)
         .arg(path)
         .arg(part.to_string())
