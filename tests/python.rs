@@ -32,7 +32,11 @@ fn run(cmd: &mut Command, what: &str) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "{what} failed ({}):\n{text}", out.status);
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{text}",
+        out.status
+    );
     text
 }
 

@@ -76,9 +76,13 @@ fn keep_channels(image: &mut DeepImage, wanted: &[String]) -> Result<()> {
         .map(|c| wanted.contains(&c.name))
         .collect();
     let mut flags = keep.iter();
-    image.channels.retain(|_| *flags.next().expect("one flag per channel"));
+    image
+        .channels
+        .retain(|_| *flags.next().expect("one flag per channel"));
     let mut flags = keep.iter();
-    image.planes.retain(|_| *flags.next().expect("one flag per plane"));
+    image
+        .planes
+        .retain(|_| *flags.next().expect("one flag per plane"));
     Ok(())
 }
 
@@ -131,7 +135,9 @@ pub fn merge(inputs: &[Input], request: &MergeRequest) -> Result<MergeOutput> {
                 images.push(from_files.next().expect("one image per path"));
             }
             Input::Image { image, name } => {
-                image.check_depths().map_err(|e| e.in_file(Path::new(name)))?;
+                image
+                    .check_depths()
+                    .map_err(|e| e.in_file(Path::new(name)))?;
                 names.push(PathBuf::from(name));
                 images.push(image);
             }
@@ -145,13 +151,17 @@ pub fn merge(inputs: &[Input], request: &MergeRequest) -> Result<MergeOutput> {
     };
     let max_memory = request.memory_budget.unwrap_or(DEFAULT_MAX_MEMORY);
     check_merge(&images, &paths, &options, max_memory)?;
-    with_engine(request.backend, request.gl.is_some(), |engine| match engine {
-        Engine::Gl(ctx) => {
-            let gl = request.gl.unwrap_or_default();
-            merge_images_gl(ctx, &images, &options, &gl).map(|(merged, _stats)| merged)
-        }
-        Engine::Cpu { .. } => merge_images(&images, &options),
-    })
+    with_engine(
+        request.backend,
+        request.gl.is_some(),
+        |engine| match engine {
+            Engine::Gl(ctx) => {
+                let gl = request.gl.unwrap_or_default();
+                merge_images_gl(ctx, &images, &options, &gl).map(|(merged, _stats)| merged)
+            }
+            Engine::Cpu { .. } => merge_images(&images, &options),
+        },
+    )
     .map_err(|e| e.in_merge(&paths))
 }
 

@@ -89,8 +89,7 @@ pub fn to_py(error: Error) -> PyErr {
 
 fn error_class(py: Python<'_>, kind: Kind) -> PyResult<Bound<'_, PyType>> {
     static MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
-    let module = MODULE.get_or_try_init(py, || {
-        py.import("deepmerge._errors").map(Bound::unbind)
-    })?;
+    let module =
+        MODULE.get_or_try_init(py, || py.import("deepmerge._errors").map(Bound::unbind))?;
     Ok(module.bind(py).getattr(kind.class_name())?.cast_into()?)
 }

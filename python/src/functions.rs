@@ -52,20 +52,27 @@ fn path_or_image<'py>(value: &Bound<'py, PyAny>, what: &str) -> PyResult<PathOrI
     if let Ok(image) = value.cast::<PyDeepImage>() {
         return Ok(PathOrImage::Image(image.clone()));
     }
-    value.extract::<PathBuf>().map(PathOrImage::Path).map_err(|_| {
-        usage(format!(
-            "{what} must be a path (str or os.PathLike) or a deepmerge.DeepImage, not a {}",
-            value
-                .get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_default()
-        ))
-    })
+    value
+        .extract::<PathBuf>()
+        .map(PathOrImage::Path)
+        .map_err(|_| {
+            usage(format!(
+                "{what} must be a path (str or os.PathLike) or a deepmerge.DeepImage, not a {}",
+                value
+                    .get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })
 }
 
 /// The image `value` stands for, reading it (GIL released) when it is a path.
-fn image_of<'py>(py: Python<'py>, value: &Bound<'py, PyAny>, what: &str) -> PyResult<Py<PyDeepImage>> {
+fn image_of<'py>(
+    py: Python<'py>,
+    value: &Bound<'py, PyAny>,
+    what: &str,
+) -> PyResult<Py<PyDeepImage>> {
     match path_or_image(value, what)? {
         PathOrImage::Image(image) => Ok(image.unbind()),
         PathOrImage::Path(path) => {
@@ -130,9 +137,7 @@ fn merge<'py>(
     let output = match output {
         "flat" => OutputKind::Flat { z: flat_z },
         "deep" if flat_z => {
-            return Err(usage(
-                "flat_z applies to flat output, not output=\"deep\"",
-            ))
+            return Err(usage("flat_z applies to flat output, not output=\"deep\""))
         }
         "deep" => OutputKind::Deep,
         other => {
@@ -381,4 +386,3 @@ fn info_text(py: Python<'_>, path: PathBuf, memory_budget: Option<u64>) -> PyRes
     py.detach(|| engine::info_text(&path, memory_budget))
         .map_err(to_py)
 }
-

@@ -13,10 +13,7 @@ use deepmerge::deep::{
     Bounds, Channel, DeepImage, DeepState, FlatImage, FlatValues, Plane, SampleType,
 };
 use numpy::ndarray::{ArrayView1, ArrayView2, Dimension};
-use numpy::{
-    Element, PyArray, PyArray1, PyArrayDyn, PyArrayMethods,
-    PyUntypedArrayMethods,
-};
+use numpy::{Element, PyArray, PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
@@ -187,7 +184,10 @@ impl PyDeepImage {
     #[getter]
     fn counts<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let this = slf.get();
-        let shape = (this.image.data_window.height(), this.image.data_window.width());
+        let shape = (
+            this.image.data_window.height(),
+            this.image.data_window.width(),
+        );
         let counts = ArrayView2::from_shape(shape, this.counts.as_slice())
             .map_err(|e| errors::new_error(errors::Kind::Internal, e.to_string()))?;
         // SAFETY: `counts` belongs to the frozen object `slf`.
