@@ -9,11 +9,11 @@ use deepmerge::exr::{Codec, FlatType, PartSelector};
 use deepmerge::gpu::{GlOptions, Layout, MergeMethod};
 use deepmerge::info::COMPLEXITY_BINS;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyString};
 
 use crate::engine::{self, Input, MergeRequest, ReadRequest};
 use crate::errors::{to_py, usage};
-use crate::image::{is_str, type_name, PyDeepImage, PyFlatImage, Window};
+use crate::image::{PyDeepImage, PyFlatImage, Window};
 
 /// Add the functions to the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -169,7 +169,8 @@ fn merge<'py>(
         part: part_selector(part),
         memory_budget,
     };
-    if is_str(inputs) {
+    // A str is iterable too: its characters would be taken for paths.
+    if inputs.is_instance_of::<PyString>() {
         return Err(usage(
             "inputs must be a list of paths or DeepImages, not one string",
         ));
@@ -355,7 +356,7 @@ fn info<'py>(
         let channels: Vec<(String, &str)> = h
             .channels
             .iter()
-            .map(|c| (c.name.clone(), type_name(c.sample_type)))
+            .map(|c| (c.name.clone(), c.sample_type.name()))
             .collect();
         dict.set_item("channels", channels)?;
         dict.set_item("compression", h.compression.clone())?;

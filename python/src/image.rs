@@ -9,13 +9,11 @@
 //! The one buffer that is not the library's own is `counts`: the library stores offsets, so the
 //! per-pixel counts are worked out once, when the Python object is made, and kept beside it.
 
-use deepmerge::deep::{
-    Bounds, Channel, DeepImage, DeepState, FlatImage, FlatValues, Plane, SampleType,
-};
+use deepmerge::deep::{Bounds, Channel, DeepImage, DeepState, FlatImage, FlatValues, Plane};
 use numpy::ndarray::{ArrayView1, ArrayView2, Dimension};
 use numpy::{Element, PyArray, PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::PyDict;
 
 use crate::errors;
 
@@ -473,14 +471,4 @@ impl PyFlatImage {
             self.channel_names().join(" ")
         )
     }
-}
-
-/// The sample type name `info` reports.
-pub fn type_name(t: SampleType) -> &'static str {
-    t.name()
-}
-
-/// True when `value` is a Python `str` (a lone path where a list was wanted).
-pub fn is_str(value: &Bound<'_, PyAny>) -> bool {
-    value.is_instance_of::<PyString>()
 }
