@@ -124,3 +124,27 @@ def test_write_then_read_round_trips(tmp_path):
         dm.write(balls, out, compression=compression)
         back = dm.read(out)
         assert_same_image(back, balls, compression)
+
+
+def test_the_gil_is_released_while_the_engine_runs():
+    """The main thread keeps running Python while another thread merges: with the GIL held for
+    the whole native call, no main-thread tick could fall inside it."""
+    import time
+
+    span = {}
+
+    def work():
+        start = time.perf_counter()
+        dm.merge([BALLS, LEAVES, TRUNKS], output="deep", tidy=True, backend="cpu")
+        span["merge"] = (start, time.perf_counter())
+
+    thread = threading.Thread(target=work)
+    ticks = []
+    thread.start()
+    while thread.is_alive():
+        ticks.append(time.perf_counter())
+        time.sleep(0.001)
+    thread.join()
+    start, end = span["merge"]
+    inside = [t for t in ticks if start < t < end]
+    assert len(inside) >= 5, f"{len(inside)} main-thread ticks during a {end - start:.3f} s merge"
