@@ -62,8 +62,8 @@ enum On<'a> {
 
 impl MergeJob {
     /// Merge `inputs` into `output` on `engine`, adding stage times to `stats` and a progress
-    /// step after each stage. `announce` is printed once the inputs are read, so a run that
-    /// fails reading prints its one error line only.
+    /// step after each stage. `announce` is printed once the merge has succeeded, so a run that
+    /// fails prints its one error line only.
     pub fn run_one(
         &self,
         engine: &Engine,
@@ -91,18 +91,18 @@ impl MergeJob {
         let step = || progress.inspect(|p| p.0.step());
         check_output_is_not_an_input(output, inputs)?;
         let options = self.stream_options();
-        // Everything that can refuse the inputs runs before the announcement, so a run that
-        // fails there prints its one error line only.
         let merge = StreamMerge::open(inputs, &options, Some(stats))?;
-        if let Some((p, Some(line))) = progress {
-            p.note(line);
-        }
         step();
         let engine = match on {
             On::Gl(ctx) => MergeEngine::Gl(ctx, self.gl.unwrap_or_default()),
             On::Cpu => MergeEngine::Cpu,
         };
         let report = merge.run(output, engine, Some(stats))?;
+        // A streamed merge finds a corrupt block or a NaN depth only when it decodes that band,
+        // so the announcement waits for success: a run that fails prints its one error line.
+        if let Some((p, Some(line))) = progress {
+            p.note(line);
+        }
         if self.gl_stats {
             if let Some(gl_stats) = &report.gpu_stats {
                 eprint!("{gl_stats}");

@@ -95,6 +95,9 @@ enum Command {
         /// Refuse inputs that would take more than this many GiB once decoded.
         #[arg(long, value_name = "GIB", default_value_t = 8.0)]
         max_memory: f64,
+        /// Also say what a sample costs when a merge keeps only these channels.
+        #[arg(long, value_name = "LIST")]
+        channels: Option<String>,
     },
 }
 
@@ -262,7 +265,11 @@ fn main() -> ExitCode {
     exr::mark_run_start();
     let cli = Cli::parse();
     let result = match cli.command {
-        Some(Command::Info { files, max_memory }) => run_info(&files, max_memory),
+        Some(Command::Info {
+            files,
+            max_memory,
+            channels,
+        }) => run_info(&files, max_memory, channels.as_deref()),
         Some(Command::Holdout {
             input,
             holdout,
@@ -331,10 +338,15 @@ fn run_heatmap(file: &Path, output: &Path, part: Option<String>) -> Result<()> {
     heatmap::write_heatmap(&image, output)
 }
 
-fn run_info(files: &[PathBuf], max_memory: f64) -> Result<()> {
+fn run_info(files: &[PathBuf], max_memory: f64, channels: Option<&str>) -> Result<()> {
     let max_memory = gib_to_bytes(max_memory)?;
+    let selection = channels.map(ChannelSelection::parse).transpose()?;
     for f in files {
         print!("{}", deepmerge::info::describe_file(f, max_memory)?);
+        print!(
+            "{}",
+            deepmerge::info::describe_sample_cost(f, selection.as_ref())?
+        );
     }
     Ok(())
 }

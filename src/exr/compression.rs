@@ -1,8 +1,8 @@
 //! The byte-level codecs of deep EXR chunks: NONE, RLE, ZIPS and ZIP.
 //!
 //! RLE and ZIP(S) share OpenEXR's preprocessing: the bytes are split into even and odd halves and
-//! delta-coded ("predictor") before the run-length or zlib stage. Deflate itself comes from the
-//! crates the `exr` crate uses (`zune-inflate` to read, `miniz_oxide` to write).
+//! delta-coded ("predictor") before the run-length or zlib stage. Deflate itself is `zune-inflate` to
+//! read and `libdeflater` (libdeflate) to write, chosen by measurement ([`DEFLATE_LEVEL`]).
 //! OpenEXR stores a block raw whenever compressing would not make it smaller, so a packed size
 //! equal to the unpacked size means "stored raw" for every codec.
 //!
@@ -154,13 +154,41 @@ pub fn compress(codec: Codec, raw: &[u8]) -> Vec<u8> {
     apply_predictor(&mut bytes);
     let packed = match codec {
         Codec::Rle => rle_encode(&bytes),
-        _ => miniz_oxide::deflate::compress_to_vec_zlib(&bytes, 4),
+        _ => deflate_zlib(&bytes),
     };
     if packed.len() < raw.len() {
         packed
     } else {
         raw.to_vec()
     }
+}
+
+/// The deflate level of output: libdeflate's level 1 packs real deep output as tightly as
+/// miniz_oxide's level 4 did (ratio 0.647 vs 0.646 on the 1920x270 powerplant merge) about 3x
+/// faster; zlib-rs through flate2 was slower at every level that matched the ratio
+/// (docs/benchmarks.md, "Output compression").
+const DEFLATE_LEVEL: i32 = 1;
+
+thread_local! {
+    /// One compressor per thread: libdeflate's state is a few hundred KiB, made once.
+    static DEFLATE: std::cell::RefCell<libdeflater::Compressor> = std::cell::RefCell::new(
+        libdeflater::Compressor::new(
+            libdeflater::CompressionLvl::new(DEFLATE_LEVEL).expect("a valid level"),
+        ),
+    );
+}
+
+/// `bytes` as a zlib stream (what OpenEXR's ZIP and ZIPS store).
+fn deflate_zlib(bytes: &[u8]) -> Vec<u8> {
+    DEFLATE.with(|compressor| {
+        let mut compressor = compressor.borrow_mut();
+        let mut out = vec![0u8; compressor.zlib_compress_bound(bytes.len())];
+        let n = compressor
+            .zlib_compress(bytes, &mut out)
+            .expect("the output holds the compress bound");
+        out.truncate(n);
+        out
+    })
 }
 
 /// Even-indexed bytes first, then odd-indexed ones.
