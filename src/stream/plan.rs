@@ -152,7 +152,7 @@ pub fn plan_bands(
     // deep writer's partial chunk (its rows short of one chunk).
     let mut reserve = 0u64;
     for s in sources {
-        let block = s.block_height() as usize;
+        let block = s.block_height();
         let largest = s
             .row_samples
             .chunks(block)
