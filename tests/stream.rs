@@ -308,3 +308,55 @@ fn peak_memory_stays_under_a_small_budget_while_the_image_grows_4x() {
         "peak grew from {small:.1} to {large:.1} MiB while the image grew 4x"
     );
 }
+
+#[test]
+fn only_a_row_over_its_share_of_the_budget_is_refused_naming_file_row_and_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("pp");
+    let made = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+        .args([
+            "scene",
+            "powerplant",
+            "--size",
+            "320x90",
+            "--seed",
+            "3",
+            "-o",
+        ])
+        .arg(&prefix)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    let a = format!("{}_0.exr", prefix.display());
+    let b = format!("{}_1.exr", prefix.display());
+    let out = dir.path().join("out.exr");
+    let merge = |budget: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+            .args([
+                &a,
+                &b,
+                "--deep",
+                "--backend",
+                "cpu",
+                "--memory-budget",
+                budget,
+                "-o",
+            ])
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    // 64 KiB: the densest rows need more than a third of it.
+    let refused = merge("0.00006");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("pp_") && err.contains(": row "), "{err}");
+    assert!(err.contains("memory budget of"), "{err}");
+    assert!(!out.exists());
+    // 4 MiB: thin bands, but it merges, to the same bytes as a generous budget.
+    assert!(merge("0.004").status.success());
+    let thin = std::fs::read(&out).unwrap();
+    assert!(merge("1").status.success());
+    assert!(thin == std::fs::read(&out).unwrap());
+}

@@ -7,6 +7,11 @@
 //! fits `--max-memory`, and whether its inputs fit together at all, so that every refusal comes
 //! before the engine starts and names the inputs.
 //!
+//! The command line merges through `crate::stream`, which holds bands, not images: it asks
+//! [`check_compatible`] here and sizes its bands from the budget itself (`stream::plan`), so a
+//! whole image over the budget streams instead of being refused. [`check_merge`] remains the
+//! check for callers that merge whole images in memory.
+//!
 //! The library entry points (`merge_images`, `gpu::merge_images_gl`) do not take a budget:
 //! a caller that reads untrusted files calls [`check_merge`] first, as the CLI does. That keeps
 //! `MergeOptions` unchanged for every existing caller.

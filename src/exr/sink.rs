@@ -287,7 +287,10 @@ fn append_plane(plane: &mut Plane, more: &Plane) {
 
 // Flat lines are appended as native slices (`bytemuck`), which are EXR's little-endian bytes
 // only on a little-endian machine.
-const _: () = assert!(cfg!(target_endian = "little"), "flat output assumes little-endian");
+const _: () = assert!(
+    cfg!(target_endian = "little"),
+    "flat output assumes little-endian"
+);
 
 /// Lines per chunk of flat output (ZIP, as `exr`'s `SMALL_LOSSLESS` wrote before).
 const FLAT_LINES: usize = 16;
@@ -367,8 +370,10 @@ impl FlatChunkWriter {
                         out.extend_from_slice(bytemuck::cast_slice(&v[range.clone()]))
                     }
                     (FlatValues::F32(v), _) => {
-                        let halves: Vec<half::f16> =
-                            v[range.clone()].iter().map(|&x| half::f16::from_f32(x)).collect();
+                        let halves: Vec<half::f16> = v[range.clone()]
+                            .iter()
+                            .map(|&x| half::f16::from_f32(x))
+                            .collect();
                         out.extend_from_slice(bytemuck::cast_slice(&halves))
                     }
                 }
