@@ -408,9 +408,10 @@ impl FlatChunkWriter {
         let chunks: Vec<Vec<u8>> = starts
             .par_iter()
             .map(|&s| {
-                let raw: Vec<u8> = (s..=chunk_end(s))
-                    .flat_map(|line| line_bytes((line - band_y0) as usize))
-                    .collect();
+                let mut raw = Vec::with_capacity(line_len * FLAT_LINES);
+                for line in s..=chunk_end(s) {
+                    raw.extend_from_slice(&line_bytes((line - band_y0) as usize));
+                }
                 flat_chunk(s, &raw)
             })
             .collect();

@@ -460,7 +460,10 @@ impl ChunkSource {
             x1: self.window.x1,
             y1,
         };
-        let counts: Vec<u32> = rows.iter().flat_map(|r| r.counts.iter().copied()).collect();
+        let mut counts = Vec::with_capacity(rows.len() * self.window.width());
+        for row in &rows {
+            counts.extend_from_slice(&row.counts);
+        }
         let total: usize = counts.iter().map(|&c| c as usize).sum();
         let planes: Vec<Plane> = channels
             .par_iter()
