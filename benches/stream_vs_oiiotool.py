@@ -67,10 +67,14 @@ def main():
     reference = None if oiio_result[3] else oiio_result[:2]
     rows = []
     dm = [a.deepmerge] + a.inputs + ["-q", "--backend", "cpu", "-o", os.path.join(out, "dm.exr")]
-    rows.append(row("deepmerge (streamed, flat)", measure(dm, a.repeats), reference))
+    rows.append(row("deepmerge --backend cpu (streamed, flat)", measure(dm, a.repeats), reference))
+    auto = [x for x in dm if x not in ("--backend", "cpu")]
+    rows.append(row("deepmerge (default --backend auto)", measure(auto, a.repeats), reference))
     if a.baseline:
         base = [a.baseline] + a.inputs + ["-q", "--backend", "cpu", "-o", os.path.join(out, "base.exr")]
-        rows.append(row("baseline deepmerge (whole images, flat)", measure(base, a.repeats), reference))
+        rows.append(row("baseline --backend cpu (whole images)", measure(base, a.repeats), reference))
+        base_auto = [x for x in base if x not in ("--backend", "cpu")]
+        rows.append(row("baseline (default --backend auto)", measure(base_auto, a.repeats), reference))
     if a.deep:
         rows.append(row("deepmerge --deep (streamed, ZIPS)", measure(dm + ["--deep"], a.repeats), reference))
     rows.append(row("oiiotool --deepmerge ... --flatten", oiio_result))

@@ -23,7 +23,7 @@ use exr::meta::header::Header;
 use exr::meta::{BlockDescription, MetaData};
 use rayon::prelude::*;
 
-use crate::deep::{Bounds, Channel, ChannelRole, DeepImage, DeepState, Plane};
+use crate::deep::{Bounds, Channel, DeepImage, DeepState, Plane};
 use crate::error::{Error, Result};
 use crate::exr::read::{
     chunk_counts, chunk_slot, expected_chunk_count, headers_end, parse_chunk, parse_meta,
@@ -446,8 +446,7 @@ impl ChunkSource {
         if last_block >= self.next_block {
             self.decode_blocks(self.next_block..last_block + 1)?;
         }
-        // Rows above the band (a band that skipped them cannot happen, but a window that starts
-        // inside a block is aligned by the file) are dropped.
+        // Bands are consecutive, so rows are skipped here only for a caller that skips bands.
         while self.next_row < y0 {
             self.pending.pop_front();
             self.next_row += 1;
@@ -504,11 +503,6 @@ impl ChunkSource {
         let mut image = DeepImage::empty(self.display_window, empty, self.channels());
         image.state = self.state;
         image
-    }
-
-    /// Whether this part has a channel in `role`.
-    pub fn has_role(&self, role: ChannelRole) -> bool {
-        self.all_channels.iter().any(|c| c.role == role)
     }
 }
 
