@@ -360,3 +360,36 @@ fn only_a_row_over_its_share_of_the_budget_is_refused_naming_file_row_and_budget
     assert!(merge("1").status.success());
     assert!(thin == std::fs::read(&out).unwrap());
 }
+
+/// Inputs none of which covers the union window: bands where only a narrow input (or none)
+/// has rows must still span the whole union, and rows no input covers are empty (flat: zero).
+#[test]
+fn windows_that_only_overlap_stream_like_the_whole_image() {
+    use deepmerge::deep::Bounds;
+    let dir = tempfile::tempdir().unwrap();
+    let top = common::synthetic(Bounds::from_origin_size(0, 0, 21, 41), 1, |i| {
+        (i % 4) as u32
+    });
+    let bottom = common::synthetic(Bounds::from_origin_size(10, 25, 36, 46), 2, |i| {
+        (i % 3) as u32
+    });
+    // A third input far below the others: rows between them belong to no input.
+    let far = common::synthetic(Bounds::from_origin_size(5, 90, 8, 5), 3, |_| 2);
+    let top_path = dir.path().join("top.exr");
+    std::fs::write(
+        &top_path,
+        deepmerge::exr::encode_deep(&top, Codec::Zip).unwrap(),
+    )
+    .unwrap();
+    let bottom_path = dir.path().join("bottom-decreasing.exr");
+    decreasing_file(&bottom, &bottom_path);
+    let far_path = dir.path().join("far.exr");
+    std::fs::write(
+        &far_path,
+        deepmerge::exr::encode_deep(&far, Codec::Rle).unwrap(),
+    )
+    .unwrap();
+    let inputs = vec![top_path, bottom_path, far_path];
+    check_streams_like_whole(&inputs, &flat());
+    check_streams_like_whole(&inputs, &deep(Codec::Zip));
+}
