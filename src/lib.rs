@@ -30,6 +30,7 @@ pub mod job;
 pub mod progress;
 pub mod scene;
 pub mod sequence;
+pub mod stream;
 pub mod vocab;
 
 pub use error::{Error, Result};

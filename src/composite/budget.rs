@@ -7,6 +7,11 @@
 //! fits `--max-memory`, and whether its inputs fit together at all, so that every refusal comes
 //! before the engine starts and names the inputs.
 //!
+//! The command line merges through `crate::stream`, which holds bands, not images: it asks
+//! [`check_compatible`] here and sizes its bands from the budget itself (`stream::plan`), so a
+//! whole image over the budget streams instead of being refused. [`check_merge`] remains the
+//! check for callers that merge whole images in memory.
+//!
 //! The library entry points (`merge_images`, `gpu::merge_images_gl`) do not take a budget:
 //! a caller that reads untrusted files calls [`check_merge`] first, as the CLI does. That keeps
 //! `MergeOptions` unchanged for every existing caller.
@@ -20,21 +25,21 @@ use crate::exr::human_bytes;
 
 /// Copies of a flat output pixel alive at once at the peak: the merged rows, the image's
 /// per-channel planes made from them, and the writer's converted samples.
-const FLAT_COPIES: u64 = 3;
+pub const FLAT_COPIES: u64 = 3;
 
 /// Host bytes per output pixel the GL engine adds for flat output: the read-back front-sample
 /// record (16) and the pixel-order permutation of a band (4); its composited values are
 /// counted with the stride.
-const GL_FLAT_PIXEL_BYTES: u64 = 20;
+pub const GL_FLAT_PIXEL_BYTES: u64 = 20;
 
 /// Bytes per output pixel of deep output: counts gathered per row and again for the image (4 +
 /// 4) and the image's offsets (8).
-const DEEP_PIXEL_BYTES: u64 = 16;
+pub const DEEP_PIXEL_BYTES: u64 = 16;
 
 /// Bytes per merged sample of deep output besides its channel values: the merge's sample record
 /// (24) and its tidied-values slot (24) on the CPU; the GL engine's read-back fragment (16) and
 /// sample record (24) stay below that.
-const DEEP_SAMPLE_BYTES: u64 = 48;
+pub const DEEP_SAMPLE_BYTES: u64 = 48;
 
 /// The inputs' names for messages: "a.exr, b.exr" (as [`Error::in_merge`] writes them).
 pub fn input_names(paths: &[&Path]) -> String {
@@ -97,23 +102,7 @@ pub fn check_merge(
     options: &MergeOptions,
     max_memory: u64,
 ) -> Result<()> {
-    assert_eq!(inputs.len(), paths.len(), "one path per input");
-    if let Some((name, int_input, float_input)) = channel_conflict(inputs) {
-        return Err(Error::Usage(format!(
-            "channel {name} is an integer channel in {} and a float channel in {}; \
-             they cannot be merged into one channel",
-            paths[int_input].display(),
-            paths[float_input].display()
-        )));
-    }
-    let plan = MergePlan::new(inputs)?;
-    if matches!(options.output, OutputKind::Flat { .. }) && plan.composite.is_empty() {
-        return Err(Error::Usage(format!(
-            "{}: the inputs hold no colour or alpha channel, only depth or ids, so a flat \
-             composite has nothing to show; merge them with --deep",
-            input_names(paths)
-        )));
-    }
+    let plan = check_compatible(inputs, paths, options)?;
     let needed = output_bytes(&plan, options);
     if needed > max_memory {
         let w = plan.window;
@@ -136,4 +125,32 @@ pub fn check_merge(
         )));
     }
     Ok(())
+}
+
+/// Check that `inputs` (read from `paths`, in the same order) fit together: their channels can
+/// be joined and flat output has something to composite. The streamed merge asks this of the
+/// inputs' channel lists alone (images without samples); [`check_merge`] adds the budget.
+pub fn check_compatible<'a>(
+    inputs: &[&'a DeepImage],
+    paths: &[&Path],
+    options: &MergeOptions,
+) -> Result<MergePlan<'a>> {
+    assert_eq!(inputs.len(), paths.len(), "one path per input");
+    if let Some((name, int_input, float_input)) = channel_conflict(inputs) {
+        return Err(Error::Usage(format!(
+            "channel {name} is an integer channel in {} and a float channel in {}; \
+             they cannot be merged into one channel",
+            paths[int_input].display(),
+            paths[float_input].display()
+        )));
+    }
+    let plan = MergePlan::new(inputs)?;
+    if matches!(options.output, OutputKind::Flat { .. }) && plan.composite.is_empty() {
+        return Err(Error::Usage(format!(
+            "{}: the inputs hold no colour or alpha channel, only depth or ids, so a flat \
+             composite has nothing to show; merge them with --deep",
+            input_names(paths)
+        )));
+    }
+    Ok(plan)
 }

@@ -38,7 +38,7 @@ pub mod tidy;
 
 pub use buffer::GpuBuffer;
 pub use context::{GlContext, GlInfo};
-pub use merge::{merge_images_gl, GpuMerger};
+pub use merge::{merge_images_gl, merge_images_gl_over, GpuMerger};
 pub use stats::{BufferBytes, GpuStats};
 
 pub use crate::vocab::{Layout, MergeMethod, PixelOrder};
