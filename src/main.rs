@@ -12,7 +12,7 @@ use deepmerge::gpu::{GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
 use deepmerge::job::{MergeJob, SequenceSummary};
 use deepmerge::progress::{Progress, ProgressMode, RunStats};
 use deepmerge::sequence::{self, FramePattern};
-use deepmerge::{heatmap, scene, Error, Result};
+use deepmerge::{cleanup, heatmap, scene, Error, Result};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -245,6 +245,11 @@ enum ProgressArg {
 fn main() -> ExitCode {
     // Before anything is written: leftovers of earlier runs are what is older than this.
     exr::mark_run_start();
+    // Before any temporary file exists: SIGINT/SIGTERM remove them, `ulimit -f` is EFBIG.
+    if let Err(e) = cleanup::install_signal_handlers() {
+        eprintln!("deepmerge: error: cannot install signal handlers: {e}");
+        return ExitCode::FAILURE;
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Info { files, max_memory }) => run_info(&files, max_memory),

@@ -18,6 +18,7 @@ use exr::prelude::SmallVec;
 use rayon::prelude::*;
 
 use super::compression::{compress, Codec};
+use crate::cleanup::TempFileGuard;
 use crate::deep::{Bounds, DeepImage, FlatImage, FlatValues, SampleType};
 use crate::error::{Error, Result};
 
@@ -140,7 +141,11 @@ pub fn write_atomically(
         use std::os::unix::fs::PermissionsExt;
         builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
+    // Listed for removal on SIGINT/SIGTERM (`crate::cleanup`); declared before `tmp` so that it
+    // is unlisted only after `tmp` is renamed or removed.
+    let _listed: TempFileGuard;
     let mut tmp = builder.tempfile_in(dir).map_err(io_err)?;
+    _listed = TempFileGuard::new(tmp.path());
     {
         let mut buffered = std::io::BufWriter::new(tmp.as_file_mut());
         write(&mut buffered)?;
