@@ -12,6 +12,14 @@
 //! `DEEPMERGE_FUZZ_MUTANTS=200000 DEEPMERGE_FUZZ_SEED=7 cargo test --release --test fuzz -- --nocapture`.
 //! Inputs that fail are written to `$DEEPMERGE_FUZZ_OUT` (default: the system temp directory)
 //! and, once understood, belong in `tests/data/hostile/` with a test in `tests/hostile.rs`.
+//!
+//! The same idea against the built binary, each run under `ulimit -v` and a time limit, with
+//! the CLI's own option sets (flat, deep, tidy, info): `python3 tests/campaign/cli_mutants.py
+//! --binary target/release/deepmerge --mutants 3000 --seed 11`.
+//!
+//! cargo-fuzz (libFuzzer) needs a nightly toolchain for `-Zsanitizer`; this machine has only
+//! the stable one, so the coverage-guided run is not in the tree; these two deterministic
+//! harnesses are.
 
 mod common;
 
