@@ -870,6 +870,61 @@ mod tests {
     }
 
     #[test]
+    fn hostile_values_and_depths_never_panic() {
+        // Values a corrupt or hostile file can hold (NaN, infinities, negative and huge alphas
+        // and colours) at extreme depths: both mixes must finish with a tidy pixel, and the
+        // exact one still equals cutting every piece, NaN payloads included.
+        const VALUES: [f32; 10] = [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -1.0,
+            2.0,
+            1e38,
+            -1e38,
+            1e-45,
+            0.999_999_94,
+            0.5,
+        ];
+        const DEPTHS: [f32; 8] = [
+            f32::NEG_INFINITY,
+            -f32::MAX,
+            -0.0,
+            1e-45,
+            2e-45,
+            1.0,
+            f32::MAX,
+            f32::INFINITY,
+        ];
+        let channels = two_alphas();
+        let mut rng = Rng(0xdead_beef_cafe_f00d);
+        for case in 0..20_000 {
+            let mut samples = Vec::new();
+            for index in 0..rng.below(12) {
+                let z = DEPTHS[rng.below(8) as usize];
+                let zback = DEPTHS[rng.below(8) as usize];
+                let (z, zback) = crate::vocab::depth_key(z, zback);
+                let row: Vec<f32> = (0..4).map(|_| VALUES[rng.below(10) as usize]).collect();
+                samples.push((sample(z, zback, 0, index), row));
+            }
+            samples.sort_by(|a, b| depth_cmp(a.0.key(), b.0.key()));
+            let mut pixel = PixelSamples::new(4);
+            for (s, row) in &samples {
+                pixel.push(*s, row);
+            }
+            let mut want = pixel.clone();
+            tidy_pixel_by_pieces(&mut want, &channels);
+            let mut got = pixel.clone();
+            tidy_pixel(&mut got, &channels);
+            assert_eq!(bits(&got), bits(&want), "case {case}: {pixel:?}");
+            let mut running = pixel.clone();
+            tidy_pixel_sweep(&mut running, &channels, 0);
+            assert_eq!(running.samples, want.samples, "case {case}");
+            assert!(is_tidy(&running.samples), "case {case}");
+        }
+    }
+
+    #[test]
     fn running_mix_agrees_with_cutting_every_piece() {
         // With no exact limit, every slab covered by two or more volumes comes from the running
         // sums. Same samples, same sources; values within a few f32 ulps of the pieces' mix
