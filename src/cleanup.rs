@@ -86,8 +86,9 @@ fn remove_all_and_hold() -> MutexGuard<'static, Vec<(u64, PathBuf)>> {
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
 /// Install the handlers (once per process; later calls do nothing): a thread that on SIGINT,
-/// SIGTERM or SIGHUP removes the listed temporary files and dies of the signal, and a no-op
-/// handler for SIGXFSZ so that exceeding the file-size limit is a write error (`EFBIG`).
+/// SIGTERM or SIGHUP removes the listed temporary files and dies of the signal (except for
+/// those the parent made the process ignore, which stay ignored), and a no-op handler for
+/// SIGXFSZ so that exceeding the file-size limit is a write error (`EFBIG`).
 ///
 /// Fails only when the operating system refuses a handler, with its message.
 pub fn install_signal_handlers() -> std::io::Result<()> {
@@ -96,7 +97,13 @@ pub fn install_signal_handlers() -> std::io::Result<()> {
     }
     // Caught rather than fatal: the write that crosses the limit returns EFBIG instead.
     signal_hook::flag::register(SIGXFSZ, Arc::new(AtomicBool::new(false)))?;
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    // A signal the parent set to be ignored stays ignored (`nohup` ignores SIGHUP, a
+    // non-interactive shell's background jobs SIGINT): catching it would end runs they protect.
+    let caught: Vec<i32> = [SIGINT, SIGTERM, SIGHUP]
+        .into_iter()
+        .filter(|&s| !is_ignored(s))
+        .collect();
+    let mut signals = signal_hook::iterator::Signals::new(caught)?;
     std::thread::Builder::new()
         .name("deepmerge-signals".into())
         .spawn(move || {
@@ -109,6 +116,17 @@ pub fn install_signal_handlers() -> std::io::Result<()> {
             }
         })?;
     Ok(())
+}
+
+/// True when `signal`'s disposition is "ignore" (inherited from the parent).
+fn is_ignored(signal: i32) -> bool {
+    // SAFETY: sigaction with a null new action only reads the current one into `current`, a
+    // zeroed, properly sized and aligned struct.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_IGN
+    }
 }
 
 #[cfg(test)]

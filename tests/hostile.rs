@@ -226,3 +226,37 @@ fn terminating_signals_remove_the_temporary_file() {
         assert!(!out.exists(), "SIG{name}: no output");
     }
 }
+
+/// A signal the parent made the run ignore (as `nohup` does SIGHUP) stays ignored: the run
+/// goes on and writes its output.
+#[test]
+fn a_signal_ignored_by_the_parent_stays_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("merged.exr");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("trap '' HUP; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_deepmerge"))
+        .args(big_merge_args(&out))
+        .env(deepmerge::cleanup::PAUSE_AFTER_TEMP_ENV, "1000")
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while temp_files(dir.path()).is_empty() {
+        assert!(
+            start.elapsed().as_secs() < 120,
+            "no temporary file appeared"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "run ended early");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let killed = Command::new("kill")
+        .arg("-HUP")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert!(child.wait().unwrap().success());
+    assert!(out.exists());
+    assert_eq!(temp_files(dir.path()), Vec::<PathBuf>::new());
+}

@@ -172,6 +172,18 @@ def main():
     keep = Path(a.keep)
     keep.mkdir(parents=True, exist_ok=True)
     seeds = [(name, (DATA / name).read_bytes()) for name in SEEDS]
+    # Uncompressed volumetric seeds made by the binary itself from the corpus (overlapping
+    # volumes of two inputs, merged deep), so that mutated depths and alphas reach the tidy.
+    with tempfile.TemporaryDirectory(prefix="dm-seeds-") as d:
+        for name, extra in [("derived/volumes-none.exr", []),
+                            ("derived/volumes-tidy-none.exr", ["--tidy"])]:
+            out = Path(d) / "seed.exr"
+            subprocess.run([str(binary), str(DATA / "oiio/input-crop.deep.exr"),
+                            str(DATA / "oiio/holdout-crop.deep.exr"), "--deep", *extra,
+                            "--compression", "none", "--backend", "cpu", "-q", "-o", str(out)],
+                           check=True)
+            # Weighted: three entries each, as many mutants as three corpus files.
+            seeds += [(name, out.read_bytes())] * 3
     good = DATA / GOOD
     vmem_kib = int(a.vmem_gib * 1024 * 1024)
 
