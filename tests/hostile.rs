@@ -186,16 +186,27 @@ fn a_write_past_the_file_size_limit_fails_on_one_line_and_leaves_nothing() {
 /// the run pause right after creating the file, so the signal is known to land then.
 #[test]
 fn terminating_signals_remove_the_temporary_file() {
-    use std::os::unix::process::ExitStatusExt;
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
     for (name, number) in [("INT", 2), ("TERM", 15), ("HUP", 1)] {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("merged.exr");
-        let mut child = deepmerge()
+        let mut command = deepmerge();
+        command
             .args(big_merge_args(&out))
             .env(deepmerge::cleanup::PAUSE_AFTER_TEMP_ENV, "60000")
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+            .stderr(std::process::Stdio::piped());
+        // The run must see the signal's default disposition, whatever this test inherited
+        // (under `nohup` SIGHUP arrives ignored, and an ignored signal stays ignored).
+        // SAFETY: between fork and exec only async-signal-safe `signal` calls are made.
+        unsafe {
+            command.pre_exec(|| {
+                for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                    libc::signal(s, libc::SIG_DFL);
+                }
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().unwrap();
         let start = std::time::Instant::now();
         while temp_files(dir.path()).is_empty() {
             assert!(

@@ -10,7 +10,7 @@
 //! without it, and the value read is the same whatever order terms came and went in.
 //!
 //! Cost: O(1) per add or remove (three limbs touched, carries deferred), one pass over the limbs
-//! per read; [`ExactSum`] is about 560 bytes.
+//! per read; [`ExactSum`] is under 600 bytes.
 
 /// Limbs of 32 significant bits each: bit `32 j + r` has weight 2^(32 j + r − 1074). An f64's
 /// 53-bit mantissa shifted by at most 31 spans three limbs; the highest bit of any finite f64 is
