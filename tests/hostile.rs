@@ -135,6 +135,18 @@ fn overlapping_volumes_flatten_in_linear_memory_to_the_closed_form() {
     }
 }
 
+/// Send `number` to `child`.
+fn signal(child: &std::process::Child, number: i32) {
+    // SAFETY: kill(2) on the pid of a child this test spawned and has not yet waited for.
+    let sent = unsafe { libc::kill(child.id() as libc::pid_t, number) };
+    assert_eq!(
+        sent,
+        0,
+        "kill {number}: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
 /// Files in `dir` whose name ends in `.tmp` (the writer's temporary files).
 fn temp_files(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
@@ -187,7 +199,11 @@ fn a_write_past_the_file_size_limit_fails_on_one_line_and_leaves_nothing() {
 #[test]
 fn terminating_signals_remove_the_temporary_file() {
     use std::os::unix::process::{CommandExt, ExitStatusExt};
-    for (name, number) in [("INT", 2), ("TERM", 15), ("HUP", 1)] {
+    for (name, number) in [
+        ("INT", libc::SIGINT),
+        ("TERM", libc::SIGTERM),
+        ("HUP", libc::SIGHUP),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("merged.exr");
         let mut command = deepmerge();
@@ -219,12 +235,7 @@ fn terminating_signals_remove_the_temporary_file() {
             );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        let killed = Command::new("kill")
-            .arg(format!("-{name}"))
-            .arg(child.id().to_string())
-            .status()
-            .unwrap();
-        assert!(killed.success());
+        signal(&child, number);
         let output = child.wait_with_output().unwrap();
         assert_eq!(
             output.status.signal(),
@@ -261,12 +272,7 @@ fn a_signal_ignored_by_the_parent_stays_ignored() {
         assert!(child.try_wait().unwrap().is_none(), "run ended early");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let killed = Command::new("kill")
-        .arg("-HUP")
-        .arg(child.id().to_string())
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    signal(&child, libc::SIGHUP);
     assert!(child.wait().unwrap().success());
     assert!(out.exists());
     assert_eq!(temp_files(dir.path()), Vec::<PathBuf>::new());
