@@ -17,9 +17,11 @@
 //! the CLI's own option sets (flat, deep, tidy, info): `python3 tests/campaign/cli_mutants.py
 //! --binary target/release/deepmerge --mutants 3000 --seed 11`.
 //!
-//! cargo-fuzz (libFuzzer) needs a nightly toolchain for `-Zsanitizer`; this machine has only
-//! the stable one, so the coverage-guided run is not in the tree; these two deterministic
-//! harnesses are.
+//! Coverage-guided: `fuzz/` is a cargo-fuzz (libFuzzer + ASan) target over the same reader and
+//! merge, `cargo install cargo-fuzz`, then `cargo +nightly fuzz run read_merge -O --
+//! -max_total_time=600 -timeout=10` (seed it with `tests/data/oiio/*.exr` copied into
+//! `fuzz/corpus/read_merge/`). It needs a nightly toolchain, so it is not part of `cargo test`
+//! (its own workspace); these two deterministic harnesses are.
 
 mod common;
 
