@@ -18,6 +18,7 @@
 
 pub mod backend;
 pub mod bench;
+pub mod cleanup;
 pub mod composite;
 pub mod cpu;
 pub mod deep;

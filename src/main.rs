@@ -13,7 +13,7 @@ use deepmerge::job::{MergeJob, SequenceSummary};
 use deepmerge::progress::{Progress, ProgressMode, RunStats};
 use deepmerge::sequence::{self, FramePattern};
 use deepmerge::stream::ChannelSelection;
-use deepmerge::{heatmap, scene, Error, Result};
+use deepmerge::{cleanup, heatmap, scene, Error, Result};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -263,6 +263,11 @@ enum ProgressArg {
 fn main() -> ExitCode {
     // Before anything is written: leftovers of earlier runs are what is older than this.
     exr::mark_run_start();
+    // Before any temporary file exists: SIGINT/SIGTERM remove them, `ulimit -f` is EFBIG.
+    if let Err(e) = cleanup::install_signal_handlers() {
+        eprintln!("deepmerge: error: cannot install signal handlers: {e}");
+        return ExitCode::FAILURE;
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Info {

@@ -19,6 +19,7 @@
 use std::path::Path;
 
 use super::merge::{channel_conflict, MergeOptions, MergePlan, OutputKind};
+use super::tidy::TIDY_BYTES_PER_SAMPLE;
 use crate::deep::{ChannelRole, DeepImage};
 use crate::error::{Error, Result};
 use crate::exr::human_bytes;
@@ -54,6 +55,41 @@ pub fn input_names(paths: &[&Path]) -> String {
 /// either engine (the inputs themselves not counted: the reader checked them). Saturates
 /// instead of overflowing, so an absurd window is simply over any budget.
 pub fn output_bytes(plan: &MergePlan, options: &MergeOptions) -> u64 {
+    let tidies = matches!(options.output, OutputKind::Flat { .. }) || options.tidy;
+    let tidy = if tidies { tidy_bytes(plan) } else { 0 };
+    image_bytes(plan, options).saturating_add(tidy)
+}
+
+/// What the tidy holds at once (`tidy_pixel`, and the GL engine's host tidy of long pixels):
+/// every worker thread tidying a pixel as long as the longest one the merge can gather (the
+/// sum over inputs of their longest pixel), but never more samples than all inputs hold (the
+/// threads tidy different pixels), [`TIDY_BYTES_PER_SAMPLE`] plus 12 bytes per composited
+/// column for each. It is linear in the pixels' lengths, so a pixel of 2^20 overlapping volumes
+/// costs a few hundred MB here, not the n^2 pieces of cutting each volume at every boundary.
+fn tidy_bytes(plan: &MergePlan) -> u64 {
+    let longest = plan.inputs.iter().fold(0u64, |sum, image| {
+        let longest = image
+            .offsets
+            .windows(2)
+            .map(|w| w[1].saturating_sub(w[0]))
+            .max()
+            .unwrap_or(0);
+        sum.saturating_add(longest)
+    });
+    let per_sample = TIDY_BYTES_PER_SAMPLE + 12 * plan.composite.len() as u64;
+    let threads = rayon::current_num_threads() as u64;
+    let all = plan
+        .inputs
+        .iter()
+        .fold(0u64, |sum, i| sum.saturating_add(i.sample_count() as u64));
+    longest
+        .saturating_mul(threads)
+        .min(all)
+        .saturating_mul(per_sample)
+}
+
+/// The output's own bytes at the peak, for [`output_bytes`].
+fn image_bytes(plan: &MergePlan, options: &MergeOptions) -> u64 {
     let pixels = plan.window.area() as u64;
     match options.output {
         OutputKind::Flat { .. } => {

@@ -4,6 +4,7 @@
 //! Everything else (the CPU twins in `cpu`, the GL engine in `gpu`) is tested against this module.
 
 mod budget;
+mod exact_sum;
 mod flat;
 mod flatten;
 pub mod holdout;

@@ -18,6 +18,7 @@ use exr::prelude::SmallVec;
 use rayon::prelude::*;
 
 use super::compression::{compress, Codec};
+use crate::cleanup::TempFileGuard;
 use crate::deep::{Bounds, DeepImage, FlatImage, SampleType};
 use crate::error::{Error, Result};
 
@@ -131,6 +132,9 @@ pub fn write_atomically(
 pub struct AtomicFile {
     path: std::path::PathBuf,
     tmp: tempfile::NamedTempFile,
+    // Listed for removal on SIGINT/SIGTERM (`crate::cleanup`); declared after `tmp` so that it
+    // is unlisted only after `tmp` is renamed or removed (fields drop in declaration order).
+    _listed: TempFileGuard,
     existing_mode: Option<std::fs::Permissions>,
 }
 
@@ -163,9 +167,11 @@ impl AtomicFile {
             builder.permissions(std::fs::Permissions::from_mode(0o666));
         }
         let tmp = builder.tempfile_in(dir).map_err(io_err)?;
+        let listed = TempFileGuard::new(tmp.path());
         Ok(AtomicFile {
             path: path.to_path_buf(),
             tmp,
+            _listed: listed,
             existing_mode,
         })
     }
