@@ -15,6 +15,7 @@ pub mod tidy;
 
 pub use tidy::{is_tidy, needs_tidy, tidy_pixel};
 
+pub use crate::vocab::MergeStrategy;
 pub use crate::vocab::Sample;
 pub use budget::{check_merge, input_names, output_bytes};
 pub use flat::FlatPixels;
@@ -24,5 +25,7 @@ pub use list::{tidy_flatten_list, tidy_list};
 pub use merge::{
     merge_images, read_sample, ChannelSources, MergeOptions, MergeOutput, MergePlan, OutputKind,
 };
-pub use order::{merge_sorted_runs, sort_samples, SortPolicy};
+pub use order::{
+    merge_runs_chained, merge_runs_kway, merge_sorted_runs, sort_samples, SortPolicy, MAX_HEAP_RUNS,
+};
 pub use pixel::{CompositeChannels, CompositeKind, PixelSamples};
