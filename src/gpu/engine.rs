@@ -10,6 +10,7 @@ use super::scan::exclusive_scan_buffer;
 use super::stats::BufferBytes;
 use super::GlContext;
 use crate::error::{Error, Result};
+pub use crate::vocab::kway_stride;
 use crate::vocab::{BuiltImage, Fragment, Layout, MergeMethod, GROUP_SIZE, MAX_KWAY_INPUTS};
 
 /// What the flat composite needs to know about the composited columns (from
@@ -431,12 +432,6 @@ pub fn merge_flat<'a>(
     flat.flagged.bind(12);
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
     Ok(flat)
-}
-
-/// Pixels each input takes in a stacked image ([`merge_deep_kway`]): the band's pixels rounded
-/// up to whole groups, so that every input's interleaving groups line up with the threads'.
-pub fn kway_stride(pixels: usize) -> usize {
-    pixels.div_ceil(GROUP_SIZE as usize) * GROUP_SIZE as usize
 }
 
 /// `inputs` images of `pixels` pixels each, stacked into one image for `merge_kway.comp`: input

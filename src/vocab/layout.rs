@@ -122,6 +122,13 @@ impl MergeStrategy {
 /// compile time); a merge of more inputs merges groups of this many and chains the groups.
 pub const MAX_KWAY_INPUTS: usize = 8;
 
+/// Pixels each input takes in the stacked image a k-way merge reads (`merge_kway.comp`): the
+/// band's `pixels` rounded up to whole groups, so every input's interleaving groups line up
+/// with the threads' groups. Input k's pixel p is the stacked image's pixel `k * stride + p`.
+pub fn kway_stride(pixels: usize) -> usize {
+    pixels.div_ceil(GROUP_SIZE as usize) * GROUP_SIZE as usize
+}
+
 /// Which (x, y) pixel the layout's pixel index p stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum PixelOrder {
