@@ -583,3 +583,72 @@ fn kway_equals_the_chain_bit_for_bit() {
         }
     });
 }
+
+/// Puts the context's storage-block limit back however the test ends (the context is shared
+/// by every test of this binary).
+struct StorageLimit<'a>(&'a GlContext);
+
+impl<'a> StorageLimit<'a> {
+    fn set(ctx: &'a GlContext, bytes: u64) -> Self {
+        ctx.limit_storage_block(Some(bytes));
+        StorageLimit(ctx)
+    }
+}
+
+impl Drop for StorageLimit<'_> {
+    fn drop(&mut self) {
+        self.0.limit_storage_block(None);
+    }
+}
+
+/// A driver that binds less than it claims (as a GL_OUT_OF_MEMORY would): the band planner
+/// believes GL_MAX_SHADER_STORAGE_BLOCK_SIZE, the first band does not fit, and the merge cuts
+/// the rest of the window into bands of half the budget until they do, with the reference's
+/// result; when not even one row fits, it gives up with one line.
+#[test]
+fn bands_that_do_not_fit_are_retried_smaller() {
+    with_gl(|ctx| {
+        let a = Synth::new(Bounds::from_origin_size(0, 0, 70, 40), 12, 8).build();
+        let b = Synth::new(Bounds::from_origin_size(5, 3, 64, 40), 12, 9)
+            .with_volumes()
+            .build();
+        let inputs: [&DeepImage; 3] = [&a, &b, &a];
+        for strategy in MergeStrategy::ALL {
+            for options in outputs() {
+                let options = MergeOptions {
+                    strategy,
+                    ..options
+                };
+                let reference = Reference::new(&inputs, &options);
+                for stages in Stages::BOTH {
+                    let gl = stages.on(GlOptions::default());
+                    let what = format!(
+                        "{} {:?} tidy {} {stages:?} stages",
+                        strategy.name(),
+                        options.output,
+                        options.tidy
+                    );
+                    let stats = {
+                        let _limit = StorageLimit::set(ctx, 48 << 10);
+                        assert_gl_matches(ctx, &inputs, &options, &gl, &reference, &what)
+                    };
+                    assert!(
+                        stats.band_retries >= 1 && stats.bands >= 4,
+                        "{what}: {} bands after {} retries",
+                        stats.bands,
+                        stats.band_retries
+                    );
+                }
+            }
+        }
+        let err = {
+            let _limit = StorageLimit::set(ctx, 256);
+            merge_images_gl(ctx, &inputs, &outputs()[0], &GlOptions::default()).unwrap_err()
+        };
+        let text = err.to_string();
+        assert!(
+            text.contains("smaller bands do not help") && text.lines().count() == 1,
+            "{text}"
+        );
+    });
+}

@@ -67,6 +67,9 @@ pub struct GpuStats {
     pub block_size: u32,
     /// Row bands the window was cut into.
     pub bands: usize,
+    /// Times a band did not fit the GPU (out of memory, or over the storage-block limit) and
+    /// the rest of the window was cut into bands of half the budget.
+    pub band_retries: usize,
     /// Pixels of the output window.
     pub pixels: u64,
     /// Samples over all inputs.
@@ -104,6 +107,7 @@ impl GpuStats {
             method: options.method,
             block_size: options.block_size,
             bands: 0,
+            band_retries: 0,
             pixels: 0,
             input_samples: 0,
             output_samples: 0,
@@ -125,6 +129,7 @@ impl AddAssign for GpuStats {
     /// up, the peak is the larger of the two (bands run one after another).
     fn add_assign(&mut self, band: GpuStats) {
         self.bands += band.bands;
+        self.band_retries += band.band_retries;
         self.pixels += band.pixels;
         self.input_samples += band.input_samples;
         self.output_samples += band.output_samples;
@@ -145,11 +150,16 @@ impl fmt::Display for GpuStats {
         writeln!(f, "renderer:       {}", self.renderer)?;
         writeln!(
             f,
-            "merge:          {} {} block {} in {} band(s)",
+            "merge:          {} {} block {} in {} band(s){}",
             self.layout.name(),
             self.method.name(),
             self.block_size,
-            self.bands
+            self.bands,
+            if self.band_retries > 0 {
+                format!(" ({} retries with smaller bands)", self.band_retries)
+            } else {
+                String::new()
+            }
         )?;
         writeln!(
             f,

@@ -19,6 +19,10 @@
 //!   back, taking the new values of the pixels it marks.
 
 //!
+//! A band the driver cannot hold (`Error::GlMemory`: `GL_OUT_OF_MEMORY`, or a buffer over the
+//! storage-block limit) is not the end: the rest of the window is cut into bands of half the
+//! budget and merged again, down to single rows (`GpuStats::band_retries` counts the retries).
+//!
 //! The parts, a file each: [`band`] planning, the host [`gather`], the GL orchestration of one
 //! band ([`merger`]), output [`assemble`]; statistics add up band by band (`GpuStats: AddAssign`).
 
@@ -91,16 +95,45 @@ pub fn merge_images_gl(
     } else {
         1
     };
-    let bands = plan_bands(&plan, gl_options, limit, stride, growth)?;
+    let mut bands = plan_bands(&plan, gl_options, limit, stride, growth, 0)?;
     let mut out = Accumulated::new(&plan, options, stride);
     let mut stats = GpuStats::new(&ctx.info().renderer, gl_options);
-    for band in bands {
+    let mut next = 0;
+    while next < bands.len() {
+        let band = bands[next].clone();
         // Each band re-plans cheaply (the plan is a few small vectors) and owns its merger.
         let band_plan = MergePlan::new(inputs)?;
-        let mut merger =
-            GpuMerger::upload_band(ctx, band_plan, columns.clone(), band, options, gl_options)?;
-        merger.read_band(&mut out)?;
-        stats += merger.stats;
+        let merged =
+            GpuMerger::upload_band(ctx, band_plan, columns.clone(), band, options, gl_options)
+                .and_then(|mut merger| {
+                    // Nothing reaches `out` unless the band merged: a failure leaves it as it was.
+                    merger.read_band(&mut out)?;
+                    Ok(merger.stats)
+                });
+        match merged {
+            Ok(band_stats) => {
+                stats += band_stats;
+                next += 1;
+            }
+            Err(Error::GlMemory(why)) => {
+                // The driver could not hold this band (out of memory, or a storage-block limit
+                // lower than it claims): cut the rest of the window into bands of half the
+                // budget, down to single rows, before giving up.
+                let row0 = bands[next].row0;
+                limit /= 2;
+                stats.band_retries += 1;
+                bands =
+                    plan_bands(&plan, gl_options, limit, stride, growth, row0).map_err(|e| {
+                        let e = match e {
+                            Error::Gl(message) => message,
+                            other => other.to_string(),
+                        };
+                        Error::Gl(format!("{why}; smaller bands do not help either: {e}"))
+                    })?;
+                next = 0;
+            }
+            Err(e) => return Err(e),
+        }
     }
     let start = Instant::now();
     let output = out.assemble(&plan, options, &mut stats);
