@@ -516,11 +516,12 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         let on = match &engine {
             Engine::Gl(ctx) => {
                 let gl = requested_gl.unwrap_or_default();
+                let kway = deepmerge::gpu::uses_kway(job.merge.strategy, args.inputs.len());
                 format!(
                     "with OpenGL on {} ({} {} block {})",
                     ctx.info().renderer,
                     gl.layout.name(),
-                    gl.method.name(),
+                    if kway { "k-way" } else { gl.method.name() },
                     gl.block_size
                 )
             }

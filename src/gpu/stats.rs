@@ -65,6 +65,9 @@ pub struct GpuStats {
     pub method: MergeMethod,
     /// Block size.
     pub block_size: u32,
+    /// Whether the inputs merged in one k-way pass (`merge_kway.comp`, stepwise reads whatever
+    /// [`Self::method`] says) rather than by a pairwise chain.
+    pub kway: bool,
     /// Row bands the window was cut into.
     pub bands: usize,
     /// Times a band did not fit the GPU (out of memory, or over the storage-block limit) and
@@ -106,6 +109,7 @@ impl GpuStats {
             layout: options.layout,
             method: options.method,
             block_size: options.block_size,
+            kway: false,
             bands: 0,
             band_retries: 0,
             pixels: 0,
@@ -128,6 +132,7 @@ impl AddAssign for GpuStats {
     /// Fold in the statistics of another band of the same merge: counts, bytes and times add
     /// up, the peak is the larger of the two (bands run one after another).
     fn add_assign(&mut self, band: GpuStats) {
+        self.kway |= band.kway;
         self.bands += band.bands;
         self.band_retries += band.band_retries;
         self.pixels += band.pixels;
@@ -152,7 +157,11 @@ impl fmt::Display for GpuStats {
             f,
             "merge:          {} {} block {} in {} band(s){}",
             self.layout.name(),
-            self.method.name(),
+            if self.kway {
+                "k-way (stepwise)"
+            } else {
+                self.method.name()
+            },
             self.block_size,
             self.bands,
             if self.band_retries > 0 {

@@ -159,6 +159,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
     ) -> Result<Self> {
         let stride = columns.stride();
         let mut stats = GpuStats::new(&ctx.info().renderer, gl_options);
+        stats.kway = true;
         stats.bands = 1;
         stats.pixels = band.pixels() as u64;
         let gpu_sorts = gl_options.sorts_on_gpu(ctx.info());
