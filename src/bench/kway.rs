@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use super::{median, ms, progress, BenchConfig, Cell, GlSetup, Table, TableRow, Unit};
 use crate::composite::{merge_images, MergeOptions, MergeStrategy, OutputKind};
 use crate::deep::DeepImage;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gpu::{GlContext, GlOptions, GpuMerger, Layout, MergeMethod};
 use crate::scene;
 
@@ -49,19 +49,33 @@ fn flat(strategy: MergeStrategy) -> MergeOptions {
     }
 }
 
-/// One warm-up run, then `repeats` timed runs of the CPU engine.
-fn time_cpu(inputs: &[&DeepImage], strategy: MergeStrategy, repeats: usize) -> Result<Duration> {
-    let mut times = Vec::with_capacity(repeats);
+/// One warm-up run of each strategy, then `repeats` timed runs of each, alternating chain and
+/// k-way so that both see the same load (this machine's noise moves absolute times by tens of
+/// percent within a minute); returns the medians (chain, k-way).
+fn time_cpu(inputs: &[&DeepImage], repeats: usize) -> (Result<Duration>, Result<Duration>) {
+    let mut times = [Vec::new(), Vec::new()];
     for run in 0..=repeats {
-        let start = Instant::now();
-        let out = merge_images(inputs, &flat(strategy))?;
-        let time = start.elapsed();
-        drop(out);
-        if run > 0 {
-            times.push(time);
+        for (k, strategy) in [MergeStrategy::Chain, MergeStrategy::KWay]
+            .into_iter()
+            .enumerate()
+        {
+            let start = Instant::now();
+            let out = match merge_images(inputs, &flat(strategy)) {
+                Ok(out) => out,
+                Err(e) => {
+                    let text = e.to_string();
+                    return (Err(e), Err(Error::Usage(text)));
+                }
+            };
+            let time = start.elapsed();
+            drop(out);
+            if run > 0 {
+                times[k].push(time);
+            }
         }
     }
-    Ok(median(times))
+    let [chain, kway] = times;
+    (Ok(median(chain)), Ok(median(kway)))
 }
 
 /// Upload and build untimed, one warm-up merge, then `repeats` timed resident merges.
@@ -129,8 +143,8 @@ pub fn kway_table(config: &BenchConfig, gl: &GlSetup) -> Result<Table> {
         for &n in &config.kway_inputs {
             let inputs: Vec<&DeepImage> = images.iter().take(n).collect();
             progress(config, &format!("{name}: k-way table, {n} inputs"));
-            let cpu_chain = cell(time_cpu(&inputs, MergeStrategy::Chain, config.repeats));
-            let cpu_kway = cell(time_cpu(&inputs, MergeStrategy::KWay, config.repeats));
+            let (chain, kway) = time_cpu(&inputs, config.repeats);
+            let (cpu_chain, cpu_kway) = (cell(chain), cell(kway));
             let mut cells = vec![cpu_chain.clone(), cpu_kway.clone()];
             let mut gl_cells = Vec::new();
             match gl {
