@@ -163,7 +163,10 @@ impl<'a> MergePlan<'a> {
     ) -> bool {
         out.clear();
         let mut any_volume = false;
-        let kway = self.strategy == MergeStrategy::KWay && self.inputs.len() <= MAX_HEAP_RUNS;
+        // Two inputs merge the same way either way (one merge of two runs); more than the heap
+        // holds go to the chain, with the same result.
+        let kway = self.strategy == MergeStrategy::KWay
+            && (3..=MAX_HEAP_RUNS).contains(&self.inputs.len());
         // Run r of the pixel spans out[bounds[r]..bounds[r + 1]] (k-way only).
         let mut bounds = [0usize; MAX_HEAP_RUNS + 1];
         let mut runs = 0;

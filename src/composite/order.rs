@@ -76,8 +76,10 @@ pub fn merge_sorted_runs(samples: &mut [Sample], split: usize, scratch: &mut Vec
 }
 
 /// Most runs [`merge_runs_kway`] merges with the heap it keeps on the stack; a pixel with more
-/// non-empty runs is merged by the chain (same result).
-pub const MAX_HEAP_RUNS: usize = 64;
+/// non-empty runs is merged by the chain (same result). Small on purpose: the per-run arrays
+/// live on the stack of every pixel's merge, and zeroing 64-entry arrays per pixel measurably
+/// slowed the CPU engine.
+pub const MAX_HEAP_RUNS: usize = 16;
 
 /// Merge the runs `samples[bounds[r]..bounds[r + 1]]` (each in merge order; run r holds earlier
 /// inputs than run r + 1; `bounds` ascending) into one run in merge order, in one pass: a binary
