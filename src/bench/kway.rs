@@ -50,15 +50,16 @@ fn flat(strategy: MergeStrategy) -> MergeOptions {
 }
 
 /// One warm-up run of each strategy, then `repeats` timed runs of each, alternating chain and
-/// k-way so that both see the same load (this machine's noise moves absolute times by tens of
+/// k-way (and which goes first) so that both see the same load (this machine's noise moves absolute times by tens of
 /// percent within a minute); returns the medians (chain, k-way).
 fn time_cpu(inputs: &[&DeepImage], repeats: usize) -> (Result<Duration>, Result<Duration>) {
     let mut times = [Vec::new(), Vec::new()];
     for run in 0..=repeats {
-        for (k, strategy) in [MergeStrategy::Chain, MergeStrategy::KWay]
-            .into_iter()
-            .enumerate()
-        {
+        // Which goes first alternates too: the second of a pair measured ~10% slower here even
+        // where both ran the same code (two inputs), an order bias that this cancels.
+        let order = if run % 2 == 0 { [0, 1] } else { [1, 0] };
+        for k in order {
+            let strategy = [MergeStrategy::Chain, MergeStrategy::KWay][k];
             let start = Instant::now();
             let out = match merge_images(inputs, &flat(strategy)) {
                 Ok(out) => out,

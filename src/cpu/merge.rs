@@ -140,9 +140,9 @@ pub fn merge_kway(lists: &[&[Fragment]]) -> Vec<(usize, usize)> {
     }
 }
 
-/// Merge the `inputs` images stacked in `stack` (input k's pixel p at `k * kway_stride(pixels)
-/// + p`, lists ascending) for the `pixels` pixels of the band, in one pass, into `layout` (LL
-/// built descending, as the ascending merge's head insertion leaves it).
+/// Merge the `inputs` images stacked in `stack` (input k's pixel p at stacked pixel
+/// `k * kway_stride(pixels) + p`, lists ascending) for the `pixels` pixels of the band, in one
+/// pass, into `layout` (LL built descending, as the ascending merge's head insertion leaves it).
 pub fn merge_kway_built(
     stack: &BuiltImage,
     inputs: usize,
