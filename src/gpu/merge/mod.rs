@@ -1,7 +1,8 @@
 //! The GL merge of whole deep images: cut the union window into row bands that fit the GL limits,
-//! gather each input's band into a pixel-ordered stream on the host, build every input on the
-//! GPU, merge them pairwise with the deep intermediate staying resident, read the band back and
-//! assemble the output exactly as `composite::merge_images` would.
+//! gather each input's band into a pixel-ordered stream on the host, build the inputs on the GPU
+//! (stacked into one image for a k-way merge, one image each for a chain), merge them all in one
+//! pass (`merge_kway.comp`) or pairwise with the deep intermediate staying resident, read the
+//! band back and assemble the output exactly as `composite::merge_images` would.
 //!
 //! Inputs that need sorting (`MergeOptions::sort`, e.g. no `deepImageState`) are sorted per
 //! pixel by the GPU stage `sort.comp` between upload and build, or on the host while the stream
