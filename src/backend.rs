@@ -5,7 +5,8 @@
 //!   `Backend::Auto` is OpenGL on a hardware device, and the CPU engine where no GL context can
 //!   be made or the only GL is a software rasteriser such as llvmpipe (there the CPU engine is
 //!   several times faster end to end, docs/benchmarks.md), unless GPU options were given, which
-//!   ask for GL explicitly.
+//!   ask for GL explicitly. The software case is decided from EGL's device list alone
+//!   (`EGL_MESA_device_software`), without making a context.
 //! - [`stage_on_gpu`]: a requested placement wins; otherwise the GPU stages (`sort.comp`,
 //!   `tidy.comp`) run on a hardware device and the host does the work under a software
 //!   rasteriser, where it is faster (sort ~10x, tidy ~3x, measured on llvmpipe) and
@@ -50,21 +51,40 @@ pub fn choose_engine(backend: Backend, gl_options_given: bool) -> Result<Engine>
             reason: String::new(),
         }),
         Backend::Gl => Ok(Engine::Gl(Box::new(GlContext::new()?))),
-        Backend::Auto => match GlContext::new() {
-            Ok(ctx) if ctx.info().software && !gl_options_given => Ok(Engine::Cpu {
+        // Ask EGL what devices it lists before making a context: where it lists only a
+        // software rasteriser and no GPU options were given, the CPU engine runs and no
+        // context (tens of ms with llvmpipe) is made just to learn that.
+        Backend::Auto if !gl_options_given => match GlContext::software_only() {
+            Ok(Some(name)) => Ok(Engine::Cpu {
                 reason: format!(
-                    " (OpenGL here is only the software renderer {}, slower than the CPU engine; --backend gl forces it)",
-                    ctx.info().renderer
+                    " (OpenGL here is only the software renderer {name}, slower than the CPU engine; --backend gl forces it)"
                 ),
             }),
-            Ok(ctx) => Ok(Engine::Gl(Box::new(ctx))),
-            Err(e) if gl_options_given => Err(Error::Gl(format!(
-                "GPU options were given but no GL context can be made ({e})"
-            ))),
+            Ok(None) => auto_with_context(false),
             Err(e) => Ok(Engine::Cpu {
                 reason: format!(" ({e})"),
             }),
         },
+        Backend::Auto => auto_with_context(gl_options_given),
+    }
+}
+
+/// `Auto` decided by making a context and asking its renderer.
+fn auto_with_context(gl_options_given: bool) -> Result<Engine> {
+    match GlContext::new() {
+        Ok(ctx) if ctx.info().software && !gl_options_given => Ok(Engine::Cpu {
+            reason: format!(
+                " (OpenGL here is only the software renderer {}, slower than the CPU engine; --backend gl forces it)",
+                ctx.info().renderer
+            ),
+        }),
+        Ok(ctx) => Ok(Engine::Gl(Box::new(ctx))),
+        Err(e) if gl_options_given => Err(Error::Gl(format!(
+            "GPU options were given but no GL context can be made ({e})"
+        ))),
+        Err(e) => Ok(Engine::Cpu {
+            reason: format!(" ({e})"),
+        }),
     }
 }
 

@@ -111,3 +111,39 @@ pub fn describe_file(path: &Path, max_memory: u64) -> Result<String> {
     }
     Ok(out)
 }
+
+/// What one sample of each deep part costs once decoded (the bytes of its channels), and, with
+/// `selection` (`--channels`), what it costs when a merge keeps only those channels and what
+/// they need: `  part 0: a sample is 20 bytes (A, B, G, R, Z); with --channels R: 12 bytes
+/// (A, R, Z)`. Headers only; no sample is read.
+pub fn describe_sample_cost(
+    path: &Path,
+    selection: Option<&crate::stream::ChannelSelection>,
+) -> Result<String> {
+    let mut out = String::new();
+    for part in read_parts_info(path)?.iter().filter(|p| p.deep) {
+        let cost = |keep: &dyn Fn(&crate::deep::Channel) -> bool| {
+            let kept: Vec<&crate::deep::Channel> =
+                part.channels.iter().filter(|c| keep(c)).collect();
+            let bytes: usize = kept.iter().map(|c| c.sample_type.size()).sum();
+            let names: Vec<&str> = kept.iter().map(|c| c.name.as_str()).collect();
+            format!("{bytes} bytes ({})", names.join(", "))
+        };
+        let _ = write!(
+            out,
+            "  part {}: a sample is {}",
+            part.index,
+            cost(&|_| true)
+        );
+        if let Some(selection) = selection {
+            let _ = write!(
+                out,
+                "; with --channels {}: {}",
+                selection.names().join(","),
+                cost(&|c| selection.keeps(c, &part.channels))
+            );
+        }
+        out.push('\n');
+    }
+    Ok(out)
+}

@@ -1,5 +1,5 @@
-//! A merge as the CLI runs it: read the inputs, merge them with the chosen engine, write the
-//! output, timing each stage. One frame of a sequence is exactly this with the frame's paths
+//! A merge as the CLI runs it: the inputs streamed band by band through the chosen engine into
+//! the output (`crate::stream`), timing each stage. One frame of a sequence is exactly this with the frame's paths
 //! ([`MergeJob::run_sequence`] calls [`MergeJob::run_one`] per frame), so a sequence frame and a
 //! single-frame run of the same files give the same bytes.
 //!
@@ -12,13 +12,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::backend::Engine;
-use crate::composite::{check_merge, merge_images, MergeOptions, MergeOutput};
+use crate::composite::MergeOptions;
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
 use crate::exr::{self, DeepWriteOptions, FlatType, ReadOptions};
-use crate::gpu::{merge_images_gl, GlContext, GlOptions};
-use crate::progress::{Progress, RunStats, Stage};
+use crate::gpu::{GlContext, GlOptions};
+use crate::progress::{Progress, RunStats};
 use crate::sequence::FramePattern;
+use crate::stream::{ChannelSelection, MergeEngine, StreamMerge, StreamOptions};
 
 /// Everything about a merge but its paths and its engine.
 #[derive(Clone, Debug)]
@@ -35,6 +36,12 @@ pub struct MergeJob {
     pub gl: Option<GlOptions>,
     /// Print the GL engine's statistics after each merge.
     pub gl_stats: bool,
+    /// The memory a merge may use, in bytes (shared by the frames merged at the same time).
+    pub budget: u64,
+    /// Keep only these channels (`--channels`).
+    pub channels: Option<ChannelSelection>,
+    /// Bands of exactly this many rows (a testing knob; `None`: planned from the budget).
+    pub band_rows: Option<usize>,
 }
 
 /// How a sequence went.
@@ -55,8 +62,8 @@ enum On<'a> {
 
 impl MergeJob {
     /// Merge `inputs` into `output` on `engine`, adding stage times to `stats` and a progress
-    /// step after each stage. `announce` is printed once the inputs are read, so a run that
-    /// fails reading prints its one error line only.
+    /// step after each stage. `announce` is printed once the merge has succeeded, so a run that
+    /// fails prints its one error line only.
     pub fn run_one(
         &self,
         engine: &Engine,
@@ -83,37 +90,40 @@ impl MergeJob {
     ) -> Result<()> {
         let step = || progress.inspect(|p| p.0.step());
         check_output_is_not_an_input(output, inputs)?;
-        let images = stats.time(Stage::Read, || read_inputs(inputs, &self.read))?;
-        let refs: Vec<&DeepImage> = images.iter().collect();
-        // Before the engine starts: whether the inputs fit together and the output fits the
-        // budget, so a refusal is the run's one line.
-        let paths: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
-        check_merge(&refs, &paths, &self.merge, self.read.max_memory)?;
+        let options = self.stream_options();
+        let merge = StreamMerge::open(inputs, &options, Some(stats))?;
+        step();
+        let engine = match on {
+            On::Gl(ctx) => MergeEngine::Gl(ctx, self.gl.unwrap_or_default()),
+            On::Cpu => MergeEngine::Cpu,
+        };
+        let report = merge.run(output, engine, Some(stats))?;
+        // A streamed merge finds a corrupt block or a NaN depth only when it decodes that band,
+        // so the announcement waits for success: a run that fails prints its one error line.
         if let Some((p, Some(line))) = progress {
             p.note(line);
         }
+        if self.gl_stats {
+            if let Some(gl_stats) = &report.gpu_stats {
+                eprint!("{gl_stats}");
+            }
+        }
         step();
-        let merged = stats
-            .time(Stage::Merge, || match on {
-                On::Gl(ctx) => {
-                    let gl = self.gl.unwrap_or_default();
-                    let (merged, gl_stats) = merge_images_gl(ctx, &refs, &self.merge, &gl)?;
-                    if self.gl_stats {
-                        eprint!("{gl_stats}");
-                    }
-                    Ok::<_, Error>(merged)
-                }
-                On::Cpu => merge_images(&refs, &self.merge),
-            })
-            .map_err(|e| e.in_merge(&paths))?;
-        drop(images);
-        step();
-        stats.time(Stage::Write, || match merged {
-            MergeOutput::Flat(flat) => exr::write_flat(output, &flat, self.flat_type),
-            MergeOutput::Deep(deep) => exr::write_deep_with(output, &deep, &self.deep_write),
-        })?;
         step();
         Ok(())
+    }
+
+    /// The streamed merge's options for this job.
+    pub fn stream_options(&self) -> StreamOptions {
+        StreamOptions {
+            part: self.read.part.clone(),
+            merge: self.merge,
+            flat_type: self.flat_type,
+            deep_write: self.deep_write,
+            budget: self.budget,
+            channels: self.channels.clone(),
+            band_rows: self.band_rows,
+        }
     }
 
     /// Merge every frame of `frames`: `inputs`, each with its frame pattern from
@@ -174,13 +184,20 @@ impl MergeJob {
                 // A shared queue of frames, `jobs` workers taking the next one: frames finish
                 // roughly in order, so a farm's log reads naturally.
                 let next = Mutex::new(frames.iter());
+                let workers = jobs.clamp(1, frames.len().max(1));
+                // Frames at the same time share the budget.
+                let per_frame = MergeJob {
+                    budget: self.budget / workers as u64,
+                    ..self.clone()
+                };
+                let per_frame = &per_frame;
                 std::thread::scope(|scope| {
-                    for _ in 0..jobs.clamp(1, frames.len().max(1)) {
+                    for _ in 0..workers {
                         scope.spawn(|| loop {
                             let Some(&frame) = next.lock().expect("frame queue").next() else {
                                 break;
                             };
-                            let result = self.run_on(
+                            let result = per_frame.run_on(
                                 On::Cpu,
                                 &frame_inputs(frame),
                                 &output.path(frame),

@@ -18,6 +18,7 @@
 
 pub mod backend;
 pub mod bench;
+pub mod cleanup;
 pub mod composite;
 pub mod cpu;
 pub mod deep;
@@ -30,6 +31,7 @@ pub mod job;
 pub mod progress;
 pub mod scene;
 pub mod sequence;
+pub mod stream;
 pub mod vocab;
 
 pub use error::{Error, Result};

@@ -14,7 +14,8 @@ use deepmerge::gpu::{GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
 use deepmerge::job::{MergeJob, SequenceSummary};
 use deepmerge::progress::{Progress, ProgressMode, RunStats};
 use deepmerge::sequence::{self, FramePattern};
-use deepmerge::{heatmap, scene, Error, Result};
+use deepmerge::stream::ChannelSelection;
+use deepmerge::{cleanup, heatmap, scene, Error, Result};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -96,6 +97,9 @@ enum Command {
         /// Refuse inputs that would take more than this many GiB once decoded.
         #[arg(long, value_name = "GIB", default_value_t = 8.0)]
         max_memory: f64,
+        /// Also say what a sample costs when a merge keeps only these channels.
+        #[arg(long, value_name = "LIST")]
+        channels: Option<String>,
     },
 }
 
@@ -213,9 +217,23 @@ struct MergeArgs {
     /// Part to read from multi-part inputs: an index or a name (default: the first deep part).
     #[arg(long, value_name = "PART")]
     part: Option<String>,
-    /// Refuse inputs that would take more than this many GiB once decoded.
-    #[arg(long, value_name = "GIB", default_value_t = 8.0)]
-    max_memory: f64,
+    /// The memory the merge works in, in GiB: bands of rows are sized from the inputs' sample
+    /// counts to fit it; only a single row over its share is refused (`--max-memory` is the
+    /// old name).
+    #[arg(
+        long = "memory-budget",
+        visible_alias = "max-memory",
+        value_name = "GIB",
+        default_value_t = DEFAULT_BUDGET_GIB
+    )]
+    memory_budget: f64,
+    /// Keep only these channels (comma-separated), plus Z, ZBack and the alphas they need; the
+    /// others are never decoded into memory.
+    #[arg(long, value_name = "LIST")]
+    channels: Option<String>,
+    /// Bands of exactly N rows, whatever the budget says (for tests and measurements).
+    #[arg(long, value_name = "N", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
+    band_rows: Option<u32>,
     /// Merge a frame sequence: the frames (1-100, 1-100x4, 1-10,20,30-40, -5--1) of paths with
     /// a frame token (#### or @@@@, %04d, $F4); inputs without one are used for every frame.
     #[arg(long, value_name = "RANGE", allow_hyphen_values = true)]
@@ -257,9 +275,18 @@ enum ProgressArg {
 fn main() -> ExitCode {
     // Before anything is written: leftovers of earlier runs are what is older than this.
     exr::mark_run_start();
+    // Before any temporary file exists: SIGINT/SIGTERM remove them, `ulimit -f` is EFBIG.
+    if let Err(e) = cleanup::install_signal_handlers() {
+        eprintln!("deepmerge: error: cannot install signal handlers: {e}");
+        return ExitCode::FAILURE;
+    }
     let cli = Cli::parse();
     let result = match cli.command {
-        Some(Command::Info { files, max_memory }) => run_info(&files, max_memory),
+        Some(Command::Info {
+            files,
+            max_memory,
+            channels,
+        }) => run_info(&files, max_memory, channels.as_deref()),
         Some(Command::Holdout {
             input,
             holdout,
@@ -297,6 +324,9 @@ fn exit_code(e: &Error) -> ExitCode {
     }
 }
 
+/// `--memory-budget` by default: [`deepmerge::stream::DEFAULT_MEMORY_BUDGET`] in GiB.
+const DEFAULT_BUDGET_GIB: f64 = 1.0;
+
 fn gib_to_bytes(gib: f64) -> Result<u64> {
     if !(gib > 0.0 && gib.is_finite()) {
         return Err(Error::Usage(format!(
@@ -325,10 +355,15 @@ fn run_heatmap(file: &Path, output: &Path, part: Option<String>) -> Result<()> {
     heatmap::write_heatmap(&image, output)
 }
 
-fn run_info(files: &[PathBuf], max_memory: f64) -> Result<()> {
+fn run_info(files: &[PathBuf], max_memory: f64, channels: Option<&str>) -> Result<()> {
     let max_memory = gib_to_bytes(max_memory)?;
+    let selection = channels.map(ChannelSelection::parse).transpose()?;
     for f in files {
         print!("{}", deepmerge::info::describe_file(f, max_memory)?);
+        print!(
+            "{}",
+            deepmerge::info::describe_sample_cost(f, selection.as_ref())?
+        );
     }
     Ok(())
 }
@@ -459,8 +494,15 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
                 .as_deref()
                 .map(|p| p.parse().expect("infallible"))
                 .unwrap_or(PartSelector::FirstDeep),
-            max_memory: gib_to_bytes(args.max_memory)?,
+            max_memory: gib_to_bytes(args.memory_budget)?,
         },
+        budget: gib_to_bytes(args.memory_budget)?,
+        channels: args
+            .channels
+            .as_deref()
+            .map(ChannelSelection::parse)
+            .transpose()?,
+        band_rows: args.band_rows.map(|n| n as usize),
         merge: MergeOptions {
             output: if args.deep {
                 OutputKind::Deep

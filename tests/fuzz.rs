@@ -12,6 +12,16 @@
 //! `DEEPMERGE_FUZZ_MUTANTS=200000 DEEPMERGE_FUZZ_SEED=7 cargo test --release --test fuzz -- --nocapture`.
 //! Inputs that fail are written to `$DEEPMERGE_FUZZ_OUT` (default: the system temp directory)
 //! and, once understood, belong in `tests/data/hostile/` with a test in `tests/hostile.rs`.
+//!
+//! The same idea against the built binary, each run under `ulimit -v` and a time limit, with
+//! the CLI's own option sets (flat, deep, tidy, info): `python3 tests/campaign/cli_mutants.py
+//! --binary target/release/deepmerge --mutants 3000 --seed 11`.
+//!
+//! Coverage-guided: `fuzz/` is a cargo-fuzz (libFuzzer + ASan) target over the same reader and
+//! merge, `cargo install cargo-fuzz`, then `cargo +nightly fuzz run read_merge -O --
+//! -max_total_time=600 -timeout=10` (seed it with `tests/data/oiio/*.exr` copied into
+//! `fuzz/corpus/read_merge/`). It needs a nightly toolchain, so it is not part of `cargo test`
+//! (its own workspace); these two deterministic harnesses are.
 
 mod common;
 

@@ -7,6 +7,11 @@
 //! fits `--max-memory`, and whether its inputs fit together at all, so that every refusal comes
 //! before the engine starts and names the inputs.
 //!
+//! The command line merges through `crate::stream`, which holds bands, not images: it asks
+//! [`check_compatible`] here and sizes its bands from the budget itself (`stream::plan`), so a
+//! whole image over the budget streams instead of being refused. [`check_merge`] remains the
+//! check for callers that merge whole images in memory.
+//!
 //! The library entry points (`merge_images`, `gpu::merge_images_gl`) do not take a budget:
 //! a caller that reads untrusted files calls [`check_merge`] first, as the CLI does. That keeps
 //! `MergeOptions` unchanged for every existing caller.
@@ -14,27 +19,28 @@
 use std::path::Path;
 
 use super::merge::{channel_conflict, MergeOptions, MergePlan, OutputKind};
+use super::tidy::TIDY_BYTES_PER_SAMPLE;
 use crate::deep::{ChannelRole, DeepImage};
 use crate::error::{Error, Result};
 use crate::exr::human_bytes;
 
 /// Copies of a flat output pixel alive at once at the peak: the merged rows, the image's
 /// per-channel planes made from them, and the writer's converted samples.
-const FLAT_COPIES: u64 = 3;
+pub const FLAT_COPIES: u64 = 3;
 
 /// Host bytes per output pixel the GL engine adds for flat output: the read-back front-sample
 /// record (16) and the pixel-order permutation of a band (4); its composited values are
 /// counted with the stride.
-const GL_FLAT_PIXEL_BYTES: u64 = 20;
+pub const GL_FLAT_PIXEL_BYTES: u64 = 20;
 
 /// Bytes per output pixel of deep output: counts gathered per row and again for the image (4 +
 /// 4) and the image's offsets (8).
-const DEEP_PIXEL_BYTES: u64 = 16;
+pub const DEEP_PIXEL_BYTES: u64 = 16;
 
 /// Bytes per merged sample of deep output besides its channel values: the merge's sample record
 /// (24) and its tidied-values slot (24) on the CPU; the GL engine's read-back fragment (16) and
 /// sample record (24) stay below that.
-const DEEP_SAMPLE_BYTES: u64 = 48;
+pub const DEEP_SAMPLE_BYTES: u64 = 48;
 
 /// The inputs' names for messages: "a.exr, b.exr" (as [`Error::in_merge`] writes them).
 pub fn input_names(paths: &[&Path]) -> String {
@@ -49,6 +55,41 @@ pub fn input_names(paths: &[&Path]) -> String {
 /// either engine (the inputs themselves not counted: the reader checked them). Saturates
 /// instead of overflowing, so an absurd window is simply over any budget.
 pub fn output_bytes(plan: &MergePlan, options: &MergeOptions) -> u64 {
+    let tidies = matches!(options.output, OutputKind::Flat { .. }) || options.tidy;
+    let tidy = if tidies { tidy_bytes(plan) } else { 0 };
+    image_bytes(plan, options).saturating_add(tidy)
+}
+
+/// What the tidy holds at once (`tidy_pixel`, and the GL engine's host tidy of long pixels):
+/// every worker thread tidying a pixel as long as the longest one the merge can gather (the
+/// sum over inputs of their longest pixel), but never more samples than all inputs hold (the
+/// threads tidy different pixels), [`TIDY_BYTES_PER_SAMPLE`] plus 12 bytes per composited
+/// column for each. It is linear in the pixels' lengths, so a pixel of 2^20 overlapping volumes
+/// costs a few hundred MB here, not the n^2 pieces of cutting each volume at every boundary.
+fn tidy_bytes(plan: &MergePlan) -> u64 {
+    let longest = plan.inputs.iter().fold(0u64, |sum, image| {
+        let longest = image
+            .offsets
+            .windows(2)
+            .map(|w| w[1].saturating_sub(w[0]))
+            .max()
+            .unwrap_or(0);
+        sum.saturating_add(longest)
+    });
+    let per_sample = TIDY_BYTES_PER_SAMPLE + 12 * plan.composite.len() as u64;
+    let threads = rayon::current_num_threads() as u64;
+    let all = plan
+        .inputs
+        .iter()
+        .fold(0u64, |sum, i| sum.saturating_add(i.sample_count() as u64));
+    longest
+        .saturating_mul(threads)
+        .min(all)
+        .saturating_mul(per_sample)
+}
+
+/// The output's own bytes at the peak, for [`output_bytes`].
+fn image_bytes(plan: &MergePlan, options: &MergeOptions) -> u64 {
     let pixels = plan.window.area() as u64;
     match options.output {
         OutputKind::Flat { .. } => {
@@ -97,23 +138,7 @@ pub fn check_merge(
     options: &MergeOptions,
     max_memory: u64,
 ) -> Result<()> {
-    assert_eq!(inputs.len(), paths.len(), "one path per input");
-    if let Some((name, int_input, float_input)) = channel_conflict(inputs) {
-        return Err(Error::Usage(format!(
-            "channel {name} is an integer channel in {} and a float channel in {}; \
-             they cannot be merged into one channel",
-            paths[int_input].display(),
-            paths[float_input].display()
-        )));
-    }
-    let plan = MergePlan::new(inputs)?;
-    if matches!(options.output, OutputKind::Flat { .. }) && plan.composite.is_empty() {
-        return Err(Error::Usage(format!(
-            "{}: the inputs hold no colour or alpha channel, only depth or ids, so a flat \
-             composite has nothing to show; merge them with --deep",
-            input_names(paths)
-        )));
-    }
+    let plan = check_compatible(inputs, paths, options)?;
     let needed = output_bytes(&plan, options);
     if needed > max_memory {
         let w = plan.window;
@@ -136,4 +161,32 @@ pub fn check_merge(
         )));
     }
     Ok(())
+}
+
+/// Check that `inputs` (read from `paths`, in the same order) fit together: their channels can
+/// be joined and flat output has something to composite. The streamed merge asks this of the
+/// inputs' channel lists alone (images without samples); [`check_merge`] adds the budget.
+pub fn check_compatible<'a>(
+    inputs: &[&'a DeepImage],
+    paths: &[&Path],
+    options: &MergeOptions,
+) -> Result<MergePlan<'a>> {
+    assert_eq!(inputs.len(), paths.len(), "one path per input");
+    if let Some((name, int_input, float_input)) = channel_conflict(inputs) {
+        return Err(Error::Usage(format!(
+            "channel {name} is an integer channel in {} and a float channel in {}; \
+             they cannot be merged into one channel",
+            paths[int_input].display(),
+            paths[float_input].display()
+        )));
+    }
+    let plan = MergePlan::new(inputs)?;
+    if matches!(options.output, OutputKind::Flat { .. }) && plan.composite.is_empty() {
+        return Err(Error::Usage(format!(
+            "{}: the inputs hold no colour or alpha channel, only depth or ids, so a flat \
+             composite has nothing to show; merge them with --deep",
+            input_names(paths)
+        )));
+    }
+    Ok(plan)
 }

@@ -253,10 +253,24 @@ pub fn read_sample(
 /// Merge `inputs` (two or more for a real merge; one is allowed and just re-orders or flattens),
 /// sorting the inputs' pixels as [`MergeOptions::sort`] says.
 pub fn merge_images(inputs: &[&DeepImage], options: &MergeOptions) -> Result<MergeOutput> {
+    merge_images_over(inputs, options, None)
+}
+
+/// [`merge_images`] over `window` instead of the union of the inputs' data windows, when given:
+/// a band of a streamed merge (`crate::stream`) is the union of the inputs' whole windows cut
+/// to the band's rows, which the inputs' band images alone do not tell.
+pub fn merge_images_over(
+    inputs: &[&DeepImage],
+    options: &MergeOptions,
+    window: Option<Bounds>,
+) -> Result<MergeOutput> {
     for image in inputs {
         image.check_depths()?;
     }
     let mut plan = MergePlan::new(inputs)?;
+    if let Some(window) = window {
+        plan.window = window;
+    }
     plan.sort = options.sort;
     plan.strategy = options.strategy;
     if matches!(options.output, OutputKind::Flat { .. }) && plan.composite.is_empty() {

@@ -1,8 +1,8 @@
 //! The byte-level codecs of deep EXR chunks: NONE, RLE, ZIPS and ZIP.
 //!
 //! RLE and ZIP(S) share OpenEXR's preprocessing: the bytes are split into even and odd halves and
-//! delta-coded ("predictor") before the run-length or zlib stage. Deflate itself comes from the
-//! crates the `exr` crate uses (`zune-inflate` to read, `miniz_oxide` to write).
+//! delta-coded ("predictor") before the run-length or zlib stage. Deflate itself is `zune-inflate` to
+//! read and `libdeflater` (libdeflate) to write, chosen by measurement ([`DEFLATE_LEVEL`]).
 //! OpenEXR stores a block raw whenever compressing would not make it smaller, so a packed size
 //! equal to the unpacked size means "stored raw" for every codec.
 //!
@@ -107,7 +107,7 @@ pub fn decompress(codec: Codec, packed: &[u8], expected: usize, what: &str) -> R
         return Ok(packed.to_vec());
     }
     check_plausible(codec, packed.len(), expected, what)?;
-    let mut bytes = match codec {
+    let bytes = match codec {
         Codec::None => {
             return Err(Error::format(format!(
                 "{what}: uncompressed block holds {} bytes, expected {expected}",
@@ -135,8 +135,7 @@ pub fn decompress(codec: Codec, packed: &[u8], expected: usize, what: &str) -> R
             bytes.len()
         )));
     }
-    undo_predictor(&mut bytes);
-    Ok(deinterleave(&bytes))
+    Ok(unpredict_and_deinterleave(&bytes))
 }
 
 /// `text` on one line: the inflater's messages may hold newlines (and its `Debug` form dumps the
@@ -150,11 +149,10 @@ pub fn compress(codec: Codec, raw: &[u8]) -> Vec<u8> {
     if codec == Codec::None || raw.is_empty() {
         return raw.to_vec();
     }
-    let mut bytes = interleave(raw);
-    apply_predictor(&mut bytes);
+    let bytes = interleave_and_predict(raw);
     let packed = match codec {
         Codec::Rle => rle_encode(&bytes),
-        _ => miniz_oxide::deflate::compress_to_vec_zlib(&bytes, 4),
+        _ => deflate_zlib(&bytes),
     };
     if packed.len() < raw.len() {
         packed
@@ -163,15 +161,78 @@ pub fn compress(codec: Codec, raw: &[u8]) -> Vec<u8> {
     }
 }
 
+/// The deflate level of output: libdeflate's level 1 packs real deep output as tightly as
+/// miniz_oxide's level 4 did (ratio 0.647 vs 0.646 on the 1920x270 powerplant merge) about 3x
+/// faster; zlib-rs through flate2 was slower at every level that matched the ratio
+/// (docs/benchmarks.md, "Output compression").
+const DEFLATE_LEVEL: i32 = 1;
+
+thread_local! {
+    /// One compressor per thread: libdeflate's state is a few hundred KiB, made once.
+    static DEFLATE: std::cell::RefCell<libdeflater::Compressor> = std::cell::RefCell::new(
+        libdeflater::Compressor::new(
+            libdeflater::CompressionLvl::new(DEFLATE_LEVEL).expect("a valid level"),
+        ),
+    );
+}
+
+/// `bytes` as a zlib stream (what OpenEXR's ZIP and ZIPS store).
+fn deflate_zlib(bytes: &[u8]) -> Vec<u8> {
+    DEFLATE.with(|compressor| {
+        let mut compressor = compressor.borrow_mut();
+        let mut out = vec![0u8; compressor.zlib_compress_bound(bytes.len())];
+        let n = compressor
+            .zlib_compress(bytes, &mut out)
+            .expect("the output holds the compress bound");
+        out.truncate(n);
+        out
+    })
+}
+
 /// Even-indexed bytes first, then odd-indexed ones.
+#[cfg(test)]
 fn interleave(raw: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(raw.len());
-    out.extend(raw.iter().step_by(2));
-    out.extend(raw.iter().skip(1).step_by(2));
+    out.extend(raw.chunks(2).map(|pair| pair[0]));
+    out.extend(raw.chunks_exact(2).map(|pair| pair[1]));
+    out
+}
+
+/// [`interleave`] then [`apply_predictor`], in one pass over the bytes.
+fn interleave_and_predict(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    // The byte before the first counts as 128, so the first byte is stored as it is.
+    let mut previous = 128u8;
+    let mut predict = |b: u8| {
+        let delta = b.wrapping_sub(previous).wrapping_add(128);
+        previous = b;
+        delta
+    };
+    out.extend(raw.chunks(2).map(|pair| predict(pair[0])));
+    out.extend(raw.chunks_exact(2).map(|pair| predict(pair[1])));
+    out
+}
+
+/// Inverse of [`interleave_and_predict`]: [`undo_predictor`] then [`deinterleave`] in one pass
+/// straight into the output (the two passes and their copy were a sixth of a merge's time).
+fn unpredict_and_deinterleave(split: &[u8]) -> Vec<u8> {
+    let half = split.len().div_ceil(2);
+    let (even, odd) = split.split_at(half);
+    let mut out = vec![0u8; split.len()];
+    let mut value = 128u8;
+    for (pair, &delta) in out.chunks_mut(2).zip(even) {
+        value = value.wrapping_add(delta).wrapping_sub(128);
+        pair[0] = value;
+    }
+    for (pair, &delta) in out.chunks_exact_mut(2).zip(odd) {
+        value = value.wrapping_add(delta).wrapping_sub(128);
+        pair[1] = value;
+    }
     out
 }
 
 /// Inverse of [`interleave`].
+#[cfg(test)]
 fn deinterleave(split: &[u8]) -> Vec<u8> {
     let half = split.len().div_ceil(2);
     let (even, odd) = split.split_at(half);
@@ -185,12 +246,14 @@ fn deinterleave(split: &[u8]) -> Vec<u8> {
     out
 }
 
+#[cfg(test)]
 fn apply_predictor(bytes: &mut [u8]) {
     for i in (1..bytes.len()).rev() {
         bytes[i] = bytes[i].wrapping_sub(bytes[i - 1]).wrapping_add(128);
     }
 }
 
+#[cfg(test)]
 fn undo_predictor(bytes: &mut [u8]) {
     for i in 1..bytes.len() {
         bytes[i] = bytes[i - 1].wrapping_add(bytes[i]).wrapping_sub(128);
@@ -266,6 +329,20 @@ fn rle_encode(bytes: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fused_passes_equal_the_two_step_reference() {
+        for len in [0usize, 1, 2, 3, 10, 1001] {
+            let raw: Vec<u8> = (0..len).map(|i| (i * 37 % 251) as u8).collect();
+            let mut reference = interleave(&raw);
+            apply_predictor(&mut reference);
+            assert_eq!(interleave_and_predict(&raw), reference, "len {len}");
+            let mut back = reference.clone();
+            undo_predictor(&mut back);
+            assert_eq!(deinterleave(&back), raw);
+            assert_eq!(unpredict_and_deinterleave(&reference), raw, "len {len}");
+        }
+    }
 
     fn sample_bytes() -> Vec<u8> {
         let mut v: Vec<u8> = (0..1000u32).flat_map(|i| (i / 7).to_le_bytes()).collect();

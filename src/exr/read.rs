@@ -286,7 +286,7 @@ pub fn human_bytes(bytes: u64) -> String {
 }
 
 /// Parse headers; returns them with the byte position where the offset tables begin.
-fn parse_meta(bytes: &[u8]) -> Result<(MetaData, usize)> {
+pub(crate) fn parse_meta(bytes: &[u8]) -> Result<(MetaData, usize)> {
     if bytes.len() < 8 {
         return Err(Error::format(
             "file is too short to be an OpenEXR file (truncated or empty)",
@@ -307,7 +307,7 @@ fn parse_meta(bytes: &[u8]) -> Result<(MetaData, usize)> {
 
 /// Byte position just past the header(s): attributes are `name\0type\0size:i32 value`, a header
 /// ends with an empty name, and a multi-part file ends its header list with one more empty name.
-fn headers_end(bytes: &[u8], multipart: bool) -> Option<usize> {
+pub(crate) fn headers_end(bytes: &[u8], multipart: bool) -> Option<usize> {
     let mut at = 8;
     let cstr_end = |at: usize| bytes[at..].iter().position(|&b| b == 0).map(|n| at + n);
     loop {
@@ -342,7 +342,7 @@ fn bounds_of(b: exr::meta::attribute::IntegerBounds) -> Bounds {
     Bounds::from_origin_size(b.position.x(), b.position.y(), b.size.x(), b.size.y())
 }
 
-fn part_infos(meta: &MetaData) -> Vec<PartInfo> {
+pub(crate) fn part_infos(meta: &MetaData) -> Vec<PartInfo> {
     meta.headers
         .iter()
         .enumerate()
@@ -388,7 +388,7 @@ fn deep_state(h: &Header) -> DeepState {
     }
 }
 
-fn select_part(infos: &[PartInfo], selector: &PartSelector) -> Result<usize> {
+pub(crate) fn select_part(infos: &[PartInfo], selector: &PartSelector) -> Result<usize> {
     let names = || {
         infos
             .iter()
@@ -425,7 +425,7 @@ fn select_part(infos: &[PartInfo], selector: &PartSelector) -> Result<usize> {
     Ok(index)
 }
 
-fn expected_chunk_count(header: &Header, window: Bounds) -> usize {
+pub(crate) fn expected_chunk_count(header: &Header, window: Bounds) -> usize {
     match header.blocks {
         BlockDescription::ScanLines => window
             .height()
@@ -438,7 +438,7 @@ fn expected_chunk_count(header: &Header, window: Bounds) -> usize {
 }
 
 /// Index of the block a chunk's region stands for, to catch duplicates.
-fn chunk_slot(header: &Header, window: Bounds, region: &Bounds) -> usize {
+pub(crate) fn chunk_slot(header: &Header, window: Bounds, region: &Bounds) -> usize {
     match header.blocks {
         BlockDescription::ScanLines => {
             (region.y0 - window.y0) as usize / header.compression.scan_lines_per_block()
@@ -453,11 +453,11 @@ fn chunk_slot(header: &Header, window: Bounds, region: &Bounds) -> usize {
 }
 
 /// A chunk whose count table has been decoded and whose sample data is still packed.
-struct RawChunk<'a> {
-    region: Bounds,
-    counts: Vec<u32>,
-    packed_samples: &'a [u8],
-    unpacked_size: usize,
+pub(crate) struct RawChunk<'a> {
+    pub(crate) region: Bounds,
+    pub(crate) counts: Vec<u32>,
+    pub(crate) packed_samples: &'a [u8],
+    pub(crate) unpacked_size: usize,
 }
 
 struct ByteReader<'a> {
@@ -481,7 +481,7 @@ impl<'a> ByteReader<'a> {
     }
 }
 
-fn parse_chunk<'a>(
+pub(crate) fn parse_chunk<'a>(
     bytes: &'a [u8],
     at: usize,
     multipart: bool,
@@ -496,6 +496,64 @@ fn parse_chunk<'a>(
         ));
     }
     let mut r = ByteReader { bytes, at };
+    let head = parse_chunk_head(&mut r, multipart, part, header, window)?;
+    let packed_table = r.take(head.packed_table_size)?;
+    let packed_samples = r.take(head.packed_sample_size)?;
+    // The claimed unpacked size must be reachable from the packed bytes before the count table
+    // is trusted to match it: else a table consistent with an absurd claim allocates planes.
+    check_plausible(
+        codec,
+        packed_samples.len(),
+        head.unpacked_size,
+        "sample data",
+    )
+    .map_err(|e| Error::format(format!("block {}: {e}", head.region)))?;
+    let counts = chunk_counts(&head, packed_table, header, codec)?;
+    Ok(RawChunk {
+        region: head.region,
+        counts,
+        packed_samples,
+        unpacked_size: head.unpacked_size,
+    })
+}
+
+/// What a deep chunk says before its tables: the block it holds and the sizes that follow.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ChunkHead {
+    /// The pixels of the block.
+    pub(crate) region: Bounds,
+    /// Bytes of the packed sample-count table.
+    pub(crate) packed_table_size: usize,
+    /// Bytes of the packed sample data.
+    pub(crate) packed_sample_size: usize,
+    /// Bytes of the sample data once unpacked.
+    pub(crate) unpacked_size: usize,
+}
+
+/// Most bytes a deep chunk's head takes: part number, four tile coordinates, three sizes.
+pub(crate) const MAX_CHUNK_HEAD_BYTES: usize = 4 + 16 + 24;
+
+/// Parse a chunk's head from `bytes` at `at` (the streaming reader reads heads alone); returns
+/// it with the position just after it.
+pub(crate) fn read_chunk_head(
+    bytes: &[u8],
+    multipart: bool,
+    part: usize,
+    header: &Header,
+    window: Bounds,
+) -> Result<(ChunkHead, usize)> {
+    let mut r = ByteReader { bytes, at: 0 };
+    let head = parse_chunk_head(&mut r, multipart, part, header, window)?;
+    Ok((head, r.at))
+}
+
+fn parse_chunk_head(
+    r: &mut ByteReader,
+    multipart: bool,
+    part: usize,
+    header: &Header,
+    window: Bounds,
+) -> Result<ChunkHead> {
     if multipart {
         let p = r.i32()?;
         if p != part as i32 {
@@ -547,16 +605,22 @@ fn parse_chunk<'a>(
     };
     // Sizes beyond the address space cannot be in the file: saturate, and `take` refuses them.
     let as_size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
-    let packed_table_size = as_size(r.u64()?);
-    let packed_sample_size = as_size(r.u64()?);
-    let unpacked_size = as_size(r.u64()?);
-    let packed_table = r.take(packed_table_size)?;
-    let packed_samples = r.take(packed_sample_size)?;
-    // The claimed unpacked size must be reachable from the packed bytes before the count table
-    // is trusted to match it: else a table consistent with an absurd claim allocates planes.
-    check_plausible(codec, packed_samples.len(), unpacked_size, "sample data")
-        .map_err(|e| Error::format(format!("block {region}: {e}")))?;
+    Ok(ChunkHead {
+        region,
+        packed_table_size: as_size(r.u64()?),
+        packed_sample_size: as_size(r.u64()?),
+        unpacked_size: as_size(r.u64()?),
+    })
+}
 
+/// Per-pixel counts of a chunk from its packed sample-count table.
+pub(crate) fn chunk_counts(
+    head: &ChunkHead,
+    packed_table: &[u8],
+    header: &Header,
+    codec: Codec,
+) -> Result<Vec<u32>> {
+    let region = head.region;
     let pixels = region.area();
     // OpenEXR writes the table of a clipped edge tile stored raw at the full tile size, with the
     // clipped pixels first: a raw table of full-tile size is accepted and its tail ignored.
@@ -581,13 +645,12 @@ fn parse_chunk<'a>(
         .iter()
         .map(|c| c.sample_type.bytes_per_sample() as u64)
         .sum();
-    let counts = counts_from_table(&cumulative, region, bytes_per_sample, unpacked_size as u64)?;
-    Ok(RawChunk {
+    counts_from_table(
+        &cumulative,
         region,
-        counts,
-        packed_samples,
-        unpacked_size,
-    })
+        bytes_per_sample,
+        head.unpacked_size as u64,
+    )
 }
 
 /// Per-pixel counts from a chunk's cumulative table. OpenEXR accumulates within each line of a

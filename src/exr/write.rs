@@ -18,7 +18,8 @@ use exr::prelude::SmallVec;
 use rayon::prelude::*;
 
 use super::compression::{compress, Codec};
-use crate::deep::{Bounds, DeepImage, FlatImage, FlatValues, SampleType};
+use crate::cleanup::TempFileGuard;
+use crate::deep::{Bounds, DeepImage, FlatImage, SampleType};
 use crate::error::{Error, Result};
 
 /// Storage type of colour and alpha in a flat file.
@@ -115,43 +116,89 @@ pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<()>,
 ) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let io_err = |e: std::io::Error| Error::write(path, without_temp_path(e));
-    let Some(name) = path.file_name() else {
-        return Err(Error::file(path, "output is not a file name"));
-    };
-    let prefix = temp_prefix(name);
-    remove_stale_temps(dir, &prefix);
-    // The mode of the file being replaced, if any (its permission bits only).
-    let existing_mode = std::fs::metadata(path)
-        .ok()
-        .filter(|m| m.is_file())
-        .map(|m| m.permissions());
-    let mut builder = tempfile::Builder::new();
-    builder
-        .prefix(&prefix)
-        .suffix(".tmp")
-        .rand_bytes(TEMP_RANDOM_LEN);
-    #[cfg(unix)]
+    let output = AtomicFile::create(path)?;
     {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
-    }
-    let mut tmp = builder.tempfile_in(dir).map_err(io_err)?;
-    {
-        let mut buffered = std::io::BufWriter::new(tmp.as_file_mut());
+        let mut buffered = std::io::BufWriter::new(output.file());
         write(&mut buffered)?;
-        buffered.flush().map_err(io_err)?;
+        buffered.flush().map_err(|e| output.error(e))?;
     }
-    if let Some(mode) = existing_mode {
-        tmp.as_file().set_permissions(mode).map_err(io_err)?;
+    output.commit()
+}
+
+/// An output being written: a temporary file beside `path` (see [`write_atomically`] for its
+/// name, its mode and the cleaning of leftovers) that [`AtomicFile::commit`] renames into place.
+/// Dropped without a commit, the temporary file is removed. Streaming writers write into
+/// [`AtomicFile::file`] as data is ready and patch earlier bytes with positioned writes.
+pub struct AtomicFile {
+    path: std::path::PathBuf,
+    tmp: tempfile::NamedTempFile,
+    // Listed for removal on SIGINT/SIGTERM (`crate::cleanup`); declared after `tmp` so that it
+    // is unlisted only after `tmp` is renamed or removed (fields drop in declaration order).
+    _listed: TempFileGuard,
+    existing_mode: Option<std::fs::Permissions>,
+}
+
+impl AtomicFile {
+    /// Start writing `path`: remove stale temporary files of this output, create a new one.
+    pub fn create(path: &Path) -> Result<AtomicFile> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let io_err = |e: std::io::Error| Error::write(path, without_temp_path(e));
+        let Some(name) = path.file_name() else {
+            return Err(Error::file(path, "output is not a file name"));
+        };
+        let prefix = temp_prefix(name);
+        remove_stale_temps(dir, &prefix);
+        // The mode of the file being replaced, if any (its permission bits only).
+        let existing_mode = std::fs::metadata(path)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.permissions());
+        let mut builder = tempfile::Builder::new();
+        builder
+            .prefix(&prefix)
+            .suffix(".tmp")
+            .rand_bytes(TEMP_RANDOM_LEN);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let tmp = builder.tempfile_in(dir).map_err(io_err)?;
+        let listed = TempFileGuard::new(tmp.path());
+        Ok(AtomicFile {
+            path: path.to_path_buf(),
+            tmp,
+            _listed: listed,
+            existing_mode,
+        })
     }
-    tmp.as_file().sync_all().map_err(io_err)?;
-    tmp.persist(path).map_err(|e| io_err(e.error))?;
-    Ok(())
+
+    /// The temporary file.
+    pub fn file(&self) -> &std::fs::File {
+        self.tmp.as_file()
+    }
+
+    /// An I/O error while writing, naming the output (never the temporary file).
+    pub fn error(&self, e: std::io::Error) -> Error {
+        Error::write(&self.path, without_temp_path(e))
+    }
+
+    /// Give the file the replaced output's mode, flush it to disk and rename it into place.
+    pub fn commit(self) -> Result<()> {
+        let io_err = |e: std::io::Error| Error::write(&self.path, without_temp_path(e));
+        if let Some(mode) = &self.existing_mode {
+            self.tmp
+                .as_file()
+                .set_permissions(mode.clone())
+                .map_err(io_err)?;
+        }
+        self.tmp.as_file().sync_all().map_err(io_err)?;
+        self.tmp.persist(&self.path).map_err(|e| io_err(e.error))?;
+        Ok(())
+    }
 }
 
 fn exr_type(t: SampleType) -> attr::SampleType {
@@ -240,25 +287,52 @@ pub fn encode_deep_with(image: &DeepImage, options: &DeepWriteOptions) -> Result
     Ok(out)
 }
 
+/// What the header of a deep scanline output states.
+pub(crate) struct DeepHeader<'a> {
+    pub(crate) channels: &'a [crate::deep::Channel],
+    pub(crate) data_window: Bounds,
+    pub(crate) display_window: Bounds,
+    pub(crate) state: crate::deep::DeepState,
+    pub(crate) max_samples: usize,
+}
+
 fn write_deep_header(
     out: &mut Vec<u8>,
     image: &DeepImage,
     options: &DeepWriteOptions,
     chunk_count: usize,
 ) -> Result<()> {
+    let header = DeepHeader {
+        channels: &image.channels,
+        data_window: image.data_window,
+        display_window: image.display_window,
+        state: image.state,
+        max_samples: image.max_count(),
+    };
+    encode_deep_header(out, &header, options, chunk_count).map(|_| ())
+}
+
+/// Append a deep scanline header to `out`; returns the position of the `maxSamplesPerPixel`
+/// value (four bytes), which a streaming writer patches once the last chunk is written.
+pub(crate) fn encode_deep_header(
+    out: &mut Vec<u8>,
+    header: &DeepHeader,
+    options: &DeepWriteOptions,
+    chunk_count: usize,
+) -> Result<usize> {
     let codec = options.codec;
-    let long_names = image.channels.iter().any(|c| c.name.len() > 31);
+    let long_names = header.channels.iter().any(|c| c.name.len() > 31);
     out.extend([0x76, 0x2f, 0x31, 0x01]);
     // Version 2, bit 10: long names, bit 11: deep data.
     let flags: u32 = 2 | (u32::from(long_names) << 10) | (1 << 11);
     out.extend(flags.to_le_bytes());
 
-    let channels: SmallVec<[ChannelDescription; 5]> = image
+    let channels: SmallVec<[ChannelDescription; 5]> = header
         .channels
         .iter()
         .map(|c| ChannelDescription::new(c.name.as_str(), exr_type(c.sample_type), false))
         .collect();
-    let max_samples = i32::try_from(image.max_count())
+    let max_samples = i32::try_from(header.max_samples)
         .map_err(|_| Error::format("a pixel holds more samples than EXR can count"))?;
     let mut attributes: Vec<(&str, AttributeValue)> = vec![
         (
@@ -268,11 +342,11 @@ fn write_deep_header(
         ("compression", AttributeValue::Compression(codec.to_exr())),
         (
             "dataWindow",
-            AttributeValue::IntegerBounds(exr_bounds(image.data_window)),
+            AttributeValue::IntegerBounds(exr_bounds(header.data_window)),
         ),
         (
             "displayWindow",
-            AttributeValue::IntegerBounds(exr_bounds(image.display_window)),
+            AttributeValue::IntegerBounds(exr_bounds(header.display_window)),
         ),
         (
             "lineOrder",
@@ -295,21 +369,31 @@ fn write_deep_header(
             "deepImageState",
             AttributeValue::Custom {
                 kind: Text::from("deepImageState"),
-                bytes: SmallVec::from_slice(&[image.state as u8]),
+                bytes: SmallVec::from_slice(&[header.state as u8]),
             },
         ));
     }
+    let mut max_samples_at = 0;
     for (name, value) in &attributes {
         attr::write(name.as_bytes(), value, out)
             .map_err(|e| Error::format(format!("cannot encode attribute {name}: {e}")))?;
+        if *name == "maxSamplesPerPixel" {
+            // An i32 attribute ends with its four value bytes.
+            max_samples_at = out.len() - 4;
+        }
     }
     out.push(0);
-    Ok(())
+    Ok(max_samples_at)
 }
 
 /// One chunk: y, packed table size, packed data size, unpacked data size, table, data; the data
 /// holds, for each line, for each channel, the samples of each pixel in turn.
-fn encode_chunk(image: &DeepImage, codec: Codec, first_line: usize, lines: usize) -> Vec<u8> {
+pub(crate) fn encode_chunk(
+    image: &DeepImage,
+    codec: Codec,
+    first_line: usize,
+    lines: usize,
+) -> Vec<u8> {
     let window = image.data_window;
     let w = window.width();
     let last_line = (first_line + lines).min(window.height());
@@ -343,54 +427,13 @@ fn encode_chunk(image: &DeepImage, codec: Codec, first_line: usize, lines: usize
 }
 
 /// Write a flat scanline EXR (ZIP compressed): float channels as `flat_type`, except channels
-/// named Z, which are always 32-bit float; uint channels stay uint.
+/// named Z, which are always 32-bit float; uint channels stay uint. This is the streaming
+/// [`super::FlatChunkWriter`] fed the whole image as one band, so whole-image and streamed
+/// output are the same bytes.
 pub fn write_flat(path: &Path, image: &FlatImage, flat_type: FlatType) -> Result<()> {
-    use exr::prelude::{
-        AnyChannel, AnyChannels, Encoding, FlatSamples, Image, Layer, LayerAttributes, Vec2,
-        WritableImage,
-    };
-    if image.data_window.area() == 0 {
-        return Err(Error::file(
-            path,
-            "cannot write an image with an empty data window",
-        ));
-    }
-    let list: SmallVec<[AnyChannel<FlatSamples>; 4]> = image
-        .channels
-        .iter()
-        .map(|c| {
-            let samples = match &c.values {
-                FlatValues::U32(v) => FlatSamples::U32(v.clone()),
-                FlatValues::F32(v) if c.name == "Z" || flat_type == FlatType::Float => {
-                    FlatSamples::F32(v.clone())
-                }
-                FlatValues::F32(v) => {
-                    FlatSamples::F16(v.iter().map(|&x| half::f16::from_f32(x)).collect())
-                }
-            };
-            AnyChannel::new(c.name.as_str(), samples)
-        })
-        .collect();
-    let size = (image.data_window.width(), image.data_window.height());
-    let attributes = LayerAttributes {
-        layer_position: Vec2(image.data_window.x0, image.data_window.y0),
-        ..LayerAttributes::default()
-    };
-    let layer = Layer::new(
-        size,
-        attributes,
-        Encoding::SMALL_LOSSLESS,
-        AnyChannels::sort(list),
-    );
-    let mut exr_image = Image::from_layer(layer);
-    exr_image.attributes.display_window = exr_bounds(image.display_window);
-    let mut bytes = Vec::new();
-    exr_image
-        .write()
-        .non_parallel()
-        .to_buffered(std::io::Cursor::new(&mut bytes))
-        .map_err(|e| Error::file(path, format!("cannot encode flat EXR: {e}")))?;
-    write_bytes_atomically(path, &bytes)
+    let mut writer = super::FlatChunkWriter::create(path, image.data_window, flat_type)?;
+    writer.write_band(image)?;
+    writer.finish()
 }
 
 #[cfg(test)]

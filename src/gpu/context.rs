@@ -146,6 +146,26 @@ impl GlContext {
         )))
     }
 
+    /// What EGL lists, without opening a display or making a context (the cheap question
+    /// `--backend auto` asks first): `Ok(None)` when a hardware device is listed, else
+    /// `Ok(Some(name))` with the software rasteriser's name (Mesa's is `llvmpipe`), or why
+    /// EGL lists nothing.
+    pub fn software_only() -> Result<Option<String>> {
+        let devices: Vec<Device> = Device::query_devices()
+            .map_err(|e| Error::Gl(format!("no EGL devices ({e})")))?
+            .collect();
+        let is_software = |d: &Device| d.extensions().contains("EGL_MESA_device_software");
+        if devices.iter().any(|d| !is_software(d)) {
+            return Ok(None);
+        }
+        match devices.first() {
+            Some(d) => Ok(Some(
+                d.name().or(d.vendor()).unwrap_or("llvmpipe").to_string(),
+            )),
+            None => Err(Error::Gl("EGL lists no devices".into())),
+        }
+    }
+
     fn on_device(device: &Device) -> std::result::Result<GlContext, String> {
         // SAFETY: no raw display handle is passed, so glutin opens the device itself.
         let display = unsafe { Display::with_device(device, None) }.map_err(|e| e.to_string())?;

@@ -43,7 +43,7 @@ pub mod tidy;
 
 pub use buffer::GpuBuffer;
 pub use context::{GlContext, GlInfo};
-pub use merge::{merge_images_gl, uses_kway, GpuMerger};
+pub use merge::{merge_images_gl, merge_images_gl_over, uses_kway, GpuMerger};
 pub use stats::{BufferBytes, GpuStats};
 
 pub use crate::vocab::{Layout, MergeMethod, PixelOrder};

@@ -41,7 +41,7 @@ use super::engine::ColumnSpec;
 use super::stats::GpuStats;
 use super::{GlContext, GlOptions};
 use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind};
-use crate::deep::DeepImage;
+use crate::deep::{Bounds, DeepImage};
 use crate::error::{Error, Result};
 use crate::vocab::MAX_BLOCK_SIZE;
 
@@ -80,7 +80,22 @@ pub fn merge_images_gl(
     options: &MergeOptions,
     gl_options: &GlOptions,
 ) -> Result<(MergeOutput, GpuStats)> {
+    merge_images_gl_over(ctx, inputs, options, gl_options, None)
+}
+
+/// [`merge_images_gl`] over `window` instead of the union of the inputs' data windows, when
+/// given (a band of a streamed merge; see `composite::merge_images_over`).
+pub fn merge_images_gl_over(
+    ctx: &GlContext,
+    inputs: &[&DeepImage],
+    options: &MergeOptions,
+    gl_options: &GlOptions,
+    window: Option<Bounds>,
+) -> Result<(MergeOutput, GpuStats)> {
     let (mut plan, columns) = prepare(inputs, gl_options)?;
+    if let Some(window) = window {
+        plan.window = window;
+    }
     plan.sort = options.sort;
     let stride = columns.stride();
     let mut limit = ctx.info().max_ssbo_bytes;
@@ -103,7 +118,8 @@ pub fn merge_images_gl(
     while next < bands.len() {
         let band = bands[next].clone();
         // Each band re-plans cheaply (the plan is a few small vectors) and owns its merger.
-        let band_plan = MergePlan::new(inputs)?;
+        let mut band_plan = MergePlan::new(inputs)?;
+        band_plan.window = plan.window;
         let merged =
             GpuMerger::upload_band(ctx, band_plan, columns.clone(), band, options, gl_options)
                 .and_then(|mut merger| {

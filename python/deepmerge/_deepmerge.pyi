@@ -1,0 +1,121 @@
+"""Type stubs of deepmerge's native module (python/src/*.rs); import ``deepmerge``, not this."""
+
+import os
+from typing import Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+Window = Tuple[Tuple[int, int], Tuple[int, int]]
+"""((x0, y0), (x1, y1)), inclusive, as the OpenEXR module's dataWindow."""
+PathLike = Union[str, "os.PathLike[str]"]
+DeepState = Literal["messy", "sorted", "non-overlapping", "tidy"]
+Part = Union[int, str, None]
+
+__version__: str
+
+class DeepImage:
+    """A deep image: per-pixel sample counts and one flat array per channel over all samples.
+
+    The arrays are read-only views of the image's memory (their ``base`` is the image)."""
+
+    def __init__(
+        self,
+        counts: npt.NDArray[np.uint32],
+        channels: Mapping[str, npt.NDArray[Union[np.float32, np.float16, np.uint32]]],
+        *,
+        data_window: Optional[Window] = None,
+        display_window: Optional[Window] = None,
+        deep_image_state: DeepState = "messy",
+        offsets: Optional[npt.NDArray[np.integer]] = None,
+    ) -> None: ...
+    @property
+    def counts(self) -> npt.NDArray[np.uint32]:
+        """Per-pixel sample counts, H x W."""
+    @property
+    def offsets(self) -> npt.NDArray[np.uint64]:
+        """Exclusive prefix sum of the counts, H*W + 1 entries (the last is the total)."""
+    @property
+    def channel_names(self) -> List[str]: ...
+    @property
+    def channels(self) -> Dict[str, np.ndarray]:
+        """{name: 1-D array over all samples}, float32, float16 or uint32 as stored."""
+    def channel(self, name: str) -> np.ndarray: ...
+    def __getitem__(self, name: str) -> np.ndarray: ...
+    def __contains__(self, name: str) -> bool: ...
+    @property
+    def data_window(self) -> Window: ...
+    @property
+    def display_window(self) -> Window: ...
+    @property
+    def deep_image_state(self) -> DeepState: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def height(self) -> int: ...
+    @property
+    def sample_count(self) -> int: ...
+
+class FlatImage:
+    """A flat image: one H x W float32 (or uint32 for ids) array per channel, read-only views."""
+
+    @property
+    def channel_names(self) -> List[str]: ...
+    @property
+    def channels(self) -> Dict[str, np.ndarray]: ...
+    def to_dict(self) -> Dict[str, np.ndarray]:
+        """{name: H x W array}, copies the caller may change."""
+    def __getitem__(self, name: str) -> np.ndarray: ...
+    def __contains__(self, name: str) -> bool: ...
+    @property
+    def data_window(self) -> Window: ...
+    @property
+    def display_window(self) -> Window: ...
+
+def read(
+    path: PathLike,
+    part: Part = None,
+    channels: Optional[Sequence[str]] = None,
+    *,
+    memory_budget: Optional[int] = None,
+) -> DeepImage:
+    """Read a deep part of an OpenEXR file (default: the first deep part)."""
+
+def merge(
+    inputs: Sequence[Union[PathLike, DeepImage]],
+    output: Literal["flat", "deep"] = "flat",
+    tidy: bool = False,
+    backend: Literal["auto", "cpu", "gl"] = "auto",
+    layout: Optional[Literal["ll", "la", "ia", "bia"]] = None,
+    method: Optional[Literal["rbm", "stepwise"]] = None,
+    memory_budget: Optional[int] = None,
+    *,
+    part: Part = None,
+    flat_z: bool = False,
+) -> Union[FlatImage, DeepImage]:
+    """Merge deep inputs in depth order, as ``deepmerge IN... -o OUT``: a FlatImage for
+    output="flat", a DeepImage for output="deep"."""
+
+def flatten(image: Union[DeepImage, PathLike], z: bool = False) -> FlatImage:
+    """Composite one deep image front to back."""
+
+def holdout(
+    image: Union[DeepImage, PathLike], holdout: Union[DeepImage, PathLike], cull: bool = False
+) -> DeepImage:
+    """Hold ``image`` out by ``holdout``, as ``deepmerge holdout``."""
+
+def write(
+    image: Union[DeepImage, FlatImage],
+    path: PathLike,
+    compression: Optional[Literal["none", "rle", "zips", "zip"]] = None,
+    *,
+    flat_type: Optional[Literal["half", "float"]] = None,
+) -> None:
+    """Write as the CLI writes its output (deep: compression, default zips; flat: flat_type,
+    default half)."""
+
+def info(path: PathLike, *, memory_budget: Optional[int] = None) -> List[dict]:
+    """``deepmerge info`` as data: one dict per part."""
+
+def info_text(path: PathLike, *, memory_budget: Optional[int] = None) -> str:
+    """``deepmerge info``'s report, word for word."""

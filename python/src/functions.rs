@@ -1,0 +1,389 @@
+//! The module's functions: argument conversion around [`crate::engine`], with the GIL released
+//! (`Python::detach`) for as long as the engine runs, so other Python threads go on meanwhile.
+
+use std::path::PathBuf;
+
+use deepmerge::backend::Backend;
+use deepmerge::composite::{MergeOutput, OutputKind};
+use deepmerge::exr::{Codec, FlatType, PartSelector};
+use deepmerge::gpu::{GlOptions, Layout, MergeMethod};
+use deepmerge::info::COMPLEXITY_BINS;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+
+use crate::engine::{self, Input, MergeRequest, ReadRequest};
+use crate::errors::{to_py, usage};
+use crate::image::{PyDeepImage, PyFlatImage, Window};
+
+/// Add the functions to the module.
+pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(read, module)?)?;
+    module.add_function(wrap_pyfunction!(merge, module)?)?;
+    module.add_function(wrap_pyfunction!(flatten, module)?)?;
+    module.add_function(wrap_pyfunction!(holdout, module)?)?;
+    module.add_function(wrap_pyfunction!(write, module)?)?;
+    module.add_function(wrap_pyfunction!(info, module)?)?;
+    module.add_function(wrap_pyfunction!(info_text, module)?)?;
+    Ok(())
+}
+
+/// A part selector from Python: an index, a name, or `None` for the first deep part.
+#[derive(FromPyObject)]
+enum PartArg {
+    Index(usize),
+    Name(String),
+}
+
+fn part_selector(part: Option<PartArg>) -> PartSelector {
+    match part {
+        None => PartSelector::FirstDeep,
+        Some(PartArg::Index(i)) => PartSelector::Index(i),
+        Some(PartArg::Name(n)) => PartSelector::Name(n),
+    }
+}
+
+/// A path or an image, where either will do.
+enum PathOrImage<'py> {
+    Path(PathBuf),
+    Image(Bound<'py, PyDeepImage>),
+}
+
+fn path_or_image<'py>(value: &Bound<'py, PyAny>, what: &str) -> PyResult<PathOrImage<'py>> {
+    if let Ok(image) = value.cast::<PyDeepImage>() {
+        return Ok(PathOrImage::Image(image.clone()));
+    }
+    value
+        .extract::<PathBuf>()
+        .map(PathOrImage::Path)
+        .map_err(|_| {
+            usage(format!(
+                "{what} must be a path (str or os.PathLike) or a deepmerge.DeepImage, not a {}",
+                value
+                    .get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })
+}
+
+/// The image `value` stands for, reading it (GIL released) when it is a path.
+fn image_of<'py>(
+    py: Python<'py>,
+    value: &Bound<'py, PyAny>,
+    what: &str,
+) -> PyResult<Py<PyDeepImage>> {
+    match path_or_image(value, what)? {
+        PathOrImage::Image(image) => Ok(image.unbind()),
+        PathOrImage::Path(path) => {
+            let image = py
+                .detach(|| engine::read(&path, &ReadRequest::default()))
+                .map_err(to_py)?;
+            Py::new(py, PyDeepImage::new(image))
+        }
+    }
+}
+
+/// Read a deep part of an OpenEXR file.
+///
+/// ``part`` is an index or a part name (default: the first deep part); ``channels`` keeps only
+/// the named channels; ``memory_budget`` (bytes, default 8 GiB as the CLI's ``--max-memory``)
+/// refuses files whose decoded samples would take more. NaN depths are refused, as the CLI
+/// refuses them. Raises ``deepmerge.FileError`` (an ``OSError``) when the file cannot be read
+/// and ``deepmerge.FormatError`` (a ``ValueError``) when it is malformed or unsupported.
+#[pyfunction]
+#[pyo3(signature = (path, part=None, channels=None, *, memory_budget=None))]
+fn read(
+    py: Python<'_>,
+    path: PathBuf,
+    part: Option<PartArg>,
+    channels: Option<Vec<String>>,
+    memory_budget: Option<u64>,
+) -> PyResult<PyDeepImage> {
+    let request = ReadRequest {
+        part: part_selector(part),
+        channels,
+        memory_budget,
+    };
+    let image = py.detach(|| engine::read(&path, &request)).map_err(to_py)?;
+    Ok(PyDeepImage::new(image))
+}
+
+/// Merge deep inputs in depth order, as ``deepmerge IN... -o OUT`` does.
+///
+/// ``inputs`` is a list of paths and ``DeepImage``\ s (the first input wins depth ties).
+/// ``output="flat"`` returns a ``FlatImage`` (composited front to back, ``flat_z=True`` adds the
+/// Z of the front-most contributing sample); ``output="deep"`` a merged ``DeepImage``
+/// (``tidy=True`` splits overlapping volumes). ``backend`` is ``"auto"`` (OpenGL on a GPU, else
+/// the CPU engine), ``"cpu"`` or ``"gl"``; ``layout`` (``"ll"``, ``"la"``, ``"ia"``, ``"bia"``)
+/// and ``method`` (``"rbm"``, ``"stepwise"``) choose how the GPU merges and so select GL under
+/// ``"auto"``. ``part`` picks the part of path inputs. ``memory_budget`` (bytes, default 8 GiB):
+/// the most one decoded input or the output may take (the CLI's ``--max-memory``).
+#[pyfunction]
+#[pyo3(signature = (inputs, output="flat", tidy=false, backend="auto", layout=None, method=None, memory_budget=None, *, part=None, flat_z=false))]
+#[allow(clippy::too_many_arguments)]
+fn merge<'py>(
+    py: Python<'py>,
+    inputs: &Bound<'py, PyAny>,
+    output: &str,
+    tidy: bool,
+    backend: &str,
+    layout: Option<&str>,
+    method: Option<&str>,
+    memory_budget: Option<u64>,
+    part: Option<PartArg>,
+    flat_z: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let output = match output {
+        "flat" => OutputKind::Flat { z: flat_z },
+        "deep" if flat_z => {
+            return Err(usage("flat_z applies to flat output, not output=\"deep\""))
+        }
+        "deep" => OutputKind::Deep,
+        other => {
+            return Err(usage(format!(
+                "output must be \"flat\" or \"deep\", not {other:?}"
+            )))
+        }
+    };
+    if tidy && output != OutputKind::Deep {
+        return Err(usage(
+            "tidy applies to deep output; pass output=\"deep\" (flat output is always composited tidily)",
+        ));
+    }
+    let backend = match backend {
+        "auto" => Backend::Auto,
+        "cpu" => Backend::Cpu,
+        "gl" => Backend::Gl,
+        other => {
+            return Err(usage(format!(
+                "backend must be \"auto\", \"cpu\" or \"gl\", not {other:?}"
+            )))
+        }
+    };
+    let request = MergeRequest {
+        output,
+        tidy,
+        backend,
+        gl: gl_options(layout, method)?,
+        part: part_selector(part),
+        memory_budget,
+    };
+    // A str is iterable too: its characters would be taken for paths.
+    if inputs.is_instance_of::<PyString>() {
+        return Err(usage(
+            "inputs must be a list of paths or DeepImages, not one string",
+        ));
+    }
+    let items: Vec<PathOrImage<'py>> = inputs
+        .try_iter()
+        .map_err(|_| usage("inputs must be a list of paths or DeepImages"))?
+        .enumerate()
+        .map(|(i, item)| path_or_image(&item?, &format!("input {i}")))
+        .collect::<PyResult<_>>()?;
+    if items.is_empty() {
+        return Err(usage("merge needs at least one input"));
+    }
+    let engine_inputs: Vec<Input> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| match item {
+            PathOrImage::Path(path) => Input::Path(path.clone()),
+            PathOrImage::Image(image) => Input::Image {
+                image: &image.get().image,
+                name: format!("<input {i}>"),
+            },
+        })
+        .collect();
+    let merged = py
+        .detach(|| engine::merge(&engine_inputs, &request))
+        .map_err(to_py)?;
+    Ok(match merged {
+        MergeOutput::Flat(image) => Bound::new(py, PyFlatImage { image })?.into_any(),
+        MergeOutput::Deep(image) => Bound::new(py, PyDeepImage::new(image))?.into_any(),
+    })
+}
+
+/// GL options from `layout` and `method`, as the CLI's `--layout`, `--rbm` and `--stepwise`.
+fn gl_options(layout: Option<&str>, method: Option<&str>) -> PyResult<Option<GlOptions>> {
+    if layout.is_none() && method.is_none() {
+        return Ok(None);
+    }
+    let defaults = GlOptions::default();
+    let layout = match layout {
+        None => defaults.layout,
+        Some("ll") => Layout::LinkedList,
+        Some("la") => Layout::Linearised,
+        Some("ia") => Layout::Interleaved,
+        Some("bia") => Layout::BlockedInterleaved,
+        Some(other) => {
+            return Err(usage(format!(
+                "layout must be \"ll\", \"la\", \"ia\" or \"bia\", not {other:?}"
+            )))
+        }
+    };
+    let method = match method {
+        None | Some("rbm") => MergeMethod::RegisterBlock,
+        Some("stepwise") => MergeMethod::Stepwise,
+        Some(other) => {
+            return Err(usage(format!(
+                "method must be \"rbm\" or \"stepwise\", not {other:?}"
+            )))
+        }
+    };
+    Ok(Some(GlOptions {
+        layout,
+        method,
+        ..defaults
+    }))
+}
+
+/// Composite a deep image (or the deep file at a path) front to back into a ``FlatImage``;
+/// ``z=True`` adds the Z of the front-most contributing sample. As OIIO's ``flatten``.
+#[pyfunction]
+#[pyo3(signature = (image, z=false))]
+fn flatten(py: Python<'_>, image: &Bound<'_, PyAny>, z: bool) -> PyResult<PyFlatImage> {
+    let image = image_of(py, image, "image")?;
+    let deep = &image.get().image;
+    let flat = py.detach(|| engine::flatten(deep, z)).map_err(to_py)?;
+    Ok(PyFlatImage { image: flat })
+}
+
+/// Hold ``image`` out by ``holdout`` (each a ``DeepImage`` or a path), as ``deepmerge holdout``:
+/// every sample is scaled by the holdout's transmittance at its depth, or with ``cull=True``
+/// samples behind the holdout's opaque depth are dropped. Returns a ``DeepImage``.
+#[pyfunction]
+#[pyo3(signature = (image, holdout, cull=false))]
+fn holdout(
+    py: Python<'_>,
+    image: &Bound<'_, PyAny>,
+    holdout: &Bound<'_, PyAny>,
+    cull: bool,
+) -> PyResult<PyDeepImage> {
+    let image = image_of(py, image, "image")?;
+    let holdout = image_of(py, holdout, "holdout")?;
+    let (input, mask) = (&image.get().image, &holdout.get().image);
+    let result = py
+        .detach(|| engine::holdout(input, mask, cull))
+        .map_err(to_py)?;
+    Ok(PyDeepImage::new(result))
+}
+
+/// Write ``image`` to ``path`` as the CLI writes its output: a ``DeepImage`` as deep scanline
+/// with ``compression`` ``"none"``, ``"rle"``, ``"zips"`` (default) or ``"zip"``; a
+/// ``FlatImage`` as flat scanline with colour and alpha stored as ``flat_type`` ``"half"``
+/// (default) or ``"float"``. Written to a temporary file beside ``path`` and renamed.
+#[pyfunction]
+#[pyo3(signature = (image, path, compression=None, *, flat_type=None))]
+fn write(
+    py: Python<'_>,
+    image: &Bound<'_, PyAny>,
+    path: PathBuf,
+    compression: Option<&str>,
+    flat_type: Option<&str>,
+) -> PyResult<()> {
+    if let Ok(deep) = image.cast::<PyDeepImage>() {
+        if flat_type.is_some() {
+            return Err(usage("flat_type applies to a FlatImage, not a DeepImage"));
+        }
+        let codec = match compression.unwrap_or("zips") {
+            "none" => Codec::None,
+            "rle" => Codec::Rle,
+            "zips" => Codec::Zips,
+            "zip" => Codec::Zip,
+            other => {
+                return Err(usage(format!(
+                    "compression must be \"none\", \"rle\", \"zips\" or \"zip\", not {other:?}"
+                )))
+            }
+        };
+        let deep = &deep.get().image;
+        return py
+            .detach(|| engine::write_deep(&path, deep, codec))
+            .map_err(to_py);
+    }
+    if let Ok(flat) = image.cast::<PyFlatImage>() {
+        if compression.is_some() {
+            return Err(usage(
+                "compression applies to a DeepImage; flat output is written as the CLI writes it",
+            ));
+        }
+        let flat_type = match flat_type.unwrap_or("half") {
+            "half" => FlatType::Half,
+            "float" => FlatType::Float,
+            other => {
+                return Err(usage(format!(
+                    "flat_type must be \"half\" or \"float\", not {other:?}"
+                )))
+            }
+        };
+        let flat = &flat.get().image;
+        return py
+            .detach(|| engine::write_flat(&path, flat, flat_type))
+            .map_err(to_py);
+    }
+    Err(usage(
+        "write takes a deepmerge.DeepImage or a deepmerge.FlatImage",
+    ))
+}
+
+/// What ``deepmerge info FILE`` reports, as a list with one dict per part: ``index``, ``name``,
+/// ``deep``, ``tiles`` (``(w, h)`` or ``None``), ``data_window``, ``display_window``,
+/// ``channels`` (``[(name, "half"|"float"|"uint")]``), ``compression``, ``line_order``,
+/// ``deep_image_state``, and for deep parts ``samples``: ``total``, ``max``, ``mean``,
+/// ``empty`` and ``histogram`` (pixels per depth-complexity bin).
+#[pyfunction]
+#[pyo3(signature = (path, *, memory_budget=None))]
+fn info<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    memory_budget: Option<u64>,
+) -> PyResult<Bound<'py, PyList>> {
+    let parts = py
+        .detach(|| engine::info(&path, memory_budget))
+        .map_err(to_py)?;
+    let list = PyList::empty(py);
+    for part in parts {
+        let h = &part.header;
+        let dict = PyDict::new(py);
+        dict.set_item("index", h.index)?;
+        dict.set_item("name", h.name.clone())?;
+        dict.set_item("deep", h.deep)?;
+        dict.set_item("tiles", h.tiles)?;
+        let window = |b: deepmerge::deep::Bounds| -> Window { ((b.x0, b.y0), (b.x1, b.y1)) };
+        dict.set_item("data_window", window(h.data_window))?;
+        dict.set_item("display_window", window(h.display_window))?;
+        let channels: Vec<(String, &str)> = h
+            .channels
+            .iter()
+            .map(|c| (c.name.clone(), c.sample_type.name()))
+            .collect();
+        dict.set_item("channels", channels)?;
+        dict.set_item("compression", h.compression.clone())?;
+        dict.set_item("line_order", h.line_order.clone())?;
+        dict.set_item("deep_image_state", h.state.name())?;
+        if let Some(s) = &part.samples {
+            let samples = PyDict::new(py);
+            samples.set_item("total", s.total)?;
+            samples.set_item("max", s.max)?;
+            samples.set_item("mean", s.mean)?;
+            samples.set_item("empty", s.empty)?;
+            let histogram = PyDict::new(py);
+            for ((bin, _), n) in COMPLEXITY_BINS.iter().zip(s.histogram) {
+                histogram.set_item(*bin, n)?;
+            }
+            samples.set_item("histogram", histogram)?;
+            dict.set_item("samples", samples)?;
+        }
+        list.append(dict)?;
+    }
+    Ok(list)
+}
+
+/// ``deepmerge info FILE``'s report, word for word, as one string.
+#[pyfunction]
+#[pyo3(signature = (path, *, memory_budget=None))]
+fn info_text(py: Python<'_>, path: PathBuf, memory_budget: Option<u64>) -> PyResult<String> {
+    py.detach(|| engine::info_text(&path, memory_budget))
+        .map_err(to_py)
+}

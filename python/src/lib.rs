@@ -1,0 +1,27 @@
+//! `deepmerge._deepmerge`: the native half of the `deepmerge` Python package.
+//!
+//! - [`image`]: the `DeepImage` and `FlatImage` classes, whose arrays are read-only numpy views
+//!   of the Rust buffers (no copy), and building a `DeepImage` from arrays.
+//! - [`functions`]: `read`, `merge`, `flatten`, `holdout`, `write`, `info`; each converts its
+//!   arguments, releases the GIL and calls [`engine`], the one file that calls the library.
+//! - [`errors`]: the library's errors as the `deepmerge.Error` family, with the CLI's messages.
+//!
+//! The Python half (`deepmerge/__init__.py`) re-exports these and adds the conversions to and
+//! from the OpenEXR module's and OpenImageIO's deep forms.
+
+mod engine;
+mod errors;
+mod functions;
+mod image;
+
+use pyo3::prelude::*;
+
+/// Native part of the `deepmerge` package; import `deepmerge`, not this.
+#[pymodule]
+fn _deepmerge(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<image::PyDeepImage>()?;
+    module.add_class::<image::PyFlatImage>()?;
+    functions::register(module)?;
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,114 @@
+"""Errors: every failure is a deepmerge.Error carrying the CLI's one-line message, of the
+built-in class it is a kind of; none crashes the interpreter."""
+
+import errno
+import os
+import numpy as np
+import pytest
+
+import deepmerge as dm
+from conftest import DATA, data
+
+BALLS = data("openexr-images/Balls.exr")
+PREFIX = "deepmerge: error: "
+
+
+def cli_error(cli, *args):
+    """The CLI's error line for ``args`` (it must fail), without its prefix."""
+    done = cli(*args, "-q", check=False)
+    assert done.returncode != 0, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(PREFIX), done.stderr
+    return lines[0][len(PREFIX):]
+
+
+def test_a_missing_input_is_a_file_error_with_the_cli_line(cli, tmp_path):
+    missing = tmp_path / "missing.exr"
+    line = cli_error(cli, missing, BALLS, "-o", tmp_path / "o.exr")
+    with pytest.raises(dm.FileError) as caught:
+        dm.merge([missing, BALLS])
+    assert str(caught.value) == line
+    assert isinstance(caught.value, OSError) and caught.value.errno == errno.ENOENT
+    with pytest.raises(OSError, match="cannot read"):
+        dm.read(missing)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in os.listdir(DATA / "hostile") if n.endswith(".exr")))
+def test_hostile_files_fail_with_the_cli_line(cli, tmp_path, name):
+    bad = DATA / "hostile" / name
+    line = cli_error(cli, bad, BALLS, "-o", tmp_path / "o.exr")
+    with pytest.raises(dm.Error) as caught:
+        dm.merge([bad, BALLS])
+    assert str(caught.value) == line
+    assert isinstance(caught.value, (ValueError, OSError))
+    with pytest.raises(dm.Error):
+        dm.read(bad)
+
+
+def test_a_file_that_is_not_exr_is_a_format_error(cli, tmp_path):
+    text = tmp_path / "notes.exr"
+    text.write_text("not an image\n")
+    line = cli_error(cli, text, BALLS, "-o", tmp_path / "o.exr")
+    with pytest.raises(dm.FormatError) as caught:
+        dm.merge([text, BALLS])
+    assert str(caught.value) == line and isinstance(caught.value, ValueError)
+
+
+def test_memory_budget_is_the_cli_max_memory(cli, tmp_path):
+    gib = 0.0001
+    line = cli_error(cli, BALLS, BALLS, "-o", tmp_path / "o.exr", "--max-memory", gib)
+    with pytest.raises(dm.Error) as caught:
+        dm.merge([BALLS, BALLS], memory_budget=int(gib * (1 << 30)))
+    assert str(caught.value) == line
+
+
+def test_a_flat_merge_of_depth_only_inputs_is_a_usage_error(cli, tmp_path):
+    only_z = dm.DeepImage(np.ones((2, 2), np.uint32), {"Z": np.arange(4, dtype=np.float32)})
+    dm.write(only_z, tmp_path / "z.exr")
+    line = cli_error(cli, tmp_path / "z.exr", tmp_path / "z.exr", "-o", tmp_path / "o.exr")
+    with pytest.raises(dm.UsageError) as caught:
+        dm.merge([tmp_path / "z.exr", tmp_path / "z.exr"])
+    assert str(caught.value) == line
+    assert isinstance(caught.value, ValueError)
+
+
+def test_an_unwritable_output_is_a_file_error(tmp_path):
+    image = dm.read(data("oiio/tinydeep.exr"))
+    with pytest.raises(dm.FileError, match="cannot write"):
+        dm.write(image, tmp_path / "no" / "such" / "dir" / "o.exr")
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        (dict(backend="metal"), 'backend must be "auto", "cpu" or "gl", not "metal"'),
+        (dict(output="png"), 'output must be "flat" or "deep", not "png"'),
+        (dict(tidy=True), "tidy applies to deep output"),
+        (dict(layout="zz"), "layout must be"),
+        (dict(method="fast"), "method must be"),
+        (dict(backend="cpu", layout="bia"), "they do not apply to --backend cpu"),
+    ],
+)
+def test_bad_arguments_are_usage_errors(kwargs, message):
+    with pytest.raises(dm.UsageError, match=message) as caught:
+        dm.merge([BALLS, BALLS], **kwargs)
+    assert "\n" not in str(caught.value)
+
+
+def test_bad_argument_types_are_usage_errors():
+    with pytest.raises(dm.UsageError, match="not one string"):
+        dm.merge(BALLS)
+    with pytest.raises(dm.UsageError, match="input 1 must be a path"):
+        dm.merge([BALLS, 42])
+    with pytest.raises(dm.UsageError, match="compression must be"):
+        dm.write(dm.read(data("oiio/tinydeep.exr")), "x.exr", compression="lzw")
+    with pytest.raises(dm.UsageError, match="write takes"):
+        dm.write(np.zeros(3), "x.exr")
+    with pytest.raises(TypeError):
+        dm.read(42)
+
+
+def test_every_error_class_is_a_deepmerge_error():
+    assert issubclass(dm.FileError, OSError) and issubclass(dm.FileError, dm.Error)
+    assert issubclass(dm.FormatError, ValueError) and issubclass(dm.UsageError, ValueError)
+    assert issubclass(dm.GLError, RuntimeError) and issubclass(dm.GLError, dm.Error)

@@ -1,0 +1,220 @@
+//! The band planner: the output window cut into runs of rows from the samples each row holds
+//! (every input's count tables, read before any sample) and the memory budget.
+//!
+//! A row costs what its band holds while it is alive: each input's decoded samples (twice: the
+//! decoded rows and the band's planes), its per-pixel counts and offsets, and the merge's working
+//! set and output (the same per-sample and per-pixel sizes `composite::budget` counts for a
+//! whole image). Three bands are alive at the peak (one read, one merged, one written), and each
+//! input holds at most one block of rows beyond the band (a 16-line ZIP block, a row of tiles),
+//! so a band may use a third of what the budget leaves after those blocks. Bands are further
+//! capped at [`MAX_BAND_BYTES`]: beyond a few tens of MiB a larger band is no faster (rayon has
+//! rows enough) and only raises the peak. A row that alone is over its share of the budget is
+//! refused, naming the input with the most samples in it.
+
+use std::ops::RangeInclusive;
+
+use super::source::ChunkSource;
+use super::StreamOptions;
+use crate::composite::{
+    OutputKind, DEEP_PIXEL_BYTES, DEEP_SAMPLE_BYTES, FLAT_COPIES, GL_FLAT_PIXEL_BYTES,
+};
+use crate::deep::Bounds;
+use crate::error::{Error, Result};
+use crate::exr::human_bytes;
+
+/// Bands alive at once at the peak: read ahead, being merged, being written.
+pub const BANDS_IN_FLIGHT: u64 = 3;
+
+/// The most bytes a band is planned to take, whatever the budget allows.
+pub const MAX_BAND_BYTES: u64 = 32 << 20;
+
+/// Bytes per output row held for the whole merge: its planned cost (8) and its chunk's entry
+/// in the writer's offset table (at most 8).
+const OUTPUT_ROW_TABLE_BYTES: u64 = 16;
+
+/// Rows of the output window, absolute and inclusive.
+pub type Band = RangeInclusive<i32>;
+
+/// What the output holds per sample and per pixel, for costing rows.
+#[derive(Clone, Copy, Debug)]
+pub struct OutputShape {
+    /// Bytes of one deep output sample's values (all output channels).
+    pub deep_value_bytes: u64,
+    /// Composited channels.
+    pub columns: u64,
+    /// Id (uint) channels.
+    pub ids: u64,
+}
+
+/// Bytes the merge and output of one row take beyond its inputs.
+fn output_row_bytes(
+    kind: OutputKind,
+    shape: &OutputShape,
+    tidy: bool,
+    width: u64,
+    samples: u64,
+) -> u64 {
+    match kind {
+        OutputKind::Flat { .. } => {
+            let flat = 4 * (shape.columns + shape.ids + 1);
+            let gl = 4 * shape.columns.max(1) + GL_FLAT_PIXEL_BYTES;
+            width.saturating_mul(FLAT_COPIES * flat + gl)
+        }
+        OutputKind::Deep => {
+            let samples = if tidy {
+                samples.saturating_mul(2)
+            } else {
+                samples
+            };
+            width.saturating_mul(DEEP_PIXEL_BYTES).saturating_add(
+                samples.saturating_mul(DEEP_SAMPLE_BYTES + 2 * shape.deep_value_bytes),
+            )
+        }
+    }
+}
+
+/// Bytes an input's row takes once decoded into a band.
+fn input_row_bytes(source: &ChunkSource, samples: u64) -> u64 {
+    // Counts (4), offsets (8) and the decoded row's counts (4) per pixel; samples twice.
+    (source.window.width() as u64 * 16)
+        .saturating_add(samples.saturating_mul(2 * source.sample_bytes()))
+}
+
+/// Cut `window` (the union of the inputs' windows) into bands for `sources` (their rows
+/// counted) under `options.budget`, or into `options.band_rows` rows each when set.
+pub fn plan_bands(
+    sources: &[ChunkSource],
+    window: Bounds,
+    shape: &OutputShape,
+    options: &StreamOptions,
+) -> Result<Vec<Band>> {
+    if let Some(rows) = options.band_rows {
+        let rows = rows.max(1) as i64;
+        let mut bands = Vec::new();
+        let mut y = window.y0 as i64;
+        while y <= window.y1 as i64 {
+            let end = (y + rows - 1).min(window.y1 as i64);
+            bands.push(y as i32..=end as i32);
+            y = end + 1;
+        }
+        return Ok(bands);
+    }
+    let width = window.width() as u64;
+    let kind = options.merge.output;
+    let tidy = options.merge.tidy;
+    // The output window is hostile too (two small inputs far apart): the planner's row costs
+    // and the writer's offset table are per row, and the bands alive hold a few rows each.
+    let window_bytes = (window.height() as u64)
+        .saturating_mul(OUTPUT_ROW_TABLE_BYTES)
+        .saturating_add(
+            output_row_bytes(kind, shape, tidy, width, 0).saturating_mul(BANDS_IN_FLIGHT),
+        );
+    if window_bytes > options.budget {
+        let paths: Vec<&std::path::Path> = sources.iter().map(|s| s.path()).collect();
+        return Err(Error::Usage(format!(
+            "{}: the merged data window ({}, {})-({}, {}), {} x {} pixels, would need {} for \
+             {} output, over the memory budget of {} (raise it with --memory-budget)",
+            crate::composite::input_names(&paths),
+            window.x0,
+            window.y0,
+            window.x1,
+            window.y1,
+            window.width(),
+            window.height(),
+            human_bytes(window_bytes),
+            match kind {
+                OutputKind::Flat { .. } => "flat",
+                OutputKind::Deep => "deep",
+            },
+            human_bytes(options.budget)
+        )));
+    }
+    let samples_at = |s: &ChunkSource, y: i32| -> u64 {
+        if y < s.window.y0 || y > s.window.y1 {
+            0
+        } else {
+            s.row_samples[(y - s.window.y0) as usize]
+        }
+    };
+    let row_cost = |y: i32| -> u64 {
+        let mut total = 0u64;
+        let mut samples = 0u64;
+        for s in sources {
+            let n = samples_at(s, y);
+            samples = samples.saturating_add(n);
+            if n > 0 || (y >= s.window.y0 && y <= s.window.y1) {
+                total = total.saturating_add(input_row_bytes(s, n));
+            }
+        }
+        total.saturating_add(output_row_bytes(kind, shape, tidy, width, samples))
+    };
+    // What is held beyond the bands: each input's largest block of rows decoded ahead, and the
+    // deep writer's partial chunk (its rows short of one chunk).
+    let mut reserve = 0u64;
+    for s in sources {
+        let block = s.block_height();
+        let largest = s
+            .row_samples
+            .chunks(block)
+            .map(|b| b.iter().map(|&n| input_row_bytes(s, n)).sum::<u64>())
+            .max()
+            .unwrap_or(0);
+        reserve = reserve.saturating_add(largest);
+    }
+    let costs: Vec<u64> = (window.y0..=window.y1).map(row_cost).collect();
+    if kind == OutputKind::Deep {
+        let lines = options.deep_write.codec.lines_per_chunk();
+        if lines > 1 {
+            let largest = costs
+                .chunks(lines)
+                .map(|c| c.iter().sum::<u64>())
+                .max()
+                .unwrap_or(0);
+            reserve = reserve.saturating_add(largest);
+        }
+    }
+    let share = options.budget.saturating_sub(reserve) / BANDS_IN_FLIGHT;
+    let target = share.min(MAX_BAND_BYTES);
+    let mut bands = Vec::new();
+    let mut start = window.y0;
+    let mut held = 0u64;
+    for (k, &cost) in costs.iter().enumerate() {
+        let y = window.y0 + k as i32;
+        if cost > share {
+            return Err(refuse_row(sources, y, cost, options.budget, samples_at));
+        }
+        if y > start && held.saturating_add(cost) > target {
+            bands.push(start..=y - 1);
+            start = y;
+            held = 0;
+        }
+        held = held.saturating_add(cost);
+    }
+    bands.push(start..=window.y1);
+    Ok(bands)
+}
+
+fn refuse_row(
+    sources: &[ChunkSource],
+    y: i32,
+    cost: u64,
+    budget: u64,
+    samples_at: impl Fn(&ChunkSource, i32) -> u64,
+) -> Error {
+    let total: u64 = sources.iter().map(|s| samples_at(s, y)).sum();
+    let densest = sources
+        .iter()
+        .max_by_key(|s| samples_at(s, y))
+        .expect("at least one input");
+    Error::file(
+        densest.path(),
+        format!(
+            "row {y} holds {} samples here ({total} over all inputs), which need {} to merge, \
+             over a band's share of the memory budget of {} (a third: one band is read, one \
+             merged and one written at a time); raise --memory-budget",
+            samples_at(densest, y),
+            human_bytes(cost),
+            human_bytes(budget)
+        ),
+    )
+}

@@ -1,0 +1,395 @@
+//! The streamed merge (`deepmerge::stream`) against the whole-image merge: read every input
+//! whole, merge once, write once, and compare with the band-by-band pipeline for several band
+//! heights (1, 7, 16 and 23, which divides none of the heights), for scanline, tiled and mixed
+//! inputs with different data windows and a DECREASING_Y file. Deep output must be the same
+//! samples (read back and compared image to image) and the same bytes; flat output the same
+//! bytes, hence the same bits. Then the memory: a child process merging an image 4x larger
+//! must stay under a small budget with a peak that barely grows.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::data;
+use deepmerge::composite::{merge_images, MergeOptions, MergeOutput, OutputKind};
+use deepmerge::deep::DeepImage;
+use deepmerge::exr::{
+    encode_deep_with, read_deep, write_deep_with, write_flat, Codec, DeepWriteOptions, FlatType,
+    ReadOptions,
+};
+use deepmerge::stream::{merge_files, ChannelSelection, MergeEngine, StreamOptions};
+
+const BAND_HEIGHTS: [usize; 4] = [1, 7, 16, 23];
+
+/// The whole-image reference: every input read whole, merged once, written once.
+fn whole_image(inputs: &[PathBuf], options: &StreamOptions, out: &Path) {
+    let images: Vec<DeepImage> = inputs
+        .iter()
+        .map(|p| read_deep(p, &ReadOptions::default()).unwrap())
+        .collect();
+    let refs: Vec<&DeepImage> = images.iter().collect();
+    match merge_images(&refs, &options.merge).unwrap() {
+        MergeOutput::Flat(flat) => write_flat(out, &flat, options.flat_type).unwrap(),
+        MergeOutput::Deep(deep) => write_deep_with(out, &deep, &options.deep_write).unwrap(),
+    }
+}
+
+fn streamed(inputs: &[PathBuf], options: &StreamOptions, out: &Path) {
+    merge_files(inputs, out, options, MergeEngine::Cpu, None).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Every band height (and the budget's own plan) gives the whole-image output.
+fn check_streams_like_whole(inputs: &[PathBuf], base: &StreamOptions) {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = dir.path().join("whole.exr");
+    whole_image(inputs, base, &reference);
+    let expected = std::fs::read(&reference).unwrap();
+    let deep = base.merge.output == OutputKind::Deep;
+    let expected_image = deep.then(|| read_deep(&reference, &ReadOptions::default()).unwrap());
+    let heights = BAND_HEIGHTS.iter().map(|&h| Some(h)).chain([None]);
+    for band_rows in heights {
+        let options = StreamOptions {
+            band_rows,
+            ..base.clone()
+        };
+        let out = dir.path().join(format!("streamed-{band_rows:?}.exr"));
+        streamed(inputs, &options, &out);
+        if let Some(expected_image) = &expected_image {
+            let got = read_deep(&out, &ReadOptions::default()).unwrap();
+            assert!(
+                &got == expected_image,
+                "deep output differs with bands of {band_rows:?} rows"
+            );
+        }
+        let got = std::fs::read(&out).unwrap();
+        assert!(
+            got == expected,
+            "output bytes differ with bands of {band_rows:?} rows ({} vs {} bytes)",
+            got.len(),
+            expected.len()
+        );
+    }
+}
+
+fn flat() -> StreamOptions {
+    StreamOptions::default()
+}
+
+fn deep(codec: Codec) -> StreamOptions {
+    StreamOptions {
+        merge: MergeOptions {
+            output: OutputKind::Deep,
+            ..MergeOptions::default()
+        },
+        deep_write: DeepWriteOptions {
+            codec,
+            ..DeepWriteOptions::default()
+        },
+        ..StreamOptions::default()
+    }
+}
+
+fn scanline_inputs() -> Vec<PathBuf> {
+    ["Balls", "Leaves", "Trunks"]
+        .iter()
+        .map(|n| data(&format!("openexr-images/{n}.exr")))
+        .collect()
+}
+
+/// `image` written with ZIP (16-line chunks) in DECREASING_Y order: the chunks lie in the file
+/// bottom first, the offset table still indexed by block, `lineOrder` = 1.
+fn decreasing_file(image: &DeepImage, path: &Path) {
+    let options = DeepWriteOptions {
+        codec: Codec::Zip,
+        write_state: true,
+    };
+    let bytes = encode_deep_with(image, &options).unwrap();
+    let chunks = image.data_window.height().div_ceil(16);
+    let name = b"lineOrder\0lineOrder\0";
+    let attr = bytes
+        .windows(name.len())
+        .position(|w| w == name)
+        .expect("lineOrder attribute");
+    let table_at = {
+        // The table is the last header byte's successor: find it from the first chunk offset,
+        // which points just past the table.
+        let mut at = attr;
+        loop {
+            let first = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+            if first == at + 8 * chunks {
+                break at;
+            }
+            at += 1;
+        }
+    };
+    let offsets: Vec<usize> = (0..chunks)
+        .map(|i| u64::from_le_bytes(bytes[table_at + 8 * i..][..8].try_into().unwrap()) as usize)
+        .chain([bytes.len()])
+        .collect();
+    let mut out = bytes[..table_at + 8 * chunks].to_vec();
+    out[attr + name.len() + 4] = 1;
+    let mut new_offsets = vec![0usize; chunks];
+    for i in (0..chunks).rev() {
+        new_offsets[i] = out.len();
+        out.extend_from_slice(&bytes[offsets[i]..offsets[i + 1]]);
+    }
+    for (i, o) in new_offsets.iter().enumerate() {
+        out[table_at + 8 * i..][..8].copy_from_slice(&(*o as u64).to_le_bytes());
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+/// A DECREASING_Y copy of Trunks, and the tiled Balls variants with Leaves: tiles, scanlines
+/// of 1 and 16 lines, increasing and decreasing order, four different data windows.
+fn mixed_inputs(dir: &Path) -> Vec<PathBuf> {
+    let trunks = read_deep(&data("openexr-images/Trunks.exr"), &ReadOptions::default()).unwrap();
+    let decreasing = dir.join("trunks-decreasing.exr");
+    decreasing_file(&trunks, &decreasing);
+    let info = deepmerge::exr::read_parts_info(&decreasing).unwrap();
+    assert_eq!(info[0].line_order, "Decreasing");
+    assert!(read_deep(&decreasing, &ReadOptions::default()).unwrap() == trunks);
+    vec![
+        data("variants/Balls_deeptile17x13_none.exr"),
+        data("openexr-images/Leaves.exr"),
+        decreasing,
+    ]
+}
+
+#[test]
+fn scanline_inputs_stream_like_the_whole_image_flat() {
+    check_streams_like_whole(&scanline_inputs(), &flat());
+}
+
+#[test]
+fn scanline_inputs_stream_like_the_whole_image_deep() {
+    // ZIP output: bands that end inside a 16-line output chunk.
+    check_streams_like_whole(&scanline_inputs(), &deep(Codec::Zip));
+    check_streams_like_whole(&scanline_inputs(), &deep(Codec::Zips));
+}
+
+#[test]
+fn tiled_inputs_stream_like_the_whole_image() {
+    let inputs = vec![
+        data("variants/Balls_deeptile32x16_rle.exr"),
+        data("variants/Balls_deeptile64_zips.exr"),
+    ];
+    check_streams_like_whole(&inputs, &flat());
+    check_streams_like_whole(&inputs, &deep(Codec::Zip));
+}
+
+#[test]
+fn mixed_and_decreasing_inputs_stream_like_the_whole_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let inputs = mixed_inputs(dir.path());
+    let flat_z = StreamOptions {
+        merge: MergeOptions {
+            output: OutputKind::Flat { z: true },
+            ..MergeOptions::default()
+        },
+        flat_type: FlatType::Float,
+        ..StreamOptions::default()
+    };
+    check_streams_like_whole(&inputs, &flat_z);
+    check_streams_like_whole(&inputs, &deep(Codec::Zip));
+    let tidy = StreamOptions {
+        merge: MergeOptions {
+            tidy: true,
+            ..deep(Codec::Zips).merge
+        },
+        ..deep(Codec::Zips)
+    };
+    check_streams_like_whole(&inputs, &tidy);
+}
+
+#[test]
+fn the_gl_engine_streams_like_the_cpu_whole_image() {
+    let ctx = deepmerge::gpu::GlContext::new().unwrap_or_else(|e| {
+        panic!("a GL context is required (apt-get install libegl1 libgl1-mesa-dri): {e}")
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let inputs = mixed_inputs(dir.path());
+    for base in [flat(), deep(Codec::Zip)] {
+        let reference = dir.path().join("whole.exr");
+        whole_image(&inputs, &base, &reference);
+        let options = StreamOptions {
+            band_rows: Some(23),
+            ..base.clone()
+        };
+        let out = dir.path().join("gl.exr");
+        let gl = deepmerge::gpu::GlOptions::default();
+        merge_files(&inputs, &out, &options, MergeEngine::Gl(&ctx, gl), None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            std::fs::read(&out).unwrap() == std::fs::read(&reference).unwrap(),
+            "GL streamed output differs from the CPU whole-image output"
+        );
+    }
+}
+
+#[test]
+fn channels_keeps_only_the_named_channels_and_what_they_need() {
+    let dir = tempfile::tempdir().unwrap();
+    let inputs = scanline_inputs();
+    let options = StreamOptions {
+        channels: Some(ChannelSelection::parse("R").unwrap()),
+        ..deep(Codec::Zips)
+    };
+    let out = dir.path().join("r.exr");
+    streamed(&inputs, &options, &out);
+    let got = read_deep(&out, &ReadOptions::default()).unwrap();
+    let names: Vec<&str> = got.channels.iter().map(|c| c.name.as_str()).collect();
+    // R needs its alpha; Z orders the samples; G and B are gone.
+    assert_eq!(names, ["A", "R", "Z"], "{names:?}");
+    // The kept channels hold what a full merge holds for them.
+    let full_out = dir.path().join("full.exr");
+    streamed(&inputs, &deep(Codec::Zips), &full_out);
+    let full = read_deep(&full_out, &ReadOptions::default()).unwrap();
+    assert_eq!(got.offsets, full.offsets);
+    for name in names {
+        let a = &got.planes[got.channel_index(name).unwrap()];
+        let b = &full.planes[full.channel_index(name).unwrap()];
+        assert!(a == b, "channel {name} differs");
+    }
+}
+
+/// Peak resident set (VmHWM) of `deepmerge ARGS` in a child process, from `--runstats`.
+fn peak_rss_mib(args: &[&str]) -> f64 {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+        .args(args)
+        .arg("--runstats")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("peak memory"))
+        .unwrap_or_else(|| panic!("no peak memory in {err}"));
+    line.split_whitespace()
+        .find_map(|w| w.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no figure in {line}"))
+}
+
+#[test]
+fn peak_memory_stays_under_a_small_budget_while_the_image_grows_4x() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut peaks = Vec::new();
+    for size in ["640x180", "1280x360"] {
+        let prefix = dir.path().join(format!("pp{size}"));
+        let status = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+            .args(["scene", "powerplant", "--size", size, "--seed", "3", "-o"])
+            .arg(&prefix)
+            .output()
+            .unwrap();
+        assert!(status.status.success());
+        let a = format!("{}_0.exr", prefix.display());
+        let b = format!("{}_1.exr", prefix.display());
+        let out = dir.path().join(format!("out{size}.exr"));
+        let peak = peak_rss_mib(&[
+            &a,
+            &b,
+            "--backend",
+            "cpu",
+            "--deep",
+            "--memory-budget",
+            "0.0625",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        peaks.push(peak);
+    }
+    let (small, large) = (peaks[0], peaks[1]);
+    assert!(
+        large <= 96.0,
+        "peak {large:.1} MiB with a 64 MiB budget at 1280x360"
+    );
+    assert!(
+        large <= small * 1.5,
+        "peak grew from {small:.1} to {large:.1} MiB while the image grew 4x"
+    );
+}
+
+#[test]
+fn only_a_row_over_its_share_of_the_budget_is_refused_naming_file_row_and_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("pp");
+    let made = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+        .args([
+            "scene",
+            "powerplant",
+            "--size",
+            "320x90",
+            "--seed",
+            "3",
+            "-o",
+        ])
+        .arg(&prefix)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    let a = format!("{}_0.exr", prefix.display());
+    let b = format!("{}_1.exr", prefix.display());
+    let out = dir.path().join("out.exr");
+    let merge = |budget: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+            .args([
+                &a,
+                &b,
+                "--deep",
+                "--backend",
+                "cpu",
+                "--memory-budget",
+                budget,
+                "-o",
+            ])
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    // 64 KiB: the densest rows need more than a third of it.
+    let refused = merge("0.00006");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("pp_") && err.contains(": row "), "{err}");
+    assert!(err.contains("memory budget of"), "{err}");
+    assert!(!out.exists());
+    // 4 MiB: thin bands, but it merges, to the same bytes as a generous budget.
+    assert!(merge("0.004").status.success());
+    let thin = std::fs::read(&out).unwrap();
+    assert!(merge("1").status.success());
+    assert!(thin == std::fs::read(&out).unwrap());
+}
+
+/// Inputs none of which covers the union window: bands where only a narrow input (or none)
+/// has rows must still span the whole union, and rows no input covers are empty (flat: zero).
+#[test]
+fn windows_that_only_overlap_stream_like_the_whole_image() {
+    use deepmerge::deep::Bounds;
+    let dir = tempfile::tempdir().unwrap();
+    let top = common::synthetic(Bounds::from_origin_size(0, 0, 21, 41), 1, |i| {
+        (i % 4) as u32
+    });
+    let bottom = common::synthetic(Bounds::from_origin_size(10, 25, 36, 46), 2, |i| {
+        (i % 3) as u32
+    });
+    // A third input far below the others: rows between them belong to no input.
+    let far = common::synthetic(Bounds::from_origin_size(5, 90, 8, 5), 3, |_| 2);
+    let top_path = dir.path().join("top.exr");
+    std::fs::write(
+        &top_path,
+        deepmerge::exr::encode_deep(&top, Codec::Zip).unwrap(),
+    )
+    .unwrap();
+    let bottom_path = dir.path().join("bottom-decreasing.exr");
+    decreasing_file(&bottom, &bottom_path);
+    let far_path = dir.path().join("far.exr");
+    std::fs::write(
+        &far_path,
+        deepmerge::exr::encode_deep(&far, Codec::Rle).unwrap(),
+    )
+    .unwrap();
+    let inputs = vec![top_path, bottom_path, far_path];
+    check_streams_like_whole(&inputs, &flat());
+    check_streams_like_whole(&inputs, &deep(Codec::Zip));
+}
