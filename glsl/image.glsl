@@ -9,6 +9,9 @@ layout(std430, binding = SRC_BINDING_3) buffer SRC_Aux1Buf { uint SRC_aux1[]; };
 // LL: next per node; next[0] is the node allocation counter (node 0 is the null node).
 layout(std430, binding = SRC_BINDING_4) buffer SRC_Aux2Buf { uint SRC_aux2[]; };
 
+#ifndef SRC_PIXELS
+#define SRC_PIXELS u_pixels
+#endif
 #include "layout.glsl"
 
 // Slot of the next fragment of pixel p (n samples) in traversal order; `cursor` starts at

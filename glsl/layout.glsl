@@ -1,6 +1,8 @@
 // Addressing of image SRC (twin: cpu::layout). Included once per image with SRC replaced by the
-// image's name; needs SRC_LAYOUT, SRC_offsets, SRC_aux1 (IA/BIA: per-group min counts) and the
-// uniform u_pixels. BLOCK_SIZE is the BIA block.
+// image's name; needs SRC_LAYOUT, SRC_offsets, SRC_aux1 (IA/BIA: per-group min counts) and
+// SRC_PIXELS, the image's pixel count (image.glsl makes it the uniform u_pixels unless the stage
+// defines it: merge_kway.comp's stacked input has more pixels than the band it merges).
+// BLOCK_SIZE is the BIA block.
 uint SRC_count(uint p) {
     return SRC_offsets[p + 1u] - SRC_offsets[p];
 }
@@ -12,7 +14,7 @@ uint SRC_address(uint p, uint i) {
     uint g = p / uint(GROUP_SIZE);
     uint r = p % uint(GROUP_SIZE);
     // The last group may be narrower than GROUP_SIZE: interleave over its real width.
-    uint width = min(uint(GROUP_SIZE), u_pixels - g * uint(GROUP_SIZE));
+    uint width = min(uint(GROUP_SIZE), SRC_PIXELS - g * uint(GROUP_SIZE));
     uint m = SRC_aux1[g];
     uint base = SRC_offsets[g * uint(GROUP_SIZE)];
     if (i < m) {

@@ -39,6 +39,10 @@ pub enum Error {
     /// The OpenGL backend could not be used or failed, or a GL limit was reached.
     #[error("OpenGL: {0}")]
     Gl(String),
+    /// A GL buffer did not fit: `GL_OUT_OF_MEMORY`, or more bytes than the driver binds as one
+    /// storage block. The GL merge retries such a band as smaller bands before giving up.
+    #[error("OpenGL: {0}")]
+    GlMemory(String),
     /// An invariant of this crate does not hold: a bug, not a problem with the inputs or the GL.
     #[error("internal error (a bug in deepmerge): {0}")]
     Internal(String),

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use deepmerge::backend::{choose_engine, Backend, Engine};
 use deepmerge::bench::{self, BenchArgs};
-use deepmerge::composite::{holdout, HoldoutMode, MergeOptions, OutputKind, SortPolicy};
+use deepmerge::composite::{
+    holdout, HoldoutMode, MergeOptions, MergeStrategy, OutputKind, SortPolicy,
+};
 use deepmerge::exr::{self, Codec, DeepWriteOptions, FlatType, PartSelector, ReadOptions};
 use deepmerge::gpu::{GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
 use deepmerge::job::{MergeJob, SequenceSummary};
@@ -202,6 +204,10 @@ struct MergeArgs {
     /// Print GPU statistics: buffers per layout (bytes), bands, timings (GL backend).
     #[arg(long)]
     stats: bool,
+    /// How N inputs merge per pixel: all in one pass (kway, the default) or a chain of pairwise
+    /// merges (chain, the paper's iterated merging); both engines, same output.
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = StrategyArg::Kway)]
+    merge_strategy: StrategyArg,
     /// Sort every input pixel, even where the file says it is sorted.
     #[arg(long, conflicts_with = "assume_sorted")]
     sort: bool,
@@ -249,6 +255,12 @@ struct MergeArgs {
     /// Print the time of each stage (read, merge, write) and the peak memory at the end.
     #[arg(long)]
     runstats: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum StrategyArg {
+    Kway,
+    Chain,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -505,6 +517,10 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             } else {
                 SortPolicy::Auto
             },
+            strategy: match args.merge_strategy {
+                StrategyArg::Kway => MergeStrategy::KWay,
+                StrategyArg::Chain => MergeStrategy::Chain,
+            },
         },
         flat_type: match args.flat_type {
             FlatTypeArg::Half => FlatType::Half,
@@ -542,11 +558,12 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         let on = match &engine {
             Engine::Gl(ctx) => {
                 let gl = requested_gl.unwrap_or_default();
+                let kway = deepmerge::gpu::uses_kway(job.merge.strategy, args.inputs.len());
                 format!(
                     "with OpenGL on {} ({} {} block {})",
                     ctx.info().renderer,
                     gl.layout.name(),
-                    gl.method.name(),
+                    if kway { "k-way" } else { gl.method.name() },
                     gl.block_size
                 )
             }

@@ -1,5 +1,6 @@
 //! The bench harness with the GL engine, end to end on a tiny size: the four tables carry all
-//! eight GL columns (plus the raster-tile one) with measured values, the GL copy floor and the
+//! eight GL columns (plus the raster-tile one) with measured values, Table 5 k-way against the
+//! chain for 2, 4 and 8 inputs, the GL copy floor and the
 //! renderer in the header, and the end-to-end table times `deepmerge --backend gl`. Its front
 //! end is checked from both doors: `deepmerge bench` as a process, and the `paper_tables` target's
 //! parse of the same arguments; and `--tidy-gate` times its three mergers.
@@ -45,8 +46,8 @@ fn bench_with_gl_engines_reports_every_gl_column_in_four_tables() {
         gl_columns,
         ["LL S", "LL RBM", "LA S", "LA RBM", "IA S", "IA RBM", "BIA S", "BIA RBM"]
     );
-    assert_eq!(report.tables.len(), 4);
-    for table in &report.tables {
+    assert_eq!(report.tables.len(), 5);
+    for table in &report.tables[..4] {
         assert_eq!(table.rows.len(), SCENE_NAMES.len());
         let cpu = table.columns.iter().position(|c| c == "cpu").unwrap();
         // The paper's order, right after the CPU engine, then the raster-tile comparison.
@@ -77,6 +78,43 @@ fn bench_with_gl_engines_reports_every_gl_column_in_four_tables() {
     for row in &memory.rows {
         for pair in 0..4 {
             assert_eq!(row.cells[1 + 2 * pair], row.cells[2 + 2 * pair], "{row:?}");
+        }
+    }
+    // Table 5: k-way against the chain for 2, 4 and 8 inputs, every cell measured.
+    let kway = &report.tables[4];
+    assert!(kway.title.starts_with("Table 5:"), "{}", kway.title);
+    assert_eq!(kway.rows.len(), 3 * SCENE_NAMES.len());
+    assert_eq!(kway.rows[2].label, format!("{}, 8 inputs", SCENE_NAMES[0]));
+    assert_eq!(&kway.columns[..2], ["cpu chain", "cpu k-way"]);
+    for layout in ["LL", "LA", "IA", "BIA"] {
+        for column in [
+            format!("{layout} S chain"),
+            format!("{layout} RBM chain"),
+            format!("{layout} k-way"),
+        ] {
+            assert!(
+                kway.columns.contains(&column),
+                "{column}: {:?}",
+                kway.columns
+            );
+        }
+    }
+    let timed = kway.columns.len() - 2;
+    for row in &kway.rows {
+        for c in 0..timed {
+            assert!(
+                matches!(row.cells[c], Cell::Value(v) if v > 0.0),
+                "{} {}: {:?}",
+                row.label,
+                kway.columns[c],
+                row.cells[c]
+            );
+        }
+        for c in timed..kway.columns.len() {
+            assert!(
+                matches!(&row.cells[c], Cell::Text(t) if t.ends_with('x')),
+                "{row:?}"
+            );
         }
     }
     let e2e = report.end_to_end.as_ref().expect("end-to-end table");

@@ -1,8 +1,9 @@
 //! The CPU twins on their own: every array layout is a bijection of (pixel, sample) onto the
 //! slots (so the GPU scatter can neither collide nor leave holes), RBM merges exactly as
-//! stepwise for every block size, and the scan is the prefix sum.
+//! stepwise for every block size, the k-way merge exactly as the chain of stepwise merges, and
+//! the scan is the prefix sum.
 
-use deepmerge::cpu::merge::{merge_rbm, merge_stepwise, Pick};
+use deepmerge::cpu::merge::{merge_kway, merge_rbm, merge_stepwise, Pick};
 use deepmerge::cpu::scan::exclusive_scan;
 use deepmerge::scene::SceneRng;
 use deepmerge::vocab::address::{address, group_min_counts};
@@ -131,5 +132,38 @@ fn rbm_equals_stepwise_and_keeps_the_tie_rule() {
         for block in 1..=32 {
             assert_eq!(merge_rbm(&a, &b, block), stepwise, "block {block}");
         }
+    }
+}
+
+/// The twin of `merge_kway.comp` gives the chain's order: 1 to 9 lists (some empty), ties
+/// across and within lists.
+#[test]
+fn kway_equals_the_chain_of_stepwise_merges() {
+    let mut rng = SceneRng::new(10, "tests");
+    for round in 0..400 {
+        let n = 1 + round % 9;
+        let lists: Vec<Vec<Fragment>> = (0..n)
+            .map(|k| {
+                let len = if rng.below(4) == 0 { 0 } else { rng.below(30) };
+                list(&mut rng, len, k as u32)
+            })
+            .collect();
+        // The chain: merge list k into the merged lists before it, stepwise.
+        let mut chain: Vec<Fragment> = Vec::new();
+        for l in &lists {
+            chain = merge_stepwise(&chain, l)
+                .into_iter()
+                .map(|p| match p {
+                    Pick::A(i) => chain[i],
+                    Pick::B(j) => l[j],
+                })
+                .collect();
+        }
+        let refs: Vec<&[Fragment]> = lists.iter().map(Vec::as_slice).collect();
+        let kway: Vec<Fragment> = merge_kway(&refs)
+            .into_iter()
+            .map(|(k, i)| lists[k][i])
+            .collect();
+        assert_eq!(kway, chain, "round {round}, {n} lists");
     }
 }

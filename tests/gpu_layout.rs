@@ -1,13 +1,16 @@
 //! GPU builds and pairwise merges against their CPU twins: every array layout's buffers element
 //! by element (offsets, min counts, every slot's key and values), LL lists pixel by pixel (node
 //! numbers depend on thread timing, the lists do not), and merges for every (A, B, output)
-//! layout triple, both methods, both directions of LL lists.
+//! layout triple, both methods, both directions of LL lists; k-way merges of N = 1, 2, 3, 4 and
+//! 8 stacked inputs for every (stack, output) layout pair.
 
 mod gpu_common;
 
 use deepmerge::cpu::build::build;
-use deepmerge::cpu::merge::merge_built;
-use deepmerge::gpu::engine::{build_image, merge_deep, ColumnSpec, MergeSpec};
+use deepmerge::cpu::merge::{merge_built, merge_kway_built};
+use deepmerge::gpu::engine::{
+    build_image, kway_stride, merge_deep, merge_deep_kway, ColumnSpec, GpuStack, MergeSpec,
+};
 use deepmerge::vocab::{BuiltImage, Fragment, Layout, MergeMethod};
 use gpu_common::{test_rng, with_gl};
 
@@ -151,6 +154,54 @@ fn gpu_pair_merges_match_cpu_twins_for_every_layout_triple() {
                 // A descending merge into LL head-inserts into an ascending list.
                 let cpu = merge_built(&cpu_a, &cpu_b, lo, method, block, descending);
                 assert_same_lists(&gpu, &cpu, &what);
+            }
+        }
+    });
+}
+
+/// `merge_kway.comp` (with `count_kway.comp`) against its twin: N inputs stacked into one image
+/// (each padded to whole groups), merged in one pass into every output layout; lists longer
+/// than the largest block, empty pixels, a band of 101 pixels (not a multiple of 32).
+#[test]
+fn gpu_kway_merges_match_cpu_twins_for_every_layout_pair() {
+    with_gl(|ctx| {
+        let pixels = 32 * 3 + 5;
+        let columns = ColumnSpec {
+            alpha_of: vec![None, Some(0)],
+        };
+        let stride = kway_stride(pixels);
+        for (i, stacked) in Layout::ALL.into_iter().enumerate() {
+            for (j, out) in Layout::ALL.into_iter().enumerate() {
+                let inputs = [1, 2, 3, 4, 8][(i + j) % 5];
+                let block = [4, 8, 1, 32][(i + 2 * j) % 4];
+                let (mut counts, mut keys, mut values) = (Vec::new(), Vec::new(), Vec::new());
+                for k in 0..inputs {
+                    let max = if k == 1 { 40 } else { 9 };
+                    let (c, f, v) = stream(pixels, max, 20 + k as u64, k as u32);
+                    counts.extend(c);
+                    counts.resize(counts.len() + stride - pixels, 0);
+                    keys.extend(f);
+                    values.extend(v);
+                }
+                let what = format!(
+                    "{inputs} inputs stacked in {} -> {} block {block}",
+                    stacked.name(),
+                    out.name()
+                );
+                let image = build_image(
+                    ctx, stacked, block, true, &counts, &keys, &values, STRIDE, false,
+                )
+                .unwrap();
+                let stack = GpuStack::new(image, inputs, pixels).unwrap();
+                let gpu = merge_deep_kway(ctx, &stack, out, block, &columns)
+                    .unwrap()
+                    .read_back(true);
+                let cpu_stack = build(stacked, block, &counts, &keys, &values, STRIDE, true);
+                let cpu = merge_kway_built(&cpu_stack, inputs, pixels, out, block);
+                assert_same_lists(&gpu, &cpu, &what);
+                if out != Layout::LinkedList {
+                    assert_eq!(gpu.slots, cpu.slots, "{what}: slots");
+                }
             }
         }
     });

@@ -1,6 +1,11 @@
 //! The GL merge against the reference `composite::merge_images`: every layout × {S, RBM} ×
-//! block sizes × {flat, deep, deep tidy}, on the real Balls/Leaves/Trunks files and on synthetic
-//! edge cases.
+//! block sizes × {flat, deep, deep tidy} × {k-way, chain}, on the real Balls/Leaves/Trunks files
+//! and on synthetic edge cases; and the k-way merge against the chain, bit for bit, on both
+//! engines for 1 to 9 inputs (9: more than one k-way dispatch takes, so the chain runs).
+//!
+//! The k-way kernel reads stepwise whatever the method (see `glsl/merge_kway.comp`), so the
+//! matrices run it with one method, and over every block size only for BIA, the one layout
+//! the block size changes.
 //!
 //! Every test states where the sort and tidy stages run (`gpu_common::Stages`), never leaving it
 //! to the defaults, which differ between llvmpipe and a hardware GPU; the tolerance follows in
@@ -21,9 +26,9 @@
 
 mod gpu_common;
 
-use deepmerge::composite::{MergeOptions, OutputKind};
+use deepmerge::composite::{merge_images, MergeOptions, MergeStrategy, OutputKind};
 use deepmerge::deep::{Bounds, DeepImage};
-use deepmerge::gpu::{GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
+use deepmerge::gpu::{merge_images_gl, GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
 use gpu_common::{
     assert_gl_matches, assert_gl_matches_reference, crop, real, with_gl, Reference, Stages, Synth,
 };
@@ -50,27 +55,43 @@ fn outputs() -> [MergeOptions; 3] {
     ]
 }
 
-/// Every layout × method × block × output on `inputs` with the GPU stages; the host stages at
-/// block size [`HOST_BLOCK`] only (see the module doc).
+/// Every layout × method × block × output on `inputs` with the GPU stages, chained; the k-way
+/// merge over every layout × output, every block for BIA (module doc); the host stages at block
+/// size [`HOST_BLOCK`] only (see the module doc).
 fn full_matrix(ctx: &GlContext, inputs: &[&DeepImage], name: &str, order: PixelOrder) {
     for options in outputs() {
         let reference = Reference::new(inputs, &options);
-        for layout in Layout::ALL {
-            for method in [MergeMethod::Stepwise, MergeMethod::RegisterBlock] {
-                for block_size in BLOCKS {
-                    for stages in Stages::BOTH {
-                        if stages == Stages::Host && block_size != HOST_BLOCK {
+        for strategy in MergeStrategy::ALL {
+            let options = MergeOptions {
+                strategy,
+                ..options
+            };
+            for layout in Layout::ALL {
+                for method in [MergeMethod::Stepwise, MergeMethod::RegisterBlock] {
+                    for block_size in BLOCKS {
+                        let kway = strategy == MergeStrategy::KWay;
+                        if kway
+                            && (method == MergeMethod::RegisterBlock
+                                || (layout != Layout::BlockedInterleaved
+                                    && block_size != HOST_BLOCK))
+                        {
                             continue;
                         }
-                        let gl = stages.cell(layout, method, block_size, order);
-                        let what = format!(
-                            "{name}: {} {} block {block_size} {:?} tidy {} {stages:?} stages",
-                            layout.name(),
-                            method.name(),
-                            options.output,
-                            options.tidy
-                        );
-                        assert_gl_matches(ctx, inputs, &options, &gl, &reference, &what);
+                        for stages in Stages::BOTH {
+                            if stages == Stages::Host && block_size != HOST_BLOCK {
+                                continue;
+                            }
+                            let gl = stages.cell(layout, method, block_size, order);
+                            let what = format!(
+                                "{name}: {} {} {} block {block_size} {:?} tidy {} {stages:?} stages",
+                                strategy.name(),
+                                layout.name(),
+                                method.name(),
+                                options.output,
+                                options.tidy
+                            );
+                            assert_gl_matches(ctx, inputs, &options, &gl, &reference, &what);
+                        }
                     }
                 }
             }
@@ -119,10 +140,26 @@ fn real_files_whole_pair_and_chain() {
         };
         let pair: [&DeepImage; 2] = [&balls, &leaves];
         let chain: [&DeepImage; 3] = [&balls, &leaves, &trunks];
+        let chained = |options| MergeOptions {
+            strategy: MergeStrategy::Chain,
+            ..options
+        };
         let cases = [
-            ("pair flat", &pair[..], flat, PixelOrder::Tiled),
-            ("chain flat", &chain[..], flat, PixelOrder::RowMajor),
-            ("chain deep", &chain[..], deep, PixelOrder::RowMajor),
+            ("pair flat k-way", &pair[..], flat, PixelOrder::Tiled),
+            ("three flat k-way", &chain[..], flat, PixelOrder::RowMajor),
+            ("three deep k-way", &chain[..], deep, PixelOrder::RowMajor),
+            (
+                "three flat chained",
+                &chain[..],
+                chained(flat),
+                PixelOrder::RowMajor,
+            ),
+            (
+                "three deep chained",
+                &chain[..],
+                chained(deep),
+                PixelOrder::RowMajor,
+            ),
         ];
         // The files carry no deepImageState, so both stages sort them. Each layout once with the
         // GPU stages and once with the host's (module doc).
@@ -465,5 +502,153 @@ fn deep_tidy_on_the_gpu_in_bands() {
         let stats = assert_gl_matches_reference(ctx, &[&a, &b], &options, &gl, "bands");
         assert!(stats.bands >= 4, "only {} bands", stats.bands);
         assert!(stats.gpu_tidied_pixels > 100 && stats.host_tidied_pixels == 0);
+    });
+}
+
+/// The k-way merge gives the chain's output bit for bit on each engine: flat values, fronts and
+/// flags alike, deep lists sample for sample, and the GPU tidy's f32 results too (it sees the
+/// same lists). N = 1, 2, 3, 4, 8 and 9 (beyond `MAX_KWAY_INPUTS`: the chain), with empty
+/// pixels, an empty input, lists longer than the largest block, widths of 33 and 45, disjoint
+/// and partly overlapping windows, overlapping volumes and an unsorted input; the GL result
+/// also against the reference at the stages' tolerance.
+#[test]
+fn kway_equals_the_chain_bit_for_bit() {
+    with_gl(|ctx| {
+        let long = Synth::new(Bounds::from_origin_size(0, 0, 33, 7), 70, 31).build();
+        let empty = Synth {
+            max_count: 0,
+            ..Synth::new(Bounds::from_origin_size(0, 0, 33, 7), 0, 32)
+        }
+        .build();
+        let disjoint = Synth::new(Bounds::from_origin_size(50, 20, 10, 3), 5, 33).build();
+        let volumes = Synth::new(Bounds::from_origin_size(2, 1, 45, 6), 9, 34)
+            .with_volumes()
+            .build();
+        let mut messy = Synth::new(Bounds::from_origin_size(-3, 2, 38, 5), 12, 35).with_volumes();
+        messy.messy = true;
+        let messy = messy.build();
+        let ties = Synth {
+            depth_levels: 2,
+            ..Synth::new(Bounds::from_origin_size(1, 0, 33, 8), 6, 36)
+        }
+        .build();
+        let sets: Vec<Vec<&DeepImage>> = vec![
+            vec![&volumes],
+            vec![&long, &ties],
+            vec![&long, &empty, &volumes],
+            vec![&ties, &volumes, &disjoint, &messy],
+            vec![
+                &long, &ties, &volumes, &empty, &disjoint, &messy, &ties, &volumes,
+            ],
+            vec![
+                &ties, &long, &volumes, &empty, &disjoint, &messy, &ties, &volumes, &long,
+            ],
+        ];
+        for inputs in &sets {
+            for options in outputs() {
+                let kway = MergeOptions {
+                    strategy: MergeStrategy::KWay,
+                    ..options
+                };
+                let chain = MergeOptions {
+                    strategy: MergeStrategy::Chain,
+                    ..options
+                };
+                let cpu = merge_images(inputs, &kway).unwrap();
+                assert!(
+                    cpu == merge_images(inputs, &chain).unwrap(),
+                    "cpu: {} inputs {:?} tidy {}: k-way differs from the chain",
+                    inputs.len(),
+                    options.output,
+                    options.tidy
+                );
+                let reference = Reference::new(inputs, &kway);
+                for layout in Layout::ALL {
+                    for stages in Stages::BOTH {
+                        let gl = stages.cell(layout, MergeMethod::Stepwise, 4, PixelOrder::Tiled);
+                        let what = format!(
+                            "{} inputs {} {:?} tidy {} {stages:?} stages",
+                            inputs.len(),
+                            layout.name(),
+                            options.output,
+                            options.tidy
+                        );
+                        let (by_kway, _) = merge_images_gl(ctx, inputs, &kway, &gl).unwrap();
+                        let (by_chain, _) = merge_images_gl(ctx, inputs, &chain, &gl).unwrap();
+                        assert!(by_kway == by_chain, "{what}: k-way differs from the chain");
+                        assert_gl_matches(ctx, inputs, &kway, &gl, &reference, &what);
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// Puts the context's storage-block limit back however the test ends (the context is shared
+/// by every test of this binary).
+struct StorageLimit<'a>(&'a GlContext);
+
+impl<'a> StorageLimit<'a> {
+    fn set(ctx: &'a GlContext, bytes: u64) -> Self {
+        ctx.limit_storage_block(Some(bytes));
+        StorageLimit(ctx)
+    }
+}
+
+impl Drop for StorageLimit<'_> {
+    fn drop(&mut self) {
+        self.0.limit_storage_block(None);
+    }
+}
+
+/// A driver that binds less than it claims (as a GL_OUT_OF_MEMORY would): the band planner
+/// believes GL_MAX_SHADER_STORAGE_BLOCK_SIZE, the first band does not fit, and the merge cuts
+/// the rest of the window into bands of half the budget until they do, with the reference's
+/// result; when not even one row fits, it gives up with one line.
+#[test]
+fn bands_that_do_not_fit_are_retried_smaller() {
+    with_gl(|ctx| {
+        let a = Synth::new(Bounds::from_origin_size(0, 0, 70, 40), 12, 8).build();
+        let b = Synth::new(Bounds::from_origin_size(5, 3, 64, 40), 12, 9)
+            .with_volumes()
+            .build();
+        let inputs: [&DeepImage; 3] = [&a, &b, &a];
+        for strategy in MergeStrategy::ALL {
+            for options in outputs() {
+                let options = MergeOptions {
+                    strategy,
+                    ..options
+                };
+                let reference = Reference::new(&inputs, &options);
+                for stages in Stages::BOTH {
+                    let gl = stages.on(GlOptions::default());
+                    let what = format!(
+                        "{} {:?} tidy {} {stages:?} stages",
+                        strategy.name(),
+                        options.output,
+                        options.tidy
+                    );
+                    let stats = {
+                        let _limit = StorageLimit::set(ctx, 48 << 10);
+                        assert_gl_matches(ctx, &inputs, &options, &gl, &reference, &what)
+                    };
+                    assert!(
+                        stats.band_retries >= 1 && stats.bands >= 4,
+                        "{what}: {} bands after {} retries",
+                        stats.bands,
+                        stats.band_retries
+                    );
+                }
+            }
+        }
+        let err = {
+            let _limit = StorageLimit::set(ctx, 256);
+            merge_images_gl(ctx, &inputs, &outputs()[0], &GlOptions::default()).unwrap_err()
+        };
+        let text = err.to_string();
+        assert!(
+            text.contains("smaller bands do not help") && text.lines().count() == 1,
+            "{text}"
+        );
     });
 }

@@ -267,6 +267,8 @@ fn bench_runs_end_to_end_and_reports_four_tables() {
         deepmerge_exe: Some(env!("CARGO_BIN_EXE_deepmerge").into()),
         work_dir: Some(dir.path().join("work")),
         progress: false,
+        // Table 5 (k-way against the chain) is checked in tests/bench_gl.rs.
+        kway_inputs: Vec::new(),
         ..BenchConfig::default()
     };
     let report = bench::run(&config).unwrap();
@@ -326,6 +328,7 @@ fn bench_says_when_the_peer_is_missing() {
         copy_bytes: 1 << 20,
         oiiotool: PeerSetting::Path("/nonexistent/oiiotool".into()),
         progress: false,
+        kway_inputs: Vec::new(),
         ..BenchConfig::default()
     };
     let report = bench::run(&config).unwrap();

@@ -31,7 +31,7 @@ impl Kind {
             Error::Io { .. } => Kind::File,
             Error::File { .. } | Error::Format(_) => Kind::Format,
             Error::Usage(_) => Kind::Usage,
-            Error::Gl(_) => Kind::Gl,
+            Error::Gl(_) | Error::GlMemory(_) => Kind::Gl,
             Error::Internal(_) => Kind::Internal,
             // What went wrong decides the class; the message still names the inputs.
             Error::Merge { source, .. } => Kind::of(source),

@@ -48,6 +48,13 @@ pub struct BenchArgs {
     /// Leave out the BIA RBM column in raster-tile pixel order.
     #[arg(long)]
     pub no_tiles: bool,
+    /// Input counts of Table 5, k-way against the pairwise chain (2 to 64 each).
+    #[arg(long, value_name = "N,...", value_delimiter = ',', default_values_t = [2usize, 4, 8],
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=64))]
+    pub kway_inputs: Vec<usize>,
+    /// Leave out Table 5 (k-way against the chain).
+    #[arg(long)]
+    pub no_kway: bool,
     /// Deep EXR files for the end-to-end table (e.g. Balls.exr Leaves.exr Trunks.exr), timed
     /// as whole `deepmerge` and `oiiotool` processes; with --tidy-gate, one more row merging them.
     #[arg(long, value_name = "FILE", num_args = 2..)]
@@ -84,6 +91,11 @@ impl BenchArgs {
             gl: !self.no_gl,
             block_size: self.block_size,
             tiled_order: !self.no_tiles,
+            kway_inputs: if self.no_kway {
+                Vec::new()
+            } else {
+                self.kway_inputs.clone()
+            },
             ..BenchConfig::default()
         }
     }
@@ -166,6 +178,8 @@ mod tests {
             "--block-size",
             "4",
             "--no-tiles",
+            "--kway-inputs",
+            "3,5",
         ])
         .unwrap();
         let config = args.config(None);
@@ -175,6 +189,12 @@ mod tests {
         assert_eq!(config.oiiotool, PeerSetting::Off);
         assert!(!config.gl && !config.tiled_order);
         assert_eq!(config.block_size, 4);
+        assert_eq!(config.kway_inputs, [3, 5]);
+        assert!(parse(&["--no-kway"])
+            .unwrap()
+            .config(None)
+            .kway_inputs
+            .is_empty());
     }
 
     #[test]
@@ -184,6 +204,7 @@ mod tests {
         assert_eq!((config.width, config.height, config.repeats), (480, 270, 3));
         assert_eq!(config.oiiotool, PeerSetting::Detect);
         assert!(config.gl && config.tiled_order);
+        assert_eq!(config.kway_inputs, [2, 4, 8]);
     }
 
     #[test]
@@ -194,6 +215,7 @@ mod tests {
             &["--block-size", "33"],
             &["--e2e", "only-one.exr"],
             &["--no-such-option"],
+            &["--kway-inputs", "1"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?} was accepted");
         }

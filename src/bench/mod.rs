@@ -6,6 +6,8 @@
 //! - Table 2: merge two inputs and keep the merged deep image.
 //! - Table 3: merge four inputs pairwise, (0 + 1) + (2 + 3), compositing the last merge.
 //! - Table 4: memory of the two inputs per engine / layout.
+//! - Table 5: N = 2, 4, 8 inputs merged in one pass (k-way) or by a pairwise chain, CPU and GL
+//!   ([`kway_table`], `kway.rs`).
 //!
 //! Columns: every [`MergeEngine`] (the CPU engine; the GL engine, one column per layout x method
 //! in the paper's order plus BIA RBM in raster-tile order; `oiiotool` end to end), then one floor
@@ -22,6 +24,7 @@ mod args;
 mod engine;
 mod floor;
 mod gl;
+mod kway;
 mod table;
 mod tidy_gate;
 
@@ -44,6 +47,7 @@ pub use gl::{
     gl_column_names, gl_copy_bandwidth, gl_engines, open_gl_context, GlCopyProbe, GlEngine,
     TILED_COLUMN,
 };
+pub use kway::kway_table;
 pub use table::{significant, Cell, Table, TableRow, Unit};
 pub use tidy_gate::run_tidy_gate;
 
@@ -99,6 +103,8 @@ pub struct BenchConfig {
     pub block_size: u32,
     /// Add the BIA RBM column in raster-tile pixel order ([`TILED_COLUMN`]).
     pub tiled_order: bool,
+    /// Input counts of Table 5 (k-way against the chain, [`kway_table`]); empty: no Table 5.
+    pub kway_inputs: Vec<usize>,
 }
 
 impl Default for BenchConfig {
@@ -118,6 +124,7 @@ impl Default for BenchConfig {
             gl: true,
             block_size: 8,
             tiled_order: true,
+            kway_inputs: vec![2, 4, 8],
         }
     }
 }
@@ -222,7 +229,7 @@ pub struct BenchReport {
     pub header: Vec<String>,
     /// The scenes' inputs: sample counts and depth-complexity spread.
     pub inputs: Table,
-    /// Tables 1-4.
+    /// Tables 1-4, and Table 5 (k-way against the chain) when asked for.
     pub tables: Vec<Table>,
     /// Whole command lines on real files, when asked for.
     pub end_to_end: Option<Table>,
@@ -261,7 +268,11 @@ pub fn run(config: &BenchConfig) -> Result<BenchReport> {
     let gl = open_gl(config);
     let engines = default_engines(config, &gl);
     let probes = default_probes(config, &gl);
-    run_with(config, engines, probes)
+    let mut report = run_with(config, engines, probes)?;
+    if !config.kway_inputs.is_empty() {
+        report.tables.push(kway_table(config, &gl)?);
+    }
+    Ok(report)
 }
 
 fn median(mut times: Vec<Duration>) -> Duration {

@@ -18,14 +18,14 @@
 
 use rayon::prelude::*;
 
-use super::order::{merge_sorted_runs, sort_samples, SortPolicy};
+use super::order::{merge_runs_kway, merge_sorted_runs, sort_samples, SortPolicy, MAX_HEAP_RUNS};
 use super::pixel::{CompositeChannels, PixelSamples};
 use super::tidy::{needs_tidy, tidy_pixel};
 use crate::deep::{
     Bounds, Channel, ChannelRole, DeepImage, DeepState, FlatImage, Plane, SampleType,
 };
 use crate::error::{Error, Result};
-use crate::vocab::{depth_key, Sample};
+use crate::vocab::{depth_key, MergeStrategy, Sample};
 
 /// What the merge produces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +49,9 @@ pub struct MergeOptions {
     pub tidy: bool,
     /// Which inputs' pixels are sorted before merging (`--sort`, `--assume-sorted`).
     pub sort: SortPolicy,
+    /// One pass over all inputs per pixel, or a chain of pairwise merges (`--merge-strategy`);
+    /// same output either way.
+    pub strategy: MergeStrategy,
 }
 
 impl Default for MergeOptions {
@@ -57,6 +60,7 @@ impl Default for MergeOptions {
             output: OutputKind::Flat { z: false },
             tidy: false,
             sort: SortPolicy::Auto,
+            strategy: MergeStrategy::KWay,
         }
     }
 }
@@ -88,6 +92,8 @@ pub struct MergePlan<'a> {
     pub deep_channels: Vec<Channel>,
     /// Which inputs get their pixels sorted ([`SortPolicy::Auto`] unless changed).
     pub sort: SortPolicy,
+    /// How the inputs' runs are merged per pixel ([`MergeStrategy::KWay`] unless changed).
+    pub strategy: MergeStrategy,
 }
 
 impl<'a> MergePlan<'a> {
@@ -131,6 +137,7 @@ impl<'a> MergePlan<'a> {
             depth,
             deep_channels,
             sort: SortPolicy::Auto,
+            strategy: MergeStrategy::KWay,
         })
     }
 
@@ -140,7 +147,9 @@ impl<'a> MergePlan<'a> {
     }
 
     /// [`Self::ordered_samples`] with a reusable scratch buffer for merging the inputs' runs.
-    /// Each input's run is sorted where [`Self::sort`] asks, then merged into the runs before it.
+    /// Each input's run is sorted where [`Self::sort`] asks; the runs are then merged in one
+    /// pass ([`merge_runs_kway`]) or each into the runs before it ([`MergeStrategy::Chain`]), as
+    /// [`Self::strategy`] says: the same order either way.
     ///
     /// Returns whether any of the pixel's samples is a volume. That falls out of the gather for
     /// free, and a pixel without one cannot need tidying: the merge then skips even the
@@ -154,6 +163,13 @@ impl<'a> MergePlan<'a> {
     ) -> bool {
         out.clear();
         let mut any_volume = false;
+        // Two inputs merge the same way either way (one merge of two runs); more than the heap
+        // holds go to the chain, with the same result.
+        let kway = self.strategy == MergeStrategy::KWay
+            && (3..=MAX_HEAP_RUNS).contains(&self.inputs.len());
+        // Run r of the pixel spans out[bounds[r]..bounds[r + 1]] (k-way only).
+        let mut bounds = [0usize; MAX_HEAP_RUNS + 1];
+        let mut runs = 0;
         for (i, image) in self.inputs.iter().enumerate() {
             let Some(p) = image.pixel_index(x, y) else {
                 continue;
@@ -169,7 +185,15 @@ impl<'a> MergePlan<'a> {
                 // Stable and adaptive: already sorted pixels cost one pass.
                 sort_samples(&mut out[start..]);
             }
-            merge_sorted_runs(out, start, scratch);
+            if kway {
+                runs += 1;
+                bounds[runs] = out.len();
+            } else {
+                merge_sorted_runs(out, start, scratch);
+            }
+        }
+        if kway {
+            merge_runs_kway(out, &bounds[..=runs], scratch);
         }
         any_volume
     }
@@ -248,6 +272,7 @@ pub fn merge_images_over(
         plan.window = window;
     }
     plan.sort = options.sort;
+    plan.strategy = options.strategy;
     if matches!(options.output, OutputKind::Flat { .. }) && plan.composite.is_empty() {
         // Nothing contributes to a composite without alpha or colour: the image would have no
         // channels (or only zeros), which no EXR writer takes.

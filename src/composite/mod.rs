@@ -16,6 +16,7 @@ pub mod tidy;
 
 pub use tidy::{is_tidy, needs_tidy, tidy_pixel};
 
+pub use crate::vocab::MergeStrategy;
 pub use crate::vocab::Sample;
 pub use budget::{
     check_compatible, check_merge, input_names, output_bytes, DEEP_PIXEL_BYTES, DEEP_SAMPLE_BYTES,
@@ -29,5 +30,7 @@ pub use merge::{
     merge_images, merge_images_over, read_sample, ChannelSources, MergeOptions, MergeOutput,
     MergePlan, OutputKind,
 };
-pub use order::{merge_sorted_runs, sort_samples, SortPolicy};
+pub use order::{
+    merge_runs_chained, merge_runs_kway, merge_sorted_runs, sort_samples, SortPolicy, MAX_HEAP_RUNS,
+};
 pub use pixel::{CompositeChannels, CompositeKind, PixelSamples};

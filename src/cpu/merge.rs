@@ -1,11 +1,12 @@
 //! Twin of `glsl/merge.comp`: merge two sorted per-pixel lists, stepwise (S) or with register
-//! blocks (RBM), and whole built images into a new layout.
+//! blocks (RBM), and whole built images into a new layout; and of `glsl/merge_kway.comp` (with
+//! `count_kway.comp`): merge N lists in one pass, from N images stacked into one.
 //!
 //! Tie rule (as `composite::sort_samples`): on equal (Z, ZBack) the first list (`a`, the earlier
 //! inputs) goes first, and each list keeps its own order.
 
 use super::build::build;
-use crate::vocab::{BuiltImage, Fragment, Layout, MergeMethod};
+use crate::vocab::{kway_stride, BuiltImage, Fragment, Layout, MergeMethod};
 
 /// Which list a merged fragment came from, and its position there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,5 +113,67 @@ pub fn merge_built(
     }
     build(
         layout, block_size, &counts, &stream, &values, columns, ascending,
+    )
+}
+
+/// K-way merge as `merge_kway.comp` runs it: every list keeps its current fragment in hand; at
+/// each step the smallest key leaves, a strict comparison over the lists in order keeping the
+/// lowest list on ties. Returns (list, position) per merged fragment: the order of the chain
+/// [`merge_stepwise`]`(merge_stepwise(l0, l1), l2)...`.
+pub fn merge_kway(lists: &[&[Fragment]]) -> Vec<(usize, usize)> {
+    let mut next = vec![0usize; lists.len()];
+    let mut out = Vec::with_capacity(lists.iter().map(|l| l.len()).sum());
+    loop {
+        let mut best: Option<usize> = None;
+        for (k, list) in lists.iter().enumerate() {
+            if next[k] < list.len()
+                && best.is_none_or(|b| list[next[k]].depth_less(&lists[b][next[b]]))
+            {
+                best = Some(k);
+            }
+        }
+        let Some(k) = best else {
+            return out;
+        };
+        out.push((k, next[k]));
+        next[k] += 1;
+    }
+}
+
+/// Merge the `inputs` images stacked in `stack` (input k's pixel p at stacked pixel
+/// `k * kway_stride(pixels) + p`, lists ascending) for the `pixels` pixels of the band, in one
+/// pass, into `layout` (LL built descending, as the ascending merge's head insertion leaves it).
+pub fn merge_kway_built(
+    stack: &BuiltImage,
+    inputs: usize,
+    pixels: usize,
+    layout: Layout,
+    block_size: u32,
+) -> BuiltImage {
+    assert_eq!(stack.pixel_count(), inputs * kway_stride(pixels));
+    let columns = stack.columns;
+    let stride = kway_stride(pixels);
+    let mut counts = Vec::with_capacity(pixels);
+    let mut stream = Vec::new();
+    let mut values = Vec::new();
+    for p in 0..pixels {
+        let slots: Vec<Vec<u32>> = (0..inputs)
+            .map(|k| stack.pixel_slots(k * stride + p))
+            .collect();
+        let lists: Vec<Vec<Fragment>> = slots
+            .iter()
+            .map(|s| s.iter().map(|&s| stack.slots[s as usize]).collect())
+            .collect();
+        let refs: Vec<&[Fragment]> = lists.iter().map(Vec::as_slice).collect();
+        let picks = merge_kway(&refs);
+        counts.push(picks.len() as u32);
+        for (k, i) in picks {
+            let slot = slots[k][i] as usize;
+            stream.push(stack.slots[slot]);
+            values.extend_from_slice(&stack.values[slot * columns..(slot + 1) * columns]);
+        }
+    }
+    build(
+        layout, block_size, &counts, &stream, &values, columns, false,
     )
 }

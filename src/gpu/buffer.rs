@@ -36,7 +36,7 @@ impl<'a> GpuBuffer<'a> {
     /// before it reads (no zero upload).
     pub fn uninit(gl: &'a glow::Context, bytes: usize) -> Result<Self> {
         let size = i32::try_from(bytes)
-            .map_err(|_| Error::Gl(format!("a buffer of {bytes} bytes is too large")))?;
+            .map_err(|_| Error::GlMemory(format!("a buffer of {bytes} bytes is too large")))?;
         // SAFETY: plain object creation on the current context.
         unsafe {
             let buffer = gl
@@ -46,7 +46,9 @@ impl<'a> GpuBuffer<'a> {
             gl.buffer_data_size(glow::SHADER_STORAGE_BUFFER, size, glow::DYNAMIC_COPY);
             if gl.get_error() == glow::OUT_OF_MEMORY {
                 gl.delete_buffer(buffer);
-                return Err(Error::Gl(format!("out of memory allocating {bytes} bytes")));
+                return Err(Error::GlMemory(format!(
+                    "out of memory allocating {bytes} bytes"
+                )));
             }
             Ok(GpuBuffer { gl, buffer, bytes })
         }

@@ -3,7 +3,7 @@
 //! A context is current on the thread that made it; [`GlContext`] is therefore neither `Send`
 //! nor `Sync`. Tests make one per test; a long-lived user keeps one on a dedicated thread.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -88,17 +88,24 @@ pub struct GlContext {
     info: GlInfo,
     /// Programs by (stage file, define set); see `program.rs`.
     pub(crate) programs: RefCell<HashMap<String, glow::Program>>,
+    /// A storage-block limit lower than the driver's, to test what happens when a buffer does
+    /// not fit ([`GlContext::limit_storage_block`]).
+    storage_limit: Cell<Option<u64>>,
     // Kept alive (and current) as long as the function table is used.
     _context: PossiblyCurrentContext,
     _display: Display,
 }
 
 impl GlContext {
-    /// Check that a buffer of `bytes` can be bound as one storage block (`what` names it).
+    /// Check that a buffer of `bytes` can be bound as one storage block (`what` names it):
+    /// [`Error::GlMemory`] when it cannot, which the GL merge answers with smaller bands.
     pub fn check_fits(&self, bytes: usize, what: &str) -> Result<()> {
-        let max = self.info().max_ssbo_bytes;
+        let mut max = self.info().max_ssbo_bytes;
+        if let Some(limit) = self.storage_limit.get() {
+            max = max.min(limit);
+        }
         if bytes as u64 > max {
-            return Err(Error::Gl(format!(
+            return Err(Error::GlMemory(format!(
                 "{what} needs {bytes} bytes in one buffer, more than GL_MAX_SHADER_STORAGE_BLOCK_SIZE ({max}); use smaller bands"
             )));
         }
@@ -199,9 +206,18 @@ impl GlContext {
             gl,
             info,
             programs: RefCell::new(HashMap::new()),
+            storage_limit: Cell::new(None),
             _context: context,
             _display: display,
         })
+    }
+
+    /// Make [`Self::check_fits`] refuse buffers over `bytes` (`None`: the driver's limit again)
+    /// while [`GlInfo::max_ssbo_bytes`], which the band planner believes, stays the driver's:
+    /// a driver that binds less than it claims, or runs out of memory, for tests of the GL
+    /// merge's retry with smaller bands.
+    pub fn limit_storage_block(&self, bytes: Option<u64>) {
+        self.storage_limit.set(bytes);
     }
 
     /// Vendor, renderer, version and the limits that matter.
@@ -215,6 +231,8 @@ impl GlContext {
         let code = unsafe { self.gl.get_error() };
         if code == glow::NO_ERROR {
             Ok(())
+        } else if code == glow::OUT_OF_MEMORY {
+            Err(Error::GlMemory(format!("{what} ran out of GPU memory")))
         } else {
             Err(Error::Gl(format!(
                 "{what} failed with GL error 0x{code:04x}"

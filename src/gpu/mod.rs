@@ -12,10 +12,15 @@
 //!    be sorted (`sort.comp` on the GPU, or the host on a software rasteriser);
 //! 2. upload counts and stream; GPU exclusive scan → offsets; per-group min counts (IA, BIA);
 //!    scatter into the layout (LL by atomic counter + `atomicExchange` head insertion);
-//! 3. merge input 0 with input 1, the result (resident, any layout) with input 2, and so on; the
-//!    merged counts come from a GPU counting pass and scan. LL lists come out reversed, so the
-//!    merges alternate direction (`merge.rs::merge_directions`) and every list is read the way
-//!    it was built; the last merge runs front to back;
+//! 3. k-way (`MergeStrategy::KWay`, the default, up to [`crate::vocab::MAX_KWAY_INPUTS`]
+//!    inputs): the inputs' streams are stacked into one image (input k's pixel p at
+//!    `k * kway_stride + p`) and `merge_kway.comp` merges all their lists per pixel in one
+//!    dispatch; chain (`MergeStrategy::Chain`, and beyond that many inputs): merge input 0 with
+//!    input 1, the result (resident, any layout) with input 2, and so on. The merged counts come
+//!    from a GPU counting pass and scan. LL lists come out reversed, so chained merges alternate
+//!    direction (`merger.rs::merge_directions`) and every list is read the way it was built;
+//!    the last merge runs front to back. A band the driver cannot hold is merged again as
+//!    bands of half the budget;
 //! 4. flat: the last merge composites front to back with the reference's arithmetic and flags
 //!    pixels where volumes overlap; deep: the merged keys are read back and every channel is
 //!    copied bit-exactly from the original planes by the source reference;
@@ -38,7 +43,7 @@ pub mod tidy;
 
 pub use buffer::GpuBuffer;
 pub use context::{GlContext, GlInfo};
-pub use merge::{merge_images_gl, merge_images_gl_over, GpuMerger};
+pub use merge::{merge_images_gl, merge_images_gl_over, uses_kway, GpuMerger};
 pub use stats::{BufferBytes, GpuStats};
 
 pub use crate::vocab::{Layout, MergeMethod, PixelOrder};

@@ -32,6 +32,8 @@ const SOURCES: &[(&str, &str)] = glsl_files![
     "count.comp",
     "build.comp",
     "merge.comp",
+    "merge_kway.comp",
+    "count_kway.comp",
     "copy.comp",
     "fill.comp",
     "sort.comp",

@@ -65,8 +65,14 @@ pub struct GpuStats {
     pub method: MergeMethod,
     /// Block size.
     pub block_size: u32,
+    /// Whether the inputs merged in one k-way pass (`merge_kway.comp`, stepwise reads whatever
+    /// [`Self::method`] says) rather than by a pairwise chain.
+    pub kway: bool,
     /// Row bands the window was cut into.
     pub bands: usize,
+    /// Times a band did not fit the GPU (out of memory, or over the storage-block limit) and
+    /// the rest of the window was cut into bands of half the budget.
+    pub band_retries: usize,
     /// Pixels of the output window.
     pub pixels: u64,
     /// Samples over all inputs.
@@ -103,7 +109,9 @@ impl GpuStats {
             layout: options.layout,
             method: options.method,
             block_size: options.block_size,
+            kway: false,
             bands: 0,
+            band_retries: 0,
             pixels: 0,
             input_samples: 0,
             output_samples: 0,
@@ -124,7 +132,9 @@ impl AddAssign for GpuStats {
     /// Fold in the statistics of another band of the same merge: counts, bytes and times add
     /// up, the peak is the larger of the two (bands run one after another).
     fn add_assign(&mut self, band: GpuStats) {
+        self.kway |= band.kway;
         self.bands += band.bands;
+        self.band_retries += band.band_retries;
         self.pixels += band.pixels;
         self.input_samples += band.input_samples;
         self.output_samples += band.output_samples;
@@ -145,11 +155,20 @@ impl fmt::Display for GpuStats {
         writeln!(f, "renderer:       {}", self.renderer)?;
         writeln!(
             f,
-            "merge:          {} {} block {} in {} band(s)",
+            "merge:          {} {} block {} in {} band(s){}",
             self.layout.name(),
-            self.method.name(),
+            if self.kway {
+                "k-way (stepwise)"
+            } else {
+                self.method.name()
+            },
             self.block_size,
-            self.bands
+            self.bands,
+            if self.band_retries > 0 {
+                format!(" ({} retries with smaller bands)", self.band_retries)
+            } else {
+                String::new()
+            }
         )?;
         writeln!(
             f,

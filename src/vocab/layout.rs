@@ -83,6 +83,52 @@ impl MergeMethod {
     }
 }
 
+/// How N inputs are merged: one pass over all of them per pixel, or a chain of pairwise merges.
+/// Both give the same order (and so the same output bits); the chain is kept for the paper's
+/// tables and for comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum MergeStrategy {
+    /// One pass per pixel over every input's sorted run: a heap over the run heads on the CPU,
+    /// `merge_kway.comp` on the GL engine (up to [`MAX_KWAY_INPUTS`] inputs per dispatch; more
+    /// are merged in groups of that many, chained).
+    #[default]
+    KWay,
+    /// Input 0 merged with input 1, the result with input 2, and so on (the paper's "iterated
+    /// pairwise" merging).
+    Chain,
+}
+
+impl MergeStrategy {
+    /// Both, k-way first.
+    pub const ALL: [MergeStrategy; 2] = [MergeStrategy::KWay, MergeStrategy::Chain];
+
+    /// Name as the CLI and the bench tables write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            MergeStrategy::KWay => "kway",
+            MergeStrategy::Chain => "chain",
+        }
+    }
+
+    /// Parse [`Self::name`] (case-insensitive).
+    pub fn from_name(name: &str) -> Option<MergeStrategy> {
+        MergeStrategy::ALL
+            .into_iter()
+            .find(|s| s.name().eq_ignore_ascii_case(name))
+    }
+}
+
+/// Most inputs one dispatch of `merge_kway.comp` reads (its per-input state is sized by it at
+/// compile time); a merge of more inputs merges groups of this many and chains the groups.
+pub const MAX_KWAY_INPUTS: usize = 8;
+
+/// Pixels each input takes in the stacked image a k-way merge reads (`merge_kway.comp`): the
+/// band's `pixels` rounded up to whole groups, so every input's interleaving groups line up
+/// with the threads' groups. Input k's pixel p is the stacked image's pixel `k * stride + p`.
+pub fn kway_stride(pixels: usize) -> usize {
+    pixels.div_ceil(GROUP_SIZE as usize) * GROUP_SIZE as usize
+}
+
 /// Which (x, y) pixel the layout's pixel index p stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum PixelOrder {

@@ -2,8 +2,8 @@
 //! rules that the GPU engine ([`crate::gpu`]), its CPU twins ([`crate::cpu`]) and the reference
 //! ([`crate::composite`]) all speak, so that none of them imports another to get them.
 //!
-//! - [`layout`]: layouts, merge methods, pixel orders, group and block sizes, and the layout ids
-//!   the GLSL stages are given as `#define`s;
+//! - [`layout`]: layouts, merge methods and strategies, pixel orders, group and block sizes,
+//!   and the layout ids the GLSL stages are given as `#define`s;
 //! - [`address`]: where sample i of pixel p lives in each array layout (DESIGN §3; the Rust side
 //!   of `glsl/layout.glsl`);
 //! - [`sample`]: [`Sample`] and [`Fragment`], the one conversion between them, the key rule
@@ -18,7 +18,10 @@ pub mod sample;
 mod stages;
 
 pub use built::BuiltImage;
-pub use layout::{glsl_defines, Layout, MergeMethod, PixelOrder, GROUP_SIZE, MAX_BLOCK_SIZE, TILE};
+pub use layout::{
+    glsl_defines, kway_stride, Layout, MergeMethod, MergeStrategy, PixelOrder, GROUP_SIZE,
+    MAX_BLOCK_SIZE, MAX_KWAY_INPUTS, TILE,
+};
 pub use sample::{depth_cmp, depth_key, depth_less, Fragment, Sample};
 pub use stages::{
     FlagField, TidiedPixels, GATE_LIMIT, LOCAL_GROUP_SIZE, LOCAL_SORT_SIZE, REG_SORT_SIZE,

@@ -49,23 +49,25 @@ fn row_samples(plan: &MergePlan) -> Vec<u64> {
     rows
 }
 
-/// Cut the window into bands whose merged buffers fit `limit` bytes each, when the output may
-/// hold `growth` times the merged samples (a tidy splits volumes: at most 2x, as a pixel of n
-/// samples has at most 2n boundaries and every tidied sample starts at one).
+/// Cut the window from row `first_row` on into bands whose merged buffers fit `limit` bytes
+/// each, when the output may hold `growth` times the merged samples (a tidy splits volumes: at
+/// most 2x, as a pixel of n samples has at most 2n boundaries and every tidied sample starts at
+/// one). The stacked inputs of a k-way merge take as many slots as the merged output.
 pub(super) fn plan_bands(
     plan: &MergePlan,
     gl_options: &GlOptions,
     limit: u64,
     stride: usize,
     growth: u64,
+    first_row: usize,
 ) -> Result<Vec<Band>> {
     let per_sample = growth * 16u64.max(4 * stride as u64);
     let width = plan.window.width();
     let mut bands = Vec::new();
-    let mut row0 = 0;
+    let mut row0 = first_row;
     let mut total = 0u64;
     let rows = row_samples(plan);
-    for (y, &n) in rows.iter().enumerate() {
+    for (y, &n) in rows.iter().enumerate().skip(first_row) {
         if (n + 1) * per_sample > limit {
             return Err(Error::Gl(format!(
                 "row {} holds {n} samples, more than one GPU buffer of {limit} bytes can take",

@@ -1,6 +1,8 @@
-//! The GL orchestration of one band: gather and build every input on the GPU, merge them
-//! pairwise with the deep intermediate resident (tidying where volumes overlap on the GPU when
-//! the policy says so), and read the result back into the output being assembled.
+//! The GL orchestration of one band: gather and build every input on the GPU, merge them all in
+//! one pass (`MergeStrategy::KWay`: the inputs stacked into one image, `merge_kway.comp`) or
+//! pairwise with the deep intermediate resident (`MergeStrategy::Chain`, and k-way merges of
+//! more than `MAX_KWAY_INPUTS` inputs), tidying where volumes overlap on the GPU when the
+//! policy says so, and read the result back into the output being assembled.
 
 use std::time::Instant;
 
@@ -14,11 +16,12 @@ use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind};
 use crate::deep::DeepImage;
 use crate::error::Result;
 use crate::gpu::engine::{
-    build_image, merge_deep, merge_flat, ColumnSpec, GpuFlat, GpuImage, MergeSpec,
+    build_image, kway_stride, merge_deep, merge_deep_kway, merge_flat, merge_flat_kway, ColumnSpec,
+    GpuFlat, GpuImage, GpuStack, MergeSpec,
 };
 use crate::gpu::stats::{BufferBytes, GpuStats};
 use crate::gpu::{tidy, GlContext, GlOptions, GpuBuffer};
-use crate::vocab::Layout;
+use crate::vocab::{Fragment, Layout, MergeStrategy, MAX_KWAY_INPUTS};
 
 /// What is resident after the merges: the flat composite or the merged deep image (with, when
 /// the GPU tidied it, per pixel 1 where the walk made new values).
@@ -35,8 +38,11 @@ pub struct GpuMerger<'a, 'i> {
     gl_options: GlOptions,
     columns: ColumnSpec,
     band: Band,
-    /// Built inputs; with a single input, an empty second image follows it.
+    /// Built inputs for the chain; with a single input, an empty second image follows it.
+    /// Empty for a k-way merge.
     images: Vec<GpuImage<'a>>,
+    /// The inputs stacked into one image, for a k-way merge.
+    stack: Option<GpuStack<'a>>,
     /// Per merge, whether it walks the lists back to front.
     descending: Vec<bool>,
     resident: Option<Resident<'a>>,
@@ -52,6 +58,12 @@ fn merge_directions(merges: usize, layout: Layout) -> Vec<bool> {
         descending[m] = layout == Layout::LinkedList && !descending[m + 1];
     }
     descending
+}
+
+/// Whether `inputs` inputs merge in one k-way pass under `strategy`: up to
+/// [`MAX_KWAY_INPUTS`]; more fall back to the pairwise chain.
+pub fn uses_kway(strategy: MergeStrategy, inputs: usize) -> bool {
+    strategy == MergeStrategy::KWay && (1..=MAX_KWAY_INPUTS).contains(&inputs)
 }
 
 impl<'a, 'i> GpuMerger<'a, 'i> {
@@ -77,6 +89,9 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         gl_options: &GlOptions,
     ) -> Result<Self> {
         plan.sort = options.sort;
+        if uses_kway(options.strategy, plan.inputs.len()) {
+            return Self::upload_stack(ctx, plan, columns, band, options, gl_options);
+        }
         let merges = plan.inputs.len().saturating_sub(1).max(1);
         let descending = merge_directions(merges, gl_options.layout);
         let stride = columns.stride();
@@ -124,7 +139,74 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             columns,
             band,
             images,
+            stack: None,
             descending,
+            resident: None,
+            stats,
+        })
+    }
+
+    /// [`Self::upload_band`] for a k-way merge: every input's stream gathered, padded to
+    /// [`kway_stride`] pixels and laid end to end, then built as one image (LL ascending);
+    /// sorted on the GPU when any input needs it (a stable sort leaves sorted pixels as they are).
+    fn upload_stack(
+        ctx: &'a GlContext,
+        plan: MergePlan<'i>,
+        columns: ColumnSpec,
+        band: Band,
+        options: &MergeOptions,
+        gl_options: &GlOptions,
+    ) -> Result<Self> {
+        let stride = columns.stride();
+        let mut stats = GpuStats::new(&ctx.info().renderer, gl_options);
+        stats.kway = true;
+        stats.bands = 1;
+        stats.pixels = band.pixels() as u64;
+        let gpu_sorts = gl_options.sorts_on_gpu(ctx.info());
+        let inputs = plan.inputs.len();
+        let padding = kway_stride(band.pixels()) - band.pixels();
+        let start = Instant::now();
+        let (mut counts, mut keys, mut values) = (Vec::new(), Vec::<Fragment>::new(), Vec::new());
+        let mut gpu_sort = false;
+        for k in 0..inputs {
+            let needs_sort = plan.sort.sorts(plan.inputs[k].state);
+            gpu_sort |= needs_sort && gpu_sorts;
+            let (c, f, v) = gather_stream(&plan, k, &band, stride, needs_sort && !gpu_sorts);
+            counts.extend(c);
+            counts.extend(std::iter::repeat_n(0, padding));
+            keys.extend(f);
+            values.extend(v);
+        }
+        stats.upload_s += start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        let image = build_image(
+            ctx,
+            gl_options.layout,
+            gl_options.block_size,
+            true,
+            &counts,
+            &keys,
+            &values,
+            stride,
+            gpu_sort,
+        )?;
+        // SAFETY: a plain finish on the current context, for honest timing.
+        unsafe { ctx.gl.finish() };
+        stats.build_s += start.elapsed().as_secs_f64();
+        stats.input_samples = keys.len() as u64;
+        stats.input_bytes += image.bytes();
+        stats.output_samples = stats.input_samples;
+        let stack = GpuStack::new(image, inputs, band.pixels())?;
+        Ok(GpuMerger {
+            ctx,
+            plan,
+            options: *options,
+            gl_options: *gl_options,
+            columns,
+            band,
+            images: Vec::new(),
+            stack: Some(stack),
+            descending: Vec::new(),
             resident: None,
             stats,
         })
@@ -136,6 +218,9 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
     /// tidy deep output is merged last into a linearised image and tidied in place.
     pub fn merge_resident(&mut self) -> Result<f64> {
         self.resident = None;
+        if self.stack.is_some() {
+            return self.merge_resident_kway();
+        }
         let start = Instant::now();
         let merges = self.descending.len();
         let flat = matches!(self.options.output, OutputKind::Flat { .. });
@@ -208,6 +293,66 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         }
         if !flat {
             self.resident = merged.map(|image| Resident::Deep(image, deep_marks));
+        }
+        // SAFETY: a plain finish on the current context, for honest timing.
+        unsafe { self.ctx.gl.finish() };
+        let seconds = start.elapsed().as_secs_f64();
+        self.stats.merge_s = seconds;
+        self.stats.merged_bytes = merged_bytes;
+        self.stats.peak_bytes = peak;
+        Ok(seconds)
+    }
+
+    /// [`Self::merge_resident`] for a k-way merge: one `merge_kway.comp` dispatch into the flat
+    /// composite or the deep image (linearised when the GPU tidies it), and for flat output with
+    /// flagged pixels a second one into a linearised image that `tidy.comp` tidies from.
+    fn merge_resident_kway(&mut self) -> Result<f64> {
+        let start = Instant::now();
+        let stack = self.stack.as_ref().expect("a k-way merge has its stack");
+        let flat = matches!(self.options.output, OutputKind::Flat { .. });
+        let gpu_tidies = self.gl_options.tidies_on_gpu(self.ctx.info());
+        let block = self.gl_options.block_size;
+        let inputs_bytes = stack.image.bytes().total();
+        let mut peak = inputs_bytes;
+        let mut merged_bytes = BufferBytes::default();
+        self.stats.gpu_tidied_pixels = 0;
+        self.stats.host_tidied_pixels = 0;
+        if flat {
+            let out = merge_flat_kway(self.ctx, stack, block, &self.columns)?;
+            if gpu_tidies {
+                if let Some(listed) = tidy::flagged_flat_pixels(self.ctx, &out)? {
+                    let lists =
+                        merge_deep_kway(self.ctx, stack, Layout::Linearised, block, &self.columns)?;
+                    peak = peak.max(inputs_bytes + lists.bytes().total());
+                    let host =
+                        tidy::tidy_flat_in_place(self.ctx, &lists, &out, &listed, &self.columns)?;
+                    self.stats.gpu_tidied_pixels += (listed.count - host) as u64;
+                    self.stats.host_tidied_pixels += host as u64;
+                }
+            }
+            self.resident = Some(Resident::Flat(out));
+        } else {
+            let tidy_here = self.options.tidy && gpu_tidies;
+            let layout = if tidy_here {
+                Layout::Linearised
+            } else {
+                self.gl_options.layout
+            };
+            let mut out = merge_deep_kway(self.ctx, stack, layout, block, &self.columns)?;
+            let mut bytes = out.bytes();
+            let mut marks = None;
+            if tidy_here {
+                let tidied = tidy::tidy_deep(self.ctx, out, &self.columns)?;
+                bytes += tidied.image.bytes();
+                self.stats.gpu_tidied_pixels += (tidied.tidied_pixels - tidied.host_pixels) as u64;
+                self.stats.host_tidied_pixels += tidied.host_pixels as u64;
+                self.stats.output_samples = tidied.image.samples as u64;
+                marks = Some(tidied.marks);
+                out = tidied.image;
+            }
+            peak = peak.max(inputs_bytes + bytes.total());
+            merged_bytes += bytes;
+            self.resident = Some(Resident::Deep(out, marks));
         }
         // SAFETY: a plain finish on the current context, for honest timing.
         unsafe { self.ctx.gl.finish() };

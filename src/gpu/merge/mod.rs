@@ -1,7 +1,8 @@
 //! The GL merge of whole deep images: cut the union window into row bands that fit the GL limits,
-//! gather each input's band into a pixel-ordered stream on the host, build every input on the
-//! GPU, merge them pairwise with the deep intermediate staying resident, read the band back and
-//! assemble the output exactly as `composite::merge_images` would.
+//! gather each input's band into a pixel-ordered stream on the host, build the inputs on the GPU
+//! (stacked into one image for a k-way merge, one image each for a chain), merge them all in one
+//! pass (`merge_kway.comp`) or pairwise with the deep intermediate staying resident, read the
+//! band back and assemble the output exactly as `composite::merge_images` would.
 //!
 //! Inputs that need sorting (`MergeOptions::sort`, e.g. no `deepImageState`) are sorted per
 //! pixel by the GPU stage `sort.comp` between upload and build, or on the host while the stream
@@ -19,6 +20,10 @@
 //!   back, taking the new values of the pixels it marks.
 
 //!
+//! A band the driver cannot hold (`Error::GlMemory`: `GL_OUT_OF_MEMORY`, or a buffer over the
+//! storage-block limit) is not the end: the rest of the window is cut into bands of half the
+//! budget and merged again, down to single rows (`GpuStats::band_retries` counts the retries).
+//!
 //! The parts, a file each: [`band`] planning, the host [`gather`], the GL orchestration of one
 //! band ([`merger`]), output [`assemble`]; statistics add up band by band (`GpuStats: AddAssign`).
 
@@ -31,7 +36,7 @@ use std::time::Instant;
 
 use self::assemble::Accumulated;
 use self::band::plan_bands;
-pub use self::merger::GpuMerger;
+pub use self::merger::{uses_kway, GpuMerger};
 use super::engine::ColumnSpec;
 use super::stats::GpuStats;
 use super::{GlContext, GlOptions};
@@ -106,17 +111,46 @@ pub fn merge_images_gl_over(
     } else {
         1
     };
-    let bands = plan_bands(&plan, gl_options, limit, stride, growth)?;
+    let mut bands = plan_bands(&plan, gl_options, limit, stride, growth, 0)?;
     let mut out = Accumulated::new(&plan, options, stride);
     let mut stats = GpuStats::new(&ctx.info().renderer, gl_options);
-    for band in bands {
+    let mut next = 0;
+    while next < bands.len() {
+        let band = bands[next].clone();
         // Each band re-plans cheaply (the plan is a few small vectors) and owns its merger.
         let mut band_plan = MergePlan::new(inputs)?;
         band_plan.window = plan.window;
-        let mut merger =
-            GpuMerger::upload_band(ctx, band_plan, columns.clone(), band, options, gl_options)?;
-        merger.read_band(&mut out)?;
-        stats += merger.stats;
+        let merged =
+            GpuMerger::upload_band(ctx, band_plan, columns.clone(), band, options, gl_options)
+                .and_then(|mut merger| {
+                    // Nothing reaches `out` unless the band merged: a failure leaves it as it was.
+                    merger.read_band(&mut out)?;
+                    Ok(merger.stats)
+                });
+        match merged {
+            Ok(band_stats) => {
+                stats += band_stats;
+                next += 1;
+            }
+            Err(Error::GlMemory(why)) => {
+                // The driver could not hold this band (out of memory, or a storage-block limit
+                // lower than it claims): cut the rest of the window into bands of half the
+                // budget, down to single rows, before giving up.
+                let row0 = bands[next].row0;
+                limit /= 2;
+                stats.band_retries += 1;
+                bands =
+                    plan_bands(&plan, gl_options, limit, stride, growth, row0).map_err(|e| {
+                        let e = match e {
+                            Error::Gl(message) => message,
+                            other => other.to_string(),
+                        };
+                        Error::Gl(format!("{why}; smaller bands do not help either: {e}"))
+                    })?;
+                next = 0;
+            }
+            Err(e) => return Err(e),
+        }
     }
     let start = Instant::now();
     let output = out.assemble(&plan, options, &mut stats);
