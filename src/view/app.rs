@@ -71,6 +71,8 @@ pub struct App {
     changed_at: Option<Instant>,
     slice_changed_at: Option<Instant>,
     last_slice_ms: Option<f64>,
+    /// How long the last slice pass itself took on the GPU, in ms.
+    slice_pass_ms: Option<f64>,
     need_slice: bool,
     last_reported: String,
     cursor: [f64; 2],
@@ -96,6 +98,7 @@ impl App {
             changed_at: None,
             slice_changed_at: None,
             last_slice_ms: None,
+            slice_pass_ms: None,
             need_slice: false,
             last_reported: String::new(),
             cursor: [0.0, 0.0],
@@ -376,6 +379,9 @@ impl App {
         if outcome.redraw {
             self.changed_at.get_or_insert(now);
         }
+        let area_width = (size.width as f64 - PANEL_WIDTH as f64 * open.window.scale_factor())
+            .ceil()
+            .max(1.0) as u32;
         let gl = &open.engine.gl;
         // SAFETY: plain state calls on the current context.
         unsafe {
@@ -386,7 +392,11 @@ impl App {
         if let (Some(loaded), Some(gpu)) = (&self.loaded, open.gpu_layers.get(self.state.layer)) {
             let layer = &loaded.layers[self.state.layer];
             if self.need_slice {
+                let start = Instant::now();
                 gpu.slice(&open.engine, self.state.slice.near, self.state.slice.far)?;
+                // SAFETY: a plain call on the current context; it makes the pass's time its own.
+                unsafe { open.engine.gl.finish() };
+                self.slice_pass_ms = Some((Instant::now() - start).as_secs_f64() * 1e3);
                 self.need_slice = false;
             }
             let column = |name: &str| {
@@ -401,6 +411,7 @@ impl App {
             let w = layer.data_window;
             let params = DrawParams {
                 window: (size.width, size.height),
+                image_width: area_width,
                 origin: self.state.camera.origin,
                 zoom: self.state.camera.zoom,
                 display_window: [d.x0, d.y0, d.x1, d.y1],
@@ -434,8 +445,9 @@ impl App {
             let ms = (done - since).as_secs_f64() * 1e3;
             self.last_slice_ms = Some(ms);
             eprintln!(
-                "deepmerge view: slice {} shown in {ms:.1} ms",
-                self.state.slice.describe()
+                "deepmerge view: slice {} shown in {ms:.1} ms (slice pass {:.1} ms)",
+                self.state.slice.describe(),
+                self.slice_pass_ms.unwrap_or(0.0)
             );
         }
         let repaint = full

@@ -130,7 +130,10 @@ impl GpuLayer {
         let p = self.image_program;
         // SAFETY: the program, buffer and vertex array belong to this context.
         unsafe {
-            gl.disable(glow::SCISSOR_TEST);
+            // Only the image area: the panel covers the rest, and on a software rasteriser every
+            // fragment costs.
+            gl.enable(glow::SCISSOR_TEST);
+            gl.scissor(0, 0, params.image_width as i32, params.window.1 as i32);
             gl.disable(glow::BLEND);
             gl.disable(glow::FRAMEBUFFER_SRGB);
             gl.viewport(0, 0, params.window.0 as i32, params.window.1 as i32);
@@ -163,6 +166,7 @@ impl GpuLayer {
             gl.bind_buffer_base(glow::SHADER_STORAGE_BUFFER, 3, Some(self.sliced));
             gl.bind_vertex_array(Some(vao));
             gl.draw_arrays(glow::TRIANGLES, 0, 3);
+            gl.disable(glow::SCISSOR_TEST);
         }
         ctx.check("drawing the image")
     }
@@ -183,6 +187,8 @@ impl GpuLayer {
 pub struct DrawParams {
     /// Window size in pixels.
     pub window: (u32, u32),
+    /// Width of the image area (the window less the panel), from the left edge.
+    pub image_width: u32,
     /// Camera origin (window pixels) and zoom.
     pub origin: [f64; 2],
     /// Window pixels per image pixel.
