@@ -182,3 +182,69 @@ pub fn layer_of(name: &str, image: &DeepImage) -> Result<Layer> {
         depth_range: range,
     })
 }
+
+/// What the slice pass computes for one pixel, on the host: the composited values of the
+/// samples between `near` and `far` (volumes cut at the planes with the tidy's split), the
+/// depth of the front-most contributing piece and how many samples lie inside. The GPU's
+/// `slice.comp` does the same in f32; the window test draws its expectations from this.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlicedPixel {
+    /// One value per composited column.
+    pub values: Vec<f32>,
+    /// Front depth of the first piece with any alpha, if any.
+    pub front: Option<f32>,
+    /// Samples (whole or cut) inside the slice.
+    pub count: usize,
+}
+
+impl Layer {
+    /// The slice of pixel `p` (row-major in the data window) between `near` and `far`.
+    pub fn slice_pixel(&self, p: usize, near: f32, far: f32) -> SlicedPixel {
+        use crate::composite::tidy::{piece_fraction, split_row};
+        use crate::composite::{flatten_pixel, PixelSamples};
+        use crate::vocab::Sample;
+        let stride = self.stride();
+        let mut pieces = PixelSamples::new(self.columns.len());
+        for s in self.offsets[p] as usize..self.offsets[p + 1] as usize {
+            let [z, zback] = self.depths[s];
+            let row = &self.values[s * stride..s * stride + self.columns.len()];
+            let (lo, hi) = (z.max(near), zback.min(far));
+            let volume = zback > z;
+            let fraction = if !volume {
+                if z < near || z > far {
+                    continue;
+                }
+                1.0
+            } else if hi <= lo {
+                continue;
+            } else if lo > z || hi < zback {
+                piece_fraction(lo as f64, hi as f64, zback as f64 - z as f64)
+            } else {
+                1.0
+            };
+            let cut: Vec<f32> = if fraction < 1.0 {
+                split_row(row, fraction, &self.columns)
+                    .map(|v| v as f32)
+                    .collect()
+            } else {
+                row.to_vec()
+            };
+            let (pz, pzb) = if volume { (lo, hi) } else { (z, z) };
+            pieces.push(
+                Sample {
+                    z: pz,
+                    zback: pzb,
+                    input: 0,
+                    index: s as u64,
+                },
+                &cut,
+            );
+        }
+        let flat = flatten_pixel(&pieces, &self.columns);
+        SlicedPixel {
+            values: flat.values,
+            front: flat.front.map(|i| pieces.samples[i].z),
+            count: pieces.len(),
+        }
+    }
+}
