@@ -233,15 +233,19 @@ impl Viewer {
     fn screenshot(&self, x: &Xvfb, keep: Option<&Path>) -> (u32, u32, Vec<u8>) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("shot.png");
-        x.run("import", &["-window", &self.window, path.to_str().unwrap()]);
+        // PNG24: ImageMagick would otherwise pick grey or palette PNGs for plain windows.
+        let target = format!("PNG24:{}", path.display());
+        x.run("import", &["-window", &self.window, &target]);
         if let Some(keep) = keep {
             std::fs::copy(&path, keep).unwrap();
         }
-        let decoder = png::Decoder::new(std::fs::File::open(&path).unwrap());
+        let mut decoder = png::Decoder::new(std::fs::File::open(&path).unwrap());
+        decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
         let mut reader = decoder.read_info().unwrap();
         let mut buf = vec![0; reader.output_buffer_size()];
         let info = reader.next_frame(&mut buf).unwrap();
         let channels = info.color_type.samples();
+        assert!(channels >= 3, "import wrote a {:?} PNG", info.color_type);
         let rgb = buf[..info.buffer_size()]
             .chunks(channels)
             .flat_map(|px| [px[0], px[1], px[2]])
