@@ -561,9 +561,10 @@ fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
 fn bad_input_is_one_line_in_the_window_and_on_stderr() {
     require("xdotool", &["version"]);
     let dir = tempfile::tempdir().unwrap();
-    let bad = dir.path().join("truncated.exr");
-    let bytes = std::fs::read(&inputs()[0]).unwrap();
-    std::fs::write(&bad, &bytes[..bytes.len() / 3]).unwrap();
+    // Not an EXR at all: a deterministic error (a truncated file's names whichever damaged
+    // chunk a parallel decode meets first, in the CLI too).
+    let bad = dir.path().join("notes.exr");
+    std::fs::write(&bad, b"these are notes, not an image\n").unwrap();
     let cli = Command::new(binary())
         .args([bad.as_os_str()])
         .arg(&inputs()[1])
@@ -600,4 +601,101 @@ fn bad_input_is_one_line_in_the_window_and_on_stderr() {
     x.run("xdotool", &["key", "q"]);
     let status = wait_exit(&mut viewer.child);
     assert_eq!(status.code(), Some(1));
+}
+
+#[test]
+fn info_pixel_prints_the_inspector_table_of_every_deep_part() {
+    use deepmerge::exr::PartSelector;
+    use deepmerge::inspect::{input_title, PixelTable, TableValues};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/openexr-images");
+    let multipart = dir.join("Stereo-Trunks-multipart.exr");
+    let info = |args: &[&str]| {
+        let out = Command::new(binary())
+            .arg("info")
+            .arg(&multipart)
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // A pixel with samples in both parts: the table is the library's, part by part.
+    let table = |part: usize, mode| {
+        let image = read_deep(
+            &multipart,
+            &ReadOptions {
+                part: PartSelector::Index(part),
+                ..ReadOptions::default()
+            },
+        )
+        .unwrap();
+        let p = (0..image.pixel_count())
+            .find(|&p| image.count(p) >= 2)
+            .unwrap();
+        let (x, y) = image.data_window.coords_of(p);
+        let title = input_title(&multipart, Some(part));
+        (
+            (x, y),
+            PixelTable::of_input(&title, &image, 0, (x, y), mode).unwrap(),
+        )
+    };
+    let ((x, y), part0) = table(0, TableValues::Raw);
+    assert!(part0.rows.len() >= 2);
+    let pixel = format!("{x},{y}");
+    let (code, out, err) = info(&["--pixel", &pixel]);
+    assert_eq!(code, Some(0), "{err}");
+    let sections: Vec<&str> = out.split("\n\n").collect();
+    assert_eq!(sections.len(), 2, "{out}");
+    assert_eq!(sections[0].trim_end(), part0.to_text().trim_end());
+    assert!(
+        sections[1].starts_with(&format!(
+            "pixel ({x}, {y}) of {} part 1:",
+            multipart.display()
+        )),
+        "{out}"
+    );
+    let (code, out, _) = info(&["--pixel", &pixel, "--part", "0", "--accumulated"]);
+    assert_eq!(code, Some(0));
+    let image = read_deep(&multipart, &ReadOptions::default()).unwrap();
+    let accumulated = PixelTable::of_input(
+        &input_title(&multipart, Some(0)),
+        &image,
+        0,
+        (x, y),
+        TableValues::Accumulated,
+    )
+    .unwrap();
+    assert_eq!(out, accumulated.to_text());
+    // The last accumulated row is the flat merge of the part on its own.
+    let MergeOutput::Flat(flat) = merge_images(&[&image], &MergeOptions::default()).unwrap() else {
+        panic!("flat merge gave deep output")
+    };
+    let a = flat_channel(&flat, "A")[flat.data_window.index_of(x, y).unwrap()];
+    let alpha = accumulated.alpha_column.unwrap();
+    assert_eq!(accumulated.rows.last().unwrap().values[alpha], a);
+    // Malformed pixels are usage errors, on one line.
+    let (code, _, err) = info(&["--pixel", "12"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn without_a_display_the_viewer_fails_on_one_line() {
+    let out = Command::new(binary())
+        .arg("view")
+        .arg(&inputs()[0])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("deepmerge: error: OpenGL: cannot open a window"),
+        "{err}"
+    );
 }
