@@ -15,6 +15,7 @@ uniform int u_channel;      // the column VIEW_CHANNEL shows
 uniform float u_gain;       // 2^exposure
 uniform vec2 u_depth_range; // depths the depth view spans
 uniform ivec2 u_pinned;     // the pinned pixel (absolute), or far outside
+uniform int u_pin_shown;    // 1 when a pixel is pinned
 
 out vec4 frag;
 
@@ -77,10 +78,17 @@ void main() {
             rgb = heat(uint(sliced[base + uint(NUM_COLUMNS) + 1u])) / 255.0;
         }
     }
-    // The pinned pixel gets a one-window-pixel outline (only where it is at least 5 px wide).
+    // The pinned pixel: outlined where it is at least 5 window pixels wide, else marked by a
+    // crosshair with a gap, so the pixel itself stays visible.
     if (px == u_pinned && u_zoom >= 5.0) {
         vec2 inside = fract((at - u_origin) / u_zoom) * u_zoom;
         if (min(inside.x, inside.y) < 1.0 || max(inside.x, inside.y) > u_zoom - 1.0) {
+            rgb = vec3(1.0, 0.2, 0.8);
+        }
+    } else if (u_zoom < 5.0 && u_pin_shown != 0) {
+        vec2 centre = u_origin + (vec2(u_pinned - u_display0) + 0.5) * u_zoom;
+        vec2 off = abs(at - centre);
+        if ((off.y < 1.0 && off.x > 4.0 && off.x < 14.0) || (off.x < 1.0 && off.y > 4.0 && off.y < 14.0)) {
             rgb = vec3(1.0, 0.2, 0.8);
         }
     }

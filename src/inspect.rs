@@ -125,21 +125,21 @@ impl PixelTable {
             self.rows.len(),
             self.mode.name()
         );
-        let mut head = format!("{:>6} {:>5} {:>14} {:>14}", "index", "input", "Z", "ZBack");
+        let mut head = format!("{:>5} {:>5} {:>12} {:>12}", "index", "input", "Z", "ZBack");
         for c in &self.columns {
-            let _ = write!(head, " {c:>14}");
+            let _ = write!(head, " {c:>12}");
         }
         let _ = writeln!(out, "{}", head.trim_end());
         for r in &self.rows {
             let mut line = format!(
-                "{:>6} {:>5} {:>14} {:>14}",
+                "{:>5} {:>5} {:>12} {:>12}",
                 r.index,
                 r.input,
                 number(r.z),
                 number(r.zback)
             );
             for v in &r.values {
-                let _ = write!(line, " {:>14}", number(*v));
+                let _ = write!(line, " {:>12}", number(*v));
             }
             let _ = writeln!(out, "{line}");
         }
@@ -332,7 +332,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.lines().nth(2).unwrap().ends_with("0.5            0.5"),
+            text.lines().nth(2).unwrap().ends_with("0.5          0.5"),
             "{text}"
         );
     }

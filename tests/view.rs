@@ -21,8 +21,8 @@ use deepmerge::view::display::{display_byte, heat_colour};
 use deepmerge::view::load::{load, LoadEvent, LoadRequest, Loaded};
 
 const PACKAGES: &str = "apt-get install xvfb xdotool imagemagick x11-utils";
-/// Window size the test asks for: the image area is this width less the 420-pixel panel.
-const WINDOW: (u32, u32) = (1200, 700);
+/// Window size the test asks for: the image area is this width less the panel.
+const WINDOW: (u32, u32) = (1400, 760);
 /// How long to wait for the window to show a change (llvmpipe on a loaded CI machine).
 const PATIENCE: Duration = Duration::from_secs(180);
 
@@ -69,7 +69,7 @@ impl Xvfb {
             }
             let child = Command::new("Xvfb")
                 .arg(format!(":{n}"))
-                .args(["-screen", "0", "1400x900x24", "-nolisten", "tcp"])
+                .args(["-screen", "0", "1600x1000x24", "-nolisten", "tcp"])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -374,7 +374,7 @@ fn the_window_draws_what_the_merge_computes() {
             origin.1 as i64 + px.1 as i64 - d0.1,
         )
     };
-    let image_width = WINDOW.0 as i64 - 420;
+    let image_width = WINDOW.0 as i64 - deepmerge::view::ui::PANEL_WIDTH as i64;
     let visible = |px: (i32, i32)| {
         let (wx, wy) = at(px);
         (4..image_width - 4).contains(&wx) && (4..WINDOW.1 as i64 - 4).contains(&wy)

@@ -163,6 +163,10 @@ impl GpuLayer {
             );
             let pin = params.pinned.unwrap_or((i32::MIN, i32::MIN));
             gl.uniform_2_i32(at("u_pinned").as_ref(), pin.0, pin.1);
+            gl.uniform_1_i32(
+                at("u_pin_shown").as_ref(),
+                i32::from(params.pinned.is_some()),
+            );
             gl.bind_buffer_base(glow::SHADER_STORAGE_BUFFER, 3, Some(self.sliced));
             gl.bind_vertex_array(Some(vao));
             gl.draw_arrays(glow::TRIANGLES, 0, 3);

@@ -46,7 +46,7 @@ pub struct ViewArgs {
     #[arg(long, value_name = "GIB", default_value_t = 8.0)]
     pub max_memory: f64,
     /// Window size, WIDTHxHEIGHT pixels.
-    #[arg(long, default_value = "1280x800")]
+    #[arg(long, default_value = "1600x900")]
     pub size: String,
 }
 

@@ -12,7 +12,7 @@ use crate::info::COMPLEXITY_BINS;
 use crate::inspect::{PixelTable, TableValues};
 
 /// Width of the side panel in points.
-pub const PANEL_WIDTH: f32 = 420.0;
+pub const PANEL_WIDTH: f32 = 560.0;
 
 /// What the panel shows besides the state.
 pub struct PanelInputs<'a> {
@@ -256,7 +256,7 @@ fn inspector(
             .id_salt("table")
             .max_height(360.0)
             .show(ui, |ui| {
-                ui.add(egui::Label::new(RichText::new(text).monospace().size(10.0)).extend());
+                ui.add(egui::Label::new(RichText::new(text).monospace().size(9.5)).extend());
             });
     }
 }
