@@ -20,7 +20,8 @@ use deepmerge::exr::{read_deep, ReadOptions};
 use deepmerge::view::display::{display_byte, heat_colour};
 use deepmerge::view::load::{load, LoadEvent, LoadRequest, Loaded};
 
-const PACKAGES: &str = "apt-get install xvfb xdotool imagemagick x11-utils";
+const PACKAGES: &str =
+    "apt-get install xvfb xdotool imagemagick x11-utils libxkbcommon-x11-0 libxcursor1 libxi6 libxrandr2";
 /// Window size the test asks for: the image area is this width less the panel.
 const WINDOW: (u32, u32) = (1400, 760);
 /// How long to wait for the window to show a change (llvmpipe on a loaded CI machine).
