@@ -37,6 +37,18 @@ use crate::error::{Error, Result};
 use crate::gpu::GlContext;
 use crate::inspect::{pixel_report, PixelTable, TableValues};
 
+/// CPU time this process has used (all threads, user and system), in ms: with the wall time it
+/// says how much of a frame's latency was work and how much was waiting for a busy machine.
+fn process_cpu_ms() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    ms(usage.ru_utime) + ms(usage.ru_stime)
+}
+
 /// A press and release closer than this (window pixels) is a click, not a drag.
 const CLICK_SLOP: f64 = 3.0;
 
@@ -70,6 +82,8 @@ pub struct App {
     /// Set by an input event that changes what is drawn; the frame that shows it reports.
     changed_at: Option<Instant>,
     slice_changed_at: Option<Instant>,
+    /// [`process_cpu_ms`] when the slice changed.
+    slice_changed_cpu: f64,
     last_slice_ms: Option<f64>,
     /// How long the last slice pass itself took on the GPU, in ms.
     slice_pass_ms: Option<f64>,
@@ -97,6 +111,7 @@ impl App {
             curves: Vec::new(),
             changed_at: None,
             slice_changed_at: None,
+            slice_changed_cpu: 0.0,
             last_slice_ms: None,
             slice_pass_ms: None,
             need_slice: false,
@@ -295,7 +310,10 @@ impl App {
         self.changed_at.get_or_insert(now);
         if reslice {
             self.need_slice = true;
-            self.slice_changed_at.get_or_insert(now);
+            if self.slice_changed_at.is_none() {
+                self.slice_changed_at = Some(now);
+                self.slice_changed_cpu = process_cpu_ms();
+            }
         }
         if let Some(open) = &self.open {
             open.window.request_redraw();
@@ -373,7 +391,10 @@ impl App {
         let now = Instant::now();
         if outcome.reslice {
             self.need_slice = true;
-            self.slice_changed_at.get_or_insert(now);
+            if self.slice_changed_at.is_none() {
+                self.slice_changed_at = Some(now);
+                self.slice_changed_cpu = process_cpu_ms();
+            }
             self.changed_at.get_or_insert(now);
         }
         if outcome.redraw {
@@ -445,9 +466,10 @@ impl App {
             let ms = (done - since).as_secs_f64() * 1e3;
             self.last_slice_ms = Some(ms);
             eprintln!(
-                "deepmerge view: slice {} shown in {ms:.1} ms (slice pass {:.1} ms)",
+                "deepmerge view: slice {} shown in {ms:.1} ms (slice pass {:.1} ms, {:.1} ms of CPU)",
                 self.state.slice.describe(),
-                self.slice_pass_ms.unwrap_or(0.0)
+                self.slice_pass_ms.unwrap_or(0.0),
+                process_cpu_ms() - self.slice_changed_cpu
             );
         }
         let repaint = full
@@ -520,7 +542,9 @@ impl ApplicationHandler<LoadEvent> for App {
             return;
         };
         let response = open.egui_state.on_window_event(&open.window, &event);
-        if response.repaint {
+        // egui asks for a repaint after every RedrawRequested too; following that would draw
+        // frames back to back while nothing changes (and make every change wait for one).
+        if response.repaint && !matches!(event, WindowEvent::RedrawRequested) {
             open.window.request_redraw();
         }
         let egui_wants_pointer = open.egui_ctx.is_pointer_over_area()
