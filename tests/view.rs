@@ -483,16 +483,16 @@ fn the_window_draws_what_the_merge_computes() {
 
     // A depth slice: the near plane five steps back; only what lies behind it is counted and
     // composited (checked against the host twin of the slice pass).
-    let mut line = String::new();
+    let mut slice = deepmerge::view::state::Slice::default();
     for _ in 0..5 {
-        line = viewer.key(&x, "n", |l| {
-            l.contains("slice [") && !l.contains("slice [-inf")
-        });
+        slice.move_near(1.0, merged.depth_range);
+        let expected = format!("slice {} ", slice.describe());
+        viewer.key(&x, "n", |l| l.contains(&expected));
     }
-    let near: f32 = parse_after(&line, "slice [").parse().unwrap();
+    let near = slice.near;
     assert!(
         near > merged.depth_range.0 && near < merged.depth_range.1,
-        "{line}"
+        "{near}"
     );
     let keep = std::env::var_os("DEEPMERGE_VIEW_SHOTS")
         .map(|d| PathBuf::from(d).join("heatmap_slice.png"));
@@ -592,6 +592,7 @@ fn bad_input_is_one_line_in_the_window_and_on_stderr() {
     // The window says it too: its title, and red text in the image area.
     let title = x.run("xdotool", &["getwindowname", &viewer.window]);
     assert!(title.contains("error"), "{title}");
+    viewer.wait_for(|l| l.starts_with("deepmerge view: drawn the error"));
     let shot = viewer.screenshot(&x, None);
     let red = shot
         .2

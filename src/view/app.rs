@@ -476,8 +476,11 @@ impl App {
             .viewport_output
             .get(&egui::ViewportId::ROOT)
             .is_some_and(|v| v.repaint_delay.is_zero());
-        let line = self.state.describe(self.layers());
-        if line != self.last_reported && self.loaded.is_some() {
+        let line = match &self.error {
+            Some(_) => "the error".to_string(),
+            None => self.state.describe(self.layers()),
+        };
+        if line != self.last_reported && (self.loaded.is_some() || self.error.is_some()) {
             let ms = self
                 .changed_at
                 .map_or(0.0, |t| (done - t).as_secs_f64() * 1e3);
