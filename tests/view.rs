@@ -528,6 +528,76 @@ fn the_window_draws_what_the_merge_computes() {
         );
     }
 
+    // Fit, wheel zoom about the cursor, drag to pan: the camera the window reports is the
+    // library's camera after the same moves.
+    use deepmerge::view::camera::{Area, Camera};
+    let area = Area {
+        width: WINDOW.0 as f64 - deepmerge::view::ui::PANEL_WIDTH as f64,
+        height: WINDOW.1 as f64,
+    };
+    let frame = (
+        merged.display_window.width(),
+        merged.display_window.height(),
+    );
+    let mut camera = Camera::fit(frame, area);
+    let line = viewer.key(&x, "f", |l| l.contains(&format!("zoom {} ", camera.zoom)));
+    assert_eq!(
+        origin_of(&line),
+        (camera.origin[0], camera.origin[1]),
+        "{line}"
+    );
+    let from = viewer.lines_seen();
+    x.run(
+        "xdotool",
+        &[
+            "mousemove",
+            "--window",
+            &viewer.window,
+            "300",
+            "250",
+            "click",
+            "4",
+        ],
+    );
+    // One notch is a factor 1.25; an X server may deliver a click as more than one notch.
+    let fitted = camera;
+    let (_, line) = viewer.wait_for_after(from, |l| {
+        l.starts_with("deepmerge view: drawn") && !l.contains(&format!("zoom {} ", fitted.zoom))
+    });
+    let zoom: f64 = parse_after(&line, "zoom ").parse().unwrap();
+    let notches = (zoom / fitted.zoom).ln() / 1.25f64.ln();
+    assert!(
+        notches >= 0.999 && (notches - notches.round()).abs() < 1e-6,
+        "{line}"
+    );
+    camera.zoom_about([300.0, 250.0], zoom / fitted.zoom);
+    let (ox, oy) = origin_of(&line);
+    // The image point under the cursor stayed under it.
+    assert!(
+        (ox - camera.origin[0]).abs() < 1e-6 && (oy - camera.origin[1]).abs() < 1e-6,
+        "{line}"
+    );
+    let from = viewer.lines_seen();
+    x.run(
+        "xdotool",
+        &[
+            "mousedown",
+            "1",
+            "mousemove",
+            "--window",
+            &viewer.window,
+            "360",
+            "290",
+            "mouseup",
+            "1",
+        ],
+    );
+    camera.pan([60.0, 40.0]);
+    let want = format!("origin ({}, {})", camera.origin[0], camera.origin[1]);
+    viewer.wait_for_after(from, |l| {
+        l.starts_with("deepmerge view: drawn") && l.contains(&want)
+    });
+
     // What a slice change cost, as the window measured it (input event to finished frame).
     let times: Vec<String> = viewer
         .stderr
