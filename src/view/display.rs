@@ -67,8 +67,9 @@ mod tests {
         assert_eq!(display_byte(0.0, 0.0), 0);
         assert_eq!(display_byte(1.0, 0.0), 255);
         assert_eq!(display_byte(0.5, 1.0), 255);
-        // 0.2140 linear is 0.5 in sRGB (128 of 255).
-        assert_eq!(display_byte(0.214, 0.0), 128);
+        // sRGB 0.5 is linear 0.21404: just above it rounds to 128 of 255, just below to 127.
+        assert_eq!(display_byte(0.2141, 0.0), 128);
+        assert_eq!(display_byte(0.2139, 0.0), 127);
     }
 
     #[test]
