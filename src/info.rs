@@ -1,11 +1,13 @@
-//! `deepmerge info`: what a file holds, per part, with sample statistics for deep parts.
+//! `deepmerge info`: what a file holds, per part, with sample statistics for deep parts; with
+//! `--pixel`, one pixel's samples as the viewer's inspector lists them ([`crate::inspect`]).
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::deep::DeepImage;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::exr::{read_deep, read_parts_info, PartSelector, ReadOptions};
+use crate::inspect::{input_title, PixelTable, TableValues};
 
 /// Depth-complexity bins (inclusive upper bounds) as the paper draws them; the last is open.
 pub const COMPLEXITY_BINS: [(&str, usize); 5] = [
@@ -146,4 +148,59 @@ pub fn describe_sample_cost(
         out.push('\n');
     }
     Ok(out)
+}
+
+/// The indices of the deep parts of `path` that `part` selects: every deep part where `None`,
+/// else the one part it names (which must be deep).
+pub fn deep_parts(path: &Path, part: Option<&PartSelector>) -> Result<Vec<usize>> {
+    let parts = read_parts_info(path)?;
+    let deep: Vec<usize> = parts.iter().filter(|p| p.deep).map(|p| p.index).collect();
+    let chosen = match part {
+        None => return Ok(deep),
+        Some(PartSelector::FirstDeep) => deep.first().copied(),
+        Some(PartSelector::Index(i)) => parts.iter().find(|p| p.index == *i).map(|p| p.index),
+        Some(PartSelector::Name(n)) => parts
+            .iter()
+            .find(|p| p.name.as_deref() == Some(n.as_str()))
+            .map(|p| p.index),
+    };
+    match chosen {
+        Some(i) if parts[i].deep => Ok(vec![i]),
+        Some(i) => Err(Error::file(path, format!("part {i} is not a deep part"))),
+        None => Err(Error::file(path, "no such deep part")),
+    }
+}
+
+/// What `deepmerge info FILE... --pixel X,Y` prints: for each file (numbered as inputs are, in
+/// command-line order) and each deep part `part` selects, the [`PixelTable`] of that pixel.
+pub fn describe_pixel(
+    files: &[PathBuf],
+    part: Option<&PartSelector>,
+    pixel: (i32, i32),
+    mode: TableValues,
+    max_memory: u64,
+) -> Result<String> {
+    let mut sections = Vec::new();
+    for (input, path) in files.iter().enumerate() {
+        for index in deep_parts(path, part)? {
+            let options = ReadOptions {
+                part: PartSelector::Index(index),
+                max_memory,
+            };
+            let image = read_deep(path, &options)?;
+            let title = input_title(path, Some(index));
+            sections.push(PixelTable::of_input(&title, &image, input, pixel, mode)?.to_text());
+        }
+    }
+    Ok(sections.join("\n"))
+}
+
+/// Parse `X,Y` (what `--pixel` takes).
+pub fn parse_pixel(text: &str) -> Result<(i32, i32)> {
+    let bad = || Error::Usage(format!("--pixel takes X,Y (two integers), not {text:?}"));
+    let (x, y) = text.split_once(',').ok_or_else(bad)?;
+    Ok((
+        x.trim().parse().map_err(|_| bad())?,
+        y.trim().parse().map_err(|_| bad())?,
+    ))
 }

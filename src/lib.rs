@@ -27,11 +27,13 @@ pub mod exr;
 pub mod gpu;
 pub mod heatmap;
 pub mod info;
+pub mod inspect;
 pub mod job;
 pub mod progress;
 pub mod scene;
 pub mod sequence;
 pub mod stream;
+pub mod view;
 pub mod vocab;
 
 pub use error::{Error, Result};

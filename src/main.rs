@@ -11,6 +11,7 @@ use deepmerge::composite::{
 };
 use deepmerge::exr::{self, Codec, DeepWriteOptions, FlatType, PartSelector, ReadOptions};
 use deepmerge::gpu::{GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
+use deepmerge::inspect::TableValues;
 use deepmerge::job::{MergeJob, SequenceSummary};
 use deepmerge::progress::{Progress, ProgressMode, RunStats};
 use deepmerge::sequence::{self, FramePattern};
@@ -100,7 +101,20 @@ enum Command {
         /// Also say what a sample costs when a merge keeps only these channels.
         #[arg(long, value_name = "LIST")]
         channels: Option<String>,
+        /// Print the samples of pixel X,Y (absolute coordinates) instead: per deep part, the
+        /// table the viewer's inspector shows.
+        #[arg(long, value_name = "X,Y")]
+        pixel: Option<String>,
+        /// With --pixel: only this part (an index or a name); default every deep part.
+        #[arg(long, value_name = "PART", requires = "pixel")]
+        part: Option<String>,
+        /// With --pixel: the running "over" in merge order instead of the raw values.
+        #[arg(long, requires = "pixel")]
+        accumulated: bool,
     },
+    /// Open a window on the merge of FILE... (or on one file): composite, channels, depth and
+    /// depth-complexity views, depth slicing on the GPU and a pixel inspector.
+    View(deepmerge::view::ViewArgs),
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -286,7 +300,23 @@ fn main() -> ExitCode {
             files,
             max_memory,
             channels,
-        }) => run_info(&files, max_memory, channels.as_deref()),
+            pixel,
+            part,
+            accumulated,
+        }) => run_info(
+            &files,
+            max_memory,
+            channels.as_deref(),
+            pixel,
+            part,
+            accumulated,
+        ),
+        Some(Command::View(args)) => match deepmerge::view::run(&args) {
+            Ok(true) => Ok(()),
+            // The error was shown in the window and printed on stderr already.
+            Ok(false) => return ExitCode::FAILURE,
+            Err(e) => Err(e),
+        },
         Some(Command::Holdout {
             input,
             holdout,
@@ -355,9 +385,28 @@ fn run_heatmap(file: &Path, output: &Path, part: Option<String>) -> Result<()> {
     heatmap::write_heatmap(&image, output)
 }
 
-fn run_info(files: &[PathBuf], max_memory: f64, channels: Option<&str>) -> Result<()> {
+fn run_info(
+    files: &[PathBuf],
+    max_memory: f64,
+    channels: Option<&str>,
+    pixel: Option<String>,
+    part: Option<String>,
+    accumulated: bool,
+) -> Result<()> {
     let max_memory = gib_to_bytes(max_memory)?;
     let selection = channels.map(ChannelSelection::parse).transpose()?;
+    if let Some(pixel) = pixel {
+        let pixel = deepmerge::info::parse_pixel(&pixel)?;
+        let part: Option<PartSelector> = part.map(|p| p.parse().expect("infallible"));
+        let mode = if accumulated {
+            TableValues::Accumulated
+        } else {
+            TableValues::Raw
+        };
+        let text = deepmerge::info::describe_pixel(files, part.as_ref(), pixel, mode, max_memory)?;
+        print!("{text}");
+        return Ok(());
+    }
     for f in files {
         print!("{}", deepmerge::info::describe_file(f, max_memory)?);
         print!(

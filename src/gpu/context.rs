@@ -91,9 +91,9 @@ pub struct GlContext {
     /// A storage-block limit lower than the driver's, to test what happens when a buffer does
     /// not fit ([`GlContext::limit_storage_block`]).
     storage_limit: Cell<Option<u64>>,
-    // Kept alive (and current) as long as the function table is used.
-    _context: PossiblyCurrentContext,
-    _display: Display,
+    // Kept alive (and current) as long as the function table is used; `None` when the caller
+    // owns the context (a window's, see [`GlContext::from_current`]).
+    _owned: Option<(PossiblyCurrentContext, Display)>,
 }
 
 impl GlContext {
@@ -189,26 +189,41 @@ impl GlContext {
             .make_current_surfaceless()
             .map_err(|e| e.to_string())?;
         let gl_display = context.display();
-        // SAFETY: the context is current on this thread and the loader is the display's own.
-        let gl = unsafe {
-            glow::Context::from_loader_function_cstr(|name| gl_display.get_proc_address(name))
-        };
         let software = device.extensions().contains("EGL_MESA_device_software");
-        let info = unsafe { query_info(&gl, software) };
+        // SAFETY: the context is current on this thread and the loader is the display's own.
+        let mut made =
+            unsafe { Self::from_current(|name| gl_display.get_proc_address(name), software) }
+                .map_err(|e| e.to_string())?;
+        made._owned = Some((context, display));
+        Ok(made)
+    }
+
+    /// The engine on a context someone else made and owns, current on this thread (the viewer's
+    /// window context): `loader` resolves GL functions, `software` says whether it is a software
+    /// rasteriser. Refuses contexts without the storage buffers the engine binds.
+    ///
+    /// # Safety
+    /// The context must be current on this thread, be core 4.3 or later, and outlive the
+    /// returned value (which deletes its programs on drop, with the context still current).
+    pub unsafe fn from_current(
+        loader: impl FnMut(&std::ffi::CStr) -> *const std::ffi::c_void,
+        software: bool,
+    ) -> Result<GlContext> {
+        let gl = glow::Context::from_loader_function_cstr(loader);
+        let info = query_info(&gl, software);
         // A deep merge binds two inputs and an output of five buffers each (`glsl/image.glsl`).
         if info.max_compute_ssbo_bindings < 15 {
-            return Err(format!(
+            return Err(Error::Gl(format!(
                 "{} offers {} storage buffers per compute shader; 15 are needed",
                 info.renderer, info.max_compute_ssbo_bindings
-            ));
+            )));
         }
         Ok(GlContext {
             gl,
             info,
             programs: RefCell::new(HashMap::new()),
             storage_limit: Cell::new(None),
-            _context: context,
-            _display: display,
+            _owned: None,
         })
     }
 

@@ -40,6 +40,9 @@ const SOURCES: &[(&str, &str)] = glsl_files![
     "tidy.comp",
     "tidy_assemble.comp",
     "compact.comp",
+    "slice.comp",
+    "view_image.vert",
+    "view_image.frag",
 ];
 
 fn source(name: &str) -> Result<&'static str> {

@@ -1,0 +1,5 @@
+// The viewer's image pass: one triangle covering the window (no vertex buffer).
+void main() {
+    vec2 corner = vec2(float((gl_VertexID << 1) & 2), float(gl_VertexID & 2));
+    gl_Position = vec4(corner * 2.0 - 1.0, 0.0, 1.0);
+}

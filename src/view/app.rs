@@ -1,0 +1,627 @@
+//! The window: winit's event loop, a glutin EGL context on the window (the engine's
+//! [`GlContext`] on top of it, so the slice pass is the engine's program loader and "over"),
+//! egui for the panel, and the glue between input events, [`ViewState`] and the GPU passes.
+//!
+//! What the window does is also said on stderr, one line per change (`deepmerge view: drawn
+//! ...`, with the time from the input event to the finished frame), so scripts and the window
+//! test can follow it; the inspector's table goes to stdout on request.
+
+use std::io::Write as _;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Instant;
+
+use glow::HasContext;
+use glutin::config::{Config, ConfigTemplateBuilder, GlConfig};
+use glutin::context::{
+    ContextApi, ContextAttributesBuilder, GlProfile, NotCurrentGlContext, PossiblyCurrentContext,
+    Version,
+};
+use glutin::display::{GetGlDisplay, GlDisplay};
+use glutin::surface::{GlSurface, Surface, SurfaceAttributesBuilder, WindowSurface};
+use glutin_winit::{DisplayBuilder, GlWindow};
+use raw_window_handle::HasWindowHandle;
+use winit::application::ApplicationHandler;
+use winit::dpi::{PhysicalPosition, PhysicalSize};
+use winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
+use winit::event_loop::ActiveEventLoop;
+use winit::keyboard::{Key, NamedKey};
+use winit::window::{Window, WindowId};
+
+use super::camera::{Area, Camera};
+use super::gpu::{DrawParams, GpuLayer};
+use super::load::{LoadEvent, Loaded};
+use super::state::{frame_size, KeyAction, View, ViewState};
+use super::ui::{self, PanelInputs, PANEL_WIDTH};
+use crate::error::{Error, Result};
+use crate::gpu::GlContext;
+use crate::inspect::{pixel_report, PixelTable, TableValues};
+
+/// CPU time this process has used (all threads, user and system), in ms: with the wall time it
+/// says how much of a frame's latency was work and how much was waiting for a busy machine.
+fn process_cpu_ms() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    ms(usage.ru_utime) + ms(usage.ru_stime)
+}
+
+/// A press and release closer than this (window pixels) is a click, not a drag.
+const CLICK_SLOP: f64 = 3.0;
+
+/// Everything that exists once the window is open. Field order is drop order: the engine's
+/// context (which deletes programs) and egui's painter go before the GL context they use.
+struct Open {
+    engine: GlContext,
+    painter: egui_glow::Painter,
+    egui_state: egui_winit::State,
+    egui_ctx: egui::Context,
+    vao: glow::VertexArray,
+    gpu_layers: Vec<GpuLayer>,
+    surface: Surface<WindowSurface>,
+    context: PossiblyCurrentContext,
+    window: Window,
+}
+
+/// The application: the state, what loading delivered, and the window once open.
+pub struct App {
+    title_files: String,
+    size: (u32, u32),
+    state: ViewState,
+    loaded: Option<Loaded>,
+    progress: Option<(f32, String)>,
+    /// The error that stopped loading (or the window), shown and already printed.
+    pub error: Option<String>,
+    open: Option<Open>,
+    /// Inspector text and the accumulated tables for the plot, for the pinned pixel.
+    table_text: Option<String>,
+    curves: Vec<PixelTable>,
+    /// Set by an input event that changes what is drawn; the frame that shows it reports.
+    changed_at: Option<Instant>,
+    slice_changed_at: Option<Instant>,
+    /// [`process_cpu_ms`] when the slice changed.
+    slice_changed_cpu: f64,
+    last_slice_ms: Option<f64>,
+    /// How long the last slice pass itself took on the GPU, in ms.
+    slice_pass_ms: Option<f64>,
+    need_slice: bool,
+    last_reported: String,
+    cursor: [f64; 2],
+    press: Option<[f64; 2]>,
+    dragging: bool,
+    /// A fatal error of the window itself (no display, no GL).
+    pub fatal: Option<Error>,
+}
+
+impl App {
+    /// A viewer for the files named in `title_files`, with a window of `size` pixels.
+    pub fn new(title_files: String, size: (u32, u32)) -> App {
+        App {
+            title_files,
+            size,
+            state: ViewState::default(),
+            loaded: None,
+            progress: Some((0.0, "starting".into())),
+            error: None,
+            open: None,
+            table_text: None,
+            curves: Vec::new(),
+            changed_at: None,
+            slice_changed_at: None,
+            slice_changed_cpu: 0.0,
+            last_slice_ms: None,
+            slice_pass_ms: None,
+            need_slice: false,
+            last_reported: String::new(),
+            cursor: [0.0, 0.0],
+            press: None,
+            dragging: false,
+            fatal: None,
+        }
+    }
+
+    fn title(&self) -> String {
+        let what = match (&self.loaded, &self.error) {
+            (_, Some(_)) => "error".to_string(),
+            (None, None) => "loading".to_string(),
+            (Some(l), None) => l
+                .layers
+                .get(self.state.layer)
+                .map_or(String::new(), |l| l.name.clone()),
+        };
+        format!("deepmerge view: {} [{what}]", self.title_files)
+    }
+
+    fn layers(&self) -> &[super::load::Layer] {
+        self.loaded.as_ref().map_or(&[], |l| &l.layers)
+    }
+
+    /// The image area in window pixels: the window less the panel.
+    fn area(&self) -> Area {
+        let (w, h, scale) = match &self.open {
+            Some(o) => {
+                let s = o.window.inner_size();
+                (s.width as f64, s.height as f64, o.window.scale_factor())
+            }
+            None => (self.size.0 as f64, self.size.1 as f64, 1.0),
+        };
+        Area {
+            width: (w - PANEL_WIDTH as f64 * scale).max(1.0),
+            height: h.max(1.0),
+        }
+    }
+
+    fn open_window(&mut self, event_loop: &ActiveEventLoop) -> Result<Open> {
+        let attributes = Window::default_attributes()
+            .with_title(self.title())
+            .with_inner_size(PhysicalSize::new(self.size.0, self.size.1));
+        let template = ConfigTemplateBuilder::new().with_alpha_size(0);
+        let (window, config) = DisplayBuilder::new()
+            .with_window_attributes(Some(attributes))
+            .build(event_loop, template, pick_config)
+            .map_err(|e| Error::Gl(format!("cannot open a window: {e}")))?;
+        let window = window.ok_or_else(|| Error::Gl("cannot open a window".into()))?;
+        let handle = window
+            .window_handle()
+            .map_err(|e| Error::Gl(format!("no window handle: {e}")))?
+            .as_raw();
+        let display = config.display();
+        let attributes = ContextAttributesBuilder::new()
+            .with_profile(GlProfile::Core)
+            .with_context_api(ContextApi::OpenGl(Some(Version::new(4, 3))))
+            .build(Some(handle));
+        // SAFETY: the config comes from this display and the handle from a live window.
+        let not_current = unsafe { display.create_context(&config, &attributes) }
+            .map_err(|e| Error::Gl(format!("no OpenGL 4.3 core context for the window: {e}")))?;
+        let surface_attributes = window
+            .build_surface_attributes(SurfaceAttributesBuilder::default())
+            .map_err(|e| Error::Gl(format!("no window surface: {e}")))?;
+        // SAFETY: as above.
+        let surface = unsafe { display.create_window_surface(&config, &surface_attributes) }
+            .map_err(|e| Error::Gl(format!("no window surface: {e}")))?;
+        let context = not_current
+            .make_current(&surface)
+            .map_err(|e| Error::Gl(format!("cannot make the window's context current: {e}")))?;
+        // Drawing follows input; waiting for vblank would only add latency (and Xvfb has none).
+        let _ = surface.set_swap_interval(&context, glutin::surface::SwapInterval::DontWait);
+        let loader = |name: &std::ffi::CStr| display.get_proc_address(name);
+        // SAFETY: the context is current on this thread and outlives both function tables
+        // (`Open`'s field order drops them first).
+        let (engine, egui_gl) = unsafe {
+            let probe = glow::Context::from_loader_function_cstr(loader);
+            let renderer = probe.get_parameter_string(glow::RENDERER);
+            let software = renderer.contains("llvmpipe") || renderer.contains("softpipe");
+            (
+                GlContext::from_current(loader, software)?,
+                Arc::new(glow::Context::from_loader_function_cstr(loader)),
+            )
+        };
+        let painter = egui_glow::Painter::new(egui_gl, "", None, false)
+            .map_err(|e| Error::Gl(format!("egui's painter: {e}")))?;
+        let egui_ctx = egui::Context::default();
+        egui_ctx.set_visuals(egui::Visuals::dark());
+        let egui_state = egui_winit::State::new(
+            egui_ctx.clone(),
+            egui::ViewportId::ROOT,
+            &window,
+            Some(window.scale_factor() as f32),
+            None,
+            Some(painter.max_texture_side()),
+        );
+        // SAFETY: object creation on the current context.
+        let vao = unsafe { engine.gl.create_vertex_array() }
+            .map_err(|e| Error::Gl(format!("cannot create a vertex array: {e}")))?;
+        eprintln!("deepmerge view: window open on {}", engine.info().renderer);
+        Ok(Open {
+            engine,
+            painter,
+            egui_state,
+            egui_ctx,
+            vao,
+            gpu_layers: Vec::new(),
+            surface,
+            context,
+            window,
+        })
+    }
+
+    /// Loading finished (or failed): upload the layers and fit the image.
+    fn on_loaded(&mut self, result: Result<Loaded>) {
+        self.progress = None;
+        let result = result.and_then(|loaded| {
+            if let Some(open) = &mut self.open {
+                for layer in &loaded.layers {
+                    open.gpu_layers.push(GpuLayer::new(&open.engine, layer)?);
+                }
+            }
+            Ok(loaded)
+        });
+        match result {
+            Ok(loaded) => {
+                let merged = &loaded.layers[0];
+                eprintln!(
+                    "deepmerge view: loaded {} input(s): display window {}x{}, {} samples merged",
+                    loaded.inputs.len(),
+                    merged.display_window.width(),
+                    merged.display_window.height(),
+                    merged.samples()
+                );
+                self.state.camera = Camera::fit(frame_size(merged), self.area());
+                self.loaded = Some(loaded);
+                self.need_slice = true;
+                self.changed_at = Some(Instant::now());
+            }
+            Err(e) => self.fail(e),
+        }
+        if let Some(open) = &self.open {
+            open.window.set_title(&self.title());
+            open.window.request_redraw();
+        }
+    }
+
+    /// Show `e` in the window and print it once on stderr, as the CLI prints errors.
+    fn fail(&mut self, e: Error) {
+        eprintln!("deepmerge: error: {e}");
+        self.error = Some(e.to_string());
+        self.progress = None;
+    }
+
+    /// Recompute the inspector's text and curves for the pinned pixel.
+    fn update_table(&mut self) {
+        let (Some(loaded), Some(pixel)) = (&self.loaded, self.state.pinned) else {
+            self.table_text = None;
+            self.curves.clear();
+            return;
+        };
+        let inputs: Vec<&crate::deep::DeepImage> = loaded.inputs.iter().collect();
+        let text = pixel_report(&loaded.titles, &inputs, pixel, self.state.table);
+        let mut curves = Vec::new();
+        for (i, (title, image)) in loaded.titles.iter().zip(&inputs).enumerate() {
+            if let Ok(t) = PixelTable::of_input(title, image, i, pixel, TableValues::Accumulated) {
+                curves.push(t);
+            }
+        }
+        if inputs.len() > 1 {
+            if let Ok(t) = PixelTable::of_merge(&inputs, pixel, TableValues::Accumulated) {
+                curves.push(t);
+            }
+        }
+        match text {
+            Ok(text) => self.table_text = Some(text),
+            Err(e) => self.table_text = Some(format!("deepmerge: error: {e}")),
+        }
+        self.curves = curves;
+    }
+
+    fn copy_table(&mut self) {
+        if let (Some(text), Some((x, y))) = (&self.table_text, self.state.pinned) {
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{text}");
+            let _ = stdout.flush();
+            eprintln!("deepmerge view: copied the table of pixel ({x}, {y}) to stdout");
+        }
+    }
+
+    fn mark_changed(&mut self, reslice: bool) {
+        let now = Instant::now();
+        self.changed_at.get_or_insert(now);
+        if reslice {
+            self.need_slice = true;
+            if self.slice_changed_at.is_none() {
+                self.slice_changed_at = Some(now);
+                self.slice_changed_cpu = process_cpu_ms();
+            }
+        }
+        if let Some(open) = &self.open {
+            open.window.request_redraw();
+        }
+    }
+
+    fn on_key(&mut self, text: &str, event_loop: &ActiveEventLoop) {
+        let area = self.area();
+        let layer_before = self.state.layer;
+        let table_before = self.state.table;
+        let action = match &self.loaded {
+            Some(l) => self.state.on_key(text, &l.layers, area),
+            None => self.state.on_key(text, &[], area),
+        };
+        match action {
+            KeyAction::None => {}
+            KeyAction::Redraw => self.mark_changed(false),
+            KeyAction::Reslice => self.mark_changed(true),
+            KeyAction::CopyTable => self.copy_table(),
+            KeyAction::Quit => event_loop.exit(),
+        }
+        if self.state.table != table_before {
+            self.update_table();
+        }
+        if self.state.layer != layer_before {
+            if let Some(open) = &self.open {
+                open.window.set_title(&self.title());
+            }
+        }
+    }
+
+    fn on_release(&mut self) {
+        let Some(start) = self.press.take() else {
+            return;
+        };
+        let moved = (self.cursor[0] - start[0]).hypot(self.cursor[1] - start[1]);
+        if self.dragging || moved > CLICK_SLOP {
+            self.dragging = false;
+            return;
+        }
+        let Some(layer) = self.layers().get(self.state.layer) else {
+            return;
+        };
+        if let Some((x, y)) = self.state.pixel_at(self.cursor, layer) {
+            self.state.pinned = Some((x, y));
+            eprintln!("deepmerge view: pinned pixel ({x}, {y})");
+            self.update_table();
+            self.mark_changed(false);
+        }
+    }
+
+    fn redraw(&mut self) -> Result<()> {
+        let Some(open) = &mut self.open else {
+            return Ok(());
+        };
+        let size = open.window.inner_size();
+        // egui first: its sliders may change the slice this frame.
+        let raw = open.egui_state.take_egui_input(&open.window);
+        let layers: &[super::load::Layer] = self.loaded.as_ref().map_or(&[], |l| &l.layers);
+        let inputs = PanelInputs {
+            layers,
+            progress: self.progress.as_ref().map(|(f, s)| (*f, s.as_str())),
+            error: self.error.as_deref(),
+            table_text: self.table_text.as_deref(),
+            curves: &self.curves,
+            last_slice_ms: self.last_slice_ms,
+        };
+        let table_before = self.state.table;
+        let mut outcome = ui::PanelOutcome::default();
+        let full = open.egui_ctx.run(raw, |ctx| {
+            outcome = ui::panel(ctx, &mut self.state, &inputs);
+        });
+        open.egui_state
+            .handle_platform_output(&open.window, full.platform_output);
+        let now = Instant::now();
+        if outcome.reslice {
+            self.need_slice = true;
+            if self.slice_changed_at.is_none() {
+                self.slice_changed_at = Some(now);
+                self.slice_changed_cpu = process_cpu_ms();
+            }
+            self.changed_at.get_or_insert(now);
+        }
+        if outcome.redraw {
+            self.changed_at.get_or_insert(now);
+        }
+        let area_width = (size.width as f64 - PANEL_WIDTH as f64 * open.window.scale_factor())
+            .ceil()
+            .max(1.0) as u32;
+        let gl = &open.engine.gl;
+        // SAFETY: plain state calls on the current context.
+        unsafe {
+            gl.viewport(0, 0, size.width as i32, size.height as i32);
+            gl.clear_color(0.16, 0.16, 0.16, 1.0);
+            gl.clear(glow::COLOR_BUFFER_BIT);
+        }
+        if let (Some(loaded), Some(gpu)) = (&self.loaded, open.gpu_layers.get(self.state.layer)) {
+            let layer = &loaded.layers[self.state.layer];
+            if self.need_slice {
+                let start = Instant::now();
+                gpu.slice(&open.engine, self.state.slice.near, self.state.slice.far)?;
+                // SAFETY: a plain call on the current context; it makes the pass's time its own.
+                unsafe { open.engine.gl.finish() };
+                self.slice_pass_ms = Some((Instant::now() - start).as_secs_f64() * 1e3);
+                self.need_slice = false;
+            }
+            let column = |name: &str| {
+                layer
+                    .columns
+                    .names
+                    .iter()
+                    .position(|n| n == name)
+                    .map_or(-1, |k| k as i32)
+            };
+            let d = layer.display_window;
+            let w = layer.data_window;
+            let params = DrawParams {
+                window: (size.width, size.height),
+                image_width: area_width,
+                origin: self.state.camera.origin,
+                zoom: self.state.camera.zoom,
+                display_window: [d.x0, d.y0, d.x1, d.y1],
+                data_window: [w.x0, w.y0, w.x1, w.y1],
+                view: self.state.view.shader_id(),
+                rgba: [column("R"), column("G"), column("B"), column("A")],
+                channel: match self.state.view {
+                    View::Channel(k) => k as i32,
+                    _ => -1,
+                },
+                exposure: self.state.exposure,
+                depth_range: layer.depth_range,
+                pinned: self.state.pinned,
+            };
+            gpu.draw(&open.engine, open.vao, &params)?;
+        }
+        let primitives = open.egui_ctx.tessellate(full.shapes, full.pixels_per_point);
+        open.painter.paint_and_update_textures(
+            [size.width, size.height],
+            full.pixels_per_point,
+            &primitives,
+            &full.textures_delta,
+        );
+        open.surface
+            .swap_buffers(&open.context)
+            .map_err(|e| Error::Gl(format!("cannot show the frame: {e}")))?;
+        // SAFETY: a plain call on the current context: the frame is done when this returns.
+        unsafe { open.engine.gl.finish() };
+        let done = Instant::now();
+        if let Some(since) = self.slice_changed_at.take() {
+            let ms = (done - since).as_secs_f64() * 1e3;
+            self.last_slice_ms = Some(ms);
+            eprintln!(
+                "deepmerge view: slice {} shown in {ms:.1} ms (slice pass {:.1} ms, {:.1} ms of CPU)",
+                self.state.slice.describe(),
+                self.slice_pass_ms.unwrap_or(0.0),
+                process_cpu_ms() - self.slice_changed_cpu
+            );
+        }
+        let repaint = full
+            .viewport_output
+            .get(&egui::ViewportId::ROOT)
+            .is_some_and(|v| v.repaint_delay.is_zero());
+        let line = match &self.error {
+            Some(_) => "the error".to_string(),
+            None => self.state.describe(self.layers()),
+        };
+        if line != self.last_reported && (self.loaded.is_some() || self.error.is_some()) {
+            let ms = self
+                .changed_at
+                .map_or(0.0, |t| (done - t).as_secs_f64() * 1e3);
+            eprintln!("deepmerge view: drawn {line} in {ms:.1} ms");
+            self.last_reported = line;
+        }
+        self.changed_at = None;
+        if self.state.table != table_before {
+            self.update_table();
+        }
+        if outcome.copy {
+            self.copy_table();
+        }
+        if let Some(open) = &self.open {
+            if repaint || outcome.redraw || outcome.reslice || self.progress.is_some() {
+                open.window.request_redraw();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The config with the most samples of depth 0 (the viewer draws no 3-D geometry), preferring
+/// one without multisampling: what the window's surface is made with.
+fn pick_config(configs: Box<dyn Iterator<Item = Config> + '_>) -> Config {
+    configs
+        .min_by_key(|c| (c.num_samples(), c.depth_size(), c.alpha_size()))
+        .expect("glutin returns at least one config or an error")
+}
+
+impl ApplicationHandler<LoadEvent> for App {
+    fn resumed(&mut self, event_loop: &ActiveEventLoop) {
+        if self.open.is_some() {
+            return;
+        }
+        match self.open_window(event_loop) {
+            Ok(open) => {
+                open.window.request_redraw();
+                self.open = Some(open);
+            }
+            Err(e) => {
+                self.fatal = Some(e);
+                event_loop.exit();
+            }
+        }
+    }
+
+    fn user_event(&mut self, _event_loop: &ActiveEventLoop, event: LoadEvent) {
+        match event {
+            LoadEvent::Progress(fraction, what) => {
+                self.progress = Some((fraction, what));
+                if let Some(open) = &self.open {
+                    open.window.request_redraw();
+                }
+            }
+            LoadEvent::Done(result) => self.on_loaded(*result),
+        }
+    }
+
+    fn window_event(&mut self, event_loop: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
+        let Some(open) = &mut self.open else {
+            return;
+        };
+        let response = open.egui_state.on_window_event(&open.window, &event);
+        // egui asks for a repaint after every RedrawRequested too; following that would draw
+        // frames back to back while nothing changes (and make every change wait for one).
+        if response.repaint && !matches!(event, WindowEvent::RedrawRequested) {
+            open.window.request_redraw();
+        }
+        let egui_wants_pointer = open.egui_ctx.is_pointer_over_area()
+            || open.egui_ctx.wants_pointer_input()
+            || open.egui_ctx.is_using_pointer();
+        let egui_wants_keys = open.egui_ctx.wants_keyboard_input();
+        match event {
+            WindowEvent::CloseRequested => event_loop.exit(),
+            WindowEvent::Resized(size) => {
+                if let (Some(w), Some(h)) =
+                    (NonZeroU32::new(size.width), NonZeroU32::new(size.height))
+                {
+                    open.surface.resize(&open.context, w, h);
+                }
+                open.window.request_redraw();
+            }
+            WindowEvent::RedrawRequested => {
+                if let Err(e) = self.redraw() {
+                    self.fail(e);
+                }
+            }
+            WindowEvent::KeyboardInput { event, .. }
+                if event.state == ElementState::Pressed && !egui_wants_keys =>
+            {
+                match &event.logical_key {
+                    Key::Named(NamedKey::Escape) => event_loop.exit(),
+                    Key::Character(text) => {
+                        let text = text.to_string();
+                        self.on_key(&text, event_loop);
+                    }
+                    _ => {}
+                }
+            }
+            WindowEvent::CursorMoved { position, .. } => {
+                let PhysicalPosition { x, y } = position;
+                let at = [x, y];
+                if let Some(start) = self.press {
+                    let moved = (at[0] - start[0]).hypot(at[1] - start[1]);
+                    if self.dragging || moved > CLICK_SLOP {
+                        self.dragging = true;
+                        let delta = [at[0] - self.cursor[0], at[1] - self.cursor[1]];
+                        self.state.camera.pan(delta);
+                        self.mark_changed(false);
+                    }
+                }
+                self.cursor = at;
+            }
+            WindowEvent::MouseInput { state, button, .. }
+                if matches!(button, MouseButton::Left | MouseButton::Right) =>
+            {
+                match state {
+                    ElementState::Pressed if !egui_wants_pointer => self.press = Some(self.cursor),
+                    ElementState::Released => {
+                        if button == MouseButton::Left {
+                            self.on_release();
+                        } else {
+                            self.press = None;
+                            self.dragging = false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            WindowEvent::MouseWheel { delta, .. } if !egui_wants_pointer => {
+                let lines = match delta {
+                    MouseScrollDelta::LineDelta(_, y) => y as f64,
+                    MouseScrollDelta::PixelDelta(p) => p.y / 40.0,
+                };
+                self.state
+                    .camera
+                    .zoom_about(self.cursor, 1.25f64.powf(lines));
+                self.mark_changed(false);
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! Loading in the background: read every input, merge them, and prepare what the GPU slices,
+//! on a worker thread that reports progress, so the window stays responsive while large inputs
+//! decode. Errors come back as the CLI's one-line [`Error`]s.
+
+use std::path::PathBuf;
+
+use crate::composite::{merge_images, CompositeChannels, MergeOptions, MergeOutput, OutputKind};
+use crate::deep::{Bounds, DeepImage};
+use crate::error::{Error, Result};
+use crate::exr::{read_deep, ReadOptions};
+use crate::inspect::input_title;
+
+/// One thing the window can show: the merge, or one input, as a tidy deep image flattened to
+/// the arrays `slice.comp` reads.
+pub struct Layer {
+    /// "merged" or the input's file name.
+    pub name: String,
+    /// The frame (the first input's display window).
+    pub display_window: Bounds,
+    /// The pixels stored (for the merge: the union of the inputs').
+    pub data_window: Bounds,
+    /// The composited columns (names, alphas).
+    pub columns: CompositeChannels,
+    /// Per pixel of the data window, where its samples start; one more entry at the end.
+    pub offsets: Vec<u32>,
+    /// (Z, ZBack) per sample, in merge order, no two overlapping (tidied).
+    pub depths: Vec<[f32; 2]>,
+    /// Composited values per sample, `columns.len().max(1)` each.
+    pub values: Vec<f32>,
+    /// The nearest and farthest finite depths (0, 1 when there are none).
+    pub depth_range: (f32, f32),
+}
+
+impl Layer {
+    /// Values per sample on the GPU (GLSL has no empty arrays).
+    pub fn stride(&self) -> usize {
+        self.columns.len().max(1)
+    }
+
+    /// Pixels of the data window.
+    pub fn pixels(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Samples held.
+    pub fn samples(&self) -> usize {
+        self.depths.len()
+    }
+}
+
+/// Everything loaded: the inputs as read (for the inspector) and the layers (0: the merge).
+pub struct Loaded {
+    /// The inputs' section titles (path and part), as `deepmerge info --pixel` prints them.
+    pub titles: Vec<String>,
+    /// The inputs as read.
+    pub inputs: Vec<DeepImage>,
+    /// Layer 0 is the merge, layer i the i-th input.
+    pub layers: Vec<Layer>,
+}
+
+/// What the worker reports.
+pub enum LoadEvent {
+    /// How far it is (0..=1) and what it is doing.
+    Progress(f32, String),
+    /// The end: everything, or the first error.
+    Done(Box<Result<Loaded>>),
+}
+
+/// What to load.
+#[derive(Clone, Debug)]
+pub struct LoadRequest {
+    /// The inputs, front-most priority first.
+    pub files: Vec<PathBuf>,
+    /// How to read them (part, memory limit).
+    pub read: ReadOptions,
+    /// How to merge them (sort policy).
+    pub merge: MergeOptions,
+}
+
+/// Load `request`, reporting through `send` (which also wakes the window). Runs on the worker.
+pub fn load(request: &LoadRequest, send: &dyn Fn(LoadEvent)) {
+    let result = load_inner(request, send);
+    send(LoadEvent::Done(Box::new(result)));
+}
+
+fn load_inner(request: &LoadRequest, send: &dyn Fn(LoadEvent)) -> Result<Loaded> {
+    let n = request.files.len();
+    // Reading is most of the time; merging and preparing the layers the rest.
+    let steps = (2 * n + 1) as f32;
+    let mut inputs = Vec::with_capacity(n);
+    let mut titles = Vec::with_capacity(n);
+    for (i, path) in request.files.iter().enumerate() {
+        send(LoadEvent::Progress(
+            i as f32 / steps,
+            format!("reading {}", path.display()),
+        ));
+        let part = crate::info::deep_parts(path, Some(&request.read.part))?[0];
+        let image = read_deep(path, &request.read)?;
+        image.check_depths().map_err(|e| e.in_file(path))?;
+        titles.push(input_title(path, Some(part)));
+        inputs.push(image);
+    }
+    let refs: Vec<&DeepImage> = inputs.iter().collect();
+    let deep = MergeOptions {
+        output: OutputKind::Deep,
+        tidy: true,
+        ..request.merge
+    };
+    send(LoadEvent::Progress(n as f32 / steps, "merging".into()));
+    let paths: Vec<&std::path::Path> = request.files.iter().map(PathBuf::as_path).collect();
+    let merged = tidy_deep(&refs, &deep).map_err(|e| e.in_merge(&paths))?;
+    let mut layers = vec![layer_of("merged", &merged)?];
+    for (i, image) in inputs.iter().enumerate() {
+        send(LoadEvent::Progress(
+            (n + 1 + i) as f32 / steps,
+            format!("tidying {}", request.files[i].display()),
+        ));
+        let name = request.files[i]
+            .file_name()
+            .map_or_else(|| titles[i].clone(), |f| f.to_string_lossy().into_owned());
+        let tidy = tidy_deep(&[image], &deep).map_err(|e| e.in_file(&request.files[i]))?;
+        layers.push(layer_of(&name, &tidy)?);
+    }
+    Ok(Loaded {
+        titles,
+        inputs,
+        layers,
+    })
+}
+
+/// `inputs` merged as a tidy deep image (the reference merge).
+fn tidy_deep(inputs: &[&DeepImage], options: &MergeOptions) -> Result<DeepImage> {
+    match merge_images(inputs, options)? {
+        MergeOutput::Deep(image) => Ok(image),
+        MergeOutput::Flat(_) => Err(Error::internal("a deep merge gave a flat image")),
+    }
+}
+
+/// The arrays `slice.comp` reads, from a tidy deep image.
+pub fn layer_of(name: &str, image: &DeepImage) -> Result<Layer> {
+    if image.sample_count() > u32::MAX as usize {
+        return Err(Error::Usage(format!(
+            "{name}: {} samples are more than the viewer addresses (2^32)",
+            image.sample_count()
+        )));
+    }
+    let columns = CompositeChannels::of(&[image]);
+    let sources = columns.sources_in(image);
+    let (z, zback) = image.depth_channels();
+    let stride = columns.len().max(1);
+    let total = image.sample_count();
+    let mut depths = Vec::with_capacity(total);
+    let mut values = Vec::with_capacity(total * stride);
+    let mut range = (f32::INFINITY, f32::NEG_INFINITY);
+    for i in 0..total {
+        let zf = z.map_or(0.0, |c| image.planes[c].get_f32(i));
+        let zb = zback.map_or(zf, |c| image.planes[c].get_f32(i));
+        // The one key rule (ZBack <= Z is a point), as every engine reads keys.
+        let (zf, zb) = crate::vocab::depth_key(zf, zb);
+        for d in [zf, zb].into_iter().filter(|d| d.is_finite()) {
+            range = (range.0.min(d), range.1.max(d));
+        }
+        depths.push([zf, zb]);
+        for src in &sources {
+            values.push(src.map_or(0.0, |c| image.planes[c].get_f32(i)));
+        }
+        if sources.is_empty() {
+            values.push(0.0);
+        }
+    }
+    if range.0 > range.1 {
+        range = (0.0, 1.0);
+    }
+    Ok(Layer {
+        name: name.to_string(),
+        display_window: image.display_window,
+        data_window: image.data_window,
+        columns,
+        offsets: image.offsets.iter().map(|&o| o as u32).collect(),
+        depths,
+        values,
+        depth_range: range,
+    })
+}
+
+/// What the slice pass computes for one pixel, on the host: the composited values of the
+/// samples between `near` and `far` (volumes cut at the planes with the tidy's split), the
+/// depth of the front-most contributing piece and how many samples lie inside. The GPU's
+/// `slice.comp` does the same in f32; the window test draws its expectations from this.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlicedPixel {
+    /// One value per composited column.
+    pub values: Vec<f32>,
+    /// Front depth of the first piece with any alpha, if any.
+    pub front: Option<f32>,
+    /// Samples (whole or cut) inside the slice.
+    pub count: usize,
+}
+
+impl Layer {
+    /// The slice of pixel `p` (row-major in the data window) between `near` and `far`.
+    pub fn slice_pixel(&self, p: usize, near: f32, far: f32) -> SlicedPixel {
+        use crate::composite::tidy::{piece_fraction, split_row};
+        use crate::composite::{flatten_pixel, PixelSamples};
+        use crate::vocab::Sample;
+        let stride = self.stride();
+        let mut pieces = PixelSamples::new(self.columns.len());
+        for s in self.offsets[p] as usize..self.offsets[p + 1] as usize {
+            let [z, zback] = self.depths[s];
+            let row = &self.values[s * stride..s * stride + self.columns.len()];
+            let (lo, hi) = (z.max(near), zback.min(far));
+            let volume = zback > z;
+            let fraction = if !volume {
+                if z < near || z > far {
+                    continue;
+                }
+                1.0
+            } else if hi <= lo {
+                continue;
+            } else if lo > z || hi < zback {
+                piece_fraction(lo as f64, hi as f64, zback as f64 - z as f64)
+            } else {
+                1.0
+            };
+            let cut: Vec<f32> = if fraction < 1.0 {
+                split_row(row, fraction, &self.columns)
+                    .map(|v| v as f32)
+                    .collect()
+            } else {
+                row.to_vec()
+            };
+            let (pz, pzb) = if volume { (lo, hi) } else { (z, z) };
+            pieces.push(
+                Sample {
+                    z: pz,
+                    zback: pzb,
+                    input: 0,
+                    index: s as u64,
+                },
+                &cut,
+            );
+        }
+        let flat = flatten_pixel(&pieces, &self.columns);
+        SlicedPixel {
+            values: flat.values,
+            front: flat.front.map(|i| pieces.samples[i].z),
+            count: pieces.len(),
+        }
+    }
+}

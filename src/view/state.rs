@@ -1,0 +1,317 @@
+//! What the viewer shows, independent of the window: which layer, which view, exposure, the
+//! depth slice, the camera and the pinned pixel; and the keys that change them.
+
+use super::camera::{Area, Camera};
+use super::load::Layer;
+use crate::inspect::TableValues;
+
+/// What the image area draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    /// The flat composite (R, G, B) with exposure and the sRGB transform.
+    Composite,
+    /// One composited column as grey (alpha without exposure).
+    Channel(usize),
+    /// The front-most contributing depth, near white, far dim.
+    Depth,
+    /// Samples per pixel in the paper's bins.
+    Heatmap,
+}
+
+impl View {
+    /// The shader's `VIEW_*` number.
+    pub fn shader_id(self) -> i32 {
+        match self {
+            View::Composite => 0,
+            View::Channel(_) => 1,
+            View::Depth => 2,
+            View::Heatmap => 3,
+        }
+    }
+}
+
+/// The near and far clip planes; infinite ones clip nothing.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Slice {
+    /// Samples in front of this are left out (volumes cut here).
+    pub near: f32,
+    /// Samples behind this are left out (volumes cut here).
+    pub far: f32,
+}
+
+impl Default for Slice {
+    fn default() -> Self {
+        Slice {
+            near: f32::NEG_INFINITY,
+            far: f32::INFINITY,
+        }
+    }
+}
+
+/// Steps per depth range that a slicing key moves a plane.
+pub const SLICE_STEPS: f32 = 20.0;
+
+impl Slice {
+    /// True when nothing is clipped.
+    pub fn is_whole(&self) -> bool {
+        self.near == f32::NEG_INFINITY && self.far == f32::INFINITY
+    }
+
+    /// Move the near plane by `steps` twentieths of `range` (back for positive steps); moving
+    /// it to the front of the range or beyond unclips it.
+    pub fn move_near(&mut self, steps: f32, range: (f32, f32)) {
+        let step = (range.1 - range.0) / SLICE_STEPS;
+        let from = if self.near.is_finite() {
+            self.near
+        } else {
+            range.0
+        };
+        let to = from + steps * step;
+        self.near = if to <= range.0 { f32::NEG_INFINITY } else { to };
+        if self.near > self.far {
+            self.far = self.near;
+        }
+    }
+
+    /// Move the far plane by `steps` twentieths of `range` (back for positive steps); moving it
+    /// to the back of the range or beyond unclips it.
+    pub fn move_far(&mut self, steps: f32, range: (f32, f32)) {
+        let step = (range.1 - range.0) / SLICE_STEPS;
+        let from = if self.far.is_finite() {
+            self.far
+        } else {
+            range.1
+        };
+        let to = from + steps * step;
+        self.far = if to >= range.1 { f32::INFINITY } else { to };
+        if self.far < self.near {
+            self.near = self.far;
+        }
+    }
+
+    /// The planes as text: `[near, far]`, `-inf`/`inf` where unclipped.
+    pub fn describe(&self) -> String {
+        format!("[{}, {}]", self.near, self.far)
+    }
+}
+
+/// The viewer's state.
+#[derive(Clone, Debug)]
+pub struct ViewState {
+    /// 0: the merge; i: the i-th input.
+    pub layer: usize,
+    /// What is drawn.
+    pub view: View,
+    /// Stops of exposure for colour views.
+    pub exposure: f32,
+    /// The depth slice.
+    pub slice: Slice,
+    /// Where the image lies in the window.
+    pub camera: Camera,
+    /// The pinned pixel (absolute coordinates).
+    pub pinned: Option<(i32, i32)>,
+    /// How the inspector lists values.
+    pub table: TableValues,
+}
+
+impl Default for ViewState {
+    fn default() -> Self {
+        ViewState {
+            layer: 0,
+            view: View::Composite,
+            exposure: 0.0,
+            slice: Slice::default(),
+            camera: Camera {
+                origin: [0.0, 0.0],
+                zoom: 1.0,
+            },
+            pinned: None,
+            table: TableValues::Raw,
+        }
+    }
+}
+
+/// What a key asks of the window beyond changing the state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyAction {
+    /// Nothing: the key was not a viewer key.
+    None,
+    /// The state changed; redraw.
+    Redraw,
+    /// The slice changed; re-slice and redraw.
+    Reslice,
+    /// Print the inspector table to stdout.
+    CopyTable,
+    /// Close the window.
+    Quit,
+}
+
+/// The keys, for the README and the help text: (key, what it does).
+pub const KEYS: &[(&str, &str)] = &[
+    ("0", "the merge"),
+    ("1..9", "input 1..9"),
+    ("c", "composite (exposure, sRGB)"),
+    ("r g b a", "one channel (a: alpha)"),
+    ("z", "depth (front-most Z)"),
+    ("h", "depth-complexity heatmap"),
+    ("e / E", "exposure +/- half a stop"),
+    ("n / N", "near plane back / forward"),
+    ("m / M", "far plane forward / back"),
+    ("x", "clear the depth slice"),
+    ("f", "fit the image"),
+    ("=", "1:1 pixels"),
+    ("i", "inspector: raw / accumulated"),
+    ("t", "print the inspector table to stdout"),
+    ("q, Esc", "quit"),
+];
+
+impl ViewState {
+    /// Apply a typed key (`text` as winit gives it: "1", "N", "=") with the current `layers`
+    /// and image `area`.
+    pub fn on_key(&mut self, text: &str, layers: &[Layer], area: Area) -> KeyAction {
+        let Some(layer) = layers.get(self.layer) else {
+            return match text {
+                "q" => KeyAction::Quit,
+                _ => KeyAction::None,
+            };
+        };
+        let range = layer.depth_range;
+        let column = |name: &str| layer.columns.names.iter().position(|n| n == name);
+        match text {
+            "0" | "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9" => {
+                let i: usize = text.parse().unwrap_or(0);
+                if i < layers.len() && i != self.layer {
+                    self.layer = i;
+                    // The columns differ between layers: keep the view only where it still means
+                    // the same.
+                    if let View::Channel(_) = self.view {
+                        self.view = View::Composite;
+                    }
+                    KeyAction::Reslice
+                } else {
+                    KeyAction::None
+                }
+            }
+            "c" => self.set_view(View::Composite),
+            "r" | "g" | "b" | "a" => match column(&text.to_uppercase()) {
+                Some(k) => self.set_view(View::Channel(k)),
+                None => KeyAction::None,
+            },
+            "z" => self.set_view(View::Depth),
+            "h" => self.set_view(View::Heatmap),
+            "e" => {
+                self.exposure += 0.5;
+                KeyAction::Redraw
+            }
+            "E" => {
+                self.exposure -= 0.5;
+                KeyAction::Redraw
+            }
+            "n" => self.slice_by(|s| s.move_near(1.0, range)),
+            "N" => self.slice_by(|s| s.move_near(-1.0, range)),
+            "m" => self.slice_by(|s| s.move_far(-1.0, range)),
+            "M" => self.slice_by(|s| s.move_far(1.0, range)),
+            "x" => self.slice_by(|s| *s = Slice::default()),
+            "f" => {
+                self.camera = Camera::fit(frame_size(layer), area);
+                KeyAction::Redraw
+            }
+            "=" => {
+                self.camera = Camera::one_to_one(frame_size(layer), area);
+                KeyAction::Redraw
+            }
+            "i" => {
+                self.table = match self.table {
+                    TableValues::Raw => TableValues::Accumulated,
+                    TableValues::Accumulated => TableValues::Raw,
+                };
+                KeyAction::Redraw
+            }
+            "t" => KeyAction::CopyTable,
+            "q" => KeyAction::Quit,
+            _ => KeyAction::None,
+        }
+    }
+
+    fn set_view(&mut self, view: View) -> KeyAction {
+        self.view = view;
+        KeyAction::Redraw
+    }
+
+    fn slice_by(&mut self, change: impl FnOnce(&mut Slice)) -> KeyAction {
+        let before = self.slice;
+        change(&mut self.slice);
+        if before == self.slice {
+            KeyAction::None
+        } else {
+            KeyAction::Reslice
+        }
+    }
+
+    /// The absolute pixel under window position `at`, if it lies in `layer`'s display window.
+    pub fn pixel_at(&self, at: [f64; 2], layer: &Layer) -> Option<(i32, i32)> {
+        let (x, y) = self.camera.pixel_at(at);
+        let d = layer.display_window;
+        let (w, h) = frame_size(layer);
+        ((0..w as i64).contains(&x) && (0..h as i64).contains(&y))
+            .then(|| (d.x0 + x as i32, d.y0 + y as i32))
+    }
+
+    /// One line saying what is drawn, for stderr (tests and scripts follow it).
+    pub fn describe(&self, layers: &[Layer]) -> String {
+        let layer = layers.get(self.layer);
+        let view = match self.view {
+            View::Composite => "composite".to_string(),
+            View::Channel(k) => format!(
+                "channel {}",
+                layer
+                    .and_then(|l| l.columns.names.get(k))
+                    .map_or("?", String::as_str)
+            ),
+            View::Depth => "depth".into(),
+            View::Heatmap => "heatmap".into(),
+        };
+        let pinned = self
+            .pinned
+            .map_or("none".to_string(), |(x, y)| format!("({x}, {y})"));
+        format!(
+            "layer {} ({}) view {view} exposure {} slice {} origin ({}, {}) zoom {} pinned {pinned} table {}",
+            self.layer,
+            layer.map_or("-", |l| l.name.as_str()),
+            self.exposure,
+            self.slice.describe(),
+            self.camera.origin[0],
+            self.camera.origin[1],
+            self.camera.zoom,
+            self.table.name()
+        )
+    }
+}
+
+/// The size of the frame the camera places: the display window.
+pub fn frame_size(layer: &Layer) -> (usize, usize) {
+    (layer.display_window.width(), layer.display_window.height())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn planes_move_in_steps_and_unclip_at_the_ends() {
+        let range = (0.0, 20.0);
+        let mut s = Slice::default();
+        s.move_near(1.0, range);
+        assert_eq!(s.near, 1.0);
+        s.move_near(-1.0, range);
+        assert_eq!(s.near, f32::NEG_INFINITY);
+        s.move_far(-2.0, range);
+        assert_eq!(s.far, 18.0);
+        s.move_far(5.0, range);
+        assert!(s.is_whole());
+        // The planes never cross.
+        s.move_far(-15.0, range);
+        s.move_near(10.0, range);
+        assert_eq!((s.near, s.far), (10.0, 10.0));
+    }
+}

@@ -1,0 +1,773 @@
+//! `deepmerge view` as a person uses it: a real window on a virtual X server (Xvfb) under Mesa's
+//! llvmpipe, real input events (xdotool: keys and a click), real screenshots (ImageMagick's
+//! `import`), and what is drawn checked against the headless merge of the same files:
+//! composite colours against the flat merge through the display transform, heatmap colours
+//! against the heatmap's bins, a depth slice against the host twin of the slice pass, and the
+//! pinned pixel's table (copied to stdout) against `deepmerge info --pixel`.
+//!
+//! Xvfb, xdotool and ImageMagick are required: without them the test fails, naming the Debian
+//! packages (CI installs them), so a missing tool cannot pass for a pass.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use deepmerge::composite::{merge_images, MergeOptions, MergeOutput, OutputKind};
+use deepmerge::deep::{DeepImage, FlatImage, FlatValues};
+use deepmerge::exr::{read_deep, ReadOptions};
+use deepmerge::view::display::{display_byte, heat_colour};
+use deepmerge::view::load::{load, LoadEvent, LoadRequest, Loaded};
+
+const PACKAGES: &str =
+    "apt-get install xvfb xdotool imagemagick x11-utils libxkbcommon-x11-0 libxcursor1 libxi6 libxrandr2";
+/// Window size the test asks for: the image area is this width less the panel.
+const WINDOW: (u32, u32) = (1400, 760);
+/// How long to wait for the window to show a change (llvmpipe on a loaded CI machine).
+const PATIENCE: Duration = Duration::from_secs(180);
+
+fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_deepmerge")
+}
+
+fn inputs() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/openexr-images");
+    ["Balls.exr", "Leaves.exr", "Trunks.exr"]
+        .iter()
+        .map(|f| dir.join(f))
+        .collect()
+}
+
+fn require(tool: &str, probe: &[&str]) {
+    let ok = Command::new(tool)
+        .args(probe)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    assert!(
+        ok,
+        "{tool} is required by the window test (CI installs it): {PACKAGES}"
+    );
+}
+
+/// A virtual X server on a free display, killed on drop.
+struct Xvfb {
+    child: Child,
+    display: String,
+}
+
+impl Xvfb {
+    fn start() -> Xvfb {
+        require("Xvfb", &["-help"]);
+        let base = 90 + std::process::id() % 400;
+        for n in base..base + 50 {
+            if Path::new(&format!("/tmp/.X11-unix/X{n}")).exists()
+                || Path::new(&format!("/tmp/.X{n}-lock")).exists()
+            {
+                continue;
+            }
+            let child = Command::new("Xvfb")
+                .arg(format!(":{n}"))
+                .args(["-screen", "0", "1600x1000x24", "-nolisten", "tcp"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start Xvfb ({e}): {PACKAGES}"));
+            let mut server = Xvfb {
+                child,
+                display: format!(":{n}"),
+            };
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(20) {
+                if Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() {
+                    return server;
+                }
+                if let Ok(Some(_)) = server.child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let _ = server.child.kill();
+        }
+        panic!("no Xvfb display could be started");
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let mut c = Command::new(program);
+        c.env("DISPLAY", &self.display);
+        c
+    }
+
+    fn run(&self, program: &str, args: &[&str]) -> String {
+        let out = self
+            .command(program)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("{program}: {e}; {PACKAGES}"));
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A running `deepmerge view` with its stdout and stderr lines collected.
+struct Viewer {
+    child: Child,
+    stdout: Arc<Mutex<Vec<String>>>,
+    stderr: Arc<Mutex<Vec<String>>>,
+    window: String,
+}
+
+fn collect(stream: impl std::io::Read + Send + 'static) -> Arc<Mutex<Vec<String>>> {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(|l| l.ok()) {
+            sink.lock().unwrap().push(line);
+        }
+    });
+    lines
+}
+
+impl Viewer {
+    fn start(x: &Xvfb, files: &[PathBuf]) -> Viewer {
+        let mut child = x
+            .command(binary())
+            .arg("view")
+            .args(files)
+            .args(["--size", &format!("{}x{}", WINDOW.0, WINDOW.1)])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = collect(child.stdout.take().unwrap());
+        let stderr = collect(child.stderr.take().unwrap());
+        let mut viewer = Viewer {
+            child,
+            stdout,
+            stderr,
+            window: String::new(),
+        };
+        viewer.wait_for(|l| l.starts_with("deepmerge view: window open"));
+        let start = Instant::now();
+        loop {
+            let found = x
+                .command("xdotool")
+                .args(["search", "--name", "deepmerge view"])
+                .output()
+                .unwrap_or_else(|e| panic!("xdotool: {e}; {PACKAGES}"));
+            let id = String::from_utf8_lossy(&found.stdout)
+                .lines()
+                .next()
+                .map(str::to_string);
+            if let Some(id) = id {
+                viewer.window = id;
+                break;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "no window titled deepmerge view"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        // No window manager gives focus under Xvfb: take it, so XTEST keys reach the window.
+        x.run("xdotool", &["windowfocus", "--sync", &viewer.window]);
+        viewer
+    }
+
+    /// The first stderr line from now on (or already seen after `from`) that `accept`s.
+    fn wait_for_after(&mut self, from: usize, accept: impl Fn(&str) -> bool) -> (usize, String) {
+        let start = Instant::now();
+        loop {
+            {
+                let lines = self.stderr.lock().unwrap();
+                if let Some((i, l)) = lines.iter().enumerate().skip(from).find(|(_, l)| accept(l)) {
+                    return (i, l.clone());
+                }
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "the viewer exited ({status}); stderr:\n{}",
+                    self.stderr.lock().unwrap().join("\n")
+                );
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "timed out; stderr:\n{}",
+                self.stderr.lock().unwrap().join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn wait_for(&mut self, accept: impl Fn(&str) -> bool) -> String {
+        self.wait_for_after(0, accept).1
+    }
+
+    fn lines_seen(&self) -> usize {
+        self.stderr.lock().unwrap().len()
+    }
+
+    /// Press `key` and wait for the frame that shows a state `accept`ed in its `drawn` line.
+    fn key(&mut self, x: &Xvfb, key: &str, accept: impl Fn(&str) -> bool) -> String {
+        let from = self.lines_seen();
+        x.run("xdotool", &["key", key]);
+        self.wait_for_after(from, |l| {
+            l.starts_with("deepmerge view: drawn") && accept(l)
+        })
+        .1
+    }
+
+    /// The window as RGB bytes, row-major.
+    fn screenshot(&self, x: &Xvfb, keep: Option<&Path>) -> (u32, u32, Vec<u8>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shot.png");
+        // PNG24: ImageMagick would otherwise pick grey or palette PNGs for plain windows.
+        let target = format!("PNG24:{}", path.display());
+        x.run("import", &["-window", &self.window, &target]);
+        if let Some(keep) = keep {
+            std::fs::copy(&path, keep).unwrap();
+        }
+        let mut decoder = png::Decoder::new(std::fs::File::open(&path).unwrap());
+        decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+        let mut reader = decoder.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        let channels = info.color_type.samples();
+        assert!(channels >= 3, "import wrote a {:?} PNG", info.color_type);
+        let rgb = buf[..info.buffer_size()]
+            .chunks(channels)
+            .flat_map(|px| [px[0], px[1], px[2]])
+            .collect();
+        (info.width, info.height, rgb)
+    }
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The number after `key` in a `drawn` line, e.g. `origin (`.
+fn parse_after(line: &str, key: &str) -> String {
+    let at = line.find(key).unwrap_or_else(|| panic!("{key} in {line}")) + key.len();
+    line[at..]
+        .split([' ', ',', ')', ']'])
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+fn origin_of(line: &str) -> (f64, f64) {
+    let x = parse_after(line, "origin (").parse().unwrap();
+    let rest = &line[line.find("origin (").unwrap()..];
+    let y = parse_after(rest, ", ").parse().unwrap();
+    (x, y)
+}
+
+fn pixel_rgb(shot: &(u32, u32, Vec<u8>), at: (i64, i64)) -> [u8; 3] {
+    let (w, h, rgb) = shot;
+    assert!(
+        at.0 >= 0 && at.1 >= 0 && at.0 < *w as i64 && at.1 < *h as i64,
+        "{at:?} off the window"
+    );
+    let i = (at.1 as usize * *w as usize + at.0 as usize) * 3;
+    [rgb[i], rgb[i + 1], rgb[i + 2]]
+}
+
+fn close(a: [u8; 3], b: [u8; 3], tolerance: u8) -> bool {
+    a.iter().zip(b).all(|(x, y)| x.abs_diff(y) <= tolerance)
+}
+
+fn flat_channel<'a>(flat: &'a FlatImage, name: &str) -> &'a [f32] {
+    match &flat
+        .channels
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap()
+        .values
+    {
+        FlatValues::F32(v) => v,
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+fn load_layers(files: &[PathBuf]) -> Loaded {
+    let request = LoadRequest {
+        files: files.to_vec(),
+        read: ReadOptions::default(),
+        merge: MergeOptions::default(),
+    };
+    let result = Mutex::new(None);
+    load(&request, &|event| {
+        if let LoadEvent::Done(r) = event {
+            *result.lock().unwrap() = Some(r);
+        }
+    });
+    let loaded = result.into_inner().unwrap().unwrap();
+    (*loaded).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn the_window_draws_what_the_merge_computes() {
+    require("xdotool", &["version"]);
+    require("import", &["-version"]);
+    let files = inputs();
+    let images: Vec<DeepImage> = files
+        .iter()
+        .map(|f| read_deep(f, &ReadOptions::default()).unwrap())
+        .collect();
+    let refs: Vec<&DeepImage> = images.iter().collect();
+    let MergeOutput::Flat(flat) = merge_images(
+        &refs,
+        &MergeOptions {
+            output: OutputKind::Flat { z: false },
+            ..MergeOptions::default()
+        },
+    )
+    .unwrap() else {
+        panic!("flat merge gave deep output")
+    };
+    let loaded = load_layers(&files);
+    let merged = &loaded.layers[0];
+    let window = merged.data_window;
+    assert_eq!(flat.data_window, window);
+    let (r, g, b, a) = (
+        flat_channel(&flat, "R"),
+        flat_channel(&flat, "G"),
+        flat_channel(&flat, "B"),
+        flat_channel(&flat, "A"),
+    );
+
+    let x = Xvfb::start();
+    let mut viewer = Viewer::start(&x, &files);
+    let first = viewer.wait_for(|l| l.starts_with("deepmerge view: drawn"));
+    assert!(first.contains("view composite"), "{first}");
+    let title = x.run("xdotool", &["getwindowname", &viewer.window]);
+    for f in ["Balls.exr", "Leaves.exr", "Trunks.exr"] {
+        assert!(title.contains(f) && title.contains("deepmerge"), "{title}");
+    }
+
+    // 1:1, so each image pixel is one window pixel at a known place.
+    let line = viewer.key(&x, "equal", |l| l.contains("zoom 1 "));
+    let origin = origin_of(&line);
+    let d0 = (
+        merged.display_window.x0 as i64,
+        merged.display_window.y0 as i64,
+    );
+    let at = |px: (i32, i32)| {
+        (
+            origin.0 as i64 + px.0 as i64 - d0.0,
+            origin.1 as i64 + px.1 as i64 - d0.1,
+        )
+    };
+    let image_width = WINDOW.0 as i64 - deepmerge::view::ui::PANEL_WIDTH as i64;
+    let visible = |px: (i32, i32)| {
+        let (wx, wy) = at(px);
+        (4..image_width - 4).contains(&wx) && (4..WINDOW.1 as i64 - 4).contains(&wy)
+    };
+    // Known pixels: visible ones spread over the frame, covered and empty alike.
+    let mut probes: Vec<(i32, i32)> = Vec::new();
+    for gy in 1..8 {
+        for gx in 1..10 {
+            let px = (
+                window.x0 + (window.width() as i32 * gx) / 10,
+                window.y0 + (window.height() as i32 * gy) / 8,
+            );
+            if visible(px) {
+                probes.push(px);
+            }
+        }
+    }
+    assert!(probes.len() >= 20, "{probes:?}");
+    let index = |px: (i32, i32)| window.index_of(px.0, px.1).unwrap();
+    let covered = probes.iter().filter(|&&p| a[index(p)] > 0.5).count();
+    assert!(covered >= 5, "too few probes hit something: {probes:?}");
+
+    let shot = viewer.screenshot(
+        &x,
+        std::env::var_os("DEEPMERGE_VIEW_SHOTS")
+            .map(|d| PathBuf::from(d).join("composite.png"))
+            .as_deref(),
+    );
+    for &px in &probes {
+        let i = index(px);
+        let want = [r[i], g[i], b[i]].map(|v| display_byte(v, 0.0));
+        let got = pixel_rgb(&shot, at(px));
+        assert!(
+            close(got, want, 2),
+            "composite at {px:?}: drawn {got:?}, the merge gives {want:?}"
+        );
+    }
+
+    // Click a covered pixel: it is pinned, and its table (copied to stdout) is info's.
+    let target = *probes.iter().find(|&&p| a[index(p)] > 0.5).unwrap();
+    let from = viewer.lines_seen();
+    let (wx, wy) = at(target);
+    x.run(
+        "xdotool",
+        &[
+            "mousemove",
+            "--window",
+            &viewer.window,
+            &wx.to_string(),
+            &wy.to_string(),
+            "click",
+            "1",
+        ],
+    );
+    let (_, pinned) = viewer.wait_for_after(from, |l| l.starts_with("deepmerge view: pinned"));
+    assert_eq!(
+        pinned,
+        format!("deepmerge view: pinned pixel ({}, {})", target.0, target.1)
+    );
+    let from = viewer.lines_seen();
+    x.run("xdotool", &["key", "t"]);
+    viewer.wait_for_after(from, |l| l.starts_with("deepmerge view: copied"));
+    let copied = viewer.stdout.lock().unwrap().join("\n");
+    let info = Command::new(binary())
+        .arg("info")
+        .args(&files)
+        .args(["--pixel", &format!("{},{}", target.0, target.1)])
+        .output()
+        .unwrap();
+    assert!(
+        info.status.success(),
+        "{}",
+        String::from_utf8_lossy(&info.stderr)
+    );
+    let info = String::from_utf8(info.stdout).unwrap();
+    for section in info.split("\n\n") {
+        assert!(
+            copied.contains(section.trim_end()),
+            "info's section\n{section}\nis not in the viewer's table\n{copied}"
+        );
+    }
+    assert!(
+        copied.contains(&format!("pixel ({}, {}) of merged", target.0, target.1)),
+        "{copied}"
+    );
+
+    // The heatmap: the paper's bins of the samples each pixel holds.
+    viewer.key(&x, "h", |l| l.contains("view heatmap"));
+    let shot = viewer.screenshot(&x, None);
+    for &px in &probes {
+        let p = index(px);
+        let want = heat_colour(
+            merged
+                .slice_pixel(p, f32::NEG_INFINITY, f32::INFINITY)
+                .count,
+        );
+        let held = (merged.offsets[p + 1] - merged.offsets[p]) as usize;
+        assert_eq!(want, heat_colour(held));
+        let got = pixel_rgb(&shot, at(px));
+        assert!(
+            close(got, want, 1),
+            "heatmap at {px:?}: drawn {got:?}, want {want:?}"
+        );
+    }
+
+    // A depth slice: the near plane five steps back; only what lies behind it is counted and
+    // composited (checked against the host twin of the slice pass).
+    let mut slice = deepmerge::view::state::Slice::default();
+    for _ in 0..5 {
+        slice.move_near(1.0, merged.depth_range);
+        let expected = format!("slice {} ", slice.describe());
+        viewer.key(&x, "n", |l| l.contains(&expected));
+    }
+    let near = slice.near;
+    assert!(
+        near > merged.depth_range.0 && near < merged.depth_range.1,
+        "{near}"
+    );
+    let keep = std::env::var_os("DEEPMERGE_VIEW_SHOTS")
+        .map(|d| PathBuf::from(d).join("heatmap_slice.png"));
+    let shot = viewer.screenshot(&x, keep.as_deref());
+    let mut differs = 0;
+    for &px in &probes {
+        let p = index(px);
+        let sliced = merged.slice_pixel(p, near, f32::INFINITY);
+        let whole = merged.slice_pixel(p, f32::NEG_INFINITY, f32::INFINITY);
+        differs += usize::from(sliced.count != whole.count);
+        let want = heat_colour(sliced.count);
+        let got = pixel_rgb(&shot, at(px));
+        assert!(
+            close(got, want, 1),
+            "sliced heatmap at {px:?} (near {near}): drawn {got:?}, want {want:?}"
+        );
+    }
+    assert!(
+        differs > 0,
+        "the slice at {near} changed no probe; the test would not see a wrong slice"
+    );
+    viewer.key(&x, "c", |l| l.contains("view composite"));
+    let shot = viewer.screenshot(&x, None);
+    let columns = &merged.columns.names;
+    let col = |n: &str| columns.iter().position(|c| c == n).unwrap();
+    for &px in &probes {
+        let sliced = merged.slice_pixel(index(px), near, f32::INFINITY);
+        let want = [col("R"), col("G"), col("B")].map(|k| display_byte(sliced.values[k], 0.0));
+        let got = pixel_rgb(&shot, at(px));
+        assert!(
+            close(got, want, 2),
+            "sliced composite at {px:?}: drawn {got:?}, want {want:?}"
+        );
+    }
+
+    // Fit, wheel zoom about the cursor, drag to pan: the camera the window reports is the
+    // library's camera after the same moves.
+    use deepmerge::view::camera::{Area, Camera};
+    let area = Area {
+        width: WINDOW.0 as f64 - deepmerge::view::ui::PANEL_WIDTH as f64,
+        height: WINDOW.1 as f64,
+    };
+    let frame = (
+        merged.display_window.width(),
+        merged.display_window.height(),
+    );
+    let mut camera = Camera::fit(frame, area);
+    let line = viewer.key(&x, "f", |l| l.contains(&format!("zoom {} ", camera.zoom)));
+    assert_eq!(
+        origin_of(&line),
+        (camera.origin[0], camera.origin[1]),
+        "{line}"
+    );
+    let from = viewer.lines_seen();
+    x.run(
+        "xdotool",
+        &[
+            "mousemove",
+            "--window",
+            &viewer.window,
+            "300",
+            "250",
+            "click",
+            "4",
+        ],
+    );
+    // One notch is a factor 1.25; an X server may deliver a click as more than one notch.
+    let fitted = camera;
+    let (_, line) = viewer.wait_for_after(from, |l| {
+        l.starts_with("deepmerge view: drawn") && !l.contains(&format!("zoom {} ", fitted.zoom))
+    });
+    let zoom: f64 = parse_after(&line, "zoom ").parse().unwrap();
+    let notches = (zoom / fitted.zoom).ln() / 1.25f64.ln();
+    assert!(
+        notches >= 0.999 && (notches - notches.round()).abs() < 1e-6,
+        "{line}"
+    );
+    camera.zoom_about([300.0, 250.0], zoom / fitted.zoom);
+    let (ox, oy) = origin_of(&line);
+    // The image point under the cursor stayed under it.
+    assert!(
+        (ox - camera.origin[0]).abs() < 1e-6 && (oy - camera.origin[1]).abs() < 1e-6,
+        "{line}"
+    );
+    let from = viewer.lines_seen();
+    x.run(
+        "xdotool",
+        &[
+            "mousedown",
+            "1",
+            "mousemove",
+            "--window",
+            &viewer.window,
+            "360",
+            "290",
+            "mouseup",
+            "1",
+        ],
+    );
+    camera.pan([60.0, 40.0]);
+    let want = format!("origin ({}, {})", camera.origin[0], camera.origin[1]);
+    viewer.wait_for_after(from, |l| {
+        l.starts_with("deepmerge view: drawn") && l.contains(&want)
+    });
+
+    // What a slice change cost, as the window measured it (input event to finished frame).
+    let times: Vec<String> = viewer
+        .stderr
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains("shown in"))
+        .cloned()
+        .collect();
+    eprintln!("{}", times.join("\n"));
+    assert!(!times.is_empty());
+    x.run("xdotool", &["key", "q"]);
+    let status = wait_exit(&mut viewer.child);
+    assert!(status.success(), "closing the window: {status}");
+}
+
+fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the viewer did not close"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn bad_input_is_one_line_in_the_window_and_on_stderr() {
+    require("xdotool", &["version"]);
+    let dir = tempfile::tempdir().unwrap();
+    // Not an EXR at all: a deterministic error (a truncated file's names whichever damaged
+    // chunk a parallel decode meets first, in the CLI too).
+    let bad = dir.path().join("notes.exr");
+    std::fs::write(&bad, b"these are notes, not an image\n").unwrap();
+    let cli = Command::new(binary())
+        .args([bad.as_os_str()])
+        .arg(&inputs()[1])
+        .args(["-o", dir.path().join("out.exr").to_str().unwrap()])
+        .output()
+        .unwrap();
+    let cli_error: Vec<String> = String::from_utf8_lossy(&cli.stderr)
+        .lines()
+        .filter(|l| l.starts_with("deepmerge: error:"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(cli_error.len(), 1, "{cli:?}");
+
+    let x = Xvfb::start();
+    let mut viewer = Viewer::start(&x, &[bad.clone(), inputs()[1].clone()]);
+    let shown = viewer.wait_for(|l| l.starts_with("deepmerge: error:"));
+    assert_eq!(shown, cli_error[0]);
+    assert!(!viewer
+        .stderr
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|l| l.contains("panicked")));
+    // The window says it too: its title, and red text in the image area.
+    let title = x.run("xdotool", &["getwindowname", &viewer.window]);
+    assert!(title.contains("error"), "{title}");
+    viewer.wait_for(|l| l.starts_with("deepmerge view: drawn the error"));
+    let shot = viewer.screenshot(&x, None);
+    let red = shot
+        .2
+        .chunks(3)
+        .filter(|p| p[0] > 200 && p[1] < 140 && p[2] < 140)
+        .count();
+    assert!(red > 50, "no error text drawn");
+    x.run("xdotool", &["key", "q"]);
+    let status = wait_exit(&mut viewer.child);
+    assert_eq!(status.code(), Some(1));
+}
+
+#[test]
+fn info_pixel_prints_the_inspector_table_of_every_deep_part() {
+    use deepmerge::exr::PartSelector;
+    use deepmerge::inspect::{input_title, PixelTable, TableValues};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/openexr-images");
+    let multipart = dir.join("Stereo-Trunks-multipart.exr");
+    let info = |args: &[&str]| {
+        let out = Command::new(binary())
+            .arg("info")
+            .arg(&multipart)
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // A pixel with samples in both parts: the table is the library's, part by part.
+    let table = |part: usize, mode| {
+        let image = read_deep(
+            &multipart,
+            &ReadOptions {
+                part: PartSelector::Index(part),
+                ..ReadOptions::default()
+            },
+        )
+        .unwrap();
+        let p = (0..image.pixel_count())
+            .find(|&p| image.count(p) >= 2)
+            .unwrap();
+        let (x, y) = image.data_window.coords_of(p);
+        let title = input_title(&multipart, Some(part));
+        (
+            (x, y),
+            PixelTable::of_input(&title, &image, 0, (x, y), mode).unwrap(),
+        )
+    };
+    let ((x, y), part0) = table(0, TableValues::Raw);
+    assert!(part0.rows.len() >= 2);
+    let pixel = format!("{x},{y}");
+    let (code, out, err) = info(&["--pixel", &pixel]);
+    assert_eq!(code, Some(0), "{err}");
+    let sections: Vec<&str> = out.split("\n\n").collect();
+    assert_eq!(sections.len(), 2, "{out}");
+    assert_eq!(sections[0].trim_end(), part0.to_text().trim_end());
+    assert!(
+        sections[1].starts_with(&format!(
+            "pixel ({x}, {y}) of {} part 1:",
+            multipart.display()
+        )),
+        "{out}"
+    );
+    let (code, out, _) = info(&["--pixel", &pixel, "--part", "0", "--accumulated"]);
+    assert_eq!(code, Some(0));
+    let image = read_deep(&multipart, &ReadOptions::default()).unwrap();
+    let accumulated = PixelTable::of_input(
+        &input_title(&multipart, Some(0)),
+        &image,
+        0,
+        (x, y),
+        TableValues::Accumulated,
+    )
+    .unwrap();
+    assert_eq!(out, accumulated.to_text());
+    // The last accumulated row is the flat merge of the part on its own.
+    let MergeOutput::Flat(flat) = merge_images(&[&image], &MergeOptions::default()).unwrap() else {
+        panic!("flat merge gave deep output")
+    };
+    let a = flat_channel(&flat, "A")[flat.data_window.index_of(x, y).unwrap()];
+    let alpha = accumulated.alpha_column.unwrap();
+    assert_eq!(accumulated.rows.last().unwrap().values[alpha], a);
+    // Malformed pixels are usage errors, on one line.
+    let (code, _, err) = info(&["--pixel", "12"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn without_a_display_the_viewer_fails_on_one_line() {
+    let out = Command::new(binary())
+        .arg("view")
+        .arg(&inputs()[0])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("deepmerge: error: OpenGL: cannot open a window"),
+        "{err}"
+    );
+}
