@@ -387,7 +387,15 @@ pub fn info(path: &Path, memory_budget: Option<u64>) -> Result<Vec<PartSummary>>
         .collect()
 }
 
-/// `deepmerge info FILE`'s report, word for word.
-pub fn info_text(path: &Path, memory_budget: Option<u64>) -> Result<String> {
-    deepmerge::info::describe_file(path, memory_budget.unwrap_or(DEFAULT_MAX_MEMORY))
+/// `deepmerge info FILE [--channels LIST]`'s report, word for word: the description, then what
+/// a sample costs (and, with `channels`, what it costs keeping only those).
+pub fn info_text(
+    path: &Path,
+    memory_budget: Option<u64>,
+    channels: Option<&ChannelSelection>,
+) -> Result<String> {
+    let mut text =
+        deepmerge::info::describe_file(path, memory_budget.unwrap_or(DEFAULT_MAX_MEMORY))?;
+    text.push_str(&deepmerge::info::describe_sample_cost(path, channels)?);
+    Ok(text)
 }

@@ -544,15 +544,18 @@ fn info<'py>(
     Ok(list)
 }
 
-/// ``deepmerge info FILE``'s report, word for word, as one string.
+/// ``deepmerge info FILE``'s report, word for word, as one string; ``channels`` (a list or
+/// ``"R,G,B"``) adds what a sample costs keeping only those, as ``--channels``.
 #[pyfunction]
-#[pyo3(signature = (path, *, memory_budget=None))]
+#[pyo3(signature = (path, *, memory_budget=None, channels=None))]
 fn info_text(
     py: Python<'_>,
     path: PathBuf,
     memory_budget: Option<&Bound<'_, PyAny>>,
+    channels: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     let memory_budget = budget_bytes(memory_budget)?;
-    py.detach(|| engine::info_text(&path, memory_budget))
+    let channels = channel_list(channels)?;
+    py.detach(|| engine::info_text(&path, memory_budget, channels.as_ref()))
         .map_err(to_py)
 }
