@@ -3,9 +3,14 @@
 The engine is the Rust library behind the ``deepmerge`` command line; these functions are its
 operations under the CLI's and OpenImageIO's names, and they give the same results, bit for bit:
 
-- ``read(path, part=None, channels=None)`` -> ``DeepImage``
+- ``read(path, part=None, channels=None)`` -> ``DeepImage``; ``channels`` keeps what the CLI's
+  ``--channels`` keeps (the names, Z, ZBack, the alphas they need), the rest is never stored
 - ``merge(inputs, output="flat"|"deep", tidy=False, backend="auto", layout=None, method=None,
-  memory_budget=None)`` -> ``FlatImage`` or ``DeepImage``; inputs are paths or ``DeepImage``\\ s
+  memory_budget=None, *, out=None, ...)``; inputs are paths or ``DeepImage``\\ s. With
+  ``out=PATH`` and path inputs it is the CLI's streamed merge (bands of rows within
+  ``memory_budget`` bytes, default 1 GiB = ``DEFAULT_MEMORY_BUDGET``; ``2 * GiB`` is
+  ``--memory-budget 2``), writes the CLI's bytes and returns a small report dict; without
+  ``out`` it returns a ``FlatImage`` or ``DeepImage`` held in memory
 - ``flatten(image)`` -> ``FlatImage``; ``holdout(image, holdout, cull=False)`` -> ``DeepImage``
 - ``write(image, path, compression="zips")``; ``info(path)`` -> one dict per part
 
@@ -31,6 +36,8 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 import numpy as np
 
 from ._deepmerge import (
+    DEFAULT_MEMORY_BUDGET,
+    GiB,
     DeepImage,
     FlatImage,
     __version__,
@@ -63,6 +70,8 @@ __all__ = [
     "from_openexr",
     "to_deepdata",
     "from_deepdata",
+    "GiB",
+    "DEFAULT_MEMORY_BUDGET",
     "__version__",
 ]
 

@@ -1,7 +1,7 @@
 """Type stubs of deepmerge's native module (python/src/*.rs); import ``deepmerge``, not this."""
 
 import os
-from typing import Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Literal, Mapping, Optional, Sequence, Tuple, TypedDict, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -13,6 +13,27 @@ DeepState = Literal["messy", "sorted", "non-overlapping", "tidy"]
 Part = Union[int, str, None]
 
 __version__: str
+GiB: int
+"""1 << 30 bytes: ``memory_budget=2 * GiB`` is the CLI's ``--memory-budget 2``."""
+DEFAULT_MEMORY_BUDGET: int
+"""The streamed merge's default budget, 1 GiB (the CLI's ``--memory-budget`` default)."""
+Bytes = Union[int, float]
+"""A memory budget in bytes; a float (``1.5 * GiB``) is truncated to whole bytes."""
+Channels = Union[Sequence[str], str]
+"""Channel names, or one comma-separated string as the CLI's ``--channels R,G,B``."""
+
+class MergeReport(TypedDict):
+    """What ``merge(..., out=PATH)`` returns."""
+
+    streamed: bool
+    """True: the CLI's streamed merge ran (every input a path); False: merged in memory, then
+    written (a ``DeepImage`` input)."""
+    bands: int
+    max_band_rows: int
+    data_window: Window
+    memory_budget: int
+    """The budget it ran in, bytes."""
+    backend: Literal["cpu", "gl"]
 
 class DeepImage:
     """A deep image: per-pixel sample counts and one flat array per channel over all samples.
@@ -75,12 +96,19 @@ class FlatImage:
 def read(
     path: PathLike,
     part: Part = None,
-    channels: Optional[Sequence[str]] = None,
+    channels: Optional[Channels] = None,
     *,
-    memory_budget: Optional[int] = None,
+    memory_budget: Optional[Bytes] = None,
 ) -> DeepImage:
-    """Read a deep part of an OpenEXR file (default: the first deep part)."""
+    """Read a deep part of an OpenEXR file (default: the first deep part).
 
+    ``channels`` keeps what the CLI's ``--channels`` keeps: the named channels, Z and ZBack
+    always, and every alpha (A, RA, GA, BA, any layer) when a colour channel is named; the
+    others are never stored. A name the part lacks is a ``FormatError``. ``memory_budget``
+    (bytes, default 8 GiB, the CLI's ``--max-memory``) refuses a file whose decoded counts and
+    kept samples would take more."""
+
+@overload
 def merge(
     inputs: Sequence[Union[PathLike, DeepImage]],
     output: Literal["flat", "deep"] = "flat",
@@ -88,13 +116,38 @@ def merge(
     backend: Literal["auto", "cpu", "gl"] = "auto",
     layout: Optional[Literal["ll", "la", "ia", "bia"]] = None,
     method: Optional[Literal["rbm", "stepwise"]] = None,
-    memory_budget: Optional[int] = None,
+    memory_budget: Optional[Bytes] = None,
     *,
     part: Part = None,
     flat_z: bool = False,
+    out: None = None,
+    channels: Optional[Channels] = None,
 ) -> Union[FlatImage, DeepImage]:
-    """Merge deep inputs in depth order, as ``deepmerge IN... -o OUT``: a FlatImage for
-    output="flat", a DeepImage for output="deep"."""
+    """Merge in memory: a FlatImage for output="flat", a DeepImage for output="deep".
+    ``memory_budget`` (bytes, default 8 GiB) only refuses: the most one decoded input or the
+    result may take, since both are held whole."""
+@overload
+def merge(
+    inputs: Sequence[Union[PathLike, DeepImage]],
+    output: Literal["flat", "deep"] = "flat",
+    tidy: bool = False,
+    backend: Literal["auto", "cpu", "gl"] = "auto",
+    layout: Optional[Literal["ll", "la", "ia", "bia"]] = None,
+    method: Optional[Literal["rbm", "stepwise"]] = None,
+    memory_budget: Optional[Bytes] = None,
+    *,
+    part: Part = None,
+    flat_z: bool = False,
+    out: PathLike,
+    compression: Optional[Literal["none", "rle", "zips", "zip"]] = None,
+    flat_type: Optional[Literal["half", "float"]] = None,
+    channels: Optional[Channels] = None,
+) -> MergeReport:
+    """``deepmerge IN... -o OUT``: with every input a path, the streamed merge, a band of rows
+    at a time within ``memory_budget`` bytes (default 1 GiB; ``2 * GiB`` is
+    ``--memory-budget 2``); a row too dense for its share, or a window whose tables do not
+    fit, is refused with the CLI's one line. Writes the CLI's bytes (``compression`` and
+    ``flat_type`` as ``--compression``/``--flat-type``); ``channels`` as ``--channels``."""
 
 def flatten(image: Union[DeepImage, PathLike], z: bool = False) -> FlatImage:
     """Composite one deep image front to back."""
@@ -114,8 +167,10 @@ def write(
     """Write as the CLI writes its output (deep: compression, default zips; flat: flat_type,
     default half)."""
 
-def info(path: PathLike, *, memory_budget: Optional[int] = None) -> List[dict]:
+def info(path: PathLike, *, memory_budget: Optional[Bytes] = None) -> List[dict]:
     """``deepmerge info`` as data: one dict per part."""
 
-def info_text(path: PathLike, *, memory_budget: Optional[int] = None) -> str:
-    """``deepmerge info``'s report, word for word."""
+def info_text(
+    path: PathLike, *, memory_budget: Optional[Bytes] = None, channels: Optional[Channels] = None
+) -> str:
+    """``deepmerge info [--channels LIST]``'s report, word for word."""

@@ -2,15 +2,19 @@
 //! merging (engine choice included), flattening, holdout, writing and `info`.
 //!
 //! The rest of the extension only converts between Python and these functions, so when the
-//! library's API changes (the streaming band merge of issue 10, a `channels` read option) this
-//! file is the one to rebind. Today:
+//! library's API changes this file is the one to rebind. The bindings are on the final API:
 //!
-//! - `memory_budget` is [`ReadOptions::max_memory`]: the most bytes one decoded input (and the
-//!   merged output, [`check_merge`]) may take, refused with the CLI's `--max-memory` message when
-//!   over. The streaming merge will turn it into a real working-set budget; rebinding
-//!   [`merge`] for path inputs is a few lines here.
-//! - `channels` on [`read`] is applied after decoding (every channel is decoded, the others are
-//!   dropped), until the reader can skip them.
+//! - [`merge_to_file`] (Python `merge(..., out=PATH)` with every input a path) is
+//!   [`stream::merge_files`], exactly what `deepmerge IN... -o OUT` runs: bands of rows within
+//!   `memory_budget` bytes ([`stream::StreamOptions::budget`], default
+//!   [`stream::DEFAULT_MEMORY_BUDGET`], the CLI's `--memory-budget`), the same bytes as the CLI.
+//! - [`merge`] (an in-memory result, or `DeepImage` inputs) needs the whole inputs and the whole
+//!   result in memory, so there `memory_budget` can only refuse: it is
+//!   [`ReadOptions::max_memory`] for each decoded input and the limit of [`check_merge`] for
+//!   the output (default [`DEFAULT_MAX_MEMORY`]).
+//! - `channels` on [`read`] is the reader's channel selection ([`ChannelSelection`], the CLI's
+//!   `--channels`): the part is read through [`ChunkSource`] keeping only the selected channels
+//!   (plus Z, ZBack and the alphas they need), so the others are never stored.
 //!
 //! Nothing here touches Python: every function is safe to run with the GIL released.
 
@@ -22,13 +26,17 @@ use deepmerge::composite::{
     check_merge, holdout as holdout_images, merge_images, HoldoutMode, MergeOptions, MergeOutput,
     OutputKind,
 };
-use deepmerge::deep::{DeepImage, FlatImage};
+use deepmerge::deep::{Bounds, DeepImage, FlatImage};
 use deepmerge::exr::{
-    self, Codec, DeepWriteOptions, FlatType, PartInfo, PartSelector, ReadOptions,
+    self, human_bytes, Codec, DeepWriteOptions, FlatType, PartInfo, PartSelector, ReadOptions,
     DEFAULT_MAX_MEMORY,
 };
 use deepmerge::gpu::{merge_images_gl, GlOptions};
 use deepmerge::info::{sample_stats, SampleStats};
+use deepmerge::job::check_output_is_not_an_input;
+use deepmerge::stream::{
+    self, ChannelSelection, ChunkSource, MergeEngine, StreamOptions, DEFAULT_MEMORY_BUDGET,
+};
 use deepmerge::{Error, Result};
 
 /// How to read one file.
@@ -36,8 +44,8 @@ use deepmerge::{Error, Result};
 pub struct ReadRequest {
     /// The part (default: the first deep part, as the CLI).
     pub part: PartSelector,
-    /// Keep only these channels, in file order (all when `None`).
-    pub channels: Option<Vec<String>>,
+    /// Keep only these channels and what they need, as `--channels` (all when `None`).
+    pub channels: Option<ChannelSelection>,
     /// Most bytes the decoded image may take (the CLI's default when `None`).
     pub memory_budget: Option<u64>,
 }
@@ -46,44 +54,68 @@ impl ReadRequest {
     fn options(&self) -> ReadOptions {
         ReadOptions {
             part: self.part.clone(),
-            max_memory: self.memory_budget.unwrap_or(DEFAULT_MAX_MEMORY),
+            max_memory: self.max_memory(),
         }
     }
+
+    fn max_memory(&self) -> u64 {
+        self.memory_budget.unwrap_or(DEFAULT_MAX_MEMORY)
+    }
+}
+
+/// The selection `--channels A,B` makes, from a list of names. A name the CLI's comma-separated
+/// list could not hold is refused rather than split.
+pub fn channel_selection(names: &[String]) -> Result<ChannelSelection> {
+    if let Some(bad) = names.iter().find(|n| n.contains(',')) {
+        return Err(Error::Usage(format!(
+            "channel name {bad:?} has a comma; give each name as its own list item"
+        )));
+    }
+    ChannelSelection::parse(&names.join(","))
 }
 
 /// Read a deep part of `path`, refusing NaN depths as the CLI does before merging.
 pub fn read(path: &Path, request: &ReadRequest) -> Result<DeepImage> {
-    let mut image = exr::read_deep(path, &request.options())?;
-    image.check_depths().map_err(|e| e.in_file(path))?;
-    if let Some(wanted) = &request.channels {
-        keep_channels(&mut image, wanted).map_err(|e| e.in_file(path))?;
-    }
-    Ok(image)
-}
-
-/// Drop every channel not in `wanted`; a wanted channel the image lacks is an error.
-fn keep_channels(image: &mut DeepImage, wanted: &[String]) -> Result<()> {
-    if let Some(missing) = wanted.iter().find(|w| image.channel_index(w).is_none()) {
-        let have: Vec<&str> = image.channels.iter().map(|c| c.name.as_str()).collect();
+    let Some(selection) = &request.channels else {
+        let image = exr::read_deep(path, &request.options())?;
+        image.check_depths().map_err(|e| e.in_file(path))?;
+        return Ok(image);
+    };
+    // The chunk reader with the selection: unselected channels are unpacked chunk by chunk
+    // (the codec packs all channels together) but never stored.
+    let budget = request.max_memory();
+    let mut source = ChunkSource::open(path, &request.part, budget)?;
+    let all = source.all_channels.clone();
+    if let Some(missing) = selection
+        .names()
+        .iter()
+        .find(|n| !all.iter().any(|c| &c.name == *n))
+    {
+        let have: Vec<&str> = all.iter().map(|c| c.name.as_str()).collect();
         return Err(Error::format(format!(
             "no channel {missing} (channels: {})",
             have.join(", ")
-        )));
+        ))
+        .in_file(path));
     }
-    let keep: Vec<bool> = image
-        .channels
-        .iter()
-        .map(|c| wanted.contains(&c.name))
-        .collect();
-    let mut flags = keep.iter();
-    image
-        .channels
-        .retain(|_| *flags.next().expect("one flag per channel"));
-    let mut flags = keep.iter();
-    image
-        .planes
-        .retain(|_| *flags.next().expect("one flag per plane"));
-    Ok(())
+    source.keep_channels(|c| selection.keeps(c, &all));
+    source.count_rows()?;
+    // What `read_deep` checks, for the kept channels: the window's tables and the samples.
+    let window = source.window;
+    let total: u64 = source.row_samples.iter().sum();
+    let need = (window.area() as u64)
+        .saturating_mul(16)
+        .saturating_add(total.saturating_mul(source.sample_bytes()));
+    if need > budget {
+        return Err(Error::format(format!(
+            "its {total} samples would need {}, over the memory limit of {} (raise it with --max-memory)",
+            human_bytes(need),
+            human_bytes(budget)
+        ))
+        .in_file(path));
+    }
+    // `take_rows` checks the depths of what it hands out.
+    source.take_rows(window.y0..=window.y1)
 }
 
 /// One input of a merge: a file, or an image already in memory.
@@ -107,15 +139,99 @@ pub struct MergeRequest {
     pub gl: Option<GlOptions>,
     /// Part of path inputs.
     pub part: PartSelector,
-    /// Most bytes one input or the output may take.
+    /// Bytes: the streamed merge's working budget ([`merge_to_file`], default 1 GiB); the most
+    /// one decoded input or the output may take in memory ([`merge`], default 8 GiB).
     pub memory_budget: Option<u64>,
+    /// Keep only these channels of path inputs (`--channels`).
+    pub channels: Option<ChannelSelection>,
 }
 
-/// Merge `inputs` as `deepmerge IN... -o OUT` does before writing: read, check, merge.
+impl MergeRequest {
+    fn merge_options(&self) -> MergeOptions {
+        MergeOptions {
+            output: self.output,
+            tidy: self.tidy,
+            ..MergeOptions::default()
+        }
+    }
+}
+
+/// How a merge's output file is written (`--compression`, `--no-deep-state`, `--flat-type`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteRequest {
+    /// Deep output.
+    pub deep: DeepWriteOptions,
+    /// Flat output.
+    pub flat_type: FlatType,
+}
+
+/// What [`merge_to_file`] did.
+#[derive(Clone, Debug)]
+pub struct FileReport {
+    /// Bands merged (1 for an in-memory merge written whole).
+    pub bands: usize,
+    /// Rows in the tallest band.
+    pub max_band_rows: usize,
+    /// The output's data window.
+    pub window: Bounds,
+    /// The budget it ran in, bytes.
+    pub memory_budget: u64,
+    /// The engine that merged: "cpu" or "gl".
+    pub engine: &'static str,
+}
+
+/// Merge the files `inputs` into `output` as `deepmerge IN... -o OUT` does: the engine chosen
+/// first (so a `backend="gl"` without GL fails before reading), then
+/// [`stream::StreamMerge::open`] and [`stream::StreamMerge::run`] within the budget; the same
+/// bytes as the CLI's file.
+pub fn merge_to_file(
+    inputs: &[PathBuf],
+    output: &Path,
+    request: &MergeRequest,
+    write: &WriteRequest,
+) -> Result<FileReport> {
+    let options = StreamOptions {
+        part: request.part.clone(),
+        merge: request.merge_options(),
+        flat_type: write.flat_type,
+        deep_write: write.deep,
+        budget: request.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET),
+        channels: request.channels.clone(),
+        band_rows: None,
+    };
+    with_engine(request.backend, request.gl.is_some(), |engine| {
+        check_output_is_not_an_input(output, inputs)?;
+        let merge = stream::StreamMerge::open(inputs, &options, None)?;
+        let window = merge.window();
+        let (on, name) = match engine {
+            Engine::Gl(ctx) => (MergeEngine::Gl(ctx, request.gl.unwrap_or_default()), "gl"),
+            Engine::Cpu { .. } => (MergeEngine::Cpu, "cpu"),
+        };
+        let report = merge.run(output, on, None)?;
+        Ok(FileReport {
+            bands: report.bands,
+            max_band_rows: report.max_band_rows,
+            window,
+            memory_budget: options.budget,
+            engine: name,
+        })
+    })
+}
+
+/// Write an in-memory merge's result as the CLI writes its output.
+pub fn write_merged(output: &Path, merged: &MergeOutput, write: &WriteRequest) -> Result<()> {
+    match merged {
+        MergeOutput::Flat(flat) => exr::write_flat(output, flat, write.flat_type),
+        MergeOutput::Deep(deep) => exr::write_deep_with(output, deep, &write.deep),
+    }
+}
+
+/// Merge `inputs` in memory: read (whole), check against the budget, merge; the result is
+/// what `deepmerge IN... -o OUT` writes.
 pub fn merge(inputs: &[Input], request: &MergeRequest) -> Result<MergeOutput> {
     let read_request = ReadRequest {
         part: request.part.clone(),
-        channels: None,
+        channels: request.channels.clone(),
         memory_budget: request.memory_budget,
     };
     // Files are read first, in order, so a bad file is reported before the engine starts.
@@ -144,11 +260,7 @@ pub fn merge(inputs: &[Input], request: &MergeRequest) -> Result<MergeOutput> {
         }
     }
     let paths: Vec<&Path> = names.iter().map(PathBuf::as_path).collect();
-    let options = MergeOptions {
-        output: request.output,
-        tidy: request.tidy,
-        ..MergeOptions::default()
-    };
+    let options = request.merge_options();
     let max_memory = request.memory_budget.unwrap_or(DEFAULT_MAX_MEMORY);
     check_merge(&images, &paths, &options, max_memory)?;
     with_engine(
@@ -163,6 +275,16 @@ pub fn merge(inputs: &[Input], request: &MergeRequest) -> Result<MergeOutput> {
         },
     )
     .map_err(|e| e.in_merge(&paths))
+}
+
+/// The engine `request` runs on in this thread: "cpu" or "gl".
+pub fn engine_name(request: &MergeRequest) -> Result<&'static str> {
+    with_engine(request.backend, request.gl.is_some(), |engine| {
+        Ok(match engine {
+            Engine::Gl(_) => "gl",
+            Engine::Cpu { .. } => "cpu",
+        })
+    })
 }
 
 /// The engine for (`backend`, GL options given) on this thread, made on first use and kept.
@@ -202,6 +324,7 @@ pub fn flatten(image: &DeepImage, with_z: bool) -> Result<FlatImage> {
         gl: None,
         part: PartSelector::FirstDeep,
         memory_budget: None,
+        channels: None,
     };
     let input = Input::Image {
         image,
@@ -264,7 +387,15 @@ pub fn info(path: &Path, memory_budget: Option<u64>) -> Result<Vec<PartSummary>>
         .collect()
 }
 
-/// `deepmerge info FILE`'s report, word for word.
-pub fn info_text(path: &Path, memory_budget: Option<u64>) -> Result<String> {
-    deepmerge::info::describe_file(path, memory_budget.unwrap_or(DEFAULT_MAX_MEMORY))
+/// `deepmerge info FILE [--channels LIST]`'s report, word for word: the description, then what
+/// a sample costs (and, with `channels`, what it costs keeping only those).
+pub fn info_text(
+    path: &Path,
+    memory_budget: Option<u64>,
+    channels: Option<&ChannelSelection>,
+) -> Result<String> {
+    let mut text =
+        deepmerge::info::describe_file(path, memory_budget.unwrap_or(DEFAULT_MAX_MEMORY))?;
+    text.push_str(&deepmerge::info::describe_sample_cost(path, channels)?);
+    Ok(text)
 }

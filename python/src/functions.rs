@@ -5,13 +5,14 @@ use std::path::PathBuf;
 
 use deepmerge::backend::Backend;
 use deepmerge::composite::{MergeOutput, OutputKind};
-use deepmerge::exr::{Codec, FlatType, PartSelector};
+use deepmerge::exr::{Codec, DeepWriteOptions, FlatType, PartSelector};
 use deepmerge::gpu::{GlOptions, Layout, MergeMethod};
 use deepmerge::info::COMPLEXITY_BINS;
+use deepmerge::stream::ChannelSelection;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyDict, PyList, PyString};
 
-use crate::engine::{self, Input, MergeRequest, ReadRequest};
+use crate::engine::{self, Input, MergeRequest, ReadRequest, WriteRequest};
 use crate::errors::{to_py, usage};
 use crate::image::{PyDeepImage, PyFlatImage, Window};
 
@@ -40,6 +41,55 @@ fn part_selector(part: Option<PartArg>) -> PartSelector {
         Some(PartArg::Index(i)) => PartSelector::Index(i),
         Some(PartArg::Name(n)) => PartSelector::Name(n),
     }
+}
+
+/// A memory budget from Python: bytes, an int or a float (``1.5 * deepmerge.GiB``, truncated
+/// to whole bytes as the CLI converts ``--memory-budget 1.5``); `None` for the default.
+fn budget_bytes(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    let refuse = || {
+        usage(format!(
+            "memory_budget must be a positive number of bytes (2 * deepmerge.GiB for the CLI's \
+             --memory-budget 2), not {}",
+            value
+                .repr()
+                .map(|r| r.to_string())
+                .unwrap_or_else(|_| "that".into())
+        ))
+    };
+    if value.is_instance_of::<PyBool>() {
+        return Err(refuse());
+    }
+    if let Ok(bytes) = value.extract::<u64>() {
+        return if bytes > 0 {
+            Ok(Some(bytes))
+        } else {
+            Err(refuse())
+        };
+    }
+    match value.extract::<f64>() {
+        Ok(bytes) if bytes.is_finite() && bytes >= 1.0 => Ok(Some(bytes as u64)),
+        _ => Err(refuse()),
+    }
+}
+
+/// A channel list from Python: a sequence of names, or one comma-separated string as the CLI's
+/// `--channels R,G,B`.
+fn channel_list(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<ChannelSelection>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    let selection = if let Ok(list) = value.cast::<PyString>() {
+        ChannelSelection::parse(&list.to_cow()?)
+    } else {
+        let names: Vec<String> = value.extract().map_err(|_| {
+            usage("channels must be a list of channel names or one \"R,G,B\" string")
+        })?;
+        engine::channel_selection(&names)
+    };
+    selection.map(Some).map_err(to_py)
 }
 
 /// A path or an image, where either will do.
@@ -86,24 +136,28 @@ fn image_of<'py>(
 
 /// Read a deep part of an OpenEXR file.
 ///
-/// ``part`` is an index or a part name (default: the first deep part); ``channels`` keeps only
-/// the named channels; ``memory_budget`` (bytes, default 8 GiB as the CLI's ``--max-memory``)
-/// refuses files whose decoded samples would take more. NaN depths are refused, as the CLI
-/// refuses them. Raises ``deepmerge.FileError`` (an ``OSError``) when the file cannot be read
-/// and ``deepmerge.FormatError`` (a ``ValueError``) when it is malformed or unsupported.
+/// ``part`` is an index or a part name (default: the first deep part). ``channels`` (a list of
+/// names, or one ``"R,G,B"`` string) keeps what the CLI's ``--channels`` keeps: the named
+/// channels, Z and ZBack always, and every alpha (A, RA, GA, BA) when a colour channel is
+/// named; the others are never stored (the part is read chunk by chunk keeping only these), and
+/// a name the part lacks is a ``FormatError``. ``memory_budget`` (bytes; default 8 GiB, the
+/// CLI's ``--max-memory``) refuses files whose decoded counts and (kept) samples would take
+/// more. NaN depths are refused, as the CLI refuses them. Raises ``deepmerge.FileError`` (an
+/// ``OSError``) when the file cannot be read and ``deepmerge.FormatError`` (a ``ValueError``)
+/// when it is malformed or unsupported.
 #[pyfunction]
 #[pyo3(signature = (path, part=None, channels=None, *, memory_budget=None))]
 fn read(
     py: Python<'_>,
     path: PathBuf,
     part: Option<PartArg>,
-    channels: Option<Vec<String>>,
-    memory_budget: Option<u64>,
+    channels: Option<&Bound<'_, PyAny>>,
+    memory_budget: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyDeepImage> {
     let request = ReadRequest {
         part: part_selector(part),
-        channels,
-        memory_budget,
+        channels: channel_list(channels)?,
+        memory_budget: budget_bytes(memory_budget)?,
     };
     let image = py.detach(|| engine::read(&path, &request)).map_err(to_py)?;
     Ok(PyDeepImage::new(image))
@@ -112,15 +166,30 @@ fn read(
 /// Merge deep inputs in depth order, as ``deepmerge IN... -o OUT`` does.
 ///
 /// ``inputs`` is a list of paths and ``DeepImage``\ s (the first input wins depth ties).
-/// ``output="flat"`` returns a ``FlatImage`` (composited front to back, ``flat_z=True`` adds the
-/// Z of the front-most contributing sample); ``output="deep"`` a merged ``DeepImage``
-/// (``tidy=True`` splits overlapping volumes). ``backend`` is ``"auto"`` (OpenGL on a GPU, else
-/// the CPU engine), ``"cpu"`` or ``"gl"``; ``layout`` (``"ll"``, ``"la"``, ``"ia"``, ``"bia"``)
-/// and ``method`` (``"rbm"``, ``"stepwise"``) choose how the GPU merges and so select GL under
-/// ``"auto"``. ``part`` picks the part of path inputs. ``memory_budget`` (bytes, default 8 GiB):
-/// the most one decoded input or the output may take (the CLI's ``--max-memory``).
+/// ``output="flat"`` composites front to back (``flat_z=True`` adds the Z of the front-most
+/// contributing sample); ``output="deep"`` keeps the samples (``tidy=True`` splits overlapping
+/// volumes). ``backend`` is ``"auto"`` (OpenGL on a GPU, else the CPU engine), ``"cpu"`` or
+/// ``"gl"``; ``layout`` (``"ll"``, ``"la"``, ``"ia"``, ``"bia"``) and ``method`` (``"rbm"``,
+/// ``"stepwise"``) choose how the GPU merges and so select GL under ``"auto"``. ``part`` picks
+/// the part of path inputs; ``channels`` keeps only those channels of path inputs, as
+/// ``--channels`` (see ``read``).
+///
+/// With ``out=PATH`` and every input a path, this is the CLI's streamed merge: inputs are read,
+/// merged and written a band of rows at a time within ``memory_budget`` bytes (default 1 GiB,
+/// the CLI's ``--memory-budget 1``; ``2 * deepmerge.GiB`` is ``--memory-budget 2``), a row
+/// too dense for its share is refused with the CLI's line, and the file has the CLI's bytes.
+/// ``compression`` (deep: ``"none"``, ``"rle"``, ``"zips"`` default, ``"zip"``) and
+/// ``flat_type`` (flat: ``"half"`` default, ``"float"``) are the CLI's ``--compression`` and
+/// ``--flat-type``. Returns a dict: ``streamed``, ``bands``, ``max_band_rows``,
+/// ``data_window``, ``memory_budget`` (bytes), ``backend`` (``"cpu"`` or ``"gl"``). With
+/// ``out`` and a ``DeepImage`` input the merge runs in memory and is then written.
+///
+/// Without ``out`` the result comes back in memory: a ``FlatImage`` or a ``DeepImage``. Whole
+/// inputs and the whole result are then held, so ``memory_budget`` (bytes, default 8 GiB as
+/// ``--max-memory`` for ``read``) only refuses: the most one decoded input or the result may
+/// take.
 #[pyfunction]
-#[pyo3(signature = (inputs, output="flat", tidy=false, backend="auto", layout=None, method=None, memory_budget=None, *, part=None, flat_z=false))]
+#[pyo3(signature = (inputs, output="flat", tidy=false, backend="auto", layout=None, method=None, memory_budget=None, *, part=None, flat_z=false, out=None, compression=None, flat_type=None, channels=None))]
 #[allow(clippy::too_many_arguments)]
 fn merge<'py>(
     py: Python<'py>,
@@ -130,9 +199,13 @@ fn merge<'py>(
     backend: &str,
     layout: Option<&str>,
     method: Option<&str>,
-    memory_budget: Option<u64>,
+    memory_budget: Option<&Bound<'py, PyAny>>,
     part: Option<PartArg>,
     flat_z: bool,
+    out: Option<PathBuf>,
+    compression: Option<&str>,
+    flat_type: Option<&str>,
+    channels: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let output = match output {
         "flat" => OutputKind::Flat { z: flat_z },
@@ -161,13 +234,41 @@ fn merge<'py>(
             )))
         }
     };
+    if out.is_none() && (compression.is_some() || flat_type.is_some()) {
+        return Err(usage(
+            "compression and flat_type apply when writing: pass out=PATH (or use write())",
+        ));
+    }
+    let write = WriteRequest {
+        deep: DeepWriteOptions {
+            codec: match (output, compression) {
+                (OutputKind::Deep, c) => codec_of(c)?,
+                (_, None) => Codec::Zips,
+                (_, Some(_)) => {
+                    return Err(usage(
+                        "compression applies to deep output; pass output=\"deep\"",
+                    ))
+                }
+            },
+            write_state: true,
+        },
+        flat_type: match (output, flat_type) {
+            (OutputKind::Deep, Some(_)) => {
+                return Err(usage(
+                    "flat_type applies to flat output, not output=\"deep\"",
+                ))
+            }
+            (_, t) => flat_type_of(t)?,
+        },
+    };
     let request = MergeRequest {
         output,
         tidy,
         backend,
         gl: gl_options(layout, method)?,
         part: part_selector(part),
-        memory_budget,
+        memory_budget: budget_bytes(memory_budget)?,
+        channels: channel_list(channels)?,
     };
     // A str is iterable too: its characters would be taken for paths.
     if inputs.is_instance_of::<PyString>() {
@@ -184,6 +285,31 @@ fn merge<'py>(
     if items.is_empty() {
         return Err(usage("merge needs at least one input"));
     }
+    let paths: Option<Vec<PathBuf>> = items
+        .iter()
+        .map(|item| match item {
+            PathOrImage::Path(path) => Some(path.clone()),
+            PathOrImage::Image(_) => None,
+        })
+        .collect();
+    if request.channels.is_some() && paths.is_none() {
+        return Err(usage(
+            "channels applies to path inputs; read DeepImages with read(path, channels=...)",
+        ));
+    }
+    if let (Some(out), Some(paths)) = (&out, &paths) {
+        let report = py
+            .detach(|| engine::merge_to_file(paths, out, &request, &write))
+            .map_err(to_py)?;
+        let dict = PyDict::new(py);
+        dict.set_item("streamed", true)?;
+        dict.set_item("bands", report.bands)?;
+        dict.set_item("max_band_rows", report.max_band_rows)?;
+        dict.set_item("data_window", window_of(report.window))?;
+        dict.set_item("memory_budget", report.memory_budget)?;
+        dict.set_item("backend", report.engine)?;
+        return Ok(dict.into_any());
+    }
     let engine_inputs: Vec<Input> = items
         .iter()
         .enumerate()
@@ -198,9 +324,65 @@ fn merge<'py>(
     let merged = py
         .detach(|| engine::merge(&engine_inputs, &request))
         .map_err(to_py)?;
+    if let Some(out) = &out {
+        py.detach(|| engine::write_merged(out, &merged, &write))
+            .map_err(to_py)?;
+        let window = match &merged {
+            MergeOutput::Flat(image) => image.data_window,
+            MergeOutput::Deep(image) => image.data_window,
+        };
+        let dict = PyDict::new(py);
+        dict.set_item("streamed", false)?;
+        dict.set_item("bands", 1)?;
+        dict.set_item("max_band_rows", window.height())?;
+        dict.set_item("data_window", window_of(window))?;
+        dict.set_item(
+            "memory_budget",
+            request
+                .memory_budget
+                .unwrap_or(deepmerge::exr::DEFAULT_MAX_MEMORY),
+        )?;
+        dict.set_item(
+            "backend",
+            py.detach(|| engine::engine_name(&request)).map_err(to_py)?,
+        )?;
+        return Ok(dict.into_any());
+    }
     Ok(match merged {
         MergeOutput::Flat(image) => Bound::new(py, PyFlatImage { image })?.into_any(),
         MergeOutput::Deep(image) => Bound::new(py, PyDeepImage::new(image))?.into_any(),
+    })
+}
+
+fn window_of(b: deepmerge::deep::Bounds) -> Window {
+    ((b.x0, b.y0), (b.x1, b.y1))
+}
+
+/// The CLI's `--compression` (default zips).
+fn codec_of(compression: Option<&str>) -> PyResult<Codec> {
+    Ok(match compression.unwrap_or("zips") {
+        "none" => Codec::None,
+        "rle" => Codec::Rle,
+        "zips" => Codec::Zips,
+        "zip" => Codec::Zip,
+        other => {
+            return Err(usage(format!(
+                "compression must be \"none\", \"rle\", \"zips\" or \"zip\", not {other:?}"
+            )))
+        }
+    })
+}
+
+/// The CLI's `--flat-type` (default half).
+fn flat_type_of(flat_type: Option<&str>) -> PyResult<FlatType> {
+    Ok(match flat_type.unwrap_or("half") {
+        "half" => FlatType::Half,
+        "float" => FlatType::Float,
+        other => {
+            return Err(usage(format!(
+                "flat_type must be \"half\" or \"float\", not {other:?}"
+            )))
+        }
     })
 }
 
@@ -286,17 +468,7 @@ fn write(
         if flat_type.is_some() {
             return Err(usage("flat_type applies to a FlatImage, not a DeepImage"));
         }
-        let codec = match compression.unwrap_or("zips") {
-            "none" => Codec::None,
-            "rle" => Codec::Rle,
-            "zips" => Codec::Zips,
-            "zip" => Codec::Zip,
-            other => {
-                return Err(usage(format!(
-                    "compression must be \"none\", \"rle\", \"zips\" or \"zip\", not {other:?}"
-                )))
-            }
-        };
+        let codec = codec_of(compression)?;
         let deep = &deep.get().image;
         return py
             .detach(|| engine::write_deep(&path, deep, codec))
@@ -308,15 +480,7 @@ fn write(
                 "compression applies to a DeepImage; flat output is written as the CLI writes it",
             ));
         }
-        let flat_type = match flat_type.unwrap_or("half") {
-            "half" => FlatType::Half,
-            "float" => FlatType::Float,
-            other => {
-                return Err(usage(format!(
-                    "flat_type must be \"half\" or \"float\", not {other:?}"
-                )))
-            }
-        };
+        let flat_type = flat_type_of(flat_type)?;
         let flat = &flat.get().image;
         return py
             .detach(|| engine::write_flat(&path, flat, flat_type))
@@ -337,8 +501,9 @@ fn write(
 fn info<'py>(
     py: Python<'py>,
     path: PathBuf,
-    memory_budget: Option<u64>,
+    memory_budget: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
+    let memory_budget = budget_bytes(memory_budget)?;
     let parts = py
         .detach(|| engine::info(&path, memory_budget))
         .map_err(to_py)?;
@@ -350,9 +515,8 @@ fn info<'py>(
         dict.set_item("name", h.name.clone())?;
         dict.set_item("deep", h.deep)?;
         dict.set_item("tiles", h.tiles)?;
-        let window = |b: deepmerge::deep::Bounds| -> Window { ((b.x0, b.y0), (b.x1, b.y1)) };
-        dict.set_item("data_window", window(h.data_window))?;
-        dict.set_item("display_window", window(h.display_window))?;
+        dict.set_item("data_window", window_of(h.data_window))?;
+        dict.set_item("display_window", window_of(h.display_window))?;
         let channels: Vec<(String, &str)> = h
             .channels
             .iter()
@@ -380,10 +544,18 @@ fn info<'py>(
     Ok(list)
 }
 
-/// ``deepmerge info FILE``'s report, word for word, as one string.
+/// ``deepmerge info FILE``'s report, word for word, as one string; ``channels`` (a list or
+/// ``"R,G,B"``) adds what a sample costs keeping only those, as ``--channels``.
 #[pyfunction]
-#[pyo3(signature = (path, *, memory_budget=None))]
-fn info_text(py: Python<'_>, path: PathBuf, memory_budget: Option<u64>) -> PyResult<String> {
-    py.detach(|| engine::info_text(&path, memory_budget))
+#[pyo3(signature = (path, *, memory_budget=None, channels=None))]
+fn info_text(
+    py: Python<'_>,
+    path: PathBuf,
+    memory_budget: Option<&Bound<'_, PyAny>>,
+    channels: Option<&Bound<'_, PyAny>>,
+) -> PyResult<String> {
+    let memory_budget = budget_bytes(memory_budget)?;
+    let channels = channel_list(channels)?;
+    py.detach(|| engine::info_text(&path, memory_budget, channels.as_ref()))
         .map_err(to_py)
 }

@@ -23,5 +23,10 @@ fn _deepmerge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<image::PyFlatImage>()?;
     functions::register(module)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    module.add("GiB", 1u64 << 30)?;
+    module.add(
+        "DEFAULT_MEMORY_BUDGET",
+        deepmerge::stream::DEFAULT_MEMORY_BUDGET,
+    )?;
     Ok(())
 }

@@ -92,6 +92,9 @@ def test_part_by_index_or_name_and_channel_selection():
     assert_same_image(dm.read(path), dm.read(path, part=parts[0]["index"]))
     some = dm.read(data("openexr-images/Balls.exr"), channels=["A", "Z"])
     assert some.channel_names == ["A", "Z"]
+    # as the CLI's --channels: the alpha a colour channel needs, and Z, come along
+    assert dm.read(data("openexr-images/Balls.exr"), channels=["R"]).channel_names == [
+        "A", "R", "Z"]
     full = dm.read(data("openexr-images/Balls.exr"))
     assert some["Z"].tobytes() == full["Z"].tobytes()
     with pytest.raises(dm.FormatError, match="no channel Q"):
@@ -101,5 +104,6 @@ def test_part_by_index_or_name_and_channel_selection():
 def test_info_matches_the_cli(cli):
     path = data("openexr-images/Balls.exr")
     assert dm.info_text(path) == cli("info", path).stdout
+    assert dm.info_text(path, channels=["R"]) == cli("info", path, "--channels", "R").stdout
     [part] = dm.info(path)
     assert part["samples"]["total"] == dm.read(path).sample_count
