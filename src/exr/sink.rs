@@ -17,14 +17,13 @@ use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use exr::meta::attribute::{
-    self as attr, AttributeValue, ChannelDescription, ChannelList, IntegerBounds, LineOrder,
-};
-use exr::prelude::SmallVec;
+use exr::meta::attribute as attr;
 use rayon::prelude::*;
 
 use super::compression::{compress, Codec};
-use super::write::{encode_chunk, encode_deep_header, AtomicFile, DeepHeader};
+use super::write::{
+    encode_chunk, encode_deep_header, scanline_header_start, AtomicFile, DeepHeader,
+};
 use super::{DeepWriteOptions, FlatType};
 use crate::deep::{Bounds, DeepImage, FlatImage, FlatValues, Plane, SampleType};
 use crate::error::{Error, Result};
@@ -426,51 +425,20 @@ impl FlatChunkWriter {
     }
 
     fn header(&self, band: &FlatImage) -> Result<Vec<u8>> {
-        let long_names = band.channels.iter().any(|c| c.name.len() > 31);
-        let mut out = vec![0x76, 0x2f, 0x31, 0x01];
-        let flags: u32 = 2 | (u32::from(long_names) << 10);
-        out.extend(flags.to_le_bytes());
-        let channels: SmallVec<[ChannelDescription; 5]> = band
+        let channels: Vec<(&str, SampleType)> = band
             .channels
             .iter()
-            .map(|c| {
-                let t = match self.storage(&c.name, &c.values) {
-                    SampleType::U32 => attr::SampleType::U32,
-                    SampleType::F16 => attr::SampleType::F16,
-                    SampleType::F32 => attr::SampleType::F32,
-                };
-                ChannelDescription::new(c.name.as_str(), t, false)
-            })
+            .map(|c| (c.name.as_str(), self.storage(&c.name, &c.values)))
             .collect();
-        let bounds = |b: Bounds| IntegerBounds::new((b.x0, b.y0), (b.width(), b.height()));
-        let attributes: [(&str, AttributeValue); 8] = [
-            (
-                "channels",
-                AttributeValue::ChannelList(ChannelList::new(channels)),
-            ),
-            (
-                "compression",
-                AttributeValue::Compression(Codec::Zip.to_exr()),
-            ),
-            (
-                "dataWindow",
-                AttributeValue::IntegerBounds(bounds(self.window)),
-            ),
-            (
-                "displayWindow",
-                AttributeValue::IntegerBounds(bounds(band.display_window)),
-            ),
-            (
-                "lineOrder",
-                AttributeValue::LineOrder(LineOrder::Increasing),
-            ),
-            ("pixelAspectRatio", AttributeValue::F32(1.0)),
-            (
-                "screenWindowCenter",
-                AttributeValue::FloatVec2((0.0, 0.0).into()),
-            ),
-            ("screenWindowWidth", AttributeValue::F32(1.0)),
-        ];
+        let mut out = Vec::new();
+        let attributes = scanline_header_start(
+            &mut out,
+            &channels,
+            false,
+            Codec::Zip,
+            self.window,
+            band.display_window,
+        );
         for (name, value) in &attributes {
             attr::write(name.as_bytes(), value, &mut out)
                 .map_err(|e| Error::format(format!("cannot encode attribute {name}: {e}")))?;

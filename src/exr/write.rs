@@ -213,6 +213,53 @@ fn exr_bounds(b: Bounds) -> IntegerBounds {
     IntegerBounds::new((b.x0, b.y0), (b.width(), b.height()))
 }
 
+/// Start a single-part scanline header in `out` (magic number and version flags, `deep` or
+/// flat) and return the attributes every such header has, in the order they are written;
+/// the caller appends its own (deep: type, version, counts) and writes them.
+pub(super) fn scanline_header_start(
+    out: &mut Vec<u8>,
+    channels: &[(&str, SampleType)],
+    deep: bool,
+    codec: Codec,
+    data_window: Bounds,
+    display_window: Bounds,
+) -> Vec<(&'static str, AttributeValue)> {
+    let long_names = channels.iter().any(|(name, _)| name.len() > 31);
+    out.extend([0x76, 0x2f, 0x31, 0x01]);
+    // Version 2, bit 10: long names, bit 11: deep data.
+    let flags: u32 = 2 | (u32::from(long_names) << 10) | (u32::from(deep) << 11);
+    out.extend(flags.to_le_bytes());
+    let channels: SmallVec<[ChannelDescription; 5]> = channels
+        .iter()
+        .map(|&(name, t)| ChannelDescription::new(name, exr_type(t), false))
+        .collect();
+    vec![
+        (
+            "channels",
+            AttributeValue::ChannelList(ChannelList::new(channels)),
+        ),
+        ("compression", AttributeValue::Compression(codec.to_exr())),
+        (
+            "dataWindow",
+            AttributeValue::IntegerBounds(exr_bounds(data_window)),
+        ),
+        (
+            "displayWindow",
+            AttributeValue::IntegerBounds(exr_bounds(display_window)),
+        ),
+        (
+            "lineOrder",
+            AttributeValue::LineOrder(LineOrder::Increasing),
+        ),
+        ("pixelAspectRatio", AttributeValue::F32(1.0)),
+        (
+            "screenWindowCenter",
+            AttributeValue::FloatVec2((0.0, 0.0).into()),
+        ),
+        ("screenWindowWidth", AttributeValue::F32(1.0)),
+    ]
+}
+
 /// Options for deep output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeepWriteOptions {
@@ -320,49 +367,27 @@ pub(crate) fn encode_deep_header(
     options: &DeepWriteOptions,
     chunk_count: usize,
 ) -> Result<usize> {
-    let codec = options.codec;
-    let long_names = header.channels.iter().any(|c| c.name.len() > 31);
-    out.extend([0x76, 0x2f, 0x31, 0x01]);
-    // Version 2, bit 10: long names, bit 11: deep data.
-    let flags: u32 = 2 | (u32::from(long_names) << 10) | (1 << 11);
-    out.extend(flags.to_le_bytes());
-
-    let channels: SmallVec<[ChannelDescription; 5]> = header
+    let channels: Vec<(&str, SampleType)> = header
         .channels
         .iter()
-        .map(|c| ChannelDescription::new(c.name.as_str(), exr_type(c.sample_type), false))
+        .map(|c| (c.name.as_str(), c.sample_type))
         .collect();
     let max_samples = i32::try_from(header.max_samples)
         .map_err(|_| Error::format("a pixel holds more samples than EXR can count"))?;
-    let mut attributes: Vec<(&str, AttributeValue)> = vec![
-        (
-            "channels",
-            AttributeValue::ChannelList(ChannelList::new(channels)),
-        ),
-        ("compression", AttributeValue::Compression(codec.to_exr())),
-        (
-            "dataWindow",
-            AttributeValue::IntegerBounds(exr_bounds(header.data_window)),
-        ),
-        (
-            "displayWindow",
-            AttributeValue::IntegerBounds(exr_bounds(header.display_window)),
-        ),
-        (
-            "lineOrder",
-            AttributeValue::LineOrder(LineOrder::Increasing),
-        ),
-        ("pixelAspectRatio", AttributeValue::F32(1.0)),
-        (
-            "screenWindowCenter",
-            AttributeValue::FloatVec2((0.0, 0.0).into()),
-        ),
-        ("screenWindowWidth", AttributeValue::F32(1.0)),
+    let mut attributes = scanline_header_start(
+        out,
+        &channels,
+        true,
+        options.codec,
+        header.data_window,
+        header.display_window,
+    );
+    attributes.extend([
         ("type", AttributeValue::BlockType(BlockType::DeepScanLine)),
         ("version", AttributeValue::I32(1)),
         ("maxSamplesPerPixel", AttributeValue::I32(max_samples)),
         ("chunkCount", AttributeValue::I32(chunk_count as i32)),
-    ];
+    ]);
     if options.write_state {
         // Its own attribute type: one byte, 0 messy, 1 sorted, 2 non-overlapping, 3 tidy.
         attributes.push((
