@@ -260,8 +260,8 @@ impl ChunkSource {
         Ok(())
     }
 
-    /// The region and samples per row of the chunk at `at`, from its head and count table.
-    fn chunk_head_counts(&self, at: u64) -> Result<(Bounds, Vec<u64>)> {
+    /// The head of the chunk at `at` and its length in bytes, checked to lie inside the file.
+    fn chunk_head(&self, at: u64) -> Result<(crate::exr::read::ChunkHead, usize)> {
         let head_bytes = self.read_head_bytes(at)?;
         let (head, head_len) = read_chunk_head(
             &head_bytes,
@@ -271,6 +271,12 @@ impl ChunkSource {
             self.window,
         )?;
         self.check_chunk_fits(at, head_len, &head)?;
+        Ok((head, head_len))
+    }
+
+    /// The region and samples per row of the chunk at `at`, from its head and count table.
+    fn chunk_head_counts(&self, at: u64) -> Result<(Bounds, Vec<u64>)> {
+        let (head, head_len) = self.chunk_head(at)?;
         check_plausible(
             self.codec,
             head.packed_sample_size,
@@ -327,15 +333,7 @@ impl ChunkSource {
 
     /// The whole chunk at `at`: head, count table and sample data.
     fn read_chunk(&self, at: u64) -> Result<Vec<u8>> {
-        let head_bytes = self.read_head_bytes(at)?;
-        let (head, head_len) = read_chunk_head(
-            &head_bytes,
-            self.multipart,
-            self.part,
-            &self.header,
-            self.window,
-        )?;
-        self.check_chunk_fits(at, head_len, &head)?;
+        let (head, head_len) = self.chunk_head(at)?;
         self.read_exact_at(
             at,
             head_len + head.packed_table_size + head.packed_sample_size,
