@@ -1,5 +1,6 @@
 // Merge the lists of images A (earlier inputs) and B (the next input) at each pixel (twin:
-// cpu::merge), stepwise (MERGE_METHOD 0) or with register blocks of BLOCK_SIZE (MERGE_METHOD 1),
+// cpu::merge), stepwise (MERGE_METHOD 0) or with register blocks of BLOCK_SIZE (MERGE_METHOD 1;
+// RBM_SHIFT picks constant-index shifting blocks over dynamically indexed ones),
 // into a deep image OUT in any layout (OUTPUT_DEEP) or a flat composite (OUTPUT_FLAT).
 //
 // Direction: with MERGE_DESC the lists are walked back to front, the largest key is emitted
@@ -140,12 +141,78 @@ void main() {
         ib += 1u;
         if (ib < nb) { slot_b = B_next_slot(p, nb, cursor_b); }
     }
+#elif RBM_SHIFT
+    // Register blocks with constant indices only (RBM_SHIFT 1): the head of each block is
+    // always element 0, and after every emit the block shifts down by one, in loops of the
+    // compile-time bound BLOCK_SIZE that unroll. GPU compilers keep such arrays in registers;
+    // the dynamically indexed variant below (block[pos]) can put them in local memory, which is
+    // what the paper's register blocks avoid. Same emits in the same order as stepwise.
+    Fragment block_a[BLOCK_SIZE];
+    Fragment block_b[BLOCK_SIZE];
+    uint slots_a[BLOCK_SIZE];
+    uint slots_b[BLOCK_SIZE];
+    uint read_a = 0u, held_a = 0u;
+    uint read_b = 0u, held_b = 0u;
+    for (;;) {
+        if (held_a == 0u) {
+            held_a = min(uint(BLOCK_SIZE), na - read_a);
+            for (uint j = 0u; j < uint(BLOCK_SIZE); ++j) {
+                if (j < held_a) {
+                    slots_a[j] = A_next_slot(p, na, cursor_a);
+                    block_a[j] = A_keys[slots_a[j]];
+                }
+            }
+            read_a += held_a;
+        }
+        if (held_b == 0u) {
+            held_b = min(uint(BLOCK_SIZE), nb - read_b);
+            for (uint j = 0u; j < uint(BLOCK_SIZE); ++j) {
+                if (j < held_b) {
+                    slots_b[j] = B_next_slot(p, nb, cursor_b);
+                    block_b[j] = B_keys[slots_b[j]];
+                }
+            }
+            read_b += held_b;
+        }
+        if (held_a == 0u && held_b == 0u) {
+            break;
+        }
+        for (uint k = 0u; k < uint(2 * BLOCK_SIZE); ++k) {
+            if (held_a == 0u || held_b == 0u) break;
+            if (take_b(block_a[0], block_b[0])) {
+                emit(true, slots_b[0]);
+                for (uint j = 0u; j + 1u < uint(BLOCK_SIZE); ++j) {
+                    block_b[j] = block_b[j + 1u];
+                    slots_b[j] = slots_b[j + 1u];
+                }
+                held_b -= 1u;
+            } else {
+                emit(false, slots_a[0]);
+                for (uint j = 0u; j + 1u < uint(BLOCK_SIZE); ++j) {
+                    block_a[j] = block_a[j + 1u];
+                    slots_a[j] = slots_a[j + 1u];
+                }
+                held_a -= 1u;
+            }
+        }
+        // A list whose refill found nothing is finished: drain the other block.
+        if (read_a == na && held_a == 0u) {
+            for (uint j = 0u; j < uint(BLOCK_SIZE); ++j) {
+                if (j < held_b) emit(true, slots_b[j]);
+            }
+            held_b = 0u;
+        } else if (read_b == nb && held_b == 0u) {
+            for (uint j = 0u; j < uint(BLOCK_SIZE); ++j) {
+                if (j < held_a) emit(false, slots_a[j]);
+            }
+            held_a = 0u;
+        }
+    }
 #else
-    // Register blocks: every loop over a block has the compile-time bound BLOCK_SIZE (with an
-    // early exit), so the compiler can keep the blocks in registers. The comparison reads
-    // block[pos], a dynamic index; a variant that shifts each block down after every emit (all
-    // indices constant) was measured on llvmpipe: same results, slower merges (2.9x vs 1.5x
-    // LL-S on the synthetic pair) and far slower compiles at BLOCK_SIZE 32, so it was dropped.
+    // Register blocks with a dynamic index (RBM_SHIFT 0): every loop over a block has the
+    // compile-time bound BLOCK_SIZE (with an
+    // early exit). The comparison reads block[pos], a dynamic index, which is cheap on llvmpipe
+    // (the shifting variant above was 2x slower there) but may live in local memory on a GPU.
     Fragment block_a[BLOCK_SIZE];
     Fragment block_b[BLOCK_SIZE];
     uint slots_a[BLOCK_SIZE];

@@ -97,7 +97,22 @@ impl MergeJob {
             On::Gl(ctx) => MergeEngine::Gl(ctx, self.gl.unwrap_or_default()),
             On::Cpu => MergeEngine::Cpu,
         };
-        let report = merge.run(output, engine, Some(stats))?;
+        let profiled = match on {
+            On::Gl(ctx) if self.gl_stats => {
+                ctx.profile_stages(true);
+                Some(ctx)
+            }
+            _ => None,
+        };
+        let report = merge.run(output, engine, Some(stats));
+        // The stage profile is read after the merge, so profiling adds no wait inside it.
+        let profile = profiled.map(|ctx| {
+            let mut profile = ctx.take_profile();
+            ctx.profile_stages(false);
+            profile.copy_bandwidth = copy_floor(ctx);
+            profile
+        });
+        let report = report?;
         // A streamed merge finds a corrupt block or a NaN depth only when it decodes that band,
         // so the announcement waits for success: a run that fails prints its one error line.
         if let Some((p, Some(line))) = progress {
@@ -106,6 +121,9 @@ impl MergeJob {
         if self.gl_stats {
             if let Some(gl_stats) = &report.gpu_stats {
                 eprint!("{gl_stats}");
+            }
+            if let Some(profile) = profile {
+                eprintln!("{profile}");
             }
         }
         step();
@@ -244,4 +262,10 @@ pub fn check_output_is_not_an_input(output: &Path, inputs: &[PathBuf]) -> Result
         }
     }
     Ok(())
+}
+
+/// The GL copy kernel's bandwidth on `ctx` (64 MiB, 5 copies), the floor `--stats` compares
+/// every stage with; `None` (and the profile prints no ratio) when it cannot be measured.
+fn copy_floor(ctx: &GlContext) -> Option<f64> {
+    crate::gpu::copy_bandwidth(ctx, 64 << 20, 5).ok()
 }

@@ -10,7 +10,7 @@ use deepmerge::composite::{
     holdout, HoldoutMode, MergeOptions, MergeStrategy, OutputKind, SortPolicy,
 };
 use deepmerge::exr::{self, Codec, DeepWriteOptions, FlatType, PartSelector, ReadOptions};
-use deepmerge::gpu::{GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
+use deepmerge::gpu::{GlContext, GlOptions, Layout, MergeMethod, PixelOrder, RbmBlocks};
 use deepmerge::inspect::TableValues;
 use deepmerge::job::{MergeJob, SequenceSummary};
 use deepmerge::progress::{Progress, ProgressMode, RunStats};
@@ -56,7 +56,14 @@ enum Command {
         max_memory: f64,
     },
     /// Print the OpenGL device, renderer, version and the limits the engine depends on.
-    GpuInfo,
+    GpuInfo {
+        /// Also compile merge.comp's register-block variants (layouts LA and BIA; stepwise, RBM
+        /// indexed and RBM shifted; blocks 4, 8, 16; flat and deep), write each driver program
+        /// binary to DIR, and say which hold local-memory arrays (NVIDIA's binaries carry their
+        /// assembly; `lmem` there means a block left the registers).
+        #[arg(long, value_name = "DIR")]
+        programs: Option<PathBuf>,
+    },
     /// Write a procedural benchmark scene as deep EXR inputs PREFIX_0.exr, PREFIX_1.exr, ...
     Scene {
         /// atrium, powerplant, hairball or planes.
@@ -127,8 +134,8 @@ enum CompressionArg {
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum BackendArg {
-    /// OpenGL on a GPU; the CPU where there is none or only a software renderer (unless GPU
-    /// options are given).
+    /// The CPU engine, measured faster end to end than OpenGL on llvmpipe and on an NVIDIA
+    /// H100 (GPU options such as --layout select OpenGL).
     Auto,
     /// The CPU reference engine.
     Cpu,
@@ -197,7 +204,8 @@ struct MergeArgs {
     /// Which engine runs the merge.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
-    /// GPU layout of the inputs and of deep intermediates (GL backend).
+    /// GPU layout of the inputs and of deep intermediates (GL backend; default la, the fastest
+    /// measured on an H100).
     #[arg(long, value_enum)]
     layout: Option<LayoutArg>,
     /// Register-block merging (GL backend; the default).
@@ -209,6 +217,10 @@ struct MergeArgs {
     /// Register block size, 1 to 32 (GL backend).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
     block: Option<u32>,
+    /// How register blocks are indexed: shifted (constant indices; the default) or indexed (a
+    /// moving index) (GL backend; same output, speed differs by compiler).
+    #[arg(long, value_name = "HOW")]
+    rbm_blocks: Option<RbmBlocks>,
     /// Pixel order of GPU layouts: row-major, or 8x4 raster tiles (GL backend).
     #[arg(long, value_enum)]
     pixel_order: Option<PixelOrderArg>,
@@ -325,7 +337,7 @@ fn main() -> ExitCode {
             compression,
             max_memory,
         }) => run_holdout(&input, &holdout, &output, cull, compression, max_memory),
-        Some(Command::GpuInfo) => GlContext::new().map(|ctx| print!("{}", ctx.info())),
+        Some(Command::GpuInfo { programs }) => run_gpu_info(programs.as_deref()),
         Some(Command::Scene {
             name,
             size,
@@ -347,6 +359,69 @@ fn main() -> ExitCode {
 }
 
 /// 2 for options that do not fit together (as clap's own usage errors), 1 for anything else.
+fn run_gpu_info(programs: Option<&Path>) -> Result<()> {
+    let ctx = GlContext::new()?;
+    print!("{}", ctx.info());
+    let Some(dir) = programs else {
+        return Ok(());
+    };
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::file(dir, format!("cannot create folder: {e}")))?;
+    // A, then B, G, R over A: the scenes' channels.
+    let columns = deepmerge::gpu::engine::ColumnSpec {
+        alpha_of: vec![None, Some(0), Some(0), Some(0)],
+    };
+    println!("merge.comp program binaries in {}:", dir.display());
+    for layout in [Layout::Linearised, Layout::BlockedInterleaved] {
+        for (method, rbm_blocks) in [
+            (MergeMethod::Stepwise, RbmBlocks::Indexed),
+            (MergeMethod::RegisterBlock, RbmBlocks::Indexed),
+            (MergeMethod::RegisterBlock, RbmBlocks::Shifted),
+        ] {
+            for block_size in [4, 8, 16] {
+                for deep in [false, true] {
+                    let spec = deepmerge::gpu::engine::MergeSpec {
+                        method,
+                        block_size,
+                        descending: false,
+                        rbm_blocks,
+                    };
+                    let binary = deepmerge::gpu::engine::merge_program_binary(
+                        &ctx, layout, spec, &columns, deep,
+                    )?;
+                    let name = format!(
+                        "merge-{}-{}{}-b{block_size}-{}.bin",
+                        layout.name(),
+                        method.name(),
+                        if method == MergeMethod::RegisterBlock {
+                            format!("-{}", rbm_blocks.name())
+                        } else {
+                            String::new()
+                        },
+                        if deep { "deep" } else { "flat" }
+                    );
+                    let path = dir.join(&name);
+                    std::fs::write(&path, &binary)
+                        .map_err(|e| Error::file(&path, format!("cannot write: {e}")))?;
+                    let lmem = count_word(&binary, b"lmem");
+                    println!(
+                        "  {name}: {} bytes, 'lmem' {} times{}",
+                        binary.len(),
+                        lmem,
+                        if lmem > 0 { " (local memory)" } else { "" }
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How often `word` occurs in `bytes`.
+fn count_word(bytes: &[u8], word: &[u8]) -> usize {
+    bytes.windows(word.len()).filter(|w| *w == word).count()
+}
+
 fn exit_code(e: &Error) -> ExitCode {
     match e {
         Error::Usage(_) => ExitCode::from(2),
@@ -456,6 +531,7 @@ fn gl_options(args: &MergeArgs) -> Option<GlOptions> {
         || args.rbm
         || args.stepwise
         || args.block.is_some()
+        || args.rbm_blocks.is_some()
         || args.pixel_order.is_some()
         || args.gpu_stages.is_some()
         || args.stats;
@@ -489,6 +565,7 @@ fn gl_options(args: &MergeArgs) -> Option<GlOptions> {
         },
         sort_on_gpu: stages_on_gpu,
         tidy_on_gpu: stages_on_gpu,
+        rbm_blocks: args.rbm_blocks.unwrap_or(defaults.rbm_blocks),
         ..defaults
     })
 }

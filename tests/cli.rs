@@ -10,16 +10,6 @@ use common::*;
 use deepmerge::composite::{MergeOptions, MergeOutput, OutputKind};
 use gpu_common::{assert_merge_matches, Reference, Stages};
 
-/// Whether the GL the CLI gets is a software rasteriser (`deepmerge gpu-info` says so).
-fn gl_is_software() -> bool {
-    let (ok, out, err) = run(&["gpu-info"]);
-    assert!(
-        ok,
-        "GL must be available (Mesa llvmpipe): apt-get install libegl1 libgl1-mesa-dri\n{err}"
-    );
-    out.contains("(software)")
-}
-
 #[test]
 fn info_reports_parts_windows_channels_and_complexity() {
     let file = data("openexr-images/Stereo-Trunks-multipart.exr");
@@ -383,20 +373,16 @@ fn backend_choice_without_gl_and_with_software_gl() {
         "one line says which engine: {err}"
     );
     assert!(err.contains("on the CPU (OpenGL: no EGL devices"), "{err}");
-    // The default on purpose: with only a software renderer (llvmpipe), `auto` picks the
-    // faster CPU engine and says so on one line; with a hardware GPU it picks GL.
+    // The default on purpose: `auto` picks the CPU engine, measured faster end to end on
+    // llvmpipe and on an H100, and says why on one line.
     std::fs::remove_file(&out).unwrap();
     let (ok, _, err) = run(&args);
     assert!(ok, "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    if gl_is_software() {
-        assert!(
-            err.contains("on the CPU (OpenGL here is only the software renderer llvmpipe"),
-            "{err}"
-        );
-    } else {
-        assert!(err.contains("with OpenGL on"), "{err}");
-    }
+    assert!(
+        err.contains("on the CPU (faster end to end than the GL engine"),
+        "{err}"
+    );
 }
 
 #[test]

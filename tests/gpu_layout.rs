@@ -11,6 +11,7 @@ use deepmerge::cpu::merge::{merge_built, merge_kway_built};
 use deepmerge::gpu::engine::{
     build_image, kway_stride, merge_deep, merge_deep_kway, ColumnSpec, GpuStack, MergeSpec,
 };
+use deepmerge::gpu::RbmBlocks::{self, Indexed};
 use deepmerge::vocab::{BuiltImage, Fragment, Layout, MergeMethod};
 use gpu_common::{test_rng, with_gl};
 
@@ -120,21 +121,44 @@ fn gpu_pair_merges_match_cpu_twins_for_every_layout_triple() {
             for (j, lb) in Layout::ALL.into_iter().enumerate() {
                 let lo = Layout::ALL[(i + j) % 4];
                 for descending in [false, true] {
-                    cases.push((la, lb, lo, MergeMethod::Stepwise, 4, descending));
+                    cases.push((la, lb, lo, MergeMethod::Stepwise, 4, descending, Indexed));
                 }
-                cases.push((la, lb, lo, MergeMethod::RegisterBlock, 8, (i + j) % 2 == 1));
+                // Both register-block indexings, crossed with the directions.
+                let blocks = RbmBlocks::ALL[j % 2];
+                let descending = (i + j) % 2 == 1;
+                cases.push((
+                    la,
+                    lb,
+                    lo,
+                    MergeMethod::RegisterBlock,
+                    8,
+                    descending,
+                    blocks,
+                ));
             }
-            cases.push((la, la, la, MergeMethod::RegisterBlock, 1, false));
-            cases.push((la, la, la, MergeMethod::RegisterBlock, 32, true));
+            cases.push((la, la, la, MergeMethod::RegisterBlock, 1, false, Indexed));
+            cases.push((la, la, la, MergeMethod::RegisterBlock, 32, true, Indexed));
+            // Shifting blocks of 32 compile slowly on llvmpipe: one layout at each end.
+            let shifted_block = if la == Layout::Linearised { 32 } else { 1 };
+            cases.push((
+                la,
+                la,
+                la,
+                MergeMethod::RegisterBlock,
+                shifted_block,
+                la == Layout::Linearised,
+                RbmBlocks::Shifted,
+            ));
         }
-        for (la, lb, lo, method, block, descending) in cases {
+        for (la, lb, lo, method, block, descending, rbm_blocks) in cases {
             {
                 let what = format!(
-                    "{}+{}->{} {} {block} desc {descending}",
+                    "{}+{}->{} {} {block} {} desc {descending}",
                     la.name(),
                     lb.name(),
                     lo.name(),
-                    method.name()
+                    method.name(),
+                    rbm_blocks.name()
                 );
                 // LL lists must run the way the merge walks them.
                 let a =
@@ -145,6 +169,7 @@ fn gpu_pair_merges_match_cpu_twins_for_every_layout_triple() {
                     method,
                     block_size: block,
                     descending,
+                    rbm_blocks,
                 };
                 let gpu = merge_deep(ctx, &a, &b, lo, spec, &columns)
                     .unwrap()

@@ -28,7 +28,9 @@ mod gpu_common;
 
 use deepmerge::composite::{merge_images, MergeOptions, MergeStrategy, OutputKind};
 use deepmerge::deep::{Bounds, DeepImage};
-use deepmerge::gpu::{merge_images_gl, GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
+use deepmerge::gpu::{
+    merge_images_gl, GlContext, GlOptions, Layout, MergeMethod, PixelOrder, RbmBlocks,
+};
 use gpu_common::{
     assert_gl_matches, assert_gl_matches_reference, crop, real, with_gl, Reference, Stages, Synth,
 };
@@ -81,16 +83,28 @@ fn full_matrix(ctx: &GlContext, inputs: &[&DeepImage], name: &str, order: PixelO
                             if stages == Stages::Host && block_size != HOST_BLOCK {
                                 continue;
                             }
-                            let gl = stages.cell(layout, method, block_size, order);
-                            let what = format!(
-                                "{name}: {} {} {} block {block_size} {:?} tidy {} {stages:?} stages",
-                                strategy.name(),
-                                layout.name(),
-                                method.name(),
-                                options.output,
-                                options.tidy
-                            );
-                            assert_gl_matches(ctx, inputs, &options, &gl, &reference, &what);
+                            // Both register-block indexings with the GPU stages; the host
+                            // stages do not depend on it.
+                            let indexings: &[RbmBlocks] = match (method, stages) {
+                                (MergeMethod::RegisterBlock, Stages::Gpu) => &RbmBlocks::ALL,
+                                _ => &[RbmBlocks::Indexed],
+                            };
+                            for &rbm_blocks in indexings {
+                                let gl = GlOptions {
+                                    rbm_blocks,
+                                    ..stages.cell(layout, method, block_size, order)
+                                };
+                                let what = format!(
+                                    "{name}: {} {} {} {} block {block_size} {:?} tidy {} {stages:?} stages",
+                                    strategy.name(),
+                                    layout.name(),
+                                    method.name(),
+                                    rbm_blocks.name(),
+                                    options.output,
+                                    options.tidy
+                                );
+                                assert_gl_matches(ctx, inputs, &options, &gl, &reference, &what);
+                            }
                         }
                     }
                 }

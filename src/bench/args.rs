@@ -48,6 +48,17 @@ pub struct BenchArgs {
     /// Leave out the BIA RBM column in raster-tile pixel order.
     #[arg(long)]
     pub no_tiles: bool,
+    /// Add an RBM column per layout whose register blocks shift (constant indices) instead of
+    /// being indexed by a moving position (`--rbm-blocks shifted` in a merge).
+    #[arg(long)]
+    pub rbm_shifted: bool,
+    /// Profile every GL cell of Tables 1 and 2 once more (untimed) with GPU timer queries and
+    /// print a per-stage table: ms per stage, GB/s and share of the GL copy floor.
+    #[arg(long)]
+    pub stages: bool,
+    /// Run Table 5 alone (k-way against the pairwise chain), not Tables 1-4.
+    #[arg(long, conflicts_with = "no_kway")]
+    pub only_kway: bool,
     /// Input counts of Table 5, k-way against the pairwise chain (2 to 64 each).
     #[arg(long, value_name = "N,...", value_delimiter = ',', default_values_t = [2usize, 4, 8],
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=64))]
@@ -91,6 +102,9 @@ impl BenchArgs {
             gl: !self.no_gl,
             block_size: self.block_size,
             tiled_order: !self.no_tiles,
+            rbm_shifted: self.rbm_shifted,
+            stages: self.stages,
+            only_kway: self.only_kway,
             kway_inputs: if self.no_kway {
                 Vec::new()
             } else {

@@ -115,6 +115,12 @@ pub trait MergeEngine {
 
     /// Free what `prepare` made (GPU buffers) before the next case.
     fn release(&mut self) {}
+
+    /// Per-stage GPU times (timer queries) of one untimed run of the last operation timed,
+    /// when the engine profiles (GL with [`super::BenchConfig::stages`]); taken once.
+    fn take_stage_profile(&mut self) -> Option<crate::gpu::GpuProfile> {
+        None
+    }
 }
 
 /// Run `operation` once on `engine`.

@@ -22,8 +22,9 @@ use glow::HasContext;
 use crate::composite::{MergeOptions, MergeOutput, OutputKind};
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
-use crate::gpu::program::Defines;
-use crate::gpu::{GlContext, GlOptions, GpuBuffer, GpuMerger, Layout, MergeMethod, PixelOrder};
+use crate::gpu::{
+    GlContext, GlOptions, GpuMerger, GpuProfile, Layout, MergeMethod, PixelOrder, RbmBlocks,
+};
 
 use super::engine::{BenchCase, MergeEngine, Operation};
 use super::floor::BandwidthProbe;
@@ -54,37 +55,42 @@ pub fn open_gl_context() -> std::result::Result<Rc<GlContext>, String> {
     GlContext::new().map(Rc::new).map_err(|e| e.to_string())
 }
 
-/// The GL engines: the paper's eight columns with `block_size`, then (when `tiled`) BIA RBM in
-/// the raster-tile pixel order.
-pub fn gl_engines(ctx: &Rc<GlContext>, block_size: u32, tiled: bool) -> Vec<GlEngine> {
-    let mut engines: Vec<GlEngine> = paper_configurations()
+/// The GL engines: the paper's eight columns with `block_size`, then (when `shifted`) the four
+/// RBM columns with constant-index shifting blocks ([`RbmBlocks::Shifted`]), then (when `tiled`)
+/// BIA RBM in the raster-tile pixel order; each profiling its stages when `stages`.
+pub fn gl_engines(ctx: &Rc<GlContext>, config: &super::BenchConfig) -> Vec<GlEngine> {
+    let block_size = config.block_size;
+    let mut options: Vec<GlOptions> = paper_configurations()
         .into_iter()
-        .map(|(layout, method)| {
-            GlEngine::new(
-                ctx.clone(),
-                GlOptions {
-                    layout,
-                    method,
-                    block_size,
-                    pixel_order: PixelOrder::RowMajor,
-                    ..GlOptions::default()
-                },
-            )
+        .map(|(layout, method)| GlOptions {
+            layout,
+            method,
+            block_size,
+            ..GlOptions::default()
         })
         .collect();
-    if tiled {
-        engines.push(GlEngine::new(
-            ctx.clone(),
-            GlOptions {
-                layout: Layout::BlockedInterleaved,
-                method: MergeMethod::RegisterBlock,
-                block_size,
-                pixel_order: PixelOrder::Tiled,
-                ..GlOptions::default()
-            },
-        ));
+    if config.rbm_shifted {
+        options.extend(Layout::ALL.map(|layout| GlOptions {
+            layout,
+            method: MergeMethod::RegisterBlock,
+            block_size,
+            rbm_blocks: RbmBlocks::Shifted,
+            ..GlOptions::default()
+        }));
     }
-    engines
+    if config.tiled_order {
+        options.push(GlOptions {
+            layout: Layout::BlockedInterleaved,
+            method: MergeMethod::RegisterBlock,
+            block_size,
+            pixel_order: PixelOrder::Tiled,
+            ..GlOptions::default()
+        });
+    }
+    options
+        .into_iter()
+        .map(|o| GlEngine::new(ctx.clone(), o).with_stage_profile(config.stages))
+        .collect()
 }
 
 /// One GL configuration as a bench column.
@@ -93,6 +99,10 @@ pub struct GlEngine {
     options: GlOptions,
     /// Bytes of the two inputs' buffers, known once Table 1's merge has run for the case.
     input_bytes: Option<u64>,
+    /// Whether to profile one more, untimed, run of each resident merge stage by stage.
+    profile: bool,
+    /// That run's per-stage GPU times (the last merge of an operation).
+    last_profile: std::cell::RefCell<Option<GpuProfile>>,
 }
 
 impl GlEngine {
@@ -102,7 +112,16 @@ impl GlEngine {
             ctx,
             options,
             input_bytes: None,
+            profile: false,
+            last_profile: Default::default(),
         }
+    }
+
+    /// Also profile one untimed run of every resident merge with timer queries, stage by stage
+    /// ([`MergeEngine::take_stage_profile`]).
+    pub fn with_stage_profile(mut self, on: bool) -> Self {
+        self.profile = on;
+        self
     }
 
     /// Upload `inputs` (untimed), one warm-up merge (compiles the programs), then `repeats`
@@ -123,6 +142,15 @@ impl GlEngine {
         let times = (0..repeats)
             .map(|_| merger.merge_resident().map(Duration::from_secs_f64))
             .collect::<Result<Vec<_>>>()?;
+        if self.profile {
+            // Untimed, after the timed runs, so the queries cannot touch the timings.
+            ctx.profile_stages(true);
+            let run = merger.merge_resident();
+            let profile = ctx.take_profile();
+            ctx.profile_stages(false);
+            run?;
+            *self.last_profile.borrow_mut() = Some(profile);
+        }
         Ok((merger, times))
     }
 
@@ -146,11 +174,16 @@ impl GlEngine {
 
 impl MergeEngine for GlEngine {
     fn name(&self) -> String {
-        let base = format!(
+        let mut base = format!(
             "{} {}",
             self.options.layout.name(),
             self.options.method.name()
         );
+        if self.options.method == MergeMethod::RegisterBlock
+            && self.options.rbm_blocks == RbmBlocks::Shifted
+        {
+            base.push_str(" shift");
+        }
         match self.options.pixel_order {
             PixelOrder::RowMajor => base,
             PixelOrder::Tiled => format!("{base} tiles"),
@@ -214,6 +247,11 @@ impl MergeEngine for GlEngine {
     fn release(&mut self) {
         // Buffers are freed when each merger drops; only the per-case figure is reset.
         self.input_bytes = None;
+        self.last_profile.take();
+    }
+
+    fn take_stage_profile(&mut self) -> Option<GpuProfile> {
+        self.last_profile.take()
     }
 }
 
@@ -226,24 +264,13 @@ impl MergeEngine for GlEngine {
 pub fn gl_copy_bandwidth(ctx: &GlContext, bytes: usize, repeats: usize) -> Result<(f64, f64)> {
     let bytes = bytes.max(16) / 16 * 16;
     ctx.check_fits(bytes, "the copy benchmark")?;
+    // The kernel as every stage is timed: timer queries (`gpu::copy_bandwidth`).
+    let kernel = crate::gpu::copy_bandwidth(ctx, bytes, repeats)?;
     let gl = &ctx.gl;
-    let src = GpuBuffer::zeroed(gl, bytes)?;
-    let dst = GpuBuffer::zeroed(gl, bytes)?;
-    let program = ctx.use_stage("copy.comp", &Defines::default())?;
-    let n = bytes / 16;
-    ctx.uniform_u32(program, "u_n", n as u32);
-    src.bind(0);
-    dst.bind(1);
-    // Warm-up: the first dispatch compiles the pipeline.
-    ctx.dispatch(n, 64)?;
+    let src = ctx.zeroed(bytes)?;
+    let dst = ctx.zeroed(bytes)?;
     // SAFETY: a plain synchronisation call on this context.
     unsafe { gl.finish() };
-    let start = std::time::Instant::now();
-    for _ in 0..repeats {
-        ctx.dispatch(n, 64)?;
-    }
-    unsafe { gl.finish() };
-    let kernel = (2 * bytes * repeats) as f64 / start.elapsed().as_secs_f64();
     let start = std::time::Instant::now();
     for _ in 0..repeats {
         // SAFETY: both ranges lie inside the buffers.

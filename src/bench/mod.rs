@@ -103,6 +103,14 @@ pub struct BenchConfig {
     pub block_size: u32,
     /// Add the BIA RBM column in raster-tile pixel order ([`TILED_COLUMN`]).
     pub tiled_order: bool,
+    /// Add one RBM column per layout with constant-index shifting register blocks
+    /// ([`crate::gpu::RbmBlocks::Shifted`]; the paper's eight columns index them).
+    pub rbm_shifted: bool,
+    /// Profile one more, untimed, run of every GL cell of Tables 1 and 2 with timer queries and
+    /// print the per-stage table ([`stage_table`]).
+    pub stages: bool,
+    /// Run Table 5 alone (k-way against the chain), not Tables 1-4.
+    pub only_kway: bool,
     /// Input counts of Table 5 (k-way against the chain, [`kway_table`]); empty: no Table 5.
     pub kway_inputs: Vec<usize>,
 }
@@ -124,6 +132,9 @@ impl Default for BenchConfig {
             gl: true,
             block_size: 8,
             tiled_order: true,
+            rbm_shifted: false,
+            stages: false,
+            only_kway: false,
             kway_inputs: vec![2, 4, 8],
         }
     }
@@ -171,7 +182,7 @@ pub fn default_engines(config: &BenchConfig, gl: &GlSetup) -> EngineSet {
                  merges timed on resident data after glFinish",
                 info.renderer, info.vendor, info.version, config.block_size
             ));
-            for engine in gl_engines(ctx, config.block_size, config.tiled_order) {
+            for engine in gl_engines(ctx, config) {
                 set.engines.push(Box::new(engine));
             }
         }
@@ -266,6 +277,17 @@ impl BenchReport {
 /// Run the bench with the default engines and floors.
 pub fn run(config: &BenchConfig) -> Result<BenchReport> {
     let gl = open_gl(config);
+    if config.only_kway {
+        return Ok(BenchReport {
+            header: vec![
+                "deepmerge bench: Table 5 only (k-way against the pairwise chain)".to_string(),
+                format!("device: {}", describe_host()),
+            ],
+            inputs: inputs_table(config, Vec::new(), "generated in"),
+            tables: vec![kway_table(config, &gl)?],
+            end_to_end: None,
+        });
+    }
     let engines = default_engines(config, &gl);
     let probes = default_probes(config, &gl);
     let mut report = run_with(config, engines, probes)?;
@@ -360,6 +382,7 @@ pub fn run_with(
         .chain(set.absent.iter().map(|(n, _)| n.clone()))
         .collect();
     let mut time_rows: [Vec<TableRow>; 3] = Default::default();
+    let mut stage_rows: Vec<(String, crate::gpu::GpuProfile)> = Vec::new();
     let mut memory_rows = Vec::new();
     let mut input_rows = Vec::new();
 
@@ -404,6 +427,11 @@ pub fn run_with(
                     Ok(times) => Cell::Value(ms(median(times))),
                     Err(e) => Cell::Text(format!("failed: {e}")),
                 });
+                if let Some(profile) = engine.take_stage_profile() {
+                    if op != Operation::Pairwise4 {
+                        stage_rows.push((format!("{name} T{} {label}", k + 1), profile));
+                    }
+                }
             }
             memory.push(match engine.memory_bytes(&case) {
                 Some(b) => Cell::Value(b as f64 / MIB),
@@ -493,6 +521,11 @@ pub fn run_with(
             ],
         },
     ];
+    let gl_copy = bandwidths
+        .iter()
+        .find(|(n, _)| n.contains("gl copy"))
+        .map(|(_, b)| *b);
+    let stages = (!stage_rows.is_empty()).then(|| stage_table(stage_rows, gl_copy));
     let inputs = inputs_table(config, input_rows, "generated in (2 + 4 inputs)");
     let end_to_end = if config.e2e_inputs.is_empty() {
         None
@@ -502,9 +535,53 @@ pub fn run_with(
     Ok(BenchReport {
         header,
         inputs,
-        tables,
+        tables: tables.into_iter().chain(stages).collect(),
         end_to_end,
     })
+}
+
+/// The per-stage GPU times of Tables 1 and 2's GL cells (one untimed profiled run each): ms per
+/// stage that ran, the GPU total, and the merge stage's GB/s and share of the GL copy floor.
+fn stage_table(rows: Vec<(String, crate::gpu::GpuProfile)>, gl_copy: Option<f64>) -> Table {
+    let stages: Vec<&str> = crate::gpu::STAGES
+        .into_iter()
+        .filter(|s| rows.iter().any(|(_, p)| p.stage(s).is_some()))
+        .collect();
+    let mut columns: Vec<String> = stages.iter().map(|s| format!("{s} ms")).collect();
+    columns.extend(["GPU total ms", "merge GB/s", "merge / copy floor"].map(String::from));
+    let rows = rows
+        .into_iter()
+        .map(|(label, profile)| {
+            let mut cells: Vec<Cell> = stages
+                .iter()
+                .map(|s| match profile.stage(s) {
+                    Some(t) => Cell::Text(format!("{:.3}", t.gpu_s * 1e3)),
+                    None => Cell::Text("-".into()),
+                })
+                .collect();
+            cells.push(Cell::Text(format!("{:.3}", profile.total_s() * 1e3)));
+            let merge = profile.stage("merge").and_then(|m| m.bandwidth());
+            cells.push(Cell::Text(
+                merge.map_or("-".into(), |b| format!("{:.1}", b / 1e9)),
+            ));
+            cells.push(Cell::Text(match (merge, gl_copy) {
+                (Some(b), Some(c)) => format!("{:.1}%", 100.0 * b / c),
+                _ => "-".into(),
+            }));
+            TableRow { label, cells }
+        })
+        .collect();
+    Table {
+        title: "GPU stages of Tables 1 and 2 (timer queries, one untimed run per cell)".into(),
+        unit: Unit::Text,
+        columns,
+        row_header: "scene, table, column".into(),
+        rows,
+        notes: vec![
+            "ms: GPU time per stage from glQueryCounter(GL_TIMESTAMP) pairs around each dispatch, upload and readback".into(),
+            "merge GB/s: the bytes of the buffers the merge reads and writes (inputs' keys, values, offsets; output) over its GPU time; copy floor: the GL copy kernel in the same run".into(),
+        ],
+    }
 }
 
 /// The scenes table from [`describe_inputs`] rows; `generated` heads the generation-time column.

@@ -120,7 +120,9 @@ impl super::GlContext {
     pub fn zeroed(&self, bytes: usize) -> Result<GpuBuffer<'_>> {
         const UPLOAD_BELOW: usize = 64 << 10;
         if bytes < UPLOAD_BELOW {
-            return GpuBuffer::zeroed(&self.gl, bytes);
+            return self.timed("upload", bytes as u64, || {
+                GpuBuffer::zeroed(&self.gl, bytes)
+            });
         }
         let buffer = GpuBuffer::uninit(&self.gl, bytes.div_ceil(16) * 16)?;
         self.fill_zero(&buffer)?;
@@ -134,6 +136,7 @@ impl super::GlContext {
         let program = self.use_stage("fill.comp", &super::program::Defines::default())?;
         self.uniform_u32(program, "u_n", words as u32);
         buffer.bind(0);
+        self.set_dispatch_bytes(buffer.bytes as u64);
         self.dispatch(words, 64)
     }
 }

@@ -91,6 +91,12 @@ pub struct GlContext {
     /// A storage-block limit lower than the driver's, to test what happens when a buffer does
     /// not fit ([`GlContext::limit_storage_block`]).
     storage_limit: Cell<Option<u64>>,
+    /// Timer queries of per-stage profiling (`profile.rs`).
+    pub(crate) profiler: RefCell<super::profile::Profiler>,
+    /// The stage of the program last made current (`use_stage`), which `dispatch` times.
+    pub(crate) current_stage: Cell<&'static str>,
+    /// Bytes the next dispatch reads and writes at least, set by the caller (0: unknown).
+    pub(crate) next_dispatch_bytes: Cell<u64>,
     // Kept alive (and current) as long as the function table is used; `None` when the caller
     // owns the context (a window's, see [`GlContext::from_current`]).
     _owned: Option<(PossiblyCurrentContext, Display)>,
@@ -223,6 +229,9 @@ impl GlContext {
             info,
             programs: RefCell::new(HashMap::new()),
             storage_limit: Cell::new(None),
+            profiler: RefCell::new(Default::default()),
+            current_stage: Cell::new("other"),
+            next_dispatch_bytes: Cell::new(0),
             _owned: None,
         })
     }
@@ -258,6 +267,7 @@ impl GlContext {
 
 impl Drop for GlContext {
     fn drop(&mut self) {
+        self.profiler.borrow_mut().delete(&self.gl);
         for (_, program) in self.programs.borrow_mut().drain() {
             // SAFETY: the programs were made on this context, which is still current.
             unsafe { self.gl.delete_program(program) };

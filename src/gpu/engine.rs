@@ -4,6 +4,8 @@
 //! (`merge_kway.comp`, [`GpuStack`]). The host-side orchestration (bands, inputs, readback)
 //! lives in `merge/`.
 
+use glow::HasContext;
+
 use super::buffer::GpuBuffer;
 use super::program::Defines;
 use super::scan::exclusive_scan_buffer;
@@ -214,6 +216,7 @@ fn allocate<'a>(
             ctx.uniform_u32(program, "u_pixels", pixels as u32);
             offsets.bind(0);
             min_counts.bind(1);
+            ctx.set_dispatch_bytes((offsets.bytes + min_counts.bytes) as u64);
             ctx.dispatch(groups, 64)?;
             (min_counts, ctx.zeroed(4)?)
         }
@@ -255,14 +258,19 @@ pub fn build_image<'a>(
         return Err(Error::internal("stream values do not match its keys"));
     }
     ctx.check_fits((samples + 1) * 16.max(stride * 4), "a deep image")?;
-    let count_buffer = GpuBuffer::from_slice(gl, counts)?;
+    let upload = |data: &[u8]| {
+        ctx.timed("upload", data.len() as u64, || {
+            GpuBuffer::from_slice(gl, data)
+        })
+    };
+    let count_buffer = upload(bytemuck::cast_slice(counts))?;
     let offsets = exclusive_scan_buffer(ctx, &count_buffer, pixels)?;
     drop(count_buffer);
     let image = allocate(
         ctx, layout, block_size, ascending, pixels, samples, stride, offsets,
     )?;
-    let stream_keys = GpuBuffer::from_slice(gl, keys)?;
-    let stream_values = GpuBuffer::from_slice(gl, values)?;
+    let stream_keys = upload(bytemuck::cast_slice(keys))?;
+    let stream_values = upload(bytemuck::cast_slice(values))?;
     if sort_pixels {
         // The stream is linearised by the scanned counts: sort each pixel's run in place,
         // values along, before it is scattered into the layout.
@@ -290,6 +298,10 @@ pub fn build_image<'a>(
     let program = ctx.use_stage("build.comp", &defines)?;
     // The image binds its own buffers from 0 on.
     image.bind(0);
+    // Reads the stream and the offsets, writes every slot's key and values.
+    ctx.set_dispatch_bytes(
+        2 * (stream_keys.bytes + stream_values.bytes) as u64 + image.offsets.bytes as u64,
+    );
     ctx.run_per_pixel(program, pixels, &[(10, &stream_keys), (11, &stream_values)])?;
     Ok(image)
 }
@@ -303,6 +315,8 @@ pub struct MergeSpec {
     pub block_size: u32,
     /// Walk the lists back to front (see `glsl/merge.comp`).
     pub descending: bool,
+    /// How RBM indexes its blocks (ignored by stepwise).
+    pub rbm_blocks: super::RbmBlocks,
 }
 
 impl MergeSpec {
@@ -324,7 +338,14 @@ impl MergeSpec {
                 "MERGE_METHOD",
                 u32::from(self.method == MergeMethod::RegisterBlock),
             )
-            .set("MERGE_DESC", u32::from(self.descending));
+            .set("MERGE_DESC", u32::from(self.descending))
+            .set(
+                "RBM_SHIFT",
+                u32::from(
+                    self.method == MergeMethod::RegisterBlock
+                        && self.rbm_blocks == super::RbmBlocks::Shifted,
+                ),
+            );
         let d = layout_defines(d, "A", a.layout, 0, "readonly");
         Ok(layout_defines(d, "B", b.layout, 5, "readonly"))
     }
@@ -339,7 +360,7 @@ fn use_merge_stage(
     spec: MergeSpec,
     columns: &ColumnSpec,
     deep_layout: Option<Layout>,
-) -> Result<()> {
+) -> Result<glow::Program> {
     let out_layout = deep_layout.unwrap_or(Layout::Linearised);
     let defines = columns
         .defines(layout_defines(
@@ -354,7 +375,40 @@ fn use_merge_stage(
     ctx.uniform_u32(program, "u_pixels", a.pixels as u32);
     a.bind(0);
     b.bind(5);
-    Ok(())
+    Ok(program)
+}
+
+/// The compiled `merge.comp` for two inputs in `layout` merged by `spec` into a deep image in
+/// the same layout (`deep`) or a flat composite of `columns`, as the driver's program binary
+/// (`glGetProgramBinary`): on NVIDIA it holds the generated assembly, where local-memory arrays
+/// (`lmem`) show whether the register blocks stayed in registers.
+pub fn merge_program_binary(
+    ctx: &GlContext,
+    layout: Layout,
+    spec: MergeSpec,
+    columns: &ColumnSpec,
+    deep: bool,
+) -> Result<Vec<u8>> {
+    let ascending = !spec.descending;
+    let empty = |ctx| {
+        build_image(
+            ctx,
+            layout,
+            spec.block_size,
+            ascending,
+            &[0],
+            &[],
+            &[],
+            columns.stride(),
+            false,
+        )
+    };
+    let (a, b) = (empty(ctx)?, empty(ctx)?);
+    let program = use_merge_stage(ctx, &a, &b, spec, columns, deep.then_some(layout))?;
+    // SAFETY: a query of a program made on this context.
+    unsafe { ctx.gl.get_program_binary(program) }
+        .map(|binary| binary.buffer)
+        .ok_or_else(|| Error::Gl("the driver gave no program binary".into()))
 }
 
 /// Merge `a` (earlier inputs) with `b` into a new deep image in `layout`.
@@ -376,6 +430,7 @@ pub fn merge_deep<'a>(
     a.offsets.bind(0);
     b.offsets.bind(1);
     counts.bind(2);
+    ctx.set_dispatch_bytes((a.offsets.bytes + b.offsets.bytes + counts.bytes) as u64);
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
     let offsets = exclusive_scan_buffer(ctx, &counts, pixels)?;
     drop(counts);
@@ -392,6 +447,7 @@ pub fn merge_deep<'a>(
     )?;
     use_merge_stage(ctx, a, b, spec, columns, Some(layout))?;
     out.bind(10);
+    ctx.set_dispatch_bytes(a.bytes().total() + b.bytes().total() + out.bytes().total());
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
     Ok(out)
 }
@@ -406,6 +462,13 @@ pub struct GpuFlat<'a> {
     pub pixels: usize,
     /// One u32: how many pixels are flagged 2 (needs tidying).
     pub flagged: GpuBuffer<'a>,
+}
+
+impl GpuFlat<'_> {
+    /// Bytes of the composite's values and front records.
+    pub fn bytes(&self) -> u64 {
+        (self.values.bytes + self.front.bytes) as u64
+    }
 }
 
 /// Merge `a` with `b` and composite front to back (the merge must run ascending).
@@ -430,6 +493,7 @@ pub fn merge_flat<'a>(
     flat.values.bind(10);
     flat.front.bind(11);
     flat.flagged.bind(12);
+    ctx.set_dispatch_bytes(a.bytes().total() + b.bytes().total() + flat.bytes());
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
     Ok(flat)
 }
@@ -532,6 +596,7 @@ pub fn merge_deep_kway<'a>(
     stack.set_uniforms(ctx, program);
     stack.image.offsets.bind(0);
     counts.bind(1);
+    ctx.set_dispatch_bytes((stack.image.offsets.bytes + counts.bytes) as u64);
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
     let offsets = exclusive_scan_buffer(ctx, &counts, pixels)?;
     drop(counts);
@@ -548,6 +613,7 @@ pub fn merge_deep_kway<'a>(
     )?;
     use_kway_stage(ctx, stack, block_size, columns, Some(layout))?;
     out.bind(10);
+    ctx.set_dispatch_bytes(stack.image.bytes().total() + out.bytes().total());
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
     Ok(out)
 }
@@ -571,6 +637,7 @@ pub fn merge_flat_kway<'a>(
     flat.values.bind(10);
     flat.front.bind(11);
     flat.flagged.bind(12);
+    ctx.set_dispatch_bytes(stack.image.bytes().total() + flat.bytes());
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
     Ok(flat)
 }

@@ -35,6 +35,7 @@ pub mod compact;
 mod context;
 pub mod engine;
 mod merge;
+mod profile;
 pub mod program;
 pub mod scan;
 pub mod sort;
@@ -44,6 +45,7 @@ pub mod tidy;
 pub use buffer::GpuBuffer;
 pub use context::{GlContext, GlInfo};
 pub use merge::{merge_images_gl, merge_images_gl_over, uses_kway, GpuMerger};
+pub use profile::{copy_bandwidth, stage_of_program, GpuProfile, StageTime, STAGES};
 pub use stats::{BufferBytes, GpuStats};
 
 pub use crate::vocab::{Layout, MergeMethod, PixelOrder};
@@ -72,6 +74,44 @@ pub struct GlOptions {
     /// engine) on a software rasteriser, where the host is faster (measured on llvmpipe);
     /// `Some(true)` forces the GPU stages, `Some(false)` the host.
     pub tidy_on_gpu: Option<bool>,
+    /// How RBM holds its register blocks (`merge.comp`'s `RBM_SHIFT`).
+    pub rbm_blocks: RbmBlocks,
+}
+
+/// How a register-block merge indexes its blocks: both give the same output bit for bit; which
+/// is faster depends on the compiler (see docs/benchmarks.md for the hardware measurement).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RbmBlocks {
+    /// `block[pos]` with a moving position: a dynamic index (about 2x faster than shifting on
+    /// llvmpipe; up to 1.6x slower on an H100).
+    Indexed,
+    /// The head is always `block[0]` and the block shifts down after every emit: constant
+    /// indices only, so a GPU compiler can keep the blocks in registers.
+    Shifted,
+}
+
+impl RbmBlocks {
+    /// Both, in the order benches print them.
+    pub const ALL: [RbmBlocks; 2] = [RbmBlocks::Indexed, RbmBlocks::Shifted];
+
+    /// The CLI's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            RbmBlocks::Indexed => "indexed",
+            RbmBlocks::Shifted => "shifted",
+        }
+    }
+}
+
+impl std::str::FromStr for RbmBlocks {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        RbmBlocks::ALL
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| format!("unknown register-block indexing '{s}' (indexed or shifted)"))
+    }
 }
 
 impl GlOptions {
@@ -89,15 +129,20 @@ impl GlOptions {
 }
 
 impl Default for GlOptions {
+    /// Chosen on an NVIDIA H100 (docs/benchmarks.md): LA was the fastest layout in 6 of the 8
+    /// k-way rows of Table 5 and within 23% in the others; shifted register blocks were as fast
+    /// as indexed ones or up to 1.6x faster (hairball, LA). Block size 8 was the only size
+    /// measured there.
     fn default() -> Self {
         GlOptions {
-            layout: Layout::BlockedInterleaved,
+            layout: Layout::Linearised,
             method: MergeMethod::RegisterBlock,
             block_size: 8,
             pixel_order: PixelOrder::RowMajor,
             band_budget_bytes: 0,
             sort_on_gpu: None,
             tidy_on_gpu: None,
+            rbm_blocks: RbmBlocks::Shifted,
         }
     }
 }

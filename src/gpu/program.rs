@@ -190,6 +190,9 @@ impl GlContext {
                 .create_program()
                 .map_err(|e| Error::Gl(format!("glsl/{stage}: cannot create program: {e}")))?;
             gl.attach_shader(program, shader);
+            // Lets `merge_program_binary` read the driver's compiled form (NVIDIA's holds the
+            // assembly); no cost unless asked for.
+            gl.program_binary_retrievable_hint(program, true);
             gl.link_program(program);
             gl.detach_shader(program, shader);
             gl.delete_shader(shader);
@@ -208,6 +211,8 @@ impl GlContext {
     /// The program for `stage` with `defines` ([`Self::program`]), made the current program.
     pub(crate) fn use_stage(&self, stage: &str, defines: &Defines) -> Result<glow::Program> {
         let program = self.program(stage, defines)?;
+        self.current_stage
+            .set(super::profile::stage_of_program(stage));
         // SAFETY: the program belongs to this context.
         unsafe { self.gl.use_program(Some(program)) };
         Ok(program)
@@ -240,6 +245,19 @@ impl GlContext {
     /// Run `program` (already in use) over `threads` invocations of `local` each, splitting the
     /// groups into rows so no dimension passes 65535.
     pub(crate) fn dispatch(&self, threads: usize, local: usize) -> Result<()> {
+        let bytes = self.next_dispatch_bytes.replace(0);
+        self.timed(self.current_stage.get(), bytes, || {
+            self.dispatch_untimed(threads, local)
+        })
+    }
+
+    /// Say that the next [`Self::dispatch`] reads and writes at least `bytes` (for the
+    /// per-stage GB/s of a profile).
+    pub(crate) fn set_dispatch_bytes(&self, bytes: u64) {
+        self.next_dispatch_bytes.set(bytes);
+    }
+
+    pub(crate) fn dispatch_untimed(&self, threads: usize, local: usize) -> Result<()> {
         let groups = threads.div_ceil(local).max(1);
         let x = groups.min(65535);
         let y = groups.div_ceil(x);

@@ -49,6 +49,7 @@ fn scan_into<'a>(
     input.bind(0);
     output.bind(1);
     sums.bind(2);
+    ctx.set_dispatch_bytes((2 * n * 4) as u64);
     ctx.dispatch(n, SCAN_GROUP)?;
     let real_groups = n.div_ceil(SCAN_GROUP).max(1);
     if real_groups == 1 {
@@ -74,6 +75,7 @@ fn add<'a>(
     ctx.uniform_u32(program, "u_groups", groups as u32);
     output.bind(1);
     scanned.bind(3);
+    ctx.set_dispatch_bytes((2 * n * 4) as u64);
     ctx.dispatch(n.max(1), SCAN_GROUP)
 }
 

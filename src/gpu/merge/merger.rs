@@ -237,6 +237,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 method: self.gl_options.method,
                 block_size: self.gl_options.block_size,
                 descending: self.descending[m],
+                rbm_blocks: self.gl_options.rbm_blocks,
             };
             let last = m + 1 == merges;
             let a = merged.as_ref().unwrap_or(&self.images[0]);
@@ -383,8 +384,11 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         match self.resident.as_ref().expect("merged") {
             Resident::Flat(flat) => {
                 let stride = self.columns.stride();
-                let values: Vec<f32> = flat.values.read(pixels * stride);
-                let front: Vec<[u32; 4]> = flat.front.read(pixels);
+                let bytes = flat.bytes();
+                let (values, front): (Vec<f32>, Vec<[u32; 4]>) =
+                    self.ctx.timed("readback", bytes, || {
+                        (flat.values.read(pixels * stride), flat.front.read(pixels))
+                    });
                 for (p, &q) in self.band.perm.iter().enumerate() {
                     let i = base + q as usize;
                     out.flat_values[i * stride..(i + 1) * stride]
@@ -393,8 +397,19 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 }
             }
             Resident::Deep(image, marks) => {
-                let built = image.read_back(marks.is_some());
-                let marks: Vec<u32> = marks.as_ref().map_or(Vec::new(), |m| m.read(pixels));
+                let with_values = marks.is_some();
+                let bytes = image.bytes().total()
+                    - if with_values {
+                        0
+                    } else {
+                        image.values.bytes as u64
+                    };
+                let (built, marks): (_, Vec<u32>) = self.ctx.timed("readback", bytes, || {
+                    (
+                        image.read_back(with_values),
+                        marks.as_ref().map_or(Vec::new(), |m| m.read(pixels)),
+                    )
+                });
                 let stride = self.columns.stride();
                 let mut inverse = vec![0u32; pixels];
                 for (p, &q) in self.band.perm.iter().enumerate() {
