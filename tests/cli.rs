@@ -89,9 +89,14 @@ fn options_that_do_not_apply_are_refused_not_ignored() {
             &["--backend", "cpu", "--compression", "rle"][..],
             "apply to deep output",
         ),
+        // The old spelling is an alias: the refusal names the option by its name.
         (
             &["--backend", "cpu", "--max-memory", "0"][..],
-            "--max-memory must be a positive",
+            "--memory-budget must be a positive",
+        ),
+        (
+            &["--backend", "cpu", "--memory-budget", "0"][..],
+            "--memory-budget must be a positive",
         ),
     ] {
         let mut args = base.to_vec();
