@@ -49,8 +49,25 @@ pub fn print_completions(shell: Shell, command: &mut clap::Command) {
     clap_complete::generate(shell, command, name, &mut std::io::stdout());
 }
 
-/// Write the manual page of `command` (roff, section 1) to standard output.
-pub fn print_manpage(command: clap::Command) -> Result<()> {
+/// Write the manual page of `command` (roff, section 1) to standard output, or with
+/// `subcommand` the page of that subcommand, `deepmerge-NAME`, as the main page's SUBCOMMANDS
+/// section names it.
+pub fn print_manpage(command: clap::Command, subcommand: Option<&str>) -> Result<()> {
+    let command = match subcommand {
+        None => command,
+        Some(name) => {
+            // clap names commands with `&'static str`s; this one lives until the process ends
+            // a moment later anyway.
+            let page_name: &'static str =
+                Box::leak(format!("{}-{name}", command.get_name()).into_boxed_str());
+            command
+                .find_subcommand(name)
+                .cloned()
+                .ok_or_else(|| Error::Usage(format!("manpage: no command named {name}")))?
+                .name(page_name)
+                .version(env!("CARGO_PKG_VERSION"))
+        }
+    };
     let mut page = Vec::new();
     clap_mangen::Man::new(command)
         .render(&mut page)

@@ -125,8 +125,12 @@ enum Command {
         shell: clap_complete::Shell,
     },
     /// Print the manual page (roff) on stdout (e.g. `deepmerge manpage >
-    /// ~/.local/share/man/man1/deepmerge.1`).
-    Manpage,
+    /// ~/.local/share/man/man1/deepmerge.1`), or with COMMAND the page of that command
+    /// (deepmerge-COMMAND.1).
+    Manpage {
+        /// A command (holdout, info, ...): its own page.
+        command: Option<String>,
+    },
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -352,7 +356,9 @@ fn main() -> ExitCode {
             cli_conventions::print_completions(shell, &mut Cli::command());
             Ok(())
         }
-        Some(Command::Manpage) => cli_conventions::print_manpage(Cli::command()),
+        Some(Command::Manpage { command }) => {
+            cli_conventions::print_manpage(Cli::command(), command.as_deref())
+        }
         None => run_merge(&cli.merge),
     };
     match result {

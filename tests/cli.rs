@@ -148,8 +148,8 @@ fn gl_backend_gives_the_cpu_result_through_the_readme_command() {
     let dir = tempfile::tempdir().unwrap();
     let gl = dir.path().join("gl.exr");
     let cpu = dir.path().join("cpu.exr");
-    // The README's usage: auto backend, BIA layout, register-block merging, and the default
-    // stages on purpose (the host's on llvmpipe, the GPU's on hardware). The files hold no
+    // The documented usage (docs/cli.md): auto backend, BIA layout, register-block merging, the
+    // default stages on purpose (the host's on llvmpipe, the GPU's on hardware). The files hold no
     // volumes, so there is nothing to tidy and sorting is exact: the same bytes either way.
     let (ok, _, err) = run(&[
         a.to_str().unwrap(),

@@ -225,7 +225,7 @@ fn stages() -> Vec<Stage> {
         Stage {
             file: "sort.comp",
             product: vec![
-                axis("STAGE", &SORT_KEY_STAGES),
+                axis("STAGE", SORT_KEY_STAGES),
                 sort_sizes(),
                 fixed("WITH_VALUES", 0),
                 fixed("NUM_COLUMNS", 1),

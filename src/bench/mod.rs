@@ -14,7 +14,7 @@
 //! per [`BandwidthProbe`] (host memcpy, GL copy kernel). Each cell is the
 //! median of `repeats` runs after one warm-up run, in ms and as worst / cell for its row.
 //! An optional end-to-end table times whole command lines (read EXR files, merge, write) of
-//! `deepmerge` against `oiiotool` on real files, for the README.
+//! `deepmerge` against `oiiotool` on real files, for docs/benchmarks.md.
 //!
 //! `deepmerge bench` and `cargo bench --bench paper_tables` share one front end: the options
 //! [`BenchArgs`] and [`run_front_end`] (`args.rs`). `--tidy-gate` runs [`run_tidy_gate`] instead
@@ -241,7 +241,7 @@ impl BenchReport {
         self.render("", Table::to_text)
     }
 
-    /// Markdown (for docs/benchmarks.md and the README).
+    /// Markdown (for docs/benchmarks.md).
     pub fn to_markdown(&self) -> String {
         self.render("- ", Table::to_markdown)
     }
