@@ -432,7 +432,21 @@ fn run_info(
         TableValues::Raw
     };
     // Every file is described; a bad one is reported on its own line and the run fails at the
-    // end, so one bad file in a listing hides nothing about the others.
+    // end, so one bad file in a listing hides nothing about the others. A single file's error
+    // is the run's one error line.
+    if let [file] = files {
+        let text = match pixel {
+            Some(pixel) => {
+                deepmerge::info::describe_pixel_of(0, file, part.as_ref(), pixel, mode, max_memory)?
+            }
+            None => {
+                deepmerge::info::describe_file(file, max_memory)?
+                    + &deepmerge::info::describe_sample_cost(file, selection.as_ref())?
+            }
+        };
+        print!("{text}");
+        return Ok(());
+    }
     let mut failed = 0;
     let mut sections = 0;
     for (input, f) in files.iter().enumerate() {
