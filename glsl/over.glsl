@@ -1,5 +1,6 @@
-// "Over", front to back: the one home of the composite every flattening stage runs (merge.comp's
-// flat output, tidy.comp's flatten), operation for operation Rust's composite::flatten_pixel:
+// "Over", front to back: the one home of the composite every flattening stage runs (the flat
+// output of merge.comp and merge_kway.comp, tidy.comp's flatten, slice.comp's depth slice),
+// operation for operation Rust's composite::flatten_pixel:
 // out = out + (1 - out.A) * s, each colour under its own alpha, stopping once every alpha is 1.
 // The column table (NUM_COLUMNS, ALPHA_OF, ALPHAS, NUM_ALPHAS) comes from ColumnSpec::defines.
 

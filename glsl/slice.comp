@@ -1,12 +1,14 @@
 // The viewer's depth slice (`deepmerge view`): flatten each pixel of a tidy deep image using only
 // what lies between the near and far planes. A volume cut by a plane keeps the piece inside,
-// with the tidy's split rule (composite::tidy::piece_fraction and split_alpha: a homogeneous
-// medium, alpha 1 - (1 - a)^f, colour scaled with it); points count when near <= Z <= far.
+// with the tidy's split rule (volume_split.glsl, the same functions tidy.comp runs: a
+// homogeneous medium, alpha 1 - (1 - a)^f, colour scaled with it); points count when
+// near <= Z <= far.
 // The composite is over.glsl's. Per pixel it writes NUM_COLUMNS composited values, the depth of
 // the front-most contributing piece and the number of samples inside the slice.
 layout(local_size_x = GROUP_SIZE_VIEW) in;
 #include "common.glsl"
 #include "over.glsl"
+#include "volume_split.glsl"
 
 layout(std430, binding = 0) readonly buffer Offsets { uint offsets[]; };
 layout(std430, binding = 1) readonly buffer Depths { vec2 depths[]; };
@@ -16,21 +18,6 @@ layout(std430, binding = 3) writeonly buffer Sliced { float sliced[]; };
 uniform uint u_pixels;
 uniform float u_near;
 uniform float u_far;
-
-// The fraction of a volume [z, zback) that [front, back) covers; infinitely deep volumes give
-// their finite pieces nothing and their infinite pieces everything (as piece_fraction).
-float piece_fraction(float front, float back, float len) {
-    if (!isinf(len)) return clamp((back - front) / len, 0.0, 1.0);
-    return isinf(back - front) ? 1.0 : 0.0;
-}
-
-// (piece alpha, colour scale) of the part covering `f` of a medium of alpha `a` (split_alpha).
-vec2 split_alpha(float a, float f) {
-    if (a >= 1.0 || isnan(a)) return vec2(a, 1.0);
-    if (a == 0.0) return vec2(0.0, f);
-    float piece = 1.0 - exp(f * log(1.0 - a));
-    return vec2(piece, piece / a);
-}
 
 void main() {
     uint p = linear_invocation();
@@ -51,7 +38,7 @@ void main() {
             if (!(hi > lo)) continue;
             // A volume the slice leaves whole keeps its values exactly (no round trip through
             // exp/log), so the unsliced view is the flat merge bit for bit.
-            if (lo > d.x || hi < d.y) f = piece_fraction(lo, hi, d.y - d.x);
+            if (lo > d.x || hi < d.y) f = piece_fraction(lo, hi, d.x, d.y);
         }
         inside += 1u;
         if (over_opaque()) continue;

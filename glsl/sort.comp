@@ -1,7 +1,8 @@
 // Per-pixel stable sort of a linearised (CSR) fragment buffer, in place (twin: cpu::sort).
-// Pixel p owns slots [offsets[p], offsets[p + 1]); every pixel ends in merge order (DESIGN §4):
-// by depth_less, equal keys keeping their original order. One source, six stages (STAGE), run
-// in this order by gpu::sort; a pixel already in order is never written (a read pass only).
+// Pixel p owns slots [offsets[p], offsets[p + 1]); every pixel ends in merge order
+// (docs/architecture.md, "Depth order"): by depth_less, equal keys keeping their original order.
+// One source, six stages (STAGE), run in this order by gpu::sort; a pixel already in order is never
+// written (a read pass only).
 //
 // Short lists (n <= REG_SORT_SIZE), STAGE_SHORT, one invocation per pixel: the list is loaded
 //   into a local array and sorted by odd-even transposition, a sorting network of adjacent

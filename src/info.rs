@@ -180,17 +180,49 @@ pub fn describe_pixel(
     mode: TableValues,
     max_memory: u64,
 ) -> Result<String> {
+    let sections = files
+        .iter()
+        .enumerate()
+        .map(|(input, path)| describe_pixel_of(input, path, part, pixel, mode, max_memory))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(sections.join("\n"))
+}
+
+/// [`describe_pixel`] for one file, input number `input`: the table of each deep part `part`
+/// selects, each followed by a line saying why it is empty where the pixel lies outside the
+/// part's data window. A file without a deep part is an error that says so.
+pub fn describe_pixel_of(
+    input: usize,
+    path: &Path,
+    part: Option<&PartSelector>,
+    pixel: (i32, i32),
+    mode: TableValues,
+    max_memory: u64,
+) -> Result<String> {
+    let parts = deep_parts(path, part)?;
+    if parts.is_empty() {
+        return Err(Error::file(
+            path,
+            "no deep part: --pixel lists the samples of deep parts, and this file has only flat ones",
+        ));
+    }
     let mut sections = Vec::new();
-    for (input, path) in files.iter().enumerate() {
-        for index in deep_parts(path, part)? {
-            let options = ReadOptions {
-                part: PartSelector::Index(index),
-                max_memory,
-            };
-            let image = read_deep(path, &options)?;
-            let title = input_title(path, Some(index));
-            sections.push(PixelTable::of_input(&title, &image, input, pixel, mode)?.to_text());
+    for index in parts {
+        let options = ReadOptions {
+            part: PartSelector::Index(index),
+            max_memory,
+        };
+        let image = read_deep(path, &options)?;
+        let title = input_title(path, Some(index));
+        let mut text = PixelTable::of_input(&title, &image, input, pixel, mode)?.to_text();
+        if image.data_window.index_of(pixel.0, pixel.1).is_none() {
+            let _ = writeln!(
+                text,
+                "  ({}, {}) is outside this part's data window {}: it has no samples there",
+                pixel.0, pixel.1, image.data_window
+            );
         }
+        sections.push(text);
     }
     Ok(sections.join("\n"))
 }

@@ -1,9 +1,11 @@
 //! The `deepmerge` command line: parse, run, report. No algorithm code lives here.
 
+mod cli_conventions;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use deepmerge::backend::{choose_engine, Backend, Engine};
 use deepmerge::bench::{self, BenchArgs};
 use deepmerge::composite::{
@@ -22,6 +24,7 @@ use deepmerge::{cleanup, heatmap, scene, Error, Result};
 #[command(
     name = "deepmerge",
     version,
+    long_version = cli_conventions::LONG_VERSION,
     about = "Merge and composite OpenEXR deep images (OpenGL compute or CPU)",
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
@@ -108,9 +111,9 @@ enum Command {
         /// Also say what a sample costs when a merge keeps only these channels.
         #[arg(long, value_name = "LIST")]
         channels: Option<String>,
-        /// Print the samples of pixel X,Y (absolute coordinates) instead: per deep part, the
-        /// table the viewer's inspector shows.
-        #[arg(long, value_name = "X,Y")]
+        /// Print the samples of pixel X,Y (absolute coordinates, negative ones too) instead: per
+        /// deep part, the table the viewer's inspector shows.
+        #[arg(long, value_name = "X,Y", allow_hyphen_values = true)]
         pixel: Option<String>,
         /// With --pixel: only this part (an index or a name); default every deep part.
         #[arg(long, value_name = "PART", requires = "pixel")]
@@ -122,6 +125,19 @@ enum Command {
     /// Open a window on the merge of FILE... (or on one file): composite, channels, depth and
     /// depth-complexity views, depth slicing on the GPU and a pixel inspector.
     View(deepmerge::view::ViewArgs),
+    /// Print a completion script for SHELL on stdout (e.g. `deepmerge completions bash >
+    /// ~/.local/share/bash-completion/completions/deepmerge`).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) on stdout (e.g. `deepmerge manpage >
+    /// ~/.local/share/man/man1/deepmerge.1`), or with COMMAND the page of that command
+    /// (deepmerge-COMMAND.1).
+    Manpage {
+        /// A command (holdout, info, ...): its own page.
+        command: Option<String>,
+    },
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -299,6 +315,7 @@ enum ProgressArg {
 }
 
 fn main() -> ExitCode {
+    cli_conventions::die_quietly_on_closed_stdout();
     // Before anything is written: leftovers of earlier runs are what is older than this.
     exr::mark_run_start();
     // Before any temporary file exists: SIGINT/SIGTERM remove them, `ulimit -f` is EFBIG.
@@ -347,6 +364,13 @@ fn main() -> ExitCode {
         }) => run_scene(&name, &size, seed, inputs as usize, &output),
         Some(Command::Heatmap { file, output, part }) => run_heatmap(&file, &output, part),
         Some(Command::Bench(args)) => bench::run_front_end(&args, std::env::current_exe().ok()),
+        Some(Command::Completions { shell }) => {
+            cli_conventions::print_completions(shell, &mut Cli::command());
+            Ok(())
+        }
+        Some(Command::Manpage { command }) => {
+            cli_conventions::print_manpage(Cli::command(), command.as_deref())
+        }
         None => run_merge(&cli.merge),
     };
     match result {
@@ -432,10 +456,12 @@ fn exit_code(e: &Error) -> ExitCode {
 /// `--memory-budget` by default: [`deepmerge::stream::DEFAULT_MEMORY_BUDGET`] in GiB.
 const DEFAULT_BUDGET_GIB: f64 = 1.0;
 
-fn gib_to_bytes(gib: f64) -> Result<u64> {
+/// `gib` GiB in bytes; `flag` names the option in the refusal (`--memory-budget` for merges,
+/// whichever spelling was typed; `--max-memory` for `info` and `holdout`).
+fn gib_to_bytes(flag: &str, gib: f64) -> Result<u64> {
     if !(gib > 0.0 && gib.is_finite()) {
         return Err(Error::Usage(format!(
-            "--max-memory must be a positive number of GiB, not {gib}"
+            "{flag} must be a positive number of GiB, not {gib}"
         )));
     }
     Ok((gib * (1u64 << 30) as f64) as u64)
@@ -450,6 +476,7 @@ fn run_scene(name: &str, size: &str, seed: u64, inputs: usize, prefix: &Path) ->
 }
 
 fn run_heatmap(file: &Path, output: &Path, part: Option<String>) -> Result<()> {
+    cli_conventions::check_output_is_a_file(output)?;
     let options = ReadOptions {
         part: part
             .map(|p| p.parse().expect("infallible"))
@@ -468,28 +495,67 @@ fn run_info(
     part: Option<String>,
     accumulated: bool,
 ) -> Result<()> {
-    let max_memory = gib_to_bytes(max_memory)?;
+    let max_memory = gib_to_bytes("--max-memory", max_memory)?;
     let selection = channels.map(ChannelSelection::parse).transpose()?;
-    if let Some(pixel) = pixel {
-        let pixel = deepmerge::info::parse_pixel(&pixel)?;
-        let part: Option<PartSelector> = part.map(|p| p.parse().expect("infallible"));
-        let mode = if accumulated {
-            TableValues::Accumulated
-        } else {
-            TableValues::Raw
+    let pixel = pixel
+        .map(|p| deepmerge::info::parse_pixel(&p))
+        .transpose()?;
+    let part: Option<PartSelector> = part.map(|p| p.parse().expect("infallible"));
+    let mode = if accumulated {
+        TableValues::Accumulated
+    } else {
+        TableValues::Raw
+    };
+    // Every file is described; a bad one is reported on its own line and the run fails at the
+    // end, so one bad file in a listing hides nothing about the others. A single file's error
+    // is the run's one error line.
+    if let [file] = files {
+        let text = match pixel {
+            Some(pixel) => {
+                deepmerge::info::describe_pixel_of(0, file, part.as_ref(), pixel, mode, max_memory)?
+            }
+            None => {
+                deepmerge::info::describe_file(file, max_memory)?
+                    + &deepmerge::info::describe_sample_cost(file, selection.as_ref())?
+            }
         };
-        let text = deepmerge::info::describe_pixel(files, part.as_ref(), pixel, mode, max_memory)?;
         print!("{text}");
         return Ok(());
     }
-    for f in files {
-        print!("{}", deepmerge::info::describe_file(f, max_memory)?);
-        print!(
-            "{}",
-            deepmerge::info::describe_sample_cost(f, selection.as_ref())?
-        );
+    let mut failed = 0;
+    let mut sections = 0;
+    for (input, f) in files.iter().enumerate() {
+        let text = match pixel {
+            Some(pixel) => {
+                deepmerge::info::describe_pixel_of(input, f, part.as_ref(), pixel, mode, max_memory)
+            }
+            None => deepmerge::info::describe_file(f, max_memory).and_then(|mut text| {
+                text += &deepmerge::info::describe_sample_cost(f, selection.as_ref())?;
+                Ok(text)
+            }),
+        };
+        match text {
+            Ok(text) => {
+                // Pixel tables are separated by a blank line, as the viewer's `t` prints them.
+                if pixel.is_some() && sections > 0 {
+                    println!();
+                }
+                sections += 1;
+                print!("{text}");
+            }
+            Err(e) => {
+                eprintln!("deepmerge: error: {e}");
+                failed += 1;
+            }
+        }
     }
-    Ok(())
+    match failed {
+        0 => Ok(()),
+        _ => Err(Error::Format(format!(
+            "{failed} of {} file(s) could not be described",
+            files.len()
+        ))),
+    }
 }
 
 fn codec_of(c: CompressionArg) -> Codec {
@@ -509,9 +575,10 @@ fn run_holdout(
     compression: CompressionArg,
     max_memory: f64,
 ) -> Result<()> {
+    cli_conventions::check_output_is_a_file(output)?;
     let inputs = [input.to_path_buf(), holdout_path.to_path_buf()];
     let options = ReadOptions {
-        max_memory: gib_to_bytes(max_memory)?,
+        max_memory: gib_to_bytes("--max-memory", max_memory)?,
         ..ReadOptions::default()
     };
     deepmerge::job::check_output_is_not_an_input(output, &inputs)?;
@@ -572,6 +639,7 @@ fn gl_options(args: &MergeArgs) -> Option<GlOptions> {
 
 fn run_merge(args: &MergeArgs) -> Result<()> {
     let output = args.output.as_ref().expect("clap requires -o");
+    cli_conventions::check_output_is_a_file(output)?;
     let requested_gl = gl_options(args);
     if args.deep && (args.flat_z || args.flat_type != FlatTypeArg::Half) {
         return Err(Error::Usage(
@@ -620,9 +688,9 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
                 .as_deref()
                 .map(|p| p.parse().expect("infallible"))
                 .unwrap_or(PartSelector::FirstDeep),
-            max_memory: gib_to_bytes(args.memory_budget)?,
+            max_memory: gib_to_bytes("--memory-budget", args.memory_budget)?,
         },
-        budget: gib_to_bytes(args.memory_budget)?,
+        budget: gib_to_bytes("--memory-budget", args.memory_budget)?,
         channels: args
             .channels
             .as_deref()

@@ -79,9 +79,14 @@ fn options_that_do_not_apply_are_refused_not_ignored() {
             &["--backend", "cpu", "--compression", "rle"][..],
             "apply to deep output",
         ),
+        // The old spelling is an alias: the refusal names the option by its name.
         (
             &["--backend", "cpu", "--max-memory", "0"][..],
-            "--max-memory must be a positive",
+            "--memory-budget must be a positive",
+        ),
+        (
+            &["--backend", "cpu", "--memory-budget", "0"][..],
+            "--memory-budget must be a positive",
         ),
     ] {
         let mut args = base.to_vec();
@@ -133,8 +138,8 @@ fn gl_backend_gives_the_cpu_result_through_the_readme_command() {
     let dir = tempfile::tempdir().unwrap();
     let gl = dir.path().join("gl.exr");
     let cpu = dir.path().join("cpu.exr");
-    // The README's usage: auto backend, BIA layout, register-block merging, and the default
-    // stages on purpose (the host's on llvmpipe, the GPU's on hardware). The files hold no
+    // The documented usage (docs/cli.md): auto backend, BIA layout, register-block merging, the
+    // default stages on purpose (the host's on llvmpipe, the GPU's on hardware). The files hold no
     // volumes, so there is nothing to tidy and sorting is exact: the same bytes either way.
     let (ok, _, err) = run(&[
         a.to_str().unwrap(),

@@ -770,9 +770,9 @@ fn corpus_flatten_against_oiiotool() {
     // input + input: identical volumes coincide. We merge them (alpha 1 − (1 − a)², colour
     // c(2 − a)); oiiotool merges them too, storing the merged piece in half, so they agree to a
     // few half ulps. Every point also coincides with its copy: we composite the two in order,
-    // oiiotool blends samples that share a Z into one (DESIGN §4); for identical samples that
-    // is the same value up to half rounding, hence the same small bound in pixels with only
-    // points.
+    // oiiotool blends samples that share a Z into one (we do not: docs/architecture.md, "Tidy");
+    // for identical samples that is the same value up to half rounding, hence the same small bound
+    // in pixels with only points.
     let (agree, disagree, n) = compare_with_oiiotool(&input, &input);
     println!("oiiotool, input+input: {n} pixels with coincident volumes differ by {disagree:.2e}, points-only pixels by {agree:.2e}");
     assert!(agree < 5e-4 && disagree < 5e-4, "{agree} {disagree}");

@@ -1,5 +1,5 @@
 """A measurement, not an assertion: reading Balls.exr with deepmerge.read against the OpenEXR
-module's deep read, in the same run. The README quotes the ratio this prints."""
+module's deep read, in the same run. docs/python.md quotes the ratio this prints."""
 
 import time
 

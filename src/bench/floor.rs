@@ -1,6 +1,6 @@
-//! The bandwidth floor (DESIGN §5): merging is memory-bound, so no engine can beat
-//! (bytes read + bytes written) / copy bandwidth, with the bandwidth measured on the same device
-//! in the same run. Also the memory model of the GPU layouts for Table 4.
+//! The bandwidth floor (docs/architecture.md, "Performance model"): merging is memory-bound, so no
+//! engine can beat (bytes read + bytes written) / copy bandwidth, with the bandwidth measured on
+//! the same device in the same run. Also the memory model of the GPU layouts for Table 4.
 //!
 //! Traffic model, the same for every engine so the floor is one number per cell: each input is
 //! read once (its samples, `bytes_per_sample` each, plus a 4-byte count or offset per pixel); a
@@ -19,7 +19,7 @@ use crate::vocab::Layout;
 pub const FLAT_BYTES_PER_PIXEL: u64 = 16;
 /// Bytes of a per-pixel count, offset or list head on the GPU.
 pub const INDEX_BYTES: u64 = 4;
-/// Pixels per interleaving group (G in DESIGN §3).
+/// Pixels per interleaving group (G in docs/architecture.md, "GPU layouts").
 pub const GROUP_PIXELS: u64 = 32;
 
 /// A way to measure copy bandwidth on some device: the floor's denominator.
@@ -117,10 +117,11 @@ pub fn traffic_bytes(pair: &[DeepImage], quad: &[DeepImage]) -> [u64; 3] {
     [composite, save_deep, pairwise]
 }
 
-/// Predicted GPU bytes of `image` in `layout`, from the layout's definition (DESIGN §3): 4-byte
-/// indices and the image's own bytes per sample. IA and BIA store no padding, so they differ
-/// from LA only by the per-group minimum counts. A prediction, not a measurement: the GL engine
-/// reports its real buffer sizes through [`super::MergeEngine::memory_bytes`].
+/// Predicted GPU bytes of `image` in `layout`, from the layout's definition (docs/architecture.md,
+/// "GPU layouts"): 4-byte indices and the image's own bytes per sample. IA and BIA store no
+/// padding, so they differ from LA only by the per-group minimum counts. A prediction, not a
+/// measurement: the GL engine reports its real buffer sizes through
+/// [`super::MergeEngine::memory_bytes`].
 pub fn layout_model_bytes(image: &DeepImage, layout: Layout) -> u64 {
     let pixels = image.pixel_count() as u64;
     let samples = image.sample_count() as u64;

@@ -1,6 +1,6 @@
 //! `deepmerge bench`: the paper's Tables 1-4 (Archer, Leach and van Schyndel 2018) measured in
 //! one run on the procedural scenes of [`crate::scene`], each timing beside the bandwidth floor
-//! and a peer measured in the same run (DESIGN §5).
+//! and a peer measured in the same run (docs/architecture.md, "Performance model").
 //!
 //! - Table 1: merge two inputs and composite to a flat image.
 //! - Table 2: merge two inputs and keep the merged deep image.
@@ -14,7 +14,7 @@
 //! per [`BandwidthProbe`] (host memcpy, GL copy kernel). Each cell is the
 //! median of `repeats` runs after one warm-up run, in ms and as worst / cell for its row.
 //! An optional end-to-end table times whole command lines (read EXR files, merge, write) of
-//! `deepmerge` against `oiiotool` on real files, for the README.
+//! `deepmerge` against `oiiotool` on real files, for docs/benchmarks.md.
 //!
 //! `deepmerge bench` and `cargo bench --bench paper_tables` share one front end: the options
 //! [`BenchArgs`] and [`run_front_end`] (`args.rs`). `--tidy-gate` runs [`run_tidy_gate`] instead
@@ -252,7 +252,7 @@ impl BenchReport {
         self.render("", Table::to_text)
     }
 
-    /// Markdown (for docs/benchmarks.md and the README).
+    /// Markdown (for docs/benchmarks.md).
     pub fn to_markdown(&self) -> String {
         self.render("- ", Table::to_markdown)
     }
@@ -517,7 +517,7 @@ pub fn run_with(
                 "cells: MiB (largest of the row / this cell)".into(),
                 "cpu: CSR as held (u64 offsets + planes); oiiotool: not measurable from outside".into(),
                 "GL columns: measured, the bytes of the buffers the GL engine allocated for the two inputs (GpuStats::input_bytes: 16-byte keys, f32 composited values, offsets, min counts or LL heads and next pointers); S and RBM share a layout, so they agree".into(),
-                "(model): cross-check, DESIGN §3 formulas with 4-byte indices and the files' bytes per sample, G = 32; the GL engine stores 16-byte keys plus f32 values instead, hence its larger figures".into(),
+                "(model): cross-check, the layout formulas (docs/architecture.md) with 4-byte indices and the files' bytes per sample, G = 32; the GL engine stores 16-byte keys plus f32 values instead, hence its larger figures".into(),
             ],
         },
     ];

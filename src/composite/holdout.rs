@@ -8,11 +8,11 @@
 //! that share an interval), so it follows the merge's model exactly, infinitely deep volumes
 //! included. Per alpha column (A, or RA/GA/BA for the colours that use them):
 //! - IN's volumes are cut at holdout boundaries strictly inside them, as the tidy would cut them;
-//! - holdout material that sorts before a piece of IN in merge order (DESIGN §4: by (Z, ZBack),
-//!   exact ties to IN, the first input) multiplies it by its transmittance: `1 − a` for a point,
-//!   `(1 − a)^f` for the part of a volume in front, covering the fraction `f` of it. So a point
-//!   holds out what lies behind it and a volume piece starting at its depth, but not a point at
-//!   its depth;
+//! - holdout material that sorts before a piece of IN in merge order (docs/architecture.md, "Depth
+//!   order": by (Z, ZBack), exact ties to IN, the first input) multiplies it by its transmittance:
+//!   `1 − a` for a point, `(1 − a)^f` for the part of a volume in front, covering the fraction `f`
+//!   of it. So a point holds out what lies behind it and a volume piece starting at its depth, but
+//!   not a point at its depth;
 //! - where holdout volumes share a piece's interval, IN keeps its share of the mixed medium:
 //!   the mix's colour with IN as a unit colour, `(u1 / a1) · a_mix / (u1 + u2 + …)` (the colour
 //!   weight of the coincident volume merge), with opaque media winning outright (opaque ones
@@ -276,10 +276,10 @@ fn attenuate_sample(
 
 /// What the holdout leaves of a piece of IN (alpha `piece_alpha` in alpha column `j`): IN's share
 /// of the merge of IN and HOLDOUT, per unit of the piece. That is the transmittance of the
-/// holdout material that sorts before the piece in merge order (DESIGN §4, [`depth_less`]; exact
-/// ties go to IN, the first input) times, where holdout volumes share the piece's interval, IN's
-/// colour weight in the mixed medium. Both are [`CoincidentMix`]es over parts of holdout samples
-/// split as the tidy splits them ([`piece_fraction`]).
+/// holdout material that sorts before the piece in merge order (docs/architecture.md, "Depth
+/// order", [`depth_less`]; exact ties go to IN, the first input) times, where holdout volumes share
+/// the piece's interval, IN's colour weight in the mixed medium. Both are [`CoincidentMix`]es over
+/// parts of holdout samples split as the tidy splits them ([`piece_fraction`]).
 fn holdout_factor(piece: &Sample, piece_alpha: f64, holdout: &[HoldoutSample], j: usize) -> f64 {
     let mut in_front = CoincidentMix::default();
     // The holdout media sharing the piece's interval alone, and mixed with the piece.

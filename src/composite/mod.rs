@@ -1,5 +1,5 @@
-//! THE definition of a correct merge (DESIGN §4): sample order, tidying of overlapping volumes,
-//! "over", flattening, and the reference merge of any number of deep images.
+//! THE definition of a correct merge (docs/architecture.md, "Invariants"): sample order, tidying of
+//! overlapping volumes, "over", flattening, and the reference merge of any number of deep images.
 //!
 //! Everything else (the CPU twins in `cpu`, the GL engine in `gpu`) is tested against this module.
 

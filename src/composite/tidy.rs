@@ -1,6 +1,6 @@
-//! Tidying a pixel where volume samples overlap (DESIGN §4): split each volume at every other
-//! sample's Z and ZBack strictly inside it, merge volume pieces that cover identical intervals,
-//! keep coincident points as they are (they composite in merge order).
+//! Tidying a pixel where volume samples overlap (docs/architecture.md, "Tidy"): split each volume
+//! at every other sample's Z and ZBack strictly inside it, merge volume pieces that cover identical
+//! intervals, keep coincident points as they are (they composite in merge order).
 //!
 //! The model is the usual one for deep volumes: a sample over [Z, ZBack) is a homogeneous medium,
 //! so the part of it covering a fraction `f` of its depth has alpha `1 − (1 − a)^f`, and its
@@ -16,8 +16,9 @@
 //! Only pixels where some volume overlaps a later sample need this; [`needs_tidy`] is the cheap
 //! gate the merge runs on every pixel, so inputs made only of points pay one pass over depths.
 //!
-//! GPU note: GLSL has no `log1p`/`expm1`; a port needs series fallbacks for small arguments (or
-//! f64) to stay within the tolerances the tests state.
+//! The GPU port (`glsl/volume_split.glsl`, shared by `tidy.comp` and `slice.comp`; f32 twin
+//! `cpu::tidy`) has its own series for `log1p`/`expm1`, which GLSL lacks, to stay within the
+//! tolerances the tests state.
 
 use super::exact_sum::ExactSum;
 use super::pixel::{CompositeChannels, CompositeKind, PixelSamples};
@@ -65,10 +66,11 @@ pub fn split_alpha(alpha: f64, fraction: f64) -> (f64, f64) {
 }
 
 /// Merge the values of pieces that cover one interval (rows of `width` values, all the same
-/// length) into `out`, per DESIGN §4: for each alpha column `a = 1 − Π(1 − a_i)`; each colour
-/// column `c = w · Σ c_i·v_i` with `u_i = −ln(1 − a_i)`, `v_i = u_i / a_i` (1 when `a_i = 0`) and
-/// `w = a / Σu_i` (1 when the sum is 0). Where pieces are opaque in a colour's alpha, they win
-/// outright and their colours are averaged. Each column is one [`CoincidentMix`].
+/// length) into `out`, as docs/architecture.md, "Tidy", states: for each alpha column
+/// `a = 1 − Π(1 − a_i)`; each colour column `c = w · Σ c_i·v_i` with `u_i = −ln(1 − a_i)`,
+/// `v_i = u_i / a_i` (1 when `a_i = 0`) and `w = a / Σu_i` (1 when the sum is 0). Where pieces are
+/// opaque in a colour's alpha, they win outright and their colours are averaged. Each column is one
+/// [`CoincidentMix`].
 pub fn merge_coincident(rows: &[&[f32]], channels: &CompositeChannels, out: &mut [f32]) {
     mix_rows(rows.iter().copied(), channels, out);
 }
@@ -95,8 +97,8 @@ fn mix_rows<'r>(
     }
 }
 
-/// Media that share one interval, mixed by optical depth (DESIGN §4): the accumulator behind
-/// [`merge_coincident`], for one colour column and its alpha.
+/// Media that share one interval, mixed by optical depth (docs/architecture.md, "Tidy"): the
+/// accumulator behind [`merge_coincident`], for one colour column and its alpha.
 ///
 /// Optical depths `u = −ln(1 − a)` add; the mix has alpha `1 − e^(−Σu)` and colour
 /// `w · Σ c·v` with `v = u / a` (1 when `a = 0`) and `w = a_mix / Σu` (1 when `Σu = 0`). Opaque

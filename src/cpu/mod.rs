@@ -1,5 +1,5 @@
-//! CPU twins of the GPU stages (DESIGN §1): the same names, the same constants and the same
-//! arithmetic as the shaders in `glsl/`, written as plain loops.
+//! CPU twins of the GPU stages (docs/architecture.md, "CPU twins"): the same names, the same
+//! constants and the same arithmetic as the shaders in `glsl/`, written as plain loops.
 //!
 //! They are the oracle the GL tests compare against, element by element; the engine never
 //! calls them. The names both engines share ([`crate::vocab`]: layouts, fragments, stage

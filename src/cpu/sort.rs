@@ -1,9 +1,10 @@
 //! Twin of `glsl/sort.comp`: sort every pixel of a linearised (CSR) fragment buffer into merge
-//! order (DESIGN §4), in place, with exactly the shader's stages and constants. The shader's
-//! `STAGE_SHORT`, `STAGE_CHECK`, `STAGE_LOCAL`, `STAGE_MERGE`, `STAGE_GATHER` and `STAGE_SCATTER`
-//! are `sort_short`, `check_long`, `local_sort`, `merge_global`, `gather_values` and
-//! `scatter_values` here; a work group is emulated by running its invocations phase by phase
-//! (what one phase reads, it reads before any write of the next, as the barriers ensure).
+//! order (docs/architecture.md, "Depth order"), in place, with exactly the shader's stages and
+//! constants. The shader's `STAGE_SHORT`, `STAGE_CHECK`, `STAGE_LOCAL`, `STAGE_MERGE`,
+//! `STAGE_GATHER` and `STAGE_SCATTER` are `sort_short`, `check_long`, `local_sort`, `merge_global`,
+//! `gather_values` and `scatter_values` here; a work group is emulated by running its invocations
+//! phase by phase (what one phase reads, it reads before any write of the next, as the barriers
+//! ensure).
 //!
 //! Pixel p owns slots `offsets[p]..offsets[p + 1]`, `n` of them. Pixels already in order are
 //! never written.

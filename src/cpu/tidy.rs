@@ -1,10 +1,11 @@
 //! CPU twin of `glsl/tidy.comp`: tidy and flatten chosen pixels of a merged, sorted, linearised
 //! (CSR) fragment list in one pass per pixel, without materialising the tidied list.
 //!
-//! The result is `composite::tidy_pixel` followed by `composite::flatten_pixel` (DESIGN §4), in
-//! f32 with the shader's own `log1p`/`expm1` (GLSL has neither, and `log`/`exp` near 1 are only
-//! specified to an absolute 2^-21). Every function here has a GLSL namesake with the same
-//! constants and the same order of operations, so the two agree to a few ulp.
+//! The result is `composite::tidy_pixel` followed by `composite::flatten_pixel`
+//! (docs/architecture.md, "Tidy"), in f32 with the shader's own `log1p`/`expm1` (GLSL has neither,
+//! and `log`/`exp` near 1 are only specified to an absolute 2^-21). Every function here has a GLSL
+//! namesake with the same constants and the same order of operations, so the two agree to a few
+//! ulp.
 //!
 //! The walk: a pixel's boundaries are its samples' Z and (volumes') ZBack values. Going front to
 //! back over the distinct boundaries `b`, first the points at `b` composite in list order, then

@@ -9,7 +9,8 @@ pub struct GpuBuffer<'a> {
     gl: &'a glow::Context,
     /// The GL name.
     pub buffer: glow::Buffer,
-    /// Size in bytes (at least 4: GL refuses empty storage blocks).
+    /// Size in bytes: at least 16 from every constructor but [`Self::uninit`], which takes what it
+    /// is given (GL refuses empty storage blocks, and the zero fill clears whole 16-byte words).
     pub bytes: usize,
 }
 

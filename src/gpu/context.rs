@@ -1,7 +1,9 @@
-//! The headless OpenGL context (DESIGN §5): EGL device platform, no surface, core 4.3+.
+//! The headless OpenGL context (docs/architecture.md, "The GL engine"): EGL device platform, no
+//! surface, core 4.3+.
 //!
 //! A context is current on the thread that made it; [`GlContext`] is therefore neither `Send`
-//! nor `Sync`. Tests make one per test; a long-lived user keeps one on a dedicated thread.
+//! nor `Sync`. The tests share one per test binary on a dedicated GL thread
+//! (`tests/gpu_common`); a long-lived user keeps one on a dedicated thread the same way.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;

@@ -25,6 +25,7 @@ const SOURCES: &[(&str, &str)] = glsl_files![
     "fragment.glsl",
     "layout.glsl",
     "over.glsl",
+    "volume_split.glsl",
     "image.glsl",
     "scan.comp",
     "scan_add.comp",
@@ -295,12 +296,35 @@ mod tests {
         }
     }
 
+    /// Each shared GLSL rule, with the text only its definition spells: (home file, spelling).
+    const RULE_HOMES: &[(&str, &str)] = &[
+        // "over": every stage that composites gets it from over.glsl.
+        ("over.glsl", "(1.0 - g_acc["),
+        // Splitting a volume and mixing optical depths: tidy.comp and slice.comp share them.
+        ("volume_split.glsl", "vec2 split_alpha("),
+        ("volume_split.glsl", "float piece_fraction("),
+        ("volume_split.glsl", "float optical_depth("),
+        ("volume_split.glsl", "float alpha_of_depth("),
+        // The naive split that loses small alphas must not come back anywhere.
+        ("(nowhere)", "exp(f * log("),
+    ];
+
     #[test]
-    fn over_has_one_home() {
-        // Every stage that composites gets "over" from over.glsl, not from a copy of its own.
-        for (name, text) in SOURCES {
-            let spells_over = text.contains("(1.0 - g_acc[");
-            assert_eq!(spells_over, *name == "over.glsl", "{name}");
+    fn each_rule_has_one_home() {
+        for (home, spelling) in RULE_HOMES {
+            for (name, text) in SOURCES {
+                assert_eq!(
+                    text.contains(spelling),
+                    name == home,
+                    "{name}: `{spelling}`"
+                );
+            }
+        }
+        // And the homes are really used: a stage that cuts volumes includes volume_split.glsl.
+        for stage in ["tidy.comp", "slice.comp"] {
+            let (text, files) = resolve(stage, &Defines::default()).unwrap();
+            assert!(files.iter().any(|f| f == "volume_split.glsl"), "{stage}");
+            assert_eq!(text.matches("vec2 split_alpha(").count(), 1, "{stage}");
         }
     }
 }

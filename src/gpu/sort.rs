@@ -1,7 +1,7 @@
 //! GPU per-pixel sort (twin: `cpu::sort`): `glsl/sort.comp` sorts every pixel of a
-//! linearised (CSR) fragment buffer into merge order (DESIGN §4) in place, stably, optionally
-//! permuting a parallel value buffer (`columns` floats per slot, the engine's layout) with it.
-//! Pixels already in order are read, never written.
+//! linearised (CSR) fragment buffer into merge order (docs/architecture.md, "Depth order") in
+//! place, stably, optionally permuting a parallel value buffer (`columns` floats per slot, the
+//! engine's layout) with it. Pixels already in order are read, never written.
 //!
 //! Which path takes which length `n` (see the shader's header for the algorithm):
 //! - `n <= REG_SORT_SIZE` ([`REG_SORT_SIZE`] = 16): one invocation per pixel ([`GROUP_SIZE`] a

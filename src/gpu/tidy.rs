@@ -1,6 +1,6 @@
 //! GPU tidying of chosen pixels (twin: `cpu::tidy`): `glsl/tidy.comp` walks each listed
 //! pixel of a merged, sorted, linearised (CSR) fragment list front to back, splitting and merging
-//! overlapping volumes on the fly (DESIGN §4). In its three modes it
+//! overlapping volumes on the fly (docs/architecture.md, "Tidy"). In its three modes it
 //! - flattens: writes the row and front sample the reference gets from
 //!   `composite::tidy_pixel` + `composite::flatten_pixel` ([`tidy_flatten_pixels`], and
 //!   [`tidy_flat_in_place`] for the pixels a flat merge flagged);

@@ -1,5 +1,5 @@
 //! The streamed merge: N deep files into one output, a band of rows at a time, in a memory
-//! budget rather than in the size of the image (DESIGN §1, "the whole path streams").
+//! budget rather than in the size of the image (docs/architecture.md, "Data flow").
 //!
 //! - [`source`]: the chunk reader. Headers, offset tables and sample-count tables first, then
 //!   the chunks a band needs, read with positioned reads and unpacked in parallel.

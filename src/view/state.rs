@@ -146,7 +146,7 @@ pub enum KeyAction {
     Quit,
 }
 
-/// The keys, for the README and the help text: (key, what it does).
+/// The keys, for docs/view.md and the help text: (key, what it does).
 pub const KEYS: &[(&str, &str)] = &[
     ("0", "the merge"),
     ("1..9", "input 1..9"),

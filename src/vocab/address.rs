@@ -1,6 +1,6 @@
 //! The Rust side of `glsl/layout.glsl` (the host walks read-back images with it, the CPU twin
 //! of `build.comp` scatters with it): where sample i of pixel p lives in each array layout
-//! (DESIGN §3), and the per-group minimum counts that IA and BIA need.
+//! (docs/architecture.md, "GPU layouts"), and the per-group minimum counts that IA and BIA need.
 //!
 //! One refinement over the paper's formulas: the last group of an image may hold fewer than
 //! `G` pixels, so the interleaving stride is the group's real width `min(G, P - g·G)`; with the

@@ -1,15 +1,16 @@
 //! How images are laid out and merged on the GPU, as both engines name it: the four layouts
-//! (DESIGN §3), the two merge methods, the pixel orders, and the group and block sizes the
-//! shaders are specialised with. The layout ids reach GLSL as `#define`s ([`glsl_defines`]),
-//! so the shaders and Rust cannot disagree on them.
+//! (docs/architecture.md, "GPU layouts"), the two merge methods, the pixel orders, and the group
+//! and block sizes the shaders are specialised with. The layout ids reach GLSL as `#define`s
+//! ([`glsl_defines`]), so the shaders and Rust cannot disagree on them.
 
-/// Pixels per interleaving group (DESIGN §3 `G`); also the local size of per-pixel kernels.
+/// Pixels per interleaving group (`G` in docs/architecture.md, "GPU layouts"); also the local size
+/// of per-pixel kernels.
 pub const GROUP_SIZE: u32 = 32;
 
 /// Largest register block the merge supports (the blocks live in registers, so keep it small).
 pub const MAX_BLOCK_SIZE: u32 = 32;
 
-/// How one deep image's fragments are arranged in GPU memory (DESIGN §3).
+/// How one deep image's fragments are arranged in GPU memory (docs/architecture.md, "GPU layouts").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Layout {
     /// Per-pixel linked lists: `head[p]`, `next[]`, nodes from an atomic counter starting at 1.
@@ -89,8 +90,8 @@ impl MergeMethod {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum MergeStrategy {
     /// One pass per pixel over every input's sorted run: a heap over the run heads on the CPU,
-    /// `merge_kway.comp` on the GL engine (up to [`MAX_KWAY_INPUTS`] inputs per dispatch; more
-    /// are merged in groups of that many, chained).
+    /// `merge_kway.comp` on the GL engine (up to [`MAX_KWAY_INPUTS`] inputs; a GL merge of more
+    /// runs the pairwise chain instead, `gpu::uses_kway`).
     #[default]
     KWay,
     /// Input 0 merged with input 1, the result with input 2, and so on (the paper's "iterated
@@ -119,7 +120,7 @@ impl MergeStrategy {
 }
 
 /// Most inputs one dispatch of `merge_kway.comp` reads (its per-input state is sized by it at
-/// compile time); a merge of more inputs merges groups of this many and chains the groups.
+/// compile time); a GL merge of more inputs runs the pairwise chain instead.
 pub const MAX_KWAY_INPUTS: usize = 8;
 
 /// Pixels each input takes in the stacked image a k-way merge reads (`merge_kway.comp`): the

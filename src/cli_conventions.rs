@@ -1,0 +1,78 @@
+//! What a command-line user expects of any Unix tool, apart from what deepmerge does: shell
+//! completions and a manual page generated from the one argument definition, a `--version` that
+//! names the build's features, a quiet end when standard output is closed early
+//! (`deepmerge info FILE | head -3`), and an output path that must name a file.
+
+use std::io::Write;
+use std::path::Path;
+
+use clap_complete::Shell;
+use deepmerge::{Error, Result};
+
+/// What `deepmerge --version` prints after the name: the version, then the package's Cargo
+/// features enabled in this build (`build.rs` collects them; "none" when there are none).
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\nfeatures: ",
+    env!("DEEPMERGE_FEATURES")
+);
+
+/// Let a closed standard output end the program as it ends `cat` or `ls`: by SIGPIPE, silently
+/// (status 141 in a shell), instead of a "failed printing to stdout: Broken pipe" panic at
+/// whichever `print!` meets it first. The Rust runtime ignores SIGPIPE so that writes return
+/// EPIPE; nothing here handles EPIPE itself, so the default action is the right one everywhere
+/// the CLI prints. A merge killed this way (its `--progress openjd` reader gone) leaves its
+/// temporary file, which the next run writing the same output removes.
+pub fn die_quietly_on_closed_stdout() {
+    // SAFETY: setting a signal's disposition to its default before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// Refuse an output path that names a directory (an existing one, or any path ending in a
+/// slash): an output is one file, written beside itself and renamed into place.
+pub fn check_output_is_a_file(path: &Path) -> Result<()> {
+    let text = path.as_os_str().to_string_lossy();
+    if text.ends_with(std::path::MAIN_SEPARATOR) || text.ends_with('/') || path.is_dir() {
+        return Err(Error::Usage(format!(
+            "{}: the output must be a file, not a directory",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Write the completion script of `command` for `shell` to standard output.
+pub fn print_completions(shell: Shell, command: &mut clap::Command) {
+    let name = command.get_name().to_string();
+    clap_complete::generate(shell, command, name, &mut std::io::stdout());
+}
+
+/// Write the manual page of `command` (roff, section 1) to standard output, or with
+/// `subcommand` the page of that subcommand, `deepmerge-NAME`, as the main page's SUBCOMMANDS
+/// section names it.
+pub fn print_manpage(command: clap::Command, subcommand: Option<&str>) -> Result<()> {
+    let command = match subcommand {
+        None => command,
+        Some(name) => {
+            // clap names commands with `&'static str`s; this one lives until the process ends
+            // a moment later anyway.
+            let page_name: &'static str =
+                Box::leak(format!("{}-{name}", command.get_name()).into_boxed_str());
+            command
+                .find_subcommand(name)
+                .cloned()
+                .ok_or_else(|| Error::Usage(format!("manpage: no command named {name}")))?
+                .name(page_name)
+                .version(env!("CARGO_PKG_VERSION"))
+        }
+    };
+    let mut page = Vec::new();
+    clap_mangen::Man::new(command)
+        .render(&mut page)
+        .map_err(|e| Error::internal(format!("cannot render the manual page: {e}")))?;
+    std::io::stdout()
+        .write_all(&page)
+        .map_err(|e| Error::internal(format!("cannot write the manual page: {e}")))
+}
