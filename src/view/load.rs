@@ -1,6 +1,10 @@
 //! Loading in the background: read every input, merge them, and prepare what the GPU slices,
 //! on a worker thread that reports progress, so the window stays responsive while large inputs
 //! decode. Errors come back as the CLI's one-line [`Error`]s.
+//!
+//! Each layer is handed over as soon as it is made ([`LoadEvent::Layer`]), so the window can
+//! upload it and let its host arrays go ([`Layer::release_samples`]) while the next one is
+//! made: at production sizes the layers are most of the memory.
 
 use std::path::PathBuf;
 
@@ -29,6 +33,8 @@ pub struct Layer {
     pub values: Vec<f32>,
     /// The nearest and farthest finite depths (0, 1 when there are none).
     pub depth_range: (f32, f32),
+    /// Samples held (also once the arrays are released).
+    pub sample_count: usize,
 }
 
 impl Layer {
@@ -39,16 +45,25 @@ impl Layer {
 
     /// Pixels of the data window.
     pub fn pixels(&self) -> usize {
-        self.offsets.len() - 1
+        self.data_window.area()
     }
 
     /// Samples held.
     pub fn samples(&self) -> usize {
-        self.depths.len()
+        self.sample_count
+    }
+
+    /// Free the per-pixel and per-sample arrays (the GPU has its copy); what describes the
+    /// layer stays. [`Layer::slice_pixel`] needs the arrays.
+    pub fn release_samples(&mut self) {
+        self.offsets = Vec::new();
+        self.depths = Vec::new();
+        self.values = Vec::new();
     }
 }
 
 /// Everything loaded: the inputs as read (for the inspector) and the layers (0: the merge).
+/// The loader leaves `layers` empty: they come one by one as [`LoadEvent::Layer`].
 pub struct Loaded {
     /// The inputs' section titles (path and part), as `deepmerge info --pixel` prints them.
     pub titles: Vec<String>,
@@ -62,6 +77,8 @@ pub struct Loaded {
 pub enum LoadEvent {
     /// How far it is (0..=1) and what it is doing.
     Progress(f32, String),
+    /// The next layer (the merge first, then the inputs in order).
+    Layer(Box<Layer>),
     /// The end: everything, or the first error.
     Done(Box<Result<Loaded>>),
 }
@@ -94,8 +111,9 @@ fn load_inner(request: &LoadRequest, send: &dyn Fn(LoadEvent)) -> Result<Loaded>
             i as f32 / steps,
             format!("reading {}", path.display()),
         ));
-        let part = crate::info::deep_parts(path, Some(&request.read.part))?[0];
+        // Reading first: a flat or damaged input gets the reader's message, as in the CLI.
         let image = read_deep(path, &request.read)?;
+        let part = crate::info::deep_parts(path, Some(&request.read.part))?[0];
         image.check_depths().map_err(|e| e.in_file(path))?;
         titles.push(input_title(path, Some(part)));
         inputs.push(image);
@@ -109,7 +127,9 @@ fn load_inner(request: &LoadRequest, send: &dyn Fn(LoadEvent)) -> Result<Loaded>
     send(LoadEvent::Progress(n as f32 / steps, "merging".into()));
     let paths: Vec<&std::path::Path> = request.files.iter().map(PathBuf::as_path).collect();
     let merged = tidy_deep(&refs, &deep).map_err(|e| e.in_merge(&paths))?;
-    let mut layers = vec![layer_of("merged", &merged)?];
+    let layer = layer_of("merged", &merged)?;
+    drop(merged);
+    send(LoadEvent::Layer(Box::new(layer)));
     for (i, image) in inputs.iter().enumerate() {
         send(LoadEvent::Progress(
             (n + 1 + i) as f32 / steps,
@@ -119,12 +139,14 @@ fn load_inner(request: &LoadRequest, send: &dyn Fn(LoadEvent)) -> Result<Loaded>
             .file_name()
             .map_or_else(|| titles[i].clone(), |f| f.to_string_lossy().into_owned());
         let tidy = tidy_deep(&[image], &deep).map_err(|e| e.in_file(&request.files[i]))?;
-        layers.push(layer_of(&name, &tidy)?);
+        let layer = layer_of(&name, &tidy)?;
+        drop(tidy);
+        send(LoadEvent::Layer(Box::new(layer)));
     }
     Ok(Loaded {
         titles,
         inputs,
-        layers,
+        layers: Vec::new(),
     })
 }
 
@@ -180,6 +202,7 @@ pub fn layer_of(name: &str, image: &DeepImage) -> Result<Layer> {
         depths,
         values,
         depth_range: range,
+        sample_count: total,
     })
 }
 
