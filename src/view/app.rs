@@ -313,7 +313,7 @@ impl App {
                     human_bytes(open.gpu_budget)
                 )));
             }
-            let gpu = GpuLayer::new(&open.engine, layer, &plan)?;
+            let gpu = GpuLayer::upload(&open.engine, layer, &plan)?;
             eprintln!(
                 "deepmerge view: layer {} ({}) on the GPU: {} in {} band(s)",
                 open.gpu_layers.len(),
@@ -322,7 +322,6 @@ impl App {
                 gpu.bands()
             );
             open.gpu_layers.push(gpu);
-            layer.release_samples();
         }
         Ok(())
     }

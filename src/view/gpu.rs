@@ -232,8 +232,12 @@ pub struct GpuLayer {
 }
 
 impl GpuLayer {
-    /// Upload `layer` in the bands [`plan_layer`] chose and build its programs.
-    pub fn new(ctx: &GlContext, layer: &Layer, plan: &LayerPlan) -> Result<GpuLayer> {
+    /// Move `layer`'s arrays to the GPU in the bands [`plan_layer`] chose and build its
+    /// programs. The host arrays are let go as their bands are uploaded, last band first, so
+    /// each array shrinks in place (`realloc` to a smaller size does not copy) and a layer is
+    /// never held twice: on a software rasteriser the GPU's buffers are host memory too. On
+    /// success the layer's arrays are empty ([`Layer::release_samples`]).
+    pub fn upload(ctx: &GlContext, layer: &mut Layer, plan: &LayerPlan) -> Result<GpuLayer> {
         let gl = &ctx.gl;
         let columns = column_defines(&layer.columns);
         let slice_program = ctx.program(
@@ -256,7 +260,7 @@ impl GpuLayer {
             slice_program,
             image_program,
         };
-        for &band in &plan.bands {
+        for &band in plan.bands.iter().rev() {
             let p0 = band.row0 * width;
             let p1 = p0 + band.rows * width;
             // Offsets from the band's first sample, so each band's arrays start at 0.
@@ -294,7 +298,15 @@ impl GpuLayer {
                     sliced,
                 });
             }
+            layer.offsets.truncate(p0 + 1);
+            layer.offsets.shrink_to_fit();
+            layer.depths.truncate(band.sample0);
+            layer.depths.shrink_to_fit();
+            layer.values.truncate(band.sample0 * stride);
+            layer.values.shrink_to_fit();
         }
+        made.bands.reverse();
+        layer.release_samples();
         if let Err(e) = ctx.check("uploading a layer") {
             made.delete(ctx);
             return Err(e);

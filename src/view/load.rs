@@ -8,7 +8,9 @@
 
 use std::path::PathBuf;
 
-use crate::composite::{merge_images, CompositeChannels, MergeOptions, MergeOutput, OutputKind};
+use crate::composite::{
+    merge_images_over, CompositeChannels, MergeOptions, MergeOutput, OutputKind,
+};
 use crate::deep::{Bounds, DeepImage};
 use crate::error::{Error, Result};
 use crate::exr::{read_deep, ReadOptions};
@@ -126,9 +128,7 @@ fn load_inner(request: &LoadRequest, send: &dyn Fn(LoadEvent)) -> Result<Loaded>
     };
     send(LoadEvent::Progress(n as f32 / steps, "merging".into()));
     let paths: Vec<&std::path::Path> = request.files.iter().map(PathBuf::as_path).collect();
-    let merged = tidy_deep(&refs, &deep).map_err(|e| e.in_merge(&paths))?;
-    let layer = layer_of("merged", &merged)?;
-    drop(merged);
+    let layer = build_layer("merged", &refs, &deep).map_err(|e| e.in_merge(&paths))?;
     send(LoadEvent::Layer(Box::new(layer)));
     for (i, image) in inputs.iter().enumerate() {
         send(LoadEvent::Progress(
@@ -138,9 +138,7 @@ fn load_inner(request: &LoadRequest, send: &dyn Fn(LoadEvent)) -> Result<Loaded>
         let name = request.files[i]
             .file_name()
             .map_or_else(|| titles[i].clone(), |f| f.to_string_lossy().into_owned());
-        let tidy = tidy_deep(&[image], &deep).map_err(|e| e.in_file(&request.files[i]))?;
-        let layer = layer_of(&name, &tidy)?;
-        drop(tidy);
+        let layer = build_layer(&name, &[image], &deep).map_err(|e| e.in_file(&request.files[i]))?;
         send(LoadEvent::Layer(Box::new(layer)));
     }
     Ok(Loaded {
@@ -150,60 +148,122 @@ fn load_inner(request: &LoadRequest, send: &dyn Fn(LoadEvent)) -> Result<Loaded>
     })
 }
 
-/// `inputs` merged as a tidy deep image (the reference merge).
-fn tidy_deep(inputs: &[&DeepImage], options: &MergeOptions) -> Result<DeepImage> {
-    match merge_images(inputs, options)? {
-        MergeOutput::Deep(image) => Ok(image),
-        MergeOutput::Flat(_) => Err(Error::internal("a deep merge gave a flat image")),
+/// Samples merged at a time while a layer is built: the reference merge holds about 70 bytes
+/// per sample while it works (keys, tidied rows, output planes), so merging a layer in bands of
+/// rows keeps that near 1 GiB at any image size, beside the layer itself.
+const BUILD_BAND_SAMPLES: usize = 16 << 20;
+
+/// `inputs` merged as a tidy deep image (the reference merge; one input: tidied on its own)
+/// and flattened to a layer, band of rows by band of rows (`merge_images_over` on each band of
+/// the union window; pixels merge independently, so the bands join into the whole merge).
+fn build_layer(name: &str, inputs: &[&DeepImage], options: &MergeOptions) -> Result<Layer> {
+    let window = inputs
+        .iter()
+        .map(|i| i.data_window)
+        .reduce(|a, b| a.union(&b))
+        .ok_or_else(|| Error::internal("a layer of no inputs"))?;
+    let total: usize = inputs.iter().map(|i| i.sample_count()).sum();
+    let height = window.height();
+    let rows_per_band = (height.saturating_mul(BUILD_BAND_SAMPLES) / total.max(1)).clamp(1, height);
+    let mut builder: Option<LayerBuilder> = None;
+    let mut y0 = window.y0;
+    while y0 <= window.y1 {
+        let y1 = (y0 as i64 + rows_per_band as i64 - 1).min(window.y1 as i64) as i32;
+        let band = Bounds { y0, y1, ..window };
+        let image = match merge_images_over(inputs, options, Some(band))? {
+            MergeOutput::Deep(image) => image,
+            MergeOutput::Flat(_) => return Err(Error::internal("a deep merge gave a flat image")),
+        };
+        builder
+            .get_or_insert_with(|| LayerBuilder::new(name, &image, window, total))
+            .append(&image)?;
+        y0 = y1 + 1;
     }
+    let builder = builder.ok_or_else(|| Error::internal("a layer of no rows"))?;
+    Ok(builder.finish())
 }
 
 /// The arrays `slice.comp` reads, from a tidy deep image.
 pub fn layer_of(name: &str, image: &DeepImage) -> Result<Layer> {
-    if image.sample_count() > u32::MAX as usize {
-        return Err(Error::Usage(format!(
-            "{name}: {} samples are more than the viewer addresses (2^32)",
-            image.sample_count()
-        )));
-    }
-    let columns = CompositeChannels::of(&[image]);
-    let sources = columns.sources_in(image);
-    let (z, zback) = image.depth_channels();
-    let stride = columns.len().max(1);
-    let total = image.sample_count();
-    let mut depths = Vec::with_capacity(total);
-    let mut values = Vec::with_capacity(total * stride);
-    let mut range = (f32::INFINITY, f32::NEG_INFINITY);
-    for i in 0..total {
-        let zf = z.map_or(0.0, |c| image.planes[c].get_f32(i));
-        let zb = zback.map_or(zf, |c| image.planes[c].get_f32(i));
-        // The one key rule (ZBack <= Z is a point), as every engine reads keys.
-        let (zf, zb) = crate::vocab::depth_key(zf, zb);
-        for d in [zf, zb].into_iter().filter(|d| d.is_finite()) {
-            range = (range.0.min(d), range.1.max(d));
+    let mut builder = LayerBuilder::new(name, image, image.data_window, image.sample_count());
+    builder.append(image)?;
+    Ok(builder.finish())
+}
+
+/// A layer made from tidy deep images of consecutive bands of rows, top to bottom.
+struct LayerBuilder {
+    layer: Layer,
+}
+
+impl LayerBuilder {
+    /// An empty layer over `window` with the columns of `first` (every band of one merge has
+    /// the same channels), room for `samples`.
+    fn new(name: &str, first: &DeepImage, window: Bounds, samples: usize) -> LayerBuilder {
+        let columns = CompositeChannels::of(&[first]);
+        let stride = columns.len().max(1);
+        let mut offsets = Vec::with_capacity(window.area() + 1);
+        offsets.push(0);
+        LayerBuilder {
+            layer: Layer {
+                name: name.to_string(),
+                display_window: first.display_window,
+                data_window: window,
+                columns,
+                offsets,
+                depths: Vec::with_capacity(samples),
+                values: Vec::with_capacity(samples.saturating_mul(stride)),
+                depth_range: (f32::INFINITY, f32::NEG_INFINITY),
+                sample_count: 0,
+            },
         }
-        depths.push([zf, zb]);
-        for src in &sources {
-            values.push(src.map_or(0.0, |c| image.planes[c].get_f32(i)));
-        }
-        if sources.is_empty() {
-            values.push(0.0);
-        }
     }
-    if range.0 > range.1 {
-        range = (0.0, 1.0);
+
+    /// Add the next band's pixels and samples.
+    fn append(&mut self, image: &DeepImage) -> Result<()> {
+        let layer = &mut self.layer;
+        let total = layer.sample_count + image.sample_count();
+        if total > u32::MAX as usize {
+            return Err(Error::Usage(format!(
+                "{}: {total} or more samples are more than the viewer addresses (2^32)",
+                layer.name
+            )));
+        }
+        let sources = layer.columns.sources_in(image);
+        let (z, zback) = image.depth_channels();
+        let base = layer.sample_count as u64;
+        layer
+            .offsets
+            .extend(image.offsets[1..].iter().map(|&o| (base + o) as u32));
+        let mut range = layer.depth_range;
+        for i in 0..image.sample_count() {
+            let zf = z.map_or(0.0, |c| image.planes[c].get_f32(i));
+            let zb = zback.map_or(zf, |c| image.planes[c].get_f32(i));
+            // The one key rule (ZBack <= Z is a point), as every engine reads keys.
+            let (zf, zb) = crate::vocab::depth_key(zf, zb);
+            for d in [zf, zb].into_iter().filter(|d| d.is_finite()) {
+                range = (range.0.min(d), range.1.max(d));
+            }
+            layer.depths.push([zf, zb]);
+            for src in &sources {
+                layer
+                    .values
+                    .push(src.map_or(0.0, |c| image.planes[c].get_f32(i)));
+            }
+            if sources.is_empty() {
+                layer.values.push(0.0);
+            }
+        }
+        layer.depth_range = range;
+        layer.sample_count = total;
+        Ok(())
     }
-    Ok(Layer {
-        name: name.to_string(),
-        display_window: image.display_window,
-        data_window: image.data_window,
-        columns,
-        offsets: image.offsets.iter().map(|&o| o as u32).collect(),
-        depths,
-        values,
-        depth_range: range,
-        sample_count: total,
-    })
+
+    fn finish(mut self) -> Layer {
+        if self.layer.depth_range.0 > self.layer.depth_range.1 {
+            self.layer.depth_range = (0.0, 1.0);
+        }
+        self.layer
+    }
 }
 
 /// What the slice pass computes for one pixel, on the host: the composited values of the
