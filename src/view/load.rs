@@ -18,6 +18,7 @@ use crate::inspect::input_title;
 
 /// One thing the window can show: the merge, or one input, as a tidy deep image flattened to
 /// the arrays `slice.comp` reads.
+#[derive(Clone, Debug)]
 pub struct Layer {
     /// "merged" or the input's file name.
     pub name: String,

@@ -71,7 +71,7 @@ pub struct ViewArgs {
 fn check_before_window(args: &ViewArgs, read: &ReadOptions) -> Result<()> {
     if args.files.len() > MAX_INPUTS {
         return Err(Error::Usage(format!(
-            "deepmerge view takes 1 to {MAX_INPUTS} inputs (keys 1 to {MAX_INPUTS} show each), not {}; merge some of them first (deepmerge A.exr B.exr --deep -o AB.exr)",
+            "the viewer takes 1 to {MAX_INPUTS} inputs (keys 1 to {MAX_INPUTS} show each), not {}; merge some of them first (deepmerge A.exr B.exr --deep -o AB.exr)",
             args.files.len()
         )));
     }
