@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use deepmerge::composite::{merge_images, MergeOptions, MergeOutput, OutputKind};
 use deepmerge::deep::{DeepImage, FlatImage, FlatValues};
 use deepmerge::exr::{read_deep, ReadOptions};
-use deepmerge::view::display::{display_byte, heat_colour};
 use deepmerge::gpu::GlContext;
+use deepmerge::view::display::{display_byte, heat_colour};
 use deepmerge::view::gpu::{plan_layer, GpuLayer};
 use deepmerge::view::load::{load, LoadEvent, LoadRequest, Loaded};
 
@@ -645,10 +645,21 @@ fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
 fn bad_input_is_one_line_in_the_window_and_on_stderr() {
     require("xdotool", &["version"]);
     let dir = tempfile::tempdir().unwrap();
-    // Not an EXR at all: a deterministic error (a truncated file's names whichever damaged
-    // chunk a parallel decode meets first, in the CLI too).
-    let bad = dir.path().join("notes.exr");
-    std::fs::write(&bad, b"these are notes, not an image\n").unwrap();
+    // A sound header over a bad sample (a NaN depth): the checks before the window pass, the
+    // load finds it. A deterministic error (a truncated file's names whichever damaged chunk a
+    // parallel decode meets first, in the CLI too); files the header already refuses never
+    // open a window (the test after the next).
+    let bad = dir.path().join("nan-depth.exr");
+    let mut image = read_deep(&inputs()[0], &ReadOptions::default()).unwrap();
+    let z = image.channels.iter().position(|c| c.name == "Z").unwrap();
+    match &mut image.planes[z] {
+        deepmerge::deep::Plane::F32(v) => {
+            let middle = v.len() / 2;
+            v[middle] = f32::NAN;
+        }
+        _ => panic!("Balls.exr's Z is not a float channel"),
+    }
+    deepmerge::exr::write_deep(&bad, &image, deepmerge::exr::Codec::Zips).unwrap();
     let cli = Command::new(binary())
         .args([bad.as_os_str()])
         .arg(&inputs()[1])
@@ -838,7 +849,11 @@ fn a_layer_split_into_bands_slices_as_one_buffer_and_as_the_host_twin() {
         for p in 0..merged.pixels() {
             let want = merged.slice_pixel(p, near, far);
             let got = &bands[p * per_pixel..(p + 1) * per_pixel];
-            assert_eq!(got[stride + 1] as usize, want.count, "pixel {p} [{near}, {far}]");
+            assert_eq!(
+                got[stride + 1] as usize,
+                want.count,
+                "pixel {p} [{near}, {far}]"
+            );
             inside += want.count;
             for (c, (&g, &w)) in got.iter().zip(&want.values).enumerate() {
                 assert!(
@@ -851,14 +866,19 @@ fn a_layer_split_into_bands_slices_as_one_buffer_and_as_the_host_twin() {
                 None => assert!(got[stride].is_nan(), "front of pixel {p}"),
             }
         }
-        assert!(inside > 0, "[{near}, {far}] holds no sample: the test would not see a bad band");
+        assert!(
+            inside > 0,
+            "[{near}, {far}] holds no sample: the test would not see a bad band"
+        );
     }
     whole.delete(&ctx);
     split.delete(&ctx);
 
     // A storage block that cannot hold one row: one line that says so.
     ctx.limit_storage_block(Some(64));
-    let e = plan_layer(&ctx, merged).err().expect("one row does not fit 64 bytes");
+    let e = plan_layer(&ctx, merged)
+        .err()
+        .expect("one row does not fit 64 bytes");
     let message = e.to_string();
     assert!(
         message.contains("more than GL_MAX_SHADER_STORAGE_BLOCK_SIZE (64)")
@@ -896,7 +916,8 @@ fn a_window_on_banded_layers_draws_the_merge() {
     );
     let x = Xvfb::start();
     let mut viewer = Viewer::start_with(&x, &files, &["--storage-block-limit", "1048576"]);
-    let uploaded = viewer.wait_for(|l| l.starts_with("deepmerge view: layer 0 (merged) on the GPU"));
+    let uploaded =
+        viewer.wait_for(|l| l.starts_with("deepmerge view: layer 0 (merged) on the GPU"));
     let bands: usize = parse_after(&uploaded, " in ").parse().unwrap();
     assert!(bands >= 4, "{uploaded}");
     viewer.wait_for(|l| l.starts_with("deepmerge view: drawn"));

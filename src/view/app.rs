@@ -68,7 +68,11 @@ pub struct GpuLimits {
 fn default_gpu_budget(engine: &GlContext) -> u64 {
     /// GL_GPU_MEMORY_INFO_CURRENT_AVAILABLE_VIDMEM_NVX, in KiB.
     const AVAILABLE_VIDMEM_NVX: u32 = 0x9049;
-    let free = if engine.gl.supported_extensions().contains("GL_NVX_gpu_memory_info") {
+    let free = if engine
+        .gl
+        .supported_extensions()
+        .contains("GL_NVX_gpu_memory_info")
+    {
         // SAFETY: a plain query the extension defines, on the current context.
         let kib = unsafe { engine.gl.get_parameter_i32(AVAILABLE_VIDMEM_NVX) };
         (kib > 0).then(|| kib as u64 * 1024)
@@ -305,7 +309,7 @@ impl App {
             let held: u64 = open.gpu_layers.iter().map(GpuLayer::bytes).sum();
             if held + plan.bytes > open.gpu_budget {
                 return Err(Error::GlMemory(format!(
-                    "the {} layer needs {} of GPU memory ({} bands) beside the {} the layers before it hold, more than the GPU memory budget of {}; raise --gpu-memory, or view fewer inputs",
+                    "the {} layer needs {} of GPU memory in {} band(s) beside the {} the layers before it hold, more than the GPU memory budget of {}; raise --gpu-memory, or view fewer inputs",
                     layer.name,
                     human_bytes(plan.bytes),
                     plan.bands.len(),
@@ -373,6 +377,7 @@ impl App {
         eprintln!("deepmerge: error: {e}");
         self.error = Some(e.to_string());
         self.progress = None;
+        self.refresh_title();
     }
 
     /// Recompute the inspector's text and curves for the pinned pixel.

@@ -120,7 +120,11 @@ pub fn plan_bands(layer: &Layer, block_limit: u64) -> Result<Vec<LayerBand>> {
         sample0: row_start(row0),
         samples: row_start(row0 + rows) - row_start(row0),
     };
-    let fits = |b: &LayerBand| b.buffer_bytes(width, stride).iter().all(|&n| n <= block_limit);
+    let fits = |b: &LayerBand| {
+        b.buffer_bytes(width, stride)
+            .iter()
+            .all(|&n| n <= block_limit)
+    };
     let mut bands = Vec::new();
     let mut row0 = 0;
     while row0 < height {
@@ -169,8 +173,11 @@ pub fn plan_layer(ctx: &GlContext, layer: &Layer) -> Result<LayerPlan> {
                 .iter()
                 .zip(BUFFER_NAMES)
                 .find_map(|(&bytes, name)| {
-                    ctx.check_fits(bytes as usize, &format!("the {} layer's {name}", layer.name))
-                        .err()
+                    ctx.check_fits(
+                        bytes as usize,
+                        &format!("the {} layer's {name}", layer.name),
+                    )
+                    .err()
                 })
         });
         match refused {
@@ -236,7 +243,8 @@ impl GpuLayer {
     /// programs. The host arrays are let go as their bands are uploaded, last band first, so
     /// each array shrinks in place (`realloc` to a smaller size does not copy) and a layer is
     /// never held twice: on a software rasteriser the GPU's buffers are host memory too. On
-    /// success the layer's arrays are empty ([`Layer::release_samples`]).
+    /// success the layer's arrays are empty ([`Layer::release_samples`]); after a failure they
+    /// are partly gone, and the layer is not shown.
     pub fn upload(ctx: &GlContext, layer: &mut Layer, plan: &LayerPlan) -> Result<GpuLayer> {
         let gl = &ctx.gl;
         let columns = column_defines(&layer.columns);
@@ -430,9 +438,8 @@ impl GpuLayer {
                 // Only the window rows this band can own (one row of slack each side; the
                 // shader decides exactly), and only the image area: on a software rasteriser
                 // every fragment costs.
-                let window_row = |image_row: i32| {
-                    params.origin[1] + (image_row - d[1]) as f64 * params.zoom
-                };
+                let window_row =
+                    |image_row: i32| params.origin[1] + (image_row - d[1]) as f64 * params.zoom;
                 let top = if i == 0 {
                     0
                 } else {
@@ -446,7 +453,12 @@ impl GpuLayer {
                 if bottom <= top {
                     continue;
                 }
-                gl.scissor(0, window_h - bottom, params.image_width as i32, bottom - top);
+                gl.scissor(
+                    0,
+                    window_h - bottom,
+                    params.image_width as i32,
+                    bottom - top,
+                );
                 gl.uniform_4_i32(at("u_data").as_ref(), w[0], y0, w[2], y1);
                 gl.uniform_2_i32(at("u_rows").as_ref(), rows.0, rows.1);
                 gl.bind_buffer_base(glow::SHADER_STORAGE_BUFFER, 3, Some(band.sliced));

@@ -139,7 +139,8 @@ fn load_inner(request: &LoadRequest, send: &dyn Fn(LoadEvent)) -> Result<Loaded>
         let name = request.files[i]
             .file_name()
             .map_or_else(|| titles[i].clone(), |f| f.to_string_lossy().into_owned());
-        let layer = build_layer(&name, &[image], &deep).map_err(|e| e.in_file(&request.files[i]))?;
+        let layer =
+            build_layer(&name, &[image], &deep).map_err(|e| e.in_file(&request.files[i]))?;
         send(LoadEvent::Layer(Box::new(layer)));
     }
     Ok(Loaded {
