@@ -876,9 +876,7 @@ fn a_layer_split_into_bands_slices_as_one_buffer_and_as_the_host_twin() {
 
     // A storage block that cannot hold one row: one line that says so.
     ctx.limit_storage_block(Some(64));
-    let e = plan_layer(&ctx, merged)
-        .err()
-        .expect("one row does not fit 64 bytes");
+    let e = plan_layer(&ctx, merged).expect_err("one row does not fit 64 bytes");
     let message = e.to_string();
     assert!(
         message.contains("more than GL_MAX_SHADER_STORAGE_BLOCK_SIZE (64)")
