@@ -1,6 +1,8 @@
 // The viewer's image pass: for each window pixel, the image pixel under it (camera: origin and
 // zoom), read from slice.comp's output and drawn in the current view. The display transforms
 // are the ones `view::display` states in Rust (the tests compare the two).
+// A layer is held in bands of rows, one sliced buffer each: the pass is drawn once per band,
+// with `u_data` the band's rows and `u_rows` the image rows whose window pixels it draws.
 layout(std430, binding = 3) readonly buffer Sliced { float sliced[]; };
 
 uniform vec2 u_origin;      // window pixel (top-left origin) of the display window's corner
@@ -8,7 +10,8 @@ uniform float u_zoom;       // window pixels per image pixel
 uniform float u_height;     // window height, to turn gl_FragCoord upside down
 uniform ivec2 u_display0;   // display window corner (absolute)
 uniform ivec4 u_display;    // display window x0, y0, x1, y1
-uniform ivec4 u_data;       // this layer's data window x0, y0, x1, y1
+uniform ivec4 u_data;       // this band's part of the data window x0, y0, x1, y1
+uniform ivec2 u_rows;       // image rows (absolute) this band draws: its own, and beyond
 uniform int u_view;         // VIEW_* below
 uniform ivec4 u_rgba;       // columns of R, G, B, A (-1 where absent)
 uniform int u_channel;      // the column VIEW_CHANNEL shows
@@ -54,6 +57,8 @@ float column(uint base, int c) {
 void main() {
     vec2 at = vec2(gl_FragCoord.x, u_height - gl_FragCoord.y);
     ivec2 px = ivec2(floor((at - u_origin) / u_zoom)) + u_display0;
+    // Another band's pixel: that band's draw writes it.
+    if (px.y < u_rows.x || px.y > u_rows.y) discard;
     bool in_display = all(greaterThanEqual(px, u_display.xy)) && all(lessThanEqual(px, u_display.zw));
     bool in_data = all(greaterThanEqual(px, u_data.xy)) && all(lessThanEqual(px, u_data.zw));
     vec3 rgb = in_display ? vec3(0.0) : vec3(0.16);

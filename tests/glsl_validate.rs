@@ -204,6 +204,7 @@ fn stages() -> Vec<Stage> {
                 fixed("GROUP_SIZE", GROUP_SIZE),
                 axis("MERGE_METHOD", [0, 1]),
                 axis("MERGE_DESC", [0, 1]),
+                axis("RBM_SHIFT", [0, 1]),
                 image_axis("A", &Layout::ALL, 0, "readonly"),
                 image_axis("B", &Layout::ALL, 5, "readonly"),
                 output_axis(),

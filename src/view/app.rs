@@ -29,11 +29,12 @@ use winit::keyboard::{Key, NamedKey};
 use winit::window::{Window, WindowId};
 
 use super::camera::{Area, Camera};
-use super::gpu::{DrawParams, GpuLayer};
-use super::load::{LoadEvent, Loaded};
+use super::gpu::{plan_layer, DrawParams, GpuLayer};
+use super::load::{Layer, LoadEvent, Loaded};
 use super::state::{frame_size, KeyAction, View, ViewState};
 use super::ui::{self, PanelInputs, PANEL_WIDTH};
 use crate::error::{Error, Result};
+use crate::exr::human_bytes;
 use crate::gpu::GlContext;
 use crate::inspect::{pixel_report, PixelTable, TableValues};
 
@@ -52,6 +53,45 @@ fn process_cpu_ms() -> f64 {
 /// A press and release closer than this (window pixels) is a click, not a drag.
 const CLICK_SLOP: f64 = 3.0;
 
+/// What the layers may take on the GPU.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GpuLimits {
+    /// Bytes all layers' buffers may take together (`None`: [`default_gpu_budget`]).
+    pub budget: Option<u64>,
+    /// Bytes one storage buffer may hold, below the driver's limit (tests).
+    pub storage_block: Option<u64>,
+}
+
+/// Three quarters of the memory the device has free: what NVIDIA's driver reports
+/// (`GL_NVX_gpu_memory_info`), or on a software rasteriser, whose buffers live in host memory,
+/// the host's available memory; 4 GiB where neither is known.
+fn default_gpu_budget(engine: &GlContext) -> u64 {
+    /// GL_GPU_MEMORY_INFO_CURRENT_AVAILABLE_VIDMEM_NVX, in KiB.
+    const AVAILABLE_VIDMEM_NVX: u32 = 0x9049;
+    let free = if engine
+        .gl
+        .supported_extensions()
+        .contains("GL_NVX_gpu_memory_info")
+    {
+        // SAFETY: a plain query the extension defines, on the current context.
+        let kib = unsafe { engine.gl.get_parameter_i32(AVAILABLE_VIDMEM_NVX) };
+        (kib > 0).then(|| kib as u64 * 1024)
+    } else if engine.info().software {
+        host_available_bytes()
+    } else {
+        None
+    };
+    free.map_or(4 << 30, |bytes| bytes / 4 * 3)
+}
+
+/// `MemAvailable` of /proc/meminfo.
+fn host_available_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 /// Everything that exists once the window is open. Field order is drop order: the engine's
 /// context (which deletes programs) and egui's painter go before the GL context they use.
 struct Open {
@@ -61,6 +101,8 @@ struct Open {
     egui_ctx: egui::Context,
     vao: glow::VertexArray,
     gpu_layers: Vec<GpuLayer>,
+    /// Bytes all layers may take on the GPU.
+    gpu_budget: u64,
     surface: Surface<WindowSurface>,
     context: PossiblyCurrentContext,
     window: Window,
@@ -70,8 +112,11 @@ struct Open {
 pub struct App {
     title_files: String,
     size: (u32, u32),
+    limits: GpuLimits,
     state: ViewState,
     loaded: Option<Loaded>,
+    /// Layers delivered before loading finished (uploaded, if the window is open).
+    arrived: Vec<Layer>,
     progress: Option<(f32, String)>,
     /// The error that stopped loading (or the window), shown and already printed.
     pub error: Option<String>,
@@ -97,13 +142,16 @@ pub struct App {
 }
 
 impl App {
-    /// A viewer for the files named in `title_files`, with a window of `size` pixels.
-    pub fn new(title_files: String, size: (u32, u32)) -> App {
+    /// A viewer for the files named in `title_files`, with a window of `size` pixels and the
+    /// layers within `limits`.
+    pub fn new(title_files: String, size: (u32, u32), limits: GpuLimits) -> App {
         App {
             title_files,
             size,
+            limits,
             state: ViewState::default(),
             loaded: None,
+            arrived: Vec::new(),
             progress: Some((0.0, "starting".into())),
             error: None,
             open: None,
@@ -214,7 +262,16 @@ impl App {
         // SAFETY: object creation on the current context.
         let vao = unsafe { engine.gl.create_vertex_array() }
             .map_err(|e| Error::Gl(format!("cannot create a vertex array: {e}")))?;
-        eprintln!("deepmerge view: window open on {}", engine.info().renderer);
+        engine.limit_storage_block(self.limits.storage_block);
+        let gpu_budget = self
+            .limits
+            .budget
+            .unwrap_or_else(|| default_gpu_budget(&engine));
+        eprintln!(
+            "deepmerge view: window open on {} (GPU memory budget {})",
+            engine.info().renderer,
+            human_bytes(gpu_budget)
+        );
         Ok(Open {
             engine,
             painter,
@@ -222,20 +279,69 @@ impl App {
             egui_ctx,
             vao,
             gpu_layers: Vec::new(),
+            gpu_budget,
             surface,
             context,
             window,
         })
     }
 
-    /// Loading finished (or failed): upload the layers and fit the image.
+    /// The next layer arrived: upload it (when the window is open and nothing failed), within
+    /// the budget, and let its host arrays go.
+    fn on_layer(&mut self, mut layer: Layer) {
+        if self.error.is_some() {
+            return;
+        }
+        if let Err(e) = self.upload_pending(Some(&mut layer)) {
+            self.fail(e);
+        }
+        self.arrived.push(layer);
+    }
+
+    /// Upload the layers that arrived before the window was open, then `next`.
+    fn upload_pending(&mut self, next: Option<&mut Layer>) -> Result<()> {
+        let Some(open) = &mut self.open else {
+            return Ok(());
+        };
+        let waiting = self.arrived.iter_mut().skip(open.gpu_layers.len());
+        for layer in waiting.chain(next) {
+            let plan = plan_layer(&open.engine, layer)?;
+            let held: u64 = open.gpu_layers.iter().map(GpuLayer::bytes).sum();
+            if held + plan.bytes > open.gpu_budget {
+                return Err(Error::GlMemory(format!(
+                    "the {} layer needs {} of GPU memory in {} band(s) beside the {} the layers before it hold, more than the GPU memory budget of {}; raise --gpu-memory, or view fewer inputs",
+                    layer.name,
+                    human_bytes(plan.bytes),
+                    plan.bands.len(),
+                    human_bytes(held),
+                    human_bytes(open.gpu_budget)
+                )));
+            }
+            let gpu = GpuLayer::upload(&open.engine, layer, &plan)?;
+            eprintln!(
+                "deepmerge view: layer {} ({}) on the GPU: {} in {} band(s)",
+                open.gpu_layers.len(),
+                layer.name,
+                human_bytes(gpu.bytes()),
+                gpu.bands()
+            );
+            open.gpu_layers.push(gpu);
+        }
+        Ok(())
+    }
+
+    /// Loading finished (or failed): take the layers and fit the image.
     fn on_loaded(&mut self, result: Result<Loaded>) {
         self.progress = None;
-        let result = result.and_then(|loaded| {
-            if let Some(open) = &mut self.open {
-                for layer in &loaded.layers {
-                    open.gpu_layers.push(GpuLayer::new(&open.engine, layer)?);
-                }
+        if self.error.is_some() {
+            // A layer failed to upload: that is the error shown.
+            return self.refresh_title();
+        }
+        let result = result.and_then(|mut loaded| {
+            self.upload_pending(None)?;
+            loaded.layers = std::mem::take(&mut self.arrived);
+            if loaded.layers.is_empty() {
+                return Err(Error::internal("loading gave no layers"));
             }
             Ok(loaded)
         });
@@ -256,6 +362,10 @@ impl App {
             }
             Err(e) => self.fail(e),
         }
+        self.refresh_title();
+    }
+
+    fn refresh_title(&self) {
         if let Some(open) = &self.open {
             open.window.set_title(&self.title());
             open.window.request_redraw();
@@ -267,6 +377,7 @@ impl App {
         eprintln!("deepmerge: error: {e}");
         self.error = Some(e.to_string());
         self.progress = None;
+        self.refresh_title();
     }
 
     /// Recompute the inspector's text and curves for the pinned pixel.
@@ -520,6 +631,10 @@ impl ApplicationHandler<LoadEvent> for App {
             Ok(open) => {
                 open.window.request_redraw();
                 self.open = Some(open);
+                // Layers that came before the window.
+                if let Err(e) = self.upload_pending(None) {
+                    self.fail(e);
+                }
             }
             Err(e) => {
                 self.fatal = Some(e);
@@ -536,6 +651,7 @@ impl ApplicationHandler<LoadEvent> for App {
                     open.window.request_redraw();
                 }
             }
+            LoadEvent::Layer(layer) => self.on_layer(*layer),
             LoadEvent::Done(result) => self.on_loaded(*result),
         }
     }

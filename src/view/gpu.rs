@@ -48,29 +48,204 @@ unsafe fn upload<T: bytemuck::Pod>(gl: &glow::Context, data: &[T]) -> Result<glo
     }
     if gl.get_error() == glow::OUT_OF_MEMORY {
         gl.delete_buffer(buffer);
-        return Err(Error::Gl(format!(
-            "out of memory uploading {} bytes",
+        return Err(Error::GlMemory(format!(
+            "out of GPU memory uploading {} bytes",
             bytes.len()
         )));
     }
     Ok(buffer)
 }
 
-/// One layer resident on the GPU, with the output of its last slice.
-pub struct GpuLayer {
+/// A storage buffer of `bytes` (at least 16) that a shader fills before anything reads it.
+unsafe fn scratch(gl: &glow::Context, bytes: usize) -> Result<glow::Buffer> {
+    let size = i32::try_from(bytes.max(16))
+        .map_err(|_| Error::GlMemory(format!("a buffer of {bytes} bytes is too large")))?;
+    let buffer = gl
+        .create_buffer()
+        .map_err(|e| Error::Gl(format!("cannot create a buffer: {e}")))?;
+    gl.bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(buffer));
+    gl.buffer_data_size(glow::SHADER_STORAGE_BUFFER, size, glow::DYNAMIC_COPY);
+    if gl.get_error() == glow::OUT_OF_MEMORY {
+        gl.delete_buffer(buffer);
+        return Err(Error::GlMemory(format!(
+            "out of GPU memory allocating {bytes} bytes"
+        )));
+    }
+    Ok(buffer)
+}
+
+/// The rows of a layer's data window that one set of storage buffers holds: a band. Every
+/// buffer of a band fits one storage block, so a layer of any size is sliced band by band.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LayerBand {
+    /// First row (0: the data window's top row).
+    pub row0: usize,
+    /// Rows held.
+    pub rows: usize,
+    /// First sample of the band in the layer's arrays.
+    pub sample0: usize,
+    /// Samples held.
+    pub samples: usize,
+}
+
+impl LayerBand {
+    /// Bytes of the band's four buffers (offsets, depths, values, sliced image) for a data
+    /// window `width` pixels wide and `stride` values per sample, each at least 16.
+    pub fn buffer_bytes(&self, width: usize, stride: usize) -> [u64; 4] {
+        let pixels = (self.rows * width) as u64;
+        let samples = self.samples as u64;
+        [
+            (pixels + 1) * 4,
+            samples * 8,
+            samples * stride as u64 * 4,
+            pixels * (stride as u64 + 2) * 4,
+        ]
+        .map(|b| b.max(16))
+    }
+}
+
+/// What the buffers of [`LayerBand::buffer_bytes`] hold, for messages.
+const BUFFER_NAMES: [&str; 4] = ["offsets", "depths", "values", "sliced image"];
+
+/// Cut `layer` into bands of whole rows, as tall as `block_limit` allows for every one of a
+/// band's buffers. A single row that does not fit is an [`Error::GlMemory`].
+pub fn plan_bands(layer: &Layer, block_limit: u64) -> Result<Vec<LayerBand>> {
+    let width = layer.data_window.width();
+    let height = layer.data_window.height();
+    let stride = layer.stride();
+    let row_start = |row: usize| layer.offsets[row * width] as usize;
+    let band = |row0: usize, rows: usize| LayerBand {
+        row0,
+        rows,
+        sample0: row_start(row0),
+        samples: row_start(row0 + rows) - row_start(row0),
+    };
+    let fits = |b: &LayerBand| {
+        b.buffer_bytes(width, stride)
+            .iter()
+            .all(|&n| n <= block_limit)
+    };
+    let mut bands = Vec::new();
+    let mut row0 = 0;
+    while row0 < height {
+        let first = band(row0, 1);
+        if !fits(&first) {
+            let bytes = first.buffer_bytes(width, stride);
+            let worst = (0..4).max_by_key(|&k| bytes[k]).unwrap_or(0);
+            return Err(Error::GlMemory(format!(
+                "row {} of the {} layer needs {} bytes for its {} in one buffer, more than the storage-block limit ({block_limit})",
+                layer.data_window.y0 as i64 + row0 as i64,
+                layer.name,
+                bytes[worst],
+                BUFFER_NAMES[worst]
+            )));
+        }
+        // The tallest band from `row0` that fits: rows only add bytes, so a binary search.
+        let (mut lo, mut hi) = (1, height - row0);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if fits(&band(row0, mid)) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        bands.push(band(row0, lo));
+        row0 += lo;
+    }
+    if bands.is_empty() {
+        bands.push(band(0, 0));
+    }
+    Ok(bands)
+}
+
+/// The bands of `layer` on `ctx`: planned for the driver's storage-block limit, and planned
+/// again with half the limit while the context refuses one of the buffers
+/// ([`GlContext::check_fits`]: a driver that binds less than it claims), down to single rows.
+pub fn plan_layer(ctx: &GlContext, layer: &Layer) -> Result<LayerPlan> {
+    let width = layer.data_window.width();
+    let stride = layer.stride();
+    let mut limit = ctx.info().max_ssbo_bytes;
+    loop {
+        let bands = plan_bands(layer, limit)?;
+        let refused = bands.iter().find_map(|b| {
+            b.buffer_bytes(width, stride)
+                .iter()
+                .zip(BUFFER_NAMES)
+                .find_map(|(&bytes, name)| {
+                    ctx.check_fits(
+                        bytes as usize,
+                        &format!("the {} layer's {name}", layer.name),
+                    )
+                    .err()
+                })
+        });
+        match refused {
+            None => {
+                let bytes = bands
+                    .iter()
+                    .flat_map(|b| b.buffer_bytes(width, stride))
+                    .sum();
+                return Ok(LayerPlan { bands, bytes });
+            }
+            Some(Error::GlMemory(why)) => {
+                limit /= 2;
+                if plan_bands(layer, limit).is_err() {
+                    return Err(Error::GlMemory(format!(
+                        "{why}; bands of single rows do not fit either"
+                    )));
+                }
+            }
+            Some(other) => return Err(other),
+        }
+    }
+}
+
+/// How a layer is held on the GPU: its bands and the bytes of all their buffers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayerPlan {
+    /// Top to bottom.
+    pub bands: Vec<LayerBand>,
+    /// Bytes of every buffer of every band.
+    pub bytes: u64,
+}
+
+/// One band resident on the GPU.
+struct GpuBand {
+    band: LayerBand,
     offsets: glow::Buffer,
     depths: glow::Buffer,
     values: glow::Buffer,
     /// Per pixel: the composited columns, the front depth (NaN: none) and the count inside.
     sliced: glow::Buffer,
-    pixels: usize,
+}
+
+impl GpuBand {
+    fn buffers(&self) -> [glow::Buffer; 4] {
+        [self.offsets, self.depths, self.values, self.sliced]
+    }
+}
+
+/// One layer resident on the GPU in bands, with the output of its last slice.
+pub struct GpuLayer {
+    bands: Vec<GpuBand>,
+    /// The data window's width and first row (absolute).
+    width: usize,
+    y0: i32,
+    stride: usize,
+    bytes: u64,
     slice_program: glow::Program,
     image_program: glow::Program,
 }
 
 impl GpuLayer {
-    /// Upload `layer` and build its programs.
-    pub fn new(ctx: &GlContext, layer: &Layer) -> Result<GpuLayer> {
+    /// Move `layer`'s arrays to the GPU in the bands [`plan_layer`] chose and build its
+    /// programs. The host arrays are let go as their bands are uploaded, last band first, so
+    /// each array shrinks in place (`realloc` to a smaller size does not copy) and a layer is
+    /// never held twice: on a software rasteriser the GPU's buffers are host memory too. On
+    /// success the layer's arrays are empty ([`Layer::release_samples`]); after a failure they
+    /// are partly gone, and the layer is not shown.
+    pub fn upload(ctx: &GlContext, layer: &mut Layer, plan: &LayerPlan) -> Result<GpuLayer> {
         let gl = &ctx.gl;
         let columns = column_defines(&layer.columns);
         let slice_program = ctx.program(
@@ -82,29 +257,85 @@ impl GpuLayer {
             image_defines = image_defines.set(name, value);
         }
         let image_program = image_program(ctx, &image_defines)?;
-        let out_floats = layer.pixels() * (layer.stride() + 2);
-        ctx.check_fits(out_floats * 4, "the sliced image")?;
-        ctx.check_fits(layer.values.len() * 4, "the layer's values")?;
-        // SAFETY: buffer creation and upload on the current context.
-        unsafe {
-            let made = GpuLayer {
-                offsets: upload(gl, &layer.offsets)?,
-                depths: upload(gl, &layer.depths)?,
-                values: upload(gl, &layer.values)?,
-                sliced: upload(gl, &vec![0f32; out_floats.max(4)])?,
-                pixels: layer.pixels(),
-                slice_program,
-                image_program,
-            };
-            ctx.check("uploading a layer")?;
-            Ok(made)
+        let width = layer.data_window.width();
+        let stride = layer.stride();
+        let mut made = GpuLayer {
+            bands: Vec::with_capacity(plan.bands.len()),
+            width,
+            y0: layer.data_window.y0,
+            stride,
+            bytes: plan.bytes,
+            slice_program,
+            image_program,
+        };
+        for &band in plan.bands.iter().rev() {
+            let p0 = band.row0 * width;
+            let p1 = p0 + band.rows * width;
+            // Offsets from the band's first sample, so each band's arrays start at 0.
+            let offsets: Vec<u32> = layer.offsets[p0..=p1]
+                .iter()
+                .map(|&o| o - band.sample0 as u32)
+                .collect();
+            let s = band.sample0..band.sample0 + band.samples;
+            let values = &layer.values[s.start * stride..s.end * stride];
+            let sliced_bytes = band.buffer_bytes(width, stride)[3] as usize;
+            // SAFETY: buffer creation and upload on the current context; a buffer made before
+            // a failure is owned by `made`, whose `delete` frees it.
+            unsafe {
+                let offsets = upload(gl, &offsets)?;
+                let depths = upload(gl, &layer.depths[s.clone()]).inspect_err(|_| {
+                    gl.delete_buffer(offsets);
+                    made.delete(ctx);
+                })?;
+                let values = upload(gl, values).inspect_err(|_| {
+                    gl.delete_buffer(offsets);
+                    gl.delete_buffer(depths);
+                    made.delete(ctx);
+                })?;
+                let sliced = scratch(gl, sliced_bytes).inspect_err(|_| {
+                    for b in [offsets, depths, values] {
+                        gl.delete_buffer(b);
+                    }
+                    made.delete(ctx);
+                })?;
+                made.bands.push(GpuBand {
+                    band,
+                    offsets,
+                    depths,
+                    values,
+                    sliced,
+                });
+            }
+            layer.offsets.truncate(p0 + 1);
+            layer.offsets.shrink_to_fit();
+            layer.depths.truncate(band.sample0);
+            layer.depths.shrink_to_fit();
+            layer.values.truncate(band.sample0 * stride);
+            layer.values.shrink_to_fit();
         }
+        made.bands.reverse();
+        layer.release_samples();
+        if let Err(e) = ctx.check("uploading a layer") {
+            made.delete(ctx);
+            return Err(e);
+        }
+        Ok(made)
     }
 
-    /// Re-flatten every pixel with only what lies in [near, far].
+    /// Bands held.
+    pub fn bands(&self) -> usize {
+        self.bands.len()
+    }
+
+    /// Bytes of all the layer's buffers on the GPU.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Re-flatten every pixel with only what lies in [near, far], band by band.
     pub fn slice(&self, ctx: &GlContext, near: f32, far: f32) -> Result<()> {
         let gl = &ctx.gl;
-        // SAFETY: the program and buffers belong to this context.
+        // SAFETY: the program belongs to this context.
         unsafe {
             gl.use_program(Some(self.slice_program));
             let set = |name: &str, v: f32| {
@@ -113,30 +344,59 @@ impl GpuLayer {
             };
             set("u_near", near);
             set("u_far", far);
-            for (binding, buffer) in [self.offsets, self.depths, self.values, self.sliced]
-                .into_iter()
-                .enumerate()
-            {
-                gl.bind_buffer_base(glow::SHADER_STORAGE_BUFFER, binding as u32, Some(buffer));
-            }
         }
-        ctx.uniform_u32(self.slice_program, "u_pixels", self.pixels as u32);
-        ctx.dispatch(self.pixels, SLICE_GROUP)
+        for band in &self.bands {
+            let pixels = band.band.rows * self.width;
+            // SAFETY: the buffers belong to this context.
+            unsafe {
+                for (binding, buffer) in band.buffers().into_iter().enumerate() {
+                    gl.bind_buffer_base(glow::SHADER_STORAGE_BUFFER, binding as u32, Some(buffer));
+                }
+            }
+            ctx.uniform_u32(self.slice_program, "u_pixels", pixels as u32);
+            ctx.dispatch(pixels, SLICE_GROUP)?;
+        }
+        Ok(())
     }
 
-    /// Draw the last slice over the whole viewport.
+    /// What the last slice wrote, for every pixel of the data window in row-major order: the
+    /// composited columns, the front depth (NaN: none) and the count inside, `stride + 2`
+    /// floats per pixel (the tests compare it with [`Layer::slice_pixel`]).
+    pub fn read_sliced(&self, ctx: &GlContext) -> Result<Vec<f32>> {
+        let gl = &ctx.gl;
+        let per_pixel = self.stride + 2;
+        let mut out = Vec::new();
+        for band in &self.bands {
+            let mut floats = vec![0f32; band.band.rows * self.width * per_pixel];
+            // SAFETY: the buffer belongs to this context and holds at least this many bytes.
+            unsafe {
+                gl.memory_barrier(glow::BUFFER_UPDATE_BARRIER_BIT);
+                gl.bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(band.sliced));
+                gl.get_buffer_sub_data(
+                    glow::SHADER_STORAGE_BUFFER,
+                    0,
+                    bytemuck::cast_slice_mut(&mut floats),
+                );
+            }
+            out.extend_from_slice(&floats);
+        }
+        ctx.check("reading the sliced image back")?;
+        Ok(out)
+    }
+
+    /// Draw the last slice over the image area, band by band: each band draws the window
+    /// pixels whose image row it holds (the first band also those above the data window, the
+    /// last those below), so every window pixel is drawn once.
     pub fn draw(&self, ctx: &GlContext, vao: glow::VertexArray, params: &DrawParams) -> Result<()> {
         let gl = &ctx.gl;
         let p = self.image_program;
-        // SAFETY: the program, buffer and vertex array belong to this context.
+        let (window_w, window_h) = (params.window.0 as i32, params.window.1 as i32);
+        // SAFETY: the program, buffers and vertex array belong to this context.
         unsafe {
-            // Only the image area: the panel covers the rest, and on a software rasteriser every
-            // fragment costs.
             gl.enable(glow::SCISSOR_TEST);
-            gl.scissor(0, 0, params.image_width as i32, params.window.1 as i32);
             gl.disable(glow::BLEND);
             gl.disable(glow::FRAMEBUFFER_SRGB);
-            gl.viewport(0, 0, params.window.0 as i32, params.window.1 as i32);
+            gl.viewport(0, 0, window_w, window_h);
             gl.use_program(Some(p));
             let at = |name: &str| gl.get_uniform_location(p, name);
             gl.uniform_2_f32(
@@ -149,8 +409,6 @@ impl GpuLayer {
             let d = params.display_window;
             gl.uniform_2_i32(at("u_display0").as_ref(), d[0], d[1]);
             gl.uniform_4_i32(at("u_display").as_ref(), d[0], d[1], d[2], d[3]);
-            let w = params.data_window;
-            gl.uniform_4_i32(at("u_data").as_ref(), w[0], w[1], w[2], w[3]);
             gl.uniform_1_i32(at("u_view").as_ref(), params.view);
             let c = params.rgba;
             gl.uniform_4_i32(at("u_rgba").as_ref(), c[0], c[1], c[2], c[3]);
@@ -167,9 +425,45 @@ impl GpuLayer {
                 at("u_pin_shown").as_ref(),
                 i32::from(params.pinned.is_some()),
             );
-            gl.bind_buffer_base(glow::SHADER_STORAGE_BUFFER, 3, Some(self.sliced));
             gl.bind_vertex_array(Some(vao));
-            gl.draw_arrays(glow::TRIANGLES, 0, 3);
+            let w = params.data_window;
+            let last = self.bands.len().saturating_sub(1);
+            for (i, band) in self.bands.iter().enumerate() {
+                let y0 = self.y0 + band.band.row0 as i32;
+                let y1 = y0 + band.band.rows as i32 - 1;
+                let rows = (
+                    if i == 0 { i32::MIN } else { y0 },
+                    if i == last { i32::MAX } else { y1 },
+                );
+                // Only the window rows this band can own (one row of slack each side; the
+                // shader decides exactly), and only the image area: on a software rasteriser
+                // every fragment costs.
+                let window_row =
+                    |image_row: i32| params.origin[1] + (image_row - d[1]) as f64 * params.zoom;
+                let top = if i == 0 {
+                    0
+                } else {
+                    (window_row(y0).floor() as i64 - 1).clamp(0, window_h as i64) as i32
+                };
+                let bottom = if i == last {
+                    window_h
+                } else {
+                    (window_row(y1 + 1).ceil() as i64 + 1).clamp(0, window_h as i64) as i32
+                };
+                if bottom <= top {
+                    continue;
+                }
+                gl.scissor(
+                    0,
+                    window_h - bottom,
+                    params.image_width as i32,
+                    bottom - top,
+                );
+                gl.uniform_4_i32(at("u_data").as_ref(), w[0], y0, w[2], y1);
+                gl.uniform_2_i32(at("u_rows").as_ref(), rows.0, rows.1);
+                gl.bind_buffer_base(glow::SHADER_STORAGE_BUFFER, 3, Some(band.sliced));
+                gl.draw_arrays(glow::TRIANGLES, 0, 3);
+            }
             gl.disable(glow::SCISSOR_TEST);
         }
         ctx.check("drawing the image")
@@ -179,8 +473,10 @@ impl GpuLayer {
     pub fn delete(&self, ctx: &GlContext) {
         // SAFETY: the buffers belong to this context and are not used after this.
         unsafe {
-            for b in [self.offsets, self.depths, self.values, self.sliced] {
-                ctx.gl.delete_buffer(b);
+            for band in &self.bands {
+                for b in band.buffers() {
+                    ctx.gl.delete_buffer(b);
+                }
             }
         }
     }

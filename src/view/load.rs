@@ -1,10 +1,16 @@
 //! Loading in the background: read every input, merge them, and prepare what the GPU slices,
 //! on a worker thread that reports progress, so the window stays responsive while large inputs
 //! decode. Errors come back as the CLI's one-line [`Error`]s.
+//!
+//! Each layer is handed over as soon as it is made ([`LoadEvent::Layer`]), so the window can
+//! upload it and let its host arrays go ([`Layer::release_samples`]) while the next one is
+//! made: at production sizes the layers are most of the memory.
 
 use std::path::PathBuf;
 
-use crate::composite::{merge_images, CompositeChannels, MergeOptions, MergeOutput, OutputKind};
+use crate::composite::{
+    merge_images_over, CompositeChannels, MergeOptions, MergeOutput, OutputKind,
+};
 use crate::deep::{Bounds, DeepImage};
 use crate::error::{Error, Result};
 use crate::exr::{read_deep, ReadOptions};
@@ -12,6 +18,7 @@ use crate::inspect::input_title;
 
 /// One thing the window can show: the merge, or one input, as a tidy deep image flattened to
 /// the arrays `slice.comp` reads.
+#[derive(Clone, Debug)]
 pub struct Layer {
     /// "merged" or the input's file name.
     pub name: String,
@@ -29,6 +36,8 @@ pub struct Layer {
     pub values: Vec<f32>,
     /// The nearest and farthest finite depths (0, 1 when there are none).
     pub depth_range: (f32, f32),
+    /// Samples held (also once the arrays are released).
+    pub sample_count: usize,
 }
 
 impl Layer {
@@ -39,16 +48,25 @@ impl Layer {
 
     /// Pixels of the data window.
     pub fn pixels(&self) -> usize {
-        self.offsets.len() - 1
+        self.data_window.area()
     }
 
     /// Samples held.
     pub fn samples(&self) -> usize {
-        self.depths.len()
+        self.sample_count
+    }
+
+    /// Free the per-pixel and per-sample arrays (the GPU has its copy); what describes the
+    /// layer stays. [`Layer::slice_pixel`] needs the arrays.
+    pub fn release_samples(&mut self) {
+        self.offsets = Vec::new();
+        self.depths = Vec::new();
+        self.values = Vec::new();
     }
 }
 
 /// Everything loaded: the inputs as read (for the inspector) and the layers (0: the merge).
+/// The loader leaves `layers` empty: they come one by one as [`LoadEvent::Layer`].
 pub struct Loaded {
     /// The inputs' section titles (path and part), as `deepmerge info --pixel` prints them.
     pub titles: Vec<String>,
@@ -62,6 +80,8 @@ pub struct Loaded {
 pub enum LoadEvent {
     /// How far it is (0..=1) and what it is doing.
     Progress(f32, String),
+    /// The next layer (the merge first, then the inputs in order).
+    Layer(Box<Layer>),
     /// The end: everything, or the first error.
     Done(Box<Result<Loaded>>),
 }
@@ -94,8 +114,9 @@ fn load_inner(request: &LoadRequest, send: &dyn Fn(LoadEvent)) -> Result<Loaded>
             i as f32 / steps,
             format!("reading {}", path.display()),
         ));
-        let part = crate::info::deep_parts(path, Some(&request.read.part))?[0];
+        // Reading first: a flat or damaged input gets the reader's message, as in the CLI.
         let image = read_deep(path, &request.read)?;
+        let part = crate::info::deep_parts(path, Some(&request.read.part))?[0];
         image.check_depths().map_err(|e| e.in_file(path))?;
         titles.push(input_title(path, Some(part)));
         inputs.push(image);
@@ -108,8 +129,8 @@ fn load_inner(request: &LoadRequest, send: &dyn Fn(LoadEvent)) -> Result<Loaded>
     };
     send(LoadEvent::Progress(n as f32 / steps, "merging".into()));
     let paths: Vec<&std::path::Path> = request.files.iter().map(PathBuf::as_path).collect();
-    let merged = tidy_deep(&refs, &deep).map_err(|e| e.in_merge(&paths))?;
-    let mut layers = vec![layer_of("merged", &merged)?];
+    let layer = build_layer("merged", &refs, &deep).map_err(|e| e.in_merge(&paths))?;
+    send(LoadEvent::Layer(Box::new(layer)));
     for (i, image) in inputs.iter().enumerate() {
         send(LoadEvent::Progress(
             (n + 1 + i) as f32 / steps,
@@ -118,69 +139,133 @@ fn load_inner(request: &LoadRequest, send: &dyn Fn(LoadEvent)) -> Result<Loaded>
         let name = request.files[i]
             .file_name()
             .map_or_else(|| titles[i].clone(), |f| f.to_string_lossy().into_owned());
-        let tidy = tidy_deep(&[image], &deep).map_err(|e| e.in_file(&request.files[i]))?;
-        layers.push(layer_of(&name, &tidy)?);
+        let layer =
+            build_layer(&name, &[image], &deep).map_err(|e| e.in_file(&request.files[i]))?;
+        send(LoadEvent::Layer(Box::new(layer)));
     }
     Ok(Loaded {
         titles,
         inputs,
-        layers,
+        layers: Vec::new(),
     })
 }
 
-/// `inputs` merged as a tidy deep image (the reference merge).
-fn tidy_deep(inputs: &[&DeepImage], options: &MergeOptions) -> Result<DeepImage> {
-    match merge_images(inputs, options)? {
-        MergeOutput::Deep(image) => Ok(image),
-        MergeOutput::Flat(_) => Err(Error::internal("a deep merge gave a flat image")),
+/// Samples merged at a time while a layer is built: the reference merge holds about 70 bytes
+/// per sample while it works (keys, tidied rows, output planes), so merging a layer in bands of
+/// rows keeps that near 1 GiB at any image size, beside the layer itself.
+const BUILD_BAND_SAMPLES: usize = 16 << 20;
+
+/// `inputs` merged as a tidy deep image (the reference merge; one input: tidied on its own)
+/// and flattened to a layer, band of rows by band of rows (`merge_images_over` on each band of
+/// the union window; pixels merge independently, so the bands join into the whole merge).
+fn build_layer(name: &str, inputs: &[&DeepImage], options: &MergeOptions) -> Result<Layer> {
+    let window = inputs
+        .iter()
+        .map(|i| i.data_window)
+        .reduce(|a, b| a.union(&b))
+        .ok_or_else(|| Error::internal("a layer of no inputs"))?;
+    let total: usize = inputs.iter().map(|i| i.sample_count()).sum();
+    let height = window.height();
+    let rows_per_band = (height.saturating_mul(BUILD_BAND_SAMPLES) / total.max(1)).clamp(1, height);
+    let mut builder: Option<LayerBuilder> = None;
+    let mut y0 = window.y0;
+    while y0 <= window.y1 {
+        let y1 = (y0 as i64 + rows_per_band as i64 - 1).min(window.y1 as i64) as i32;
+        let band = Bounds { y0, y1, ..window };
+        let image = match merge_images_over(inputs, options, Some(band))? {
+            MergeOutput::Deep(image) => image,
+            MergeOutput::Flat(_) => return Err(Error::internal("a deep merge gave a flat image")),
+        };
+        builder
+            .get_or_insert_with(|| LayerBuilder::new(name, &image, window, total))
+            .append(&image)?;
+        y0 = y1 + 1;
     }
+    let builder = builder.ok_or_else(|| Error::internal("a layer of no rows"))?;
+    Ok(builder.finish())
 }
 
 /// The arrays `slice.comp` reads, from a tidy deep image.
 pub fn layer_of(name: &str, image: &DeepImage) -> Result<Layer> {
-    if image.sample_count() > u32::MAX as usize {
-        return Err(Error::Usage(format!(
-            "{name}: {} samples are more than the viewer addresses (2^32)",
-            image.sample_count()
-        )));
-    }
-    let columns = CompositeChannels::of(&[image]);
-    let sources = columns.sources_in(image);
-    let (z, zback) = image.depth_channels();
-    let stride = columns.len().max(1);
-    let total = image.sample_count();
-    let mut depths = Vec::with_capacity(total);
-    let mut values = Vec::with_capacity(total * stride);
-    let mut range = (f32::INFINITY, f32::NEG_INFINITY);
-    for i in 0..total {
-        let zf = z.map_or(0.0, |c| image.planes[c].get_f32(i));
-        let zb = zback.map_or(zf, |c| image.planes[c].get_f32(i));
-        // The one key rule (ZBack <= Z is a point), as every engine reads keys.
-        let (zf, zb) = crate::vocab::depth_key(zf, zb);
-        for d in [zf, zb].into_iter().filter(|d| d.is_finite()) {
-            range = (range.0.min(d), range.1.max(d));
+    let mut builder = LayerBuilder::new(name, image, image.data_window, image.sample_count());
+    builder.append(image)?;
+    Ok(builder.finish())
+}
+
+/// A layer made from tidy deep images of consecutive bands of rows, top to bottom.
+struct LayerBuilder {
+    layer: Layer,
+}
+
+impl LayerBuilder {
+    /// An empty layer over `window` with the columns of `first` (every band of one merge has
+    /// the same channels), room for `samples`.
+    fn new(name: &str, first: &DeepImage, window: Bounds, samples: usize) -> LayerBuilder {
+        let columns = CompositeChannels::of(&[first]);
+        let stride = columns.len().max(1);
+        let mut offsets = Vec::with_capacity(window.area() + 1);
+        offsets.push(0);
+        LayerBuilder {
+            layer: Layer {
+                name: name.to_string(),
+                display_window: first.display_window,
+                data_window: window,
+                columns,
+                offsets,
+                depths: Vec::with_capacity(samples),
+                values: Vec::with_capacity(samples.saturating_mul(stride)),
+                depth_range: (f32::INFINITY, f32::NEG_INFINITY),
+                sample_count: 0,
+            },
         }
-        depths.push([zf, zb]);
-        for src in &sources {
-            values.push(src.map_or(0.0, |c| image.planes[c].get_f32(i)));
-        }
-        if sources.is_empty() {
-            values.push(0.0);
-        }
     }
-    if range.0 > range.1 {
-        range = (0.0, 1.0);
+
+    /// Add the next band's pixels and samples.
+    fn append(&mut self, image: &DeepImage) -> Result<()> {
+        let layer = &mut self.layer;
+        let total = layer.sample_count + image.sample_count();
+        if total > u32::MAX as usize {
+            return Err(Error::Usage(format!(
+                "{}: {total} or more samples are more than the viewer addresses (2^32)",
+                layer.name
+            )));
+        }
+        let sources = layer.columns.sources_in(image);
+        let (z, zback) = image.depth_channels();
+        let base = layer.sample_count as u64;
+        layer
+            .offsets
+            .extend(image.offsets[1..].iter().map(|&o| (base + o) as u32));
+        let mut range = layer.depth_range;
+        for i in 0..image.sample_count() {
+            let zf = z.map_or(0.0, |c| image.planes[c].get_f32(i));
+            let zb = zback.map_or(zf, |c| image.planes[c].get_f32(i));
+            // The one key rule (ZBack <= Z is a point), as every engine reads keys.
+            let (zf, zb) = crate::vocab::depth_key(zf, zb);
+            for d in [zf, zb].into_iter().filter(|d| d.is_finite()) {
+                range = (range.0.min(d), range.1.max(d));
+            }
+            layer.depths.push([zf, zb]);
+            for src in &sources {
+                layer
+                    .values
+                    .push(src.map_or(0.0, |c| image.planes[c].get_f32(i)));
+            }
+            if sources.is_empty() {
+                layer.values.push(0.0);
+            }
+        }
+        layer.depth_range = range;
+        layer.sample_count = total;
+        Ok(())
     }
-    Ok(Layer {
-        name: name.to_string(),
-        display_window: image.display_window,
-        data_window: image.data_window,
-        columns,
-        offsets: image.offsets.iter().map(|&o| o as u32).collect(),
-        depths,
-        values,
-        depth_range: range,
-    })
+
+    fn finish(mut self) -> Layer {
+        if self.layer.depth_range.0 > self.layer.depth_range.1 {
+            self.layer.depth_range = (0.0, 1.0);
+        }
+        self.layer
+    }
 }
 
 /// What the slice pass computes for one pixel, on the host: the composited values of the

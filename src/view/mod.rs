@@ -5,6 +5,8 @@
 //!   GPU arrays on a worker thread, with progress, so the window never freezes;
 //! - [`gpu`]: the slice pass (`glsl/slice.comp`) re-flattens only the samples between the near
 //!   and far planes on the GPU, cutting volumes as the tidy does; the image pass draws a view;
+//!   a layer is held in bands of rows, each buffer within the device's storage-block limit and
+//!   all of them within a GPU memory budget;
 //! - [`state`], [`camera`]: what is shown and where, and the keys;
 //! - [`display`]: the display transforms, stated in Rust for the tests;
 //! - [`ui`]: the egui side panel with the inspector (tables from [`crate::inspect`]);
@@ -26,12 +28,17 @@ use winit::event_loop::EventLoop;
 use crate::composite::{MergeOptions, SortPolicy};
 use crate::error::{Error, Result};
 use crate::exr::{PartSelector, ReadOptions};
+use crate::stream::ChunkSource;
+
+/// Inputs the viewer takes: keys 1 to 9 show each.
+pub const MAX_INPUTS: usize = 9;
 
 /// `deepmerge view`'s arguments.
 #[derive(Args, Debug, Clone)]
 pub struct ViewArgs {
     /// Deep EXR inputs, front-most priority first (1 to 9; keys 1..9 show each, 0 the merge).
-    #[arg(value_name = "FILE", required = true, num_args = 1..=9)]
+    // No upper bound for clap: more than nine get the viewer's own one-line error.
+    #[arg(value_name = "FILE", required = true, num_args = 1..)]
     pub files: Vec<PathBuf>,
     /// Part to read from multi-part inputs: an index or a name (default: the first deep part).
     #[arg(long, value_name = "PART")]
@@ -48,6 +55,37 @@ pub struct ViewArgs {
     /// Window size, WIDTHxHEIGHT pixels.
     #[arg(long, default_value = "1600x900")]
     pub size: String,
+    /// GPU memory the layers may take, in GiB (default: three quarters of what the driver
+    /// reports free, or of the host's available memory on a software rasteriser).
+    #[arg(long, value_name = "GIB")]
+    pub gpu_memory: Option<f64>,
+    /// Bind at most this many bytes per storage buffer, below the driver's limit (for tests
+    /// of the banded layers).
+    #[arg(long, value_name = "BYTES", hide = true)]
+    pub storage_block_limit: Option<u64>,
+}
+
+/// What must hold before a window opens: the inputs' count, every input readable with a deep
+/// part (the CLI's checks and messages: [`ChunkSource::open`] reads the header and offset
+/// table only) and an X display to open the window on.
+fn check_before_window(args: &ViewArgs, read: &ReadOptions) -> Result<()> {
+    if args.files.len() > MAX_INPUTS {
+        return Err(Error::Usage(format!(
+            "the viewer takes 1 to {MAX_INPUTS} inputs (keys 1 to {MAX_INPUTS} show each), not {}; merge some of them first (deepmerge A.exr B.exr --deep -o AB.exr)",
+            args.files.len()
+        )));
+    }
+    for path in &args.files {
+        ChunkSource::open(path, &read.part, read.max_memory)?;
+    }
+    // Only X11 is built in (winit's Wayland backend is left out); winit's own message for a
+    // missing display names its source file and Wayland.
+    if std::env::var_os("DISPLAY").is_none_or(|d| d.is_empty()) {
+        return Err(Error::Gl(
+            "cannot open a window: no X display (DISPLAY is not set); set DISPLAY or run under xvfb-run".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Open the window and run until it is closed. `Ok(false)` means an error was shown in the
@@ -59,6 +97,15 @@ pub fn run(args: &ViewArgs) -> Result<bool> {
             args.max_memory
         )));
     }
+    let gpu_budget = match args.gpu_memory {
+        None => None,
+        Some(gib) if gib > 0.0 && gib.is_finite() => Some((gib * (1u64 << 30) as f64) as u64),
+        Some(gib) => {
+            return Err(Error::Usage(format!(
+                "--gpu-memory must be a positive number of GiB, not {gib}"
+            )))
+        }
+    };
     let size = crate::scene::parse_size(&args.size)?;
     let request = load::LoadRequest {
         files: args.files.clone(),
@@ -81,9 +128,15 @@ pub fn run(args: &ViewArgs) -> Result<bool> {
             ..MergeOptions::default()
         },
     };
+    check_before_window(args, &request.read)?;
     let event_loop = EventLoop::<load::LoadEvent>::with_user_event()
         .build()
-        .map_err(|e| Error::Gl(format!("cannot open a window: {e}")))?;
+        .map_err(|_| {
+            Error::Gl(format!(
+                "cannot open a window: cannot connect to the X display {:?}; set DISPLAY or run under xvfb-run",
+                std::env::var_os("DISPLAY").unwrap_or_default()
+            ))
+        })?;
     let proxy = event_loop.create_proxy();
     let worker = std::thread::Builder::new()
         .name("deepmerge-view-load".into())
@@ -104,7 +157,14 @@ pub fn run(args: &ViewArgs) -> Result<bool> {
             )
         })
         .collect();
-    let mut app = app::App::new(names.join(" + "), (size.0 as u32, size.1 as u32));
+    let mut app = app::App::new(
+        names.join(" + "),
+        (size.0 as u32, size.1 as u32),
+        app::GpuLimits {
+            budget: gpu_budget,
+            storage_block: args.storage_block_limit,
+        },
+    );
     event_loop
         .run_app(&mut app)
         .map_err(|e| Error::Gl(format!("the window's event loop failed: {e}")))?;
