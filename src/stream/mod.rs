@@ -24,7 +24,9 @@ pub mod pipeline;
 pub mod plan;
 pub mod source;
 
-pub use pipeline::{merge_files, MergeEngine, StreamMerge, StreamReport};
+pub use pipeline::{
+    merge_files, stream_bands, BandOutput, MergeEngine, OutputFormat, StreamMerge, StreamReport,
+};
 pub use plan::{plan_bands, Band};
 pub use source::ChunkSource;
 
