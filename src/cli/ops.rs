@@ -113,10 +113,20 @@ pub struct TransformArgs {
     #[arg(long, value_name = "X,Y", allow_hyphen_values = true)]
     translate: Option<String>,
     /// Add D to every depth (after the scale): Z' = Z*S + D.
-    #[arg(long, value_name = "D", default_value_t = 0.0, allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "D",
+        default_value_t = 0.0,
+        allow_hyphen_values = true
+    )]
     z_offset: f64,
     /// Multiply every depth by S (> 0): Z' = Z*S + D.
-    #[arg(long, value_name = "S", default_value_t = 1.0, allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "S",
+        default_value_t = 1.0,
+        allow_hyphen_values = true
+    )]
     z_scale: f64,
     #[command(flatten)]
     out: OpOutputArgs,
@@ -156,9 +166,9 @@ pub fn run_flatten(args: &FlattenArgs) -> Result<()> {
             .transpose()?,
         ..base_options(&args.read)?
     };
-    deepmerge::job::check_output_is_not_an_input(&args.output, &[args.input.clone()])?;
+    deepmerge::job::check_output_is_not_an_input(&args.output, std::slice::from_ref(&args.input))?;
     merge_files(
-        &[args.input.clone()],
+        std::slice::from_ref(&args.input),
         &args.output,
         &options,
         MergeEngine::Cpu,

@@ -38,7 +38,12 @@ impl RowBuilder {
 
     /// Append sample `i` of `from` with the channels `value` gives a value for changed (each
     /// rounded once to its channel's type) and the others copied.
-    pub fn push_changed(&mut self, from: &DeepImage, i: usize, value: impl Fn(usize) -> Option<f64>) {
+    pub fn push_changed(
+        &mut self,
+        from: &DeepImage,
+        i: usize,
+        value: impl Fn(usize) -> Option<f64>,
+    ) {
         for (c, (plane, source)) in self.planes.iter_mut().zip(&from.planes).enumerate() {
             match value(c) {
                 Some(v) => plane.push_f32(v as f32),

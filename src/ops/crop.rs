@@ -164,9 +164,15 @@ mod tests {
     #[test]
     fn boxes_parse_as_inclusive_corners() {
         assert_eq!(Crop::parse("1,2,3,4", false).unwrap().area, b(1, 2, 3, 4));
-        assert_eq!(Crop::parse("-4, -2, 0, 0", true).unwrap().area, b(-4, -2, 0, 0));
+        assert_eq!(
+            Crop::parse("-4, -2, 0, 0", true).unwrap().area,
+            b(-4, -2, 0, 0)
+        );
         for bad in ["1,2,3", "1,2,3,4,5", "3,0,1,0", "a,b,c,d", ""] {
-            assert!(matches!(Crop::parse(bad, false), Err(Error::Usage(_))), "{bad}");
+            assert!(
+                matches!(Crop::parse(bad, false), Err(Error::Usage(_))),
+                "{bad}"
+            );
         }
     }
 }

@@ -27,7 +27,9 @@ use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
 use crate::progress::RunStats;
 use crate::stream::plan::OutputShape;
-use crate::stream::{plan_bands, stream_bands, BandOutput, ChunkSource, OutputFormat, StreamOptions};
+use crate::stream::{
+    plan_bands, stream_bands, BandOutput, ChunkSource, OutputFormat, StreamOptions,
+};
 
 pub use crop::Crop;
 pub use slice::Slice;

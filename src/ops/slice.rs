@@ -65,15 +65,9 @@ impl Slice {
     /// The pieces of [front, back) this slice keeps (at most two).
     fn pieces(&self, front: f32, back: f32) -> impl Iterator<Item = (f32, f32)> {
         let ranges = if self.keep_outside {
-            [
-                (front, back.min(self.near)),
-                (front.max(self.far), back),
-            ]
+            [(front, back.min(self.near)), (front.max(self.far), back)]
         } else {
-            [
-                (front.max(self.near), back.min(self.far)),
-                (0.0, 0.0),
-            ]
+            [(front.max(self.near), back.min(self.far)), (0.0, 0.0)]
         };
         ranges.into_iter().filter(|(a, b)| a < b)
     }
@@ -104,7 +98,10 @@ impl DeepOp for Slice {
         let columns: Vec<usize> = composite
             .names
             .iter()
-            .map(|n| band.channel_index(n).expect("composited channels are the band's"))
+            .map(|n| {
+                band.channel_index(n)
+                    .expect("composited channels are the band's")
+            })
             .collect();
         let column_of: Vec<Option<usize>> = (0..band.channels.len())
             .map(|c| columns.iter().position(|&k| k == c))

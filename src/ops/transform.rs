@@ -123,9 +123,9 @@ impl DeepOp for Transform {
                     continue;
                 }
                 match plane {
-                    Plane::F32(values) => values
-                        .iter_mut()
-                        .for_each(|z| *z = self.depth(*z) as f32),
+                    Plane::F32(values) => {
+                        values.iter_mut().for_each(|z| *z = self.depth(*z) as f32)
+                    }
                     Plane::F16(values) => values
                         .iter_mut()
                         .for_each(|z| *z = half::f16::from_f64(self.depth(z.to_f32()))),
@@ -145,7 +145,10 @@ mod tests {
     #[test]
     fn refuses_scales_that_would_break_the_depth_order() {
         for s in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-            assert!(matches!(Transform::new(None, 0.0, s), Err(Error::Usage(_))), "{s}");
+            assert!(
+                matches!(Transform::new(None, 0.0, s), Err(Error::Usage(_))),
+                "{s}"
+            );
         }
         assert!(Transform::new(None, f64::INFINITY, 1.0).is_err());
         assert!(Transform::new(Some("1"), 0.0, 1.0).is_err());

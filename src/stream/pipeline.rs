@@ -24,8 +24,8 @@ use crate::composite::{check_compatible, merge_images_over, MergeOutput, OutputK
 use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
 use crate::exr::{DeepChunkWriter, DeepWriteOptions, FlatChunkWriter, FlatType};
-use crate::preview::PngBandWriter;
 use crate::gpu::{merge_images_gl_over, GlContext, GlOptions, GpuStats};
+use crate::preview::PngBandWriter;
 use crate::progress::{RunStats, Stage};
 
 /// Which engine merges the bands.
@@ -285,9 +285,7 @@ pub fn stream_bands(
                     output.window,
                     flat_type,
                 )?),
-                OutputFormat::Png => {
-                    Sink::Png(PngBandWriter::create(output.path, output.window)?)
-                }
+                OutputFormat::Png => Sink::Png(PngBandWriter::create(output.path, output.window)?),
             };
             let mut written = 0;
             for merged in merged_rx {
