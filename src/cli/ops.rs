@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use deepmerge::composite::{MergeOptions, OutputKind};
 use deepmerge::exr::{DeepWriteOptions, FlatType, PartSelector};
-use deepmerge::ops::{run_op, Crop, DeepOp, Slice, Transform};
-use deepmerge::preview::{check_output_name, is_png_path};
+use deepmerge::ops::{run_op, Crop, DeepOp, OpOutput, Slice, Transform};
+use deepmerge::preview::check_output_name;
 use deepmerge::stream::{merge_files, ChannelSelection, MergeEngine, StreamOptions};
-use deepmerge::{Error, Result};
+use deepmerge::Result;
 
 use crate::{codec_of, gib_to_bytes, CompressionArg, FlatTypeArg, DEFAULT_BUDGET_GIB};
 
@@ -134,17 +134,11 @@ pub struct TransformArgs {
     read: InputArgs,
 }
 
-fn base_options(read: &InputArgs) -> Result<StreamOptions> {
-    Ok(StreamOptions {
-        part: read
-            .part
-            .as_deref()
-            .map(|p| p.parse().expect("infallible"))
-            .unwrap_or(PartSelector::FirstDeep),
-        budget: gib_to_bytes(read.memory_budget)?,
-        band_rows: read.band_rows.map(|n| n as usize),
-        ..StreamOptions::default()
-    })
+fn part_of(read: &InputArgs) -> PartSelector {
+    read.part
+        .as_deref()
+        .map(|p| p.parse().expect("infallible"))
+        .unwrap_or(PartSelector::FirstDeep)
 }
 
 /// Run `flatten`: the merge of one input, flat.
@@ -164,7 +158,10 @@ pub fn run_flatten(args: &FlattenArgs) -> Result<()> {
             .as_deref()
             .map(ChannelSelection::parse)
             .transpose()?,
-        ..base_options(&args.read)?
+        part: part_of(&args.read),
+        budget: gib_to_bytes(args.read.memory_budget)?,
+        band_rows: args.read.band_rows.map(|n| n as usize),
+        ..StreamOptions::default()
     };
     deepmerge::job::check_output_is_not_an_input(&args.output, std::slice::from_ref(&args.input))?;
     merge_files(
@@ -177,36 +174,18 @@ pub fn run_flatten(args: &FlattenArgs) -> Result<()> {
     Ok(())
 }
 
-/// The stream options of an operation writing `out` (deep, or a PNG preview).
-fn op_options(out: &OpOutputArgs, read: &InputArgs) -> Result<StreamOptions> {
-    let png = is_png_path(&out.output);
-    check_output_name(&out.output, !png)?;
-    if png && (out.tidy || out.no_deep_state || out.compression != CompressionArg::Zips) {
-        return Err(Error::Usage(
-            "--tidy, --compression and --no-deep-state apply to deep output, not a PNG preview"
-                .into(),
-        ));
-    }
-    Ok(StreamOptions {
-        merge: MergeOptions {
-            output: if png {
-                OutputKind::Flat { z: false }
-            } else {
-                OutputKind::Deep
-            },
-            tidy: out.tidy,
-            ..MergeOptions::default()
-        },
+fn run(op: &dyn DeepOp, input: &Path, out: &OpOutputArgs, read: &InputArgs) -> Result<()> {
+    let request = OpOutput {
         deep_write: DeepWriteOptions {
             codec: codec_of(out.compression),
             write_state: !out.no_deep_state,
         },
-        ..base_options(read)?
-    })
-}
-
-fn run(op: &dyn DeepOp, input: &Path, out: &OpOutputArgs, read: &InputArgs) -> Result<()> {
-    let options = op_options(out, read)?;
+        tidy: out.tidy,
+        part: part_of(read),
+        budget: gib_to_bytes(read.memory_budget)?,
+        band_rows: read.band_rows.map(|n| n as usize),
+    };
+    let options = request.stream_options(&out.output)?;
     run_op(op, input, &out.output, &options, None)
 }
 
