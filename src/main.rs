@@ -209,6 +209,13 @@ struct MergeArgs {
     /// Tidy deep output: split overlapping volumes, merge coincident ones.
     #[arg(long)]
     tidy: bool,
+    /// Drop the inputs' samples whose alphas are all at most EPS (default 1e-7).
+    #[arg(long, value_name = "EPS", num_args = 0..=1, default_missing_value = "1e-7")]
+    drop_transparent: Option<f32>,
+    /// Deep output: drop the samples behind the point where the accumulated alpha reaches
+    /// THRESHOLD (default 1, opaque).
+    #[arg(long, value_name = "THRESHOLD", num_args = 0..=1, default_missing_value = "1")]
+    drop_hidden: Option<f32>,
     /// Which engine runs the merge.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
@@ -572,6 +579,10 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             .map(ChannelSelection::parse)
             .transpose()?,
         band_rows: args.band_rows.map(|n| n as usize),
+        pruning: deepmerge::ops::Pruning {
+            drop_transparent: args.drop_transparent,
+            drop_hidden: args.drop_hidden,
+        },
         merge: MergeOptions {
             output: if args.deep {
                 OutputKind::Deep

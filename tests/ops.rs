@@ -672,3 +672,221 @@ fn operations_run_from_the_cli_with_the_merge_output_options() {
     assert!(ok, "{err}");
     assert_eq!(&std::fs::read(&preview).unwrap()[1..4], b"PNG");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Peers: oiiotool --crop and --flatten on the corpus
+
+/// Read a flat EXR's float channel with the `exr` crate (independent of our code), as
+/// (x0, y0, width, values).
+fn read_flat_channel(path: &Path, name: &str) -> (i32, i32, usize, Vec<f32>) {
+    let image = exr::prelude::read_all_flat_layers_from_file(path).unwrap();
+    let layer = &image.layer_data[0];
+    let c = layer
+        .channel_data
+        .list
+        .iter()
+        .find(|c| c.name.to_string() == name)
+        .unwrap_or_else(|| panic!("{} has no {name}", path.display()));
+    (
+        layer.attributes.layer_position.x(),
+        layer.attributes.layer_position.y(),
+        layer.size.x(),
+        c.sample_data.values_as_f32().collect(),
+    )
+}
+
+#[test]
+fn crop_matches_oiiotool_crop_sample_for_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, area) in [
+        ("oiio/input-crop.deep.exr", "3,4,20,30"),
+        ("openexr-images/Balls.exr", "100,150,600,400"),
+        ("oiio/deepalpha.exr", "70,20,140,110"),
+    ] {
+        let input = data(file);
+        let theirs = dir.path().join("oiio.exr");
+        let status = common::oiiotool()
+            .arg(&input)
+            .args(["--crop", area, "-o"])
+            .arg(&theirs)
+            .status()
+            .unwrap();
+        assert!(status.success(), "oiiotool --crop on {file}");
+        let ours = dir.path().join("ours.exr");
+        let (ok, _, err) = run(&["crop", s(&input), "--box", area, "-o", s(&ours)]);
+        assert!(ok, "{err}");
+        let (a, b) = (read(&ours, 0), read(&theirs, 0));
+        // oiiotool's window is the box itself (empty pixels where it leaves the input); ours
+        // shrinks to what remains, the box cut to the input's data window.
+        let (wa, wb) = (a.data_window, b.data_window);
+        assert_eq!(wb, Crop::parse(area, false).unwrap().area, "{file}");
+        assert!(wa.x0 >= wb.x0 && wa.y0 >= wb.y0 && wa.x1 <= wb.x1 && wa.y1 <= wb.y1);
+        let mut compared = 0;
+        for y in wb.y0..=wb.y1 {
+            for x in wb.x0..=wb.x1 {
+                let q = b.pixel_index(x, y).unwrap();
+                let Some(p) = a.pixel_index(x, y) else {
+                    assert_eq!(b.count(q), 0, "{file}: oiiotool has samples at ({x}, {y})");
+                    continue;
+                };
+                assert_eq!(a.count(p), b.count(q), "{file}: samples at ({x}, {y})");
+                for channel in &a.channels {
+                    // oiiotool stores every channel as float; ours keeps the input's types.
+                    let (ca, cb) = (
+                        a.channel_index(&channel.name).unwrap(),
+                        b.channel_index(&channel.name).unwrap(),
+                    );
+                    for (i, j) in a.range(p).zip(b.range(q)) {
+                        assert_eq!(
+                            a.planes[ca].get_f32(i).to_bits(),
+                            b.planes[cb].get_f32(j).to_bits(),
+                            "{file} ({x}, {y})"
+                        );
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        assert!(compared > 1000, "{file}: {compared} values compared");
+    }
+}
+
+#[test]
+fn flatten_matches_oiiotool_flatten_but_where_samples_share_a_depth() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = data("openexr-images/Balls.exr");
+    let theirs = dir.path().join("oiio.exr");
+    let status = common::oiiotool()
+        .arg(&input)
+        .args(["--flatten", "-o"])
+        .arg(&theirs)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let ours = dir.path().join("ours.exr");
+    let (ok, _, err) = run(&["flatten", s(&input), "-o", s(&ours)]);
+    assert!(ok, "{err}");
+    let mut differing = std::collections::BTreeSet::new();
+    for channel in ["R", "G", "B", "A"] {
+        let (x0, y0, w, a) = read_flat_channel(&ours, channel);
+        let (x1, y1, w1, b) = read_flat_channel(&theirs, channel);
+        assert_eq!((x0, y0, w, a.len()), (x1, y1, w1, b.len()));
+        for (i, (p, q)) in a.iter().zip(&b).enumerate() {
+            if (p - q).abs() > 1e-3 {
+                differing.insert(i);
+            }
+        }
+    }
+    // oiiotool blends samples that share a Z; the merge composites them in order. Balls has
+    // 15 pixels with two samples at one depth (tests/data/PROVENANCE.md).
+    assert!(differing.len() <= 15, "{} pixels differ", differing.len());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The merge's --drop-transparent and --drop-hidden
+
+fn alpha_sum(image: &DeepImage) -> usize {
+    plane_f32(image, "A").iter().filter(|&&a| a <= 1e-7).count()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn drop_hidden_keeps_the_composite_and_never_adds_samples(
+        a in arb_image(), b in arb_image(), threshold in 1u32..=20
+    ) {
+        let merged = deep_merge(&[&a, &b]);
+        let pruned = deepmerge::ops::prune::drop_hidden(&merged, 1.0);
+        prop_assert!(pruned.sample_count() <= merged.sample_count());
+        let worst = flat_difference(&flat(&[&pruned]), &flat(&[&merged]));
+        prop_assert!(worst < 1e-6, "composite changed by {}", worst);
+        // A lower threshold drops at least as much, and only from the back of each pixel.
+        let lower = deepmerge::ops::prune::drop_hidden(&merged, threshold as f32 / 20.0);
+        prop_assert!(lower.sample_count() <= pruned.sample_count());
+        for p in 0..merged.pixel_count() {
+            let kept = lower.count(p);
+            for (i, j) in merged.range(p).zip(lower.range(p)) {
+                for c in 0..merged.channels.len() {
+                    prop_assert_eq!(merged.planes[c].get_f32(i).to_bits(),
+                        lower.planes[c].get_f32(j).to_bits(), "pixel {} keeps a prefix", p);
+                }
+            }
+            prop_assert!(kept <= merged.count(p));
+        }
+    }
+
+    #[test]
+    fn drop_transparent_drops_exactly_the_transparent_samples(input in arb_image()) {
+        let kept = deepmerge::ops::prune::drop_transparent(&input, 1e-7);
+        prop_assert_eq!(kept.sample_count(), input.sample_count() - alpha_sum(&input));
+        prop_assert!(plane_f32(&kept, "A").iter().all(|&a| a > 1e-7));
+    }
+}
+
+#[test]
+fn drop_options_from_the_cli_give_the_same_bytes_on_both_engines() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (
+        data("oiio/input-crop.deep.exr"),
+        data("oiio/holdout-crop.deep.exr"),
+    );
+    let plain = dir.path().join("plain.exr");
+    let (ok, _, err) = run(&[
+        s(&a),
+        s(&b),
+        "--deep",
+        "-q",
+        "--backend",
+        "cpu",
+        "-o",
+        s(&plain),
+    ]);
+    assert!(ok, "{err}");
+    let mut outputs = Vec::new();
+    for backend in ["cpu", "gl"] {
+        let out = dir.path().join(format!("{backend}.exr"));
+        let mut args = vec![s(&a), s(&b), "--deep", "--tidy", "-q", "--backend", backend];
+        if backend == "gl" {
+            // The host's sort and tidy, so that the engines' own bytes agree too.
+            args.extend(["--gpu-stages", "host"]);
+        }
+        args.extend(["-o", s(&out), "--drop-transparent", "--drop-hidden"]);
+        let (ok, _, err) = run(&args);
+        assert!(ok, "{backend}: {err}");
+        outputs.push(std::fs::read(&out).unwrap());
+    }
+    assert!(outputs[0] == outputs[1], "the engines differ");
+    let pruned = read(&dir.path().join("cpu.exr"), 0);
+    let whole = read(&plain, 0);
+    assert!(
+        pruned.sample_count() < whole.sample_count(),
+        "something was dropped"
+    );
+    let worst = flat_difference(&flat(&[&pruned]), &flat(&[&whole]));
+    assert!(worst < 1e-3, "the composite changed by {worst}");
+    // On flat output --drop-hidden has nothing to do: refused.
+    let (ok, _, err) = run(&[
+        s(&a),
+        s(&b),
+        "--drop-hidden",
+        "-o",
+        s(&dir.path().join("f.exr")),
+    ]);
+    assert!(!ok && err.contains("applies to deep output"), "{err}");
+}
+
+#[test]
+fn heatmap_refuses_a_name_that_is_not_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("hm.exr");
+    let input = data("oiio/input-crop.deep.exr");
+    let output = common::deepmerge()
+        .args(["heatmap", s(&input), "-o", s(&out)])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("name it *.png"), "{err}");
+    assert!(!out.exists());
+}

@@ -87,6 +87,14 @@ impl<'o> StreamMerge<'o> {
         stats: Option<&RunStats>,
     ) -> Result<Self> {
         let paths: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+        options.pruning.check()?;
+        if options.pruning.drop_hidden.is_some() && options.merge.output != OutputKind::Deep {
+            return Err(Error::Usage(
+                "--drop-hidden applies to deep output; add --deep (a flat composite hides them \
+                 anyway)"
+                    .into(),
+            ));
+        }
         let mut sources: Vec<ChunkSource> = Vec::new();
         timed(stats, Stage::Read, &mut || {
             sources = inputs
@@ -188,6 +196,11 @@ impl<'o> StreamMerge<'o> {
                 y1: *band.end(),
                 ..window
             };
+            // Pruning runs on the host around either engine, so both give the same bytes.
+            let images: Vec<DeepImage> = images
+                .into_iter()
+                .map(|image| options.pruning.inputs(image))
+                .collect();
             let refs: Vec<&DeepImage> = images.iter().collect();
             match engine {
                 MergeEngine::Cpu => merge_images_over(&refs, &options.merge, Some(band_window)),
@@ -201,6 +214,7 @@ impl<'o> StreamMerge<'o> {
                     Ok(out)
                 }
             }
+            .map(|merged| options.pruning.output(merged))
             .map_err(|e| e.in_merge(&paths))
         })?;
         Ok(report)
