@@ -70,6 +70,13 @@ pub fn heatmap_rgb(image: &DeepImage) -> (usize, usize, Vec<u8>) {
 
 /// Write the depth-complexity heatmap of `image` over its display window as a PNG.
 pub fn write_heatmap(image: &DeepImage, path: &Path) -> Result<()> {
+    // The bytes are PNG whatever the name says: a name that says otherwise is refused.
+    if !crate::preview::is_png_path(path) {
+        return Err(Error::Usage(format!(
+            "{}: a heatmap is a PNG; name it *.png",
+            path.display()
+        )));
+    }
     let (width, height, rgb) = heatmap_rgb(image);
     if width == 0 || height == 0 {
         return Err(Error::file(path, "the display window is empty"));

@@ -42,6 +42,8 @@ pub struct MergeJob {
     pub channels: Option<ChannelSelection>,
     /// Bands of exactly this many rows (a testing knob; `None`: planned from the budget).
     pub band_rows: Option<usize>,
+    /// Samples dropped around the merge (`--drop-transparent`, `--drop-hidden`).
+    pub pruning: crate::ops::Pruning,
 }
 
 /// How a sequence went.
@@ -141,6 +143,7 @@ impl MergeJob {
             budget: self.budget,
             channels: self.channels.clone(),
             band_rows: self.band_rows,
+            pruning: self.pruning,
         }
     }
 

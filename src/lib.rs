@@ -29,6 +29,8 @@ pub mod heatmap;
 pub mod info;
 pub mod inspect;
 pub mod job;
+pub mod ops;
+pub mod preview;
 pub mod progress;
 pub mod scene;
 pub mod sequence;

@@ -20,6 +20,8 @@ use deepmerge::sequence::{self, FramePattern};
 use deepmerge::stream::ChannelSelection;
 use deepmerge::{cleanup, heatmap, scene, Error, Result};
 
+mod cli;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "deepmerge",
@@ -58,6 +60,17 @@ enum Command {
         #[arg(long, value_name = "GIB", default_value_t = 8.0)]
         max_memory: f64,
     },
+    /// Flatten one deep file into a flat EXR, or a PNG preview for `-o *.png` (the merge of
+    /// one input).
+    Flatten(cli::ops::FlattenArgs),
+    /// Keep the part of every sample inside the depth range [--near, --far), splitting volumes
+    /// that cross a plane; --keep-outside keeps the rest.
+    Slice(cli::ops::SliceArgs),
+    /// Keep the pixels inside an inclusive box (or, with --keep-outside, outside it); the data
+    /// window shrinks to what remains.
+    Crop(cli::ops::CropArgs),
+    /// Move by whole pixels (--translate) and change depths: Z' = Z*S + D.
+    Transform(cli::ops::TransformArgs),
     /// Print the OpenGL device, renderer, version and the limits the engine depends on.
     GpuInfo {
         /// Also compile merge.comp's register-block variants (layouts LA and BIA; stepwise, RBM
@@ -141,7 +154,7 @@ enum Command {
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-enum CompressionArg {
+pub(crate) enum CompressionArg {
     None,
     Rle,
     Zips,
@@ -186,17 +199,19 @@ enum GpuStagesArg {
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-enum FlatTypeArg {
+pub(crate) enum FlatTypeArg {
     Half,
     Float,
 }
 
 #[derive(Args, Debug)]
 struct MergeArgs {
-    /// Deep EXR inputs, front-most priority first (ties in depth keep this order).
-    #[arg(value_name = "INPUT", num_args = 2.., required = true)]
+    /// Deep EXR inputs, front-most priority first (ties in depth keep this order); one input is
+    /// flattened (or, with --deep, sorted and optionally tidied).
+    #[arg(value_name = "INPUT", num_args = 1.., required = true)]
     inputs: Vec<PathBuf>,
-    /// Output EXR (written to a temporary file, then renamed).
+    /// Output EXR (written to a temporary file, then renamed), or `*.png` for an 8-bit sRGB
+    /// preview of flat output.
     #[arg(short, long, value_name = "OUT", required = true)]
     output: Option<PathBuf>,
     /// Write a merged deep image instead of a flat composite.
@@ -217,6 +232,13 @@ struct MergeArgs {
     /// Tidy deep output: split overlapping volumes, merge coincident ones.
     #[arg(long)]
     tidy: bool,
+    /// Drop the inputs' samples whose alphas are all at most EPS (default 1e-7).
+    #[arg(long, value_name = "EPS", num_args = 0..=1, default_missing_value = "1e-7")]
+    drop_transparent: Option<f32>,
+    /// Deep output: drop the samples behind the point where the accumulated alpha reaches
+    /// THRESHOLD (default 1, opaque).
+    #[arg(long, value_name = "THRESHOLD", num_args = 0..=1, default_missing_value = "1")]
+    drop_hidden: Option<f32>,
     /// Which engine runs the merge.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
@@ -354,6 +376,10 @@ fn main() -> ExitCode {
             compression,
             max_memory,
         }) => run_holdout(&input, &holdout, &output, cull, compression, max_memory),
+        Some(Command::Flatten(args)) => cli::ops::run_flatten(&args),
+        Some(Command::Slice(args)) => cli::ops::run_slice(&args),
+        Some(Command::Crop(args)) => cli::ops::run_crop(&args),
+        Some(Command::Transform(args)) => cli::ops::run_transform(&args),
         Some(Command::GpuInfo { programs }) => run_gpu_info(programs.as_deref()),
         Some(Command::Scene {
             name,
@@ -651,6 +677,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             "--tidy, --compression and --no-deep-state apply to deep output; add --deep (flat output is always composited tidily)".into(),
         ));
     }
+    deepmerge::preview::check_output_name(output, args.deep)?;
     // Parse the sequence before choosing the engine: a usage error should not wait for GL.
     let output_pattern = FramePattern::parse(output)?;
     let frames = match (&args.frames, &output_pattern) {
@@ -697,6 +724,10 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             .map(ChannelSelection::parse)
             .transpose()?,
         band_rows: args.band_rows.map(|n| n as usize),
+        pruning: deepmerge::ops::Pruning {
+            drop_transparent: args.drop_transparent,
+            drop_hidden: args.drop_hidden,
+        },
         merge: MergeOptions {
             output: if args.deep {
                 OutputKind::Deep

@@ -12,6 +12,9 @@ operations under the CLI's and OpenImageIO's names, and they give the same resul
   ``--memory-budget 2``), writes the CLI's bytes and returns a small report dict; without
   ``out`` it returns a ``FlatImage`` or ``DeepImage`` held in memory
 - ``flatten(image)`` -> ``FlatImage``; ``holdout(image, holdout, cull=False)`` -> ``DeepImage``
+- ``deep_slice(input, out, near, far)``, ``crop(input, out, box)``, ``transform(input, out,
+  translate, z_offset, z_scale)``: the CLI's ``slice``, ``crop`` and ``transform``, file to
+  file with the CLI's bytes; ``merge([path], out=...)`` is the CLI's ``flatten``
 - ``write(image, path, compression="zips")``; ``info(path)`` -> one dict per part
 
 A ``DeepImage`` exposes ``counts`` (H x W uint32), ``offsets`` (their exclusive prefix sum) and
@@ -41,12 +44,15 @@ from ._deepmerge import (
     DeepImage,
     FlatImage,
     __version__,
+    crop,
+    deep_slice,
     flatten,
     holdout,
     info,
     info_text,
     merge,
     read,
+    transform,
     write,
 )
 from ._errors import Error, FileError, FormatError, GLError, UsageError
@@ -62,6 +68,9 @@ __all__ = [
     "read",
     "merge",
     "flatten",
+    "deep_slice",
+    "crop",
+    "transform",
     "holdout",
     "write",
     "info",

@@ -149,6 +149,54 @@ def merge(
     fit, is refused with the CLI's one line. Writes the CLI's bytes (``compression`` and
     ``flat_type`` as ``--compression``/``--flat-type``); ``channels`` as ``--channels``."""
 
+Compression = Optional[Literal["none", "rle", "zips", "zip"]]
+
+def deep_slice(
+    input: PathLike,
+    out: PathLike,
+    near: Optional[float] = None,
+    far: Optional[float] = None,
+    keep_outside: bool = False,
+    *,
+    compression: Compression = None,
+    no_deep_state: bool = False,
+    tidy: bool = False,
+    part: Part = None,
+    memory_budget: Optional[Bytes] = None,
+) -> None:
+    """``deepmerge slice``: keep the parts of samples in [near, far) (``keep_outside``: the
+    rest); ``out`` is a deep EXR or a ``*.png`` preview. The CLI's bytes."""
+
+def crop(
+    input: PathLike,
+    out: PathLike,
+    box: Tuple[int, int, int, int],
+    keep_outside: bool = False,
+    *,
+    compression: Compression = None,
+    no_deep_state: bool = False,
+    tidy: bool = False,
+    part: Part = None,
+    memory_budget: Optional[Bytes] = None,
+) -> None:
+    """``deepmerge crop --box X0,Y0,X1,Y1`` (inclusive). The CLI's bytes."""
+
+def transform(
+    input: PathLike,
+    out: PathLike,
+    translate: Optional[Tuple[int, int]] = None,
+    z_offset: float = 0.0,
+    z_scale: float = 1.0,
+    *,
+    compression: Compression = None,
+    no_deep_state: bool = False,
+    tidy: bool = False,
+    part: Part = None,
+    memory_budget: Optional[Bytes] = None,
+) -> None:
+    """``deepmerge transform``: whole-pixel translation, Z' = Z * z_scale + z_offset. The
+    CLI's bytes."""
+
 def flatten(image: Union[DeepImage, PathLike], z: bool = False) -> FlatImage:
     """Composite one deep image front to back."""
 

@@ -198,6 +198,7 @@ pub fn merge_to_file(
         budget: request.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET),
         channels: request.channels.clone(),
         band_rows: None,
+        pruning: Default::default(),
     };
     with_engine(request.backend, request.gl.is_some(), |engine| {
         check_output_is_not_an_input(output, inputs)?;

@@ -30,12 +30,12 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// A part selector from Python: an index, a name, or `None` for the first deep part.
 #[derive(FromPyObject)]
-enum PartArg {
+pub(crate) enum PartArg {
     Index(usize),
     Name(String),
 }
 
-fn part_selector(part: Option<PartArg>) -> PartSelector {
+pub(crate) fn part_selector(part: Option<PartArg>) -> PartSelector {
     match part {
         None => PartSelector::FirstDeep,
         Some(PartArg::Index(i)) => PartSelector::Index(i),
@@ -45,7 +45,7 @@ fn part_selector(part: Option<PartArg>) -> PartSelector {
 
 /// A memory budget from Python: bytes, an int or a float (``1.5 * deepmerge.GiB``, truncated
 /// to whole bytes as the CLI converts ``--memory-budget 1.5``); `None` for the default.
-fn budget_bytes(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+pub(crate) fn budget_bytes(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
     let Some(value) = value.filter(|v| !v.is_none()) else {
         return Ok(None);
     };
@@ -359,7 +359,7 @@ fn window_of(b: deepmerge::deep::Bounds) -> Window {
 }
 
 /// The CLI's `--compression` (default zips).
-fn codec_of(compression: Option<&str>) -> PyResult<Codec> {
+pub(crate) fn codec_of(compression: Option<&str>) -> PyResult<Codec> {
     Ok(match compression.unwrap_or("zips") {
         "none" => Codec::None,
         "rle" => Codec::Rle,

@@ -4,6 +4,7 @@
 //!   of the Rust buffers (no copy), and building a `DeepImage` from arrays.
 //! - [`functions`]: `read`, `merge`, `flatten`, `holdout`, `write`, `info`; each converts its
 //!   arguments, releases the GIL and calls [`engine`], the one file that calls the library.
+//! - [`ops`]: `deep_slice`, `crop` and `transform`, file to file as the CLI's commands.
 //! - [`errors`]: the library's errors as the `deepmerge.Error` family, with the CLI's messages.
 //!
 //! The Python half (`deepmerge/__init__.py`) re-exports these and adds the conversions to and
@@ -13,6 +14,7 @@ mod engine;
 mod errors;
 mod functions;
 mod image;
+mod ops;
 
 use pyo3::prelude::*;
 
@@ -22,6 +24,7 @@ fn _deepmerge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<image::PyDeepImage>()?;
     module.add_class::<image::PyFlatImage>()?;
     functions::register(module)?;
+    ops::register(module)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add("GiB", 1u64 << 30)?;
     module.add(

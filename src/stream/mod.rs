@@ -24,7 +24,9 @@ pub mod pipeline;
 pub mod plan;
 pub mod source;
 
-pub use pipeline::{merge_files, MergeEngine, StreamMerge, StreamReport};
+pub use pipeline::{
+    merge_files, stream_bands, BandOutput, MergeEngine, OutputFormat, StreamMerge, StreamReport,
+};
 pub use plan::{plan_bands, Band};
 pub use source::ChunkSource;
 
@@ -32,6 +34,7 @@ use crate::composite::MergeOptions;
 use crate::deep::{Channel, ChannelRole};
 use crate::error::{Error, Result};
 use crate::exr::{DeepWriteOptions, FlatType, PartSelector};
+use crate::ops::Pruning;
 
 /// The default memory budget: 1 GiB. A band is at most a third of it (three are alive at
 /// once), so rows of up to ~2 M samples stream at the default (a 2K frame at ~1000 samples per
@@ -55,6 +58,8 @@ pub struct StreamOptions {
     pub channels: Option<ChannelSelection>,
     /// Bands of exactly this many rows, whatever the budget says (for tests and measurements).
     pub band_rows: Option<usize>,
+    /// Samples dropped around the merge (`--drop-transparent`, `--drop-hidden`).
+    pub pruning: Pruning,
 }
 
 impl Default for StreamOptions {
@@ -67,6 +72,7 @@ impl Default for StreamOptions {
             budget: DEFAULT_MEMORY_BUDGET,
             channels: None,
             band_rows: None,
+            pruning: Pruning::default(),
         }
     }
 }

@@ -23,8 +23,9 @@ use super::StreamOptions;
 use crate::composite::{check_compatible, merge_images_over, MergeOutput, OutputKind};
 use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
-use crate::exr::{DeepChunkWriter, FlatChunkWriter};
+use crate::exr::{DeepChunkWriter, DeepWriteOptions, FlatChunkWriter, FlatType};
 use crate::gpu::{merge_images_gl_over, GlContext, GlOptions, GpuStats};
+use crate::preview::PngBandWriter;
 use crate::progress::{RunStats, Stage};
 
 /// Which engine merges the bands.
@@ -86,6 +87,14 @@ impl<'o> StreamMerge<'o> {
         stats: Option<&RunStats>,
     ) -> Result<Self> {
         let paths: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+        options.pruning.check()?;
+        if options.pruning.drop_hidden.is_some() && options.merge.output != OutputKind::Deep {
+            return Err(Error::Usage(
+                "--drop-hidden applies to deep output; add --deep (a flat composite hides them \
+                 anyway)"
+                    .into(),
+            ));
+        }
         let mut sources: Vec<ChunkSource> = Vec::new();
         timed(stats, Stage::Read, &mut || {
             sources = inputs
@@ -158,15 +167,13 @@ impl<'o> StreamMerge<'o> {
         let StreamMerge {
             options,
             paths,
-            mut sources,
+            sources,
             window,
             bands,
         } = self;
         let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
-        let timed = |stage: Stage, f: &mut dyn FnMut() -> Result<()>| timed(stats, stage, f);
-        let band_count = bands.len();
         let mut report = StreamReport {
-            bands: band_count,
+            bands: bands.len(),
             max_band_rows: bands
                 .iter()
                 .map(|b| (b.end() - b.start() + 1) as usize)
@@ -174,123 +181,189 @@ impl<'o> StreamMerge<'o> {
                 .unwrap_or(0),
             gpu_stats: None,
         };
-        std::thread::scope(|scope| {
-            let (band_tx, band_rx) = sync_channel::<Result<(Band, Vec<DeepImage>)>>(0);
-            let (merged_tx, merged_rx) = sync_channel::<MergeOutput>(0);
-            let reader = scope.spawn(move || {
-                for band in bands {
-                    let mut images = Vec::new();
-                    let read = timed(Stage::Read, &mut || {
-                        images = sources
-                            .par_iter_mut()
-                            .map(|s| s.take_rows(band.clone()))
-                            .collect::<Result<_>>()?;
-                        Ok(())
-                    });
-                    let failed = read.is_err();
-                    if band_tx.send(read.map(|()| (band, images))).is_err() || failed {
-                        break;
+        let format = match options.merge.output {
+            OutputKind::Deep => OutputFormat::Deep(&options.deep_write),
+            OutputKind::Flat { .. } => OutputFormat::flat_for(output, options.flat_type),
+        };
+        let target = BandOutput {
+            path: output,
+            window,
+            format,
+        };
+        stream_bands(sources, bands, &target, stats, &mut |band, images| {
+            let band_window = Bounds {
+                y0: *band.start(),
+                y1: *band.end(),
+                ..window
+            };
+            // Pruning runs on the host around either engine, so both give the same bytes.
+            let images: Vec<DeepImage> = images
+                .into_iter()
+                .map(|image| options.pruning.inputs(image))
+                .collect();
+            let refs: Vec<&DeepImage> = images.iter().collect();
+            match engine {
+                MergeEngine::Cpu => merge_images_over(&refs, &options.merge, Some(band_window)),
+                MergeEngine::Gl(ctx, gl) => {
+                    let (out, band_stats) =
+                        merge_images_gl_over(ctx, &refs, &options.merge, &gl, Some(band_window))?;
+                    match &mut report.gpu_stats {
+                        Some(total) => *total += band_stats,
+                        None => report.gpu_stats = Some(band_stats),
                     }
-                }
-            });
-            let writer = scope.spawn(move || -> Result<()> {
-                let mut sink = match options.merge.output {
-                    OutputKind::Deep => Sink::Deep(DeepChunkWriter::create(
-                        output,
-                        window,
-                        &options.deep_write,
-                    )?),
-                    OutputKind::Flat { .. } => {
-                        Sink::Flat(FlatChunkWriter::create(output, window, options.flat_type)?)
-                    }
-                };
-                let mut written = 0;
-                for merged in merged_rx {
-                    timed(Stage::Write, &mut || match (&mut sink, &merged) {
-                        (Sink::Deep(w), MergeOutput::Deep(image)) => w.write_band(image),
-                        (Sink::Flat(w), MergeOutput::Flat(image)) => w.write_band(image),
-                        _ => unreachable!("the merge makes the output kind asked for"),
-                    })?;
-                    drop(merged);
-                    written += 1;
-                }
-                // Fewer bands than planned: another stage failed; the temporary file goes away.
-                if written < band_count {
-                    return Ok(());
-                }
-                timed(
-                    Stage::Write,
-                    &mut || match std::mem::replace(&mut sink, Sink::Done) {
-                        Sink::Deep(w) => w.finish(),
-                        Sink::Flat(w) => w.finish(),
-                        Sink::Done => Ok(()),
-                    },
-                )
-            });
-
-            let mut result = Ok(());
-            for message in band_rx.iter() {
-                let (band, images) = match message {
-                    Ok(band) => band,
-                    Err(e) => {
-                        result = Err(e);
-                        break;
-                    }
-                };
-                let band_window = Bounds {
-                    y0: *band.start(),
-                    y1: *band.end(),
-                    ..window
-                };
-                let refs: Vec<&DeepImage> = images.iter().collect();
-                let mut merged = None;
-                let merge = timed(Stage::Merge, &mut || {
-                    merged = Some(match engine {
-                        MergeEngine::Cpu => {
-                            merge_images_over(&refs, &options.merge, Some(band_window))?
-                        }
-                        MergeEngine::Gl(ctx, gl) => {
-                            let (out, band_stats) = merge_images_gl_over(
-                                ctx,
-                                &refs,
-                                &options.merge,
-                                &gl,
-                                Some(band_window),
-                            )?;
-                            match &mut report.gpu_stats {
-                                Some(total) => *total += band_stats,
-                                None => report.gpu_stats = Some(band_stats),
-                            }
-                            out
-                        }
-                    });
-                    Ok(())
-                })
-                .map_err(|e| e.in_merge(&paths));
-                drop(refs);
-                drop(images);
-                if let Err(e) = merge {
-                    result = Err(e);
-                    break;
-                }
-                if merged_tx.send(merged.expect("merged")).is_err() {
-                    // The writer stopped: its error is the one to report.
-                    break;
+                    Ok(out)
                 }
             }
-            drop(merged_tx);
-            drop(band_rx);
-            let written = writer.join().expect("writer thread");
-            reader.join().expect("reader thread");
-            result.and(written)
+            .map(|merged| options.pruning.output(merged))
+            .map_err(|e| e.in_merge(&paths))
         })?;
         Ok(report)
     }
+}
+
+/// The file a streamed run writes: where, over which window, in which format.
+pub struct BandOutput<'p> {
+    /// The output path (written through a temporary file, renamed at the end).
+    pub path: &'p Path,
+    /// The output's data window; the bands cover its rows top to bottom.
+    pub window: Bounds,
+    /// What is written.
+    pub format: OutputFormat<'p>,
+}
+
+/// The format of a streamed output.
+#[derive(Clone, Copy, Debug)]
+pub enum OutputFormat<'o> {
+    /// A deep scanline EXR.
+    Deep(&'o DeepWriteOptions),
+    /// A flat scanline EXR with colour and alpha stored as this type.
+    Flat(FlatType),
+    /// An 8-bit sRGB PNG preview of the flat composite ([`crate::preview`]).
+    Png,
+}
+
+impl OutputFormat<'_> {
+    /// Flat output to `path`: a PNG preview when it is named `*.png` (any case), else an EXR.
+    pub fn flat_for(path: &Path, flat_type: FlatType) -> Self {
+        if crate::preview::is_png_path(path) {
+            OutputFormat::Png
+        } else {
+            OutputFormat::Flat(flat_type)
+        }
+    }
+}
+
+/// The three-stage pipeline every streamed command runs: the reader thread takes each band's
+/// rows from `sources` (in their order), `work` turns them into the output band on the calling
+/// thread (a merge, an operation of `crate::ops`), the writer thread writes it to `output`.
+/// `work` gets the band's rows (absolute, as planned) and one image per source; what it returns
+/// must span the output window's columns and follow the previous band's rows. Stage times go to
+/// `stats`; the first error ends the run and leaves no output.
+pub fn stream_bands(
+    mut sources: Vec<ChunkSource>,
+    bands: Vec<Band>,
+    output: &BandOutput,
+    stats: Option<&RunStats>,
+    work: &mut dyn FnMut(Band, Vec<DeepImage>) -> Result<MergeOutput>,
+) -> Result<()> {
+    let timed = |stage: Stage, f: &mut dyn FnMut() -> Result<()>| timed(stats, stage, f);
+    let band_count = bands.len();
+    std::thread::scope(|scope| {
+        let (band_tx, band_rx) = sync_channel::<Result<(Band, Vec<DeepImage>)>>(0);
+        let (merged_tx, merged_rx) = sync_channel::<MergeOutput>(0);
+        let reader = scope.spawn(move || {
+            for band in bands {
+                let mut images = Vec::new();
+                let read = timed(Stage::Read, &mut || {
+                    images = sources
+                        .par_iter_mut()
+                        .map(|s| s.take_rows(band.clone()))
+                        .collect::<Result<_>>()?;
+                    Ok(())
+                });
+                let failed = read.is_err();
+                if band_tx.send(read.map(|()| (band, images))).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        let writer = scope.spawn(move || -> Result<()> {
+            let mut sink = match output.format {
+                OutputFormat::Deep(deep_write) => Sink::Deep(DeepChunkWriter::create(
+                    output.path,
+                    output.window,
+                    deep_write,
+                )?),
+                OutputFormat::Flat(flat_type) => Sink::Flat(FlatChunkWriter::create(
+                    output.path,
+                    output.window,
+                    flat_type,
+                )?),
+                OutputFormat::Png => Sink::Png(PngBandWriter::create(output.path, output.window)?),
+            };
+            let mut written = 0;
+            for merged in merged_rx {
+                timed(Stage::Write, &mut || match (&mut sink, &merged) {
+                    (Sink::Deep(w), MergeOutput::Deep(image)) => w.write_band(image),
+                    (Sink::Flat(w), MergeOutput::Flat(image)) => w.write_band(image),
+                    (Sink::Png(w), MergeOutput::Flat(image)) => w.write_band(image),
+                    _ => unreachable!("the work makes the output kind asked for"),
+                })?;
+                drop(merged);
+                written += 1;
+            }
+            // Fewer bands than planned: another stage failed; the temporary file goes away.
+            if written < band_count {
+                return Ok(());
+            }
+            timed(
+                Stage::Write,
+                &mut || match std::mem::replace(&mut sink, Sink::Done) {
+                    Sink::Deep(w) => w.finish(),
+                    Sink::Flat(w) => w.finish(),
+                    Sink::Png(w) => w.finish(),
+                    Sink::Done => Ok(()),
+                },
+            )
+        });
+
+        let mut result = Ok(());
+        for message in band_rx.iter() {
+            let (band, images) = match message {
+                Ok(band) => band,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
+            let mut merged = None;
+            let mut images = Some(images);
+            let merge = timed(Stage::Merge, &mut || {
+                let images = images.take().expect("one call per band");
+                merged = Some(work(band.clone(), images)?);
+                Ok(())
+            });
+            if let Err(e) = merge {
+                result = Err(e);
+                break;
+            }
+            if merged_tx.send(merged.expect("merged")).is_err() {
+                // The writer stopped: its error is the one to report.
+                break;
+            }
+        }
+        drop(merged_tx);
+        drop(band_rx);
+        let written = writer.join().expect("writer thread");
+        reader.join().expect("reader thread");
+        result.and(written)
+    })
 }
 
 /// The writer of the output kind asked for.
 enum Sink {
     Deep(DeepChunkWriter),
     Flat(FlatChunkWriter),
+    Png(PngBandWriter),
     Done,
 }

@@ -1,0 +1,133 @@
+//! The deep operations as Python functions: `deep_slice`, `crop` and `transform`, file to file,
+//! streamed in bands exactly as the `deepmerge slice|crop|transform` commands run them
+//! ([`deepmerge::ops::run_op`] with the same [`OpOutput`]), so the files have the CLI's bytes.
+//! The flatten of one file is `merge([path], out=...)`, as `deepmerge IN -o OUT`.
+
+use std::path::PathBuf;
+
+use deepmerge::exr::DeepWriteOptions;
+use deepmerge::ops::{run_op, Crop, DeepOp, OpOutput, Slice, Transform};
+use deepmerge::stream::DEFAULT_MEMORY_BUDGET;
+use pyo3::prelude::*;
+
+use crate::errors::to_py;
+use crate::functions::{budget_bytes, codec_of, part_selector, PartArg};
+
+/// Add the functions to the module.
+pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(deep_slice, module)?)?;
+    module.add_function(wrap_pyfunction!(crop, module)?)?;
+    module.add_function(wrap_pyfunction!(transform, module)?)?;
+    Ok(())
+}
+
+/// The output options every operation shares: the CLI's `--compression`, `--no-deep-state`,
+/// `--tidy`, `--part` and `--memory-budget` (bytes here).
+fn output_request(
+    compression: Option<&str>,
+    no_deep_state: bool,
+    tidy: bool,
+    part: Option<PartArg>,
+    memory_budget: Option<&Bound<'_, PyAny>>,
+) -> PyResult<OpOutput> {
+    Ok(OpOutput {
+        deep_write: DeepWriteOptions {
+            codec: codec_of(compression)?,
+            write_state: !no_deep_state,
+        },
+        tidy,
+        part: part_selector(part),
+        budget: budget_bytes(memory_budget)?.unwrap_or(DEFAULT_MEMORY_BUDGET),
+        band_rows: None,
+    })
+}
+
+fn run(
+    py: Python<'_>,
+    op: &dyn DeepOp,
+    input: PathBuf,
+    out: PathBuf,
+    request: OpOutput,
+) -> PyResult<()> {
+    py.detach(|| {
+        let options = request.stream_options(&out)?;
+        run_op(op, &input, &out, &options, None)
+    })
+    .map_err(to_py)
+}
+
+/// Keep the part of every sample of the deep file ``input`` inside the depth range
+/// ``[near, far)`` and write it to ``out``, as ``deepmerge slice``: volumes crossing a plane are
+/// split with the tidy's rule, points exactly at ``far`` belong to the back, ``keep_outside``
+/// keeps the complement. ``out`` is a deep EXR, or ``*.png`` for a preview of its flat
+/// composite. ``compression``, ``no_deep_state``, ``tidy``, ``part`` and ``memory_budget``
+/// (bytes) are the CLI's options.
+#[pyfunction]
+#[pyo3(signature = (input, out, near=None, far=None, keep_outside=false, *, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
+#[allow(clippy::too_many_arguments)]
+fn deep_slice(
+    py: Python<'_>,
+    input: PathBuf,
+    out: PathBuf,
+    near: Option<f32>,
+    far: Option<f32>,
+    keep_outside: bool,
+    compression: Option<&str>,
+    no_deep_state: bool,
+    tidy: bool,
+    part: Option<PartArg>,
+    memory_budget: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let slice = Slice::new(near, far, keep_outside).map_err(to_py)?;
+    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    run(py, &slice, input, out, request)
+}
+
+/// Keep the pixels of ``input`` inside the inclusive box ``(x0, y0, x1, y1)`` (or, with
+/// ``keep_outside``, outside it) and write them to ``out``, as ``deepmerge crop``; the data
+/// window shrinks to what remains. Options as ``deep_slice``.
+#[pyfunction]
+#[pyo3(signature = (input, out, r#box, keep_outside=false, *, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
+#[allow(clippy::too_many_arguments)]
+fn crop(
+    py: Python<'_>,
+    input: PathBuf,
+    out: PathBuf,
+    r#box: (i32, i32, i32, i32),
+    keep_outside: bool,
+    compression: Option<&str>,
+    no_deep_state: bool,
+    tidy: bool,
+    part: Option<PartArg>,
+    memory_budget: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let (x0, y0, x1, y1) = r#box;
+    let crop = Crop::parse(&format!("{x0},{y0},{x1},{y1}"), keep_outside).map_err(to_py)?;
+    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    run(py, &crop, input, out, request)
+}
+
+/// Move ``input`` by whole pixels (``translate=(x, y)``) and map its depths to
+/// ``Z * z_scale + z_offset`` (``z_scale > 0``), writing ``out``, as ``deepmerge transform``.
+/// Options as ``deep_slice``.
+#[pyfunction]
+#[pyo3(signature = (input, out, translate=None, z_offset=0.0, z_scale=1.0, *, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
+#[allow(clippy::too_many_arguments)]
+fn transform(
+    py: Python<'_>,
+    input: PathBuf,
+    out: PathBuf,
+    translate: Option<(i32, i32)>,
+    z_offset: f64,
+    z_scale: f64,
+    compression: Option<&str>,
+    no_deep_state: bool,
+    tidy: bool,
+    part: Option<PartArg>,
+    memory_budget: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let translate = translate.map(|(x, y)| format!("{x},{y}"));
+    let transform = Transform::new(translate.as_deref(), z_offset, z_scale).map_err(to_py)?;
+    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    run(py, &transform, input, out, request)
+}

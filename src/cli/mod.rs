@@ -1,0 +1,4 @@
+//! The command line's subcommands beyond the merge, each with its arguments and its run
+//! function; `main.rs` only lists them.
+
+pub mod ops;

@@ -1,0 +1,208 @@
+//! `flatten`, `slice`, `crop` and `transform`: one deep input, one output, streamed in bands
+//! within `--memory-budget` (`deepmerge::ops`). Output options are the merge's: deep output
+//! takes `--compression`, `--no-deep-state` and `--tidy`; an output named `*.png` is an 8-bit
+//! sRGB preview of the flat composite; any other extension than `.exr` or `.png` is refused.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use deepmerge::composite::{MergeOptions, OutputKind};
+use deepmerge::exr::{DeepWriteOptions, FlatType, PartSelector};
+use deepmerge::ops::{run_op, Crop, DeepOp, OpOutput, Slice, Transform};
+use deepmerge::preview::check_output_name;
+use deepmerge::stream::{merge_files, ChannelSelection, MergeEngine, StreamOptions};
+use deepmerge::Result;
+
+use crate::{codec_of, gib_to_bytes, CompressionArg, FlatTypeArg, DEFAULT_BUDGET_GIB};
+
+/// What every single-input command reads with.
+#[derive(Args, Debug)]
+pub struct InputArgs {
+    /// Part to read from multi-part inputs: an index or a name (default: the first deep part).
+    #[arg(long, value_name = "PART")]
+    part: Option<String>,
+    /// The memory the command works in, in GiB: bands of rows are sized to fit it.
+    #[arg(long = "memory-budget", value_name = "GIB", default_value_t = DEFAULT_BUDGET_GIB)]
+    memory_budget: f64,
+    /// Bands of exactly N rows, whatever the budget says (for tests and measurements).
+    #[arg(long, value_name = "N", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
+    band_rows: Option<u32>,
+}
+
+/// The output options of an operation: as the merge's for deep output.
+#[derive(Args, Debug)]
+pub struct OpOutputArgs {
+    /// Output: a deep EXR, or `*.png` for an 8-bit sRGB preview of its flat composite.
+    #[arg(short, long, value_name = "OUT")]
+    output: PathBuf,
+    /// Compression of deep output.
+    #[arg(long, value_enum, default_value_t = CompressionArg::Zips)]
+    compression: CompressionArg,
+    /// Leave `deepImageState` out of deep output.
+    #[arg(long)]
+    no_deep_state: bool,
+    /// Tidy deep output: split overlapping volumes, merge coincident ones.
+    #[arg(long)]
+    tidy: bool,
+}
+
+/// `deepmerge flatten`.
+#[derive(Args, Debug)]
+pub struct FlattenArgs {
+    /// Deep EXR input.
+    input: PathBuf,
+    /// Output: a flat EXR, or `*.png` for an 8-bit sRGB preview.
+    #[arg(short, long, value_name = "OUT")]
+    output: PathBuf,
+    /// Add a Z channel (depth of the front-most contributing sample).
+    #[arg(long)]
+    flat_z: bool,
+    /// Storage type of flat colour and alpha.
+    #[arg(long, value_enum, default_value_t = FlatTypeArg::Half)]
+    flat_type: FlatTypeArg,
+    /// Keep only these channels (comma-separated), plus Z, ZBack and the alphas they need.
+    #[arg(long, value_name = "LIST")]
+    channels: Option<String>,
+    #[command(flatten)]
+    read: InputArgs,
+}
+
+/// `deepmerge slice`.
+#[derive(Args, Debug)]
+pub struct SliceArgs {
+    /// Deep EXR input.
+    input: PathBuf,
+    /// Front plane: keep from this depth on (inclusive; default -inf).
+    #[arg(long, value_name = "Z", allow_hyphen_values = true)]
+    near: Option<f32>,
+    /// Back plane: keep up to this depth (exclusive; default +inf).
+    #[arg(long, value_name = "Z", allow_hyphen_values = true)]
+    far: Option<f32>,
+    /// Keep what lies outside [near, far) instead.
+    #[arg(long)]
+    keep_outside: bool,
+    #[command(flatten)]
+    out: OpOutputArgs,
+    #[command(flatten)]
+    read: InputArgs,
+}
+
+/// `deepmerge crop`.
+#[derive(Args, Debug)]
+pub struct CropArgs {
+    /// Deep EXR input.
+    input: PathBuf,
+    /// The box X0,Y0,X1,Y1: inclusive pixel corners, as EXR windows are written.
+    #[arg(long = "box", value_name = "X0,Y0,X1,Y1", allow_hyphen_values = true)]
+    area: String,
+    /// Keep the pixels outside the box instead.
+    #[arg(long)]
+    keep_outside: bool,
+    #[command(flatten)]
+    out: OpOutputArgs,
+    #[command(flatten)]
+    read: InputArgs,
+}
+
+/// `deepmerge transform`.
+#[derive(Args, Debug)]
+pub struct TransformArgs {
+    /// Deep EXR input.
+    input: PathBuf,
+    /// Move the image by whole pixels: X,Y (data and display windows).
+    #[arg(long, value_name = "X,Y", allow_hyphen_values = true)]
+    translate: Option<String>,
+    /// Add D to every depth (after the scale): Z' = Z*S + D.
+    #[arg(
+        long,
+        value_name = "D",
+        default_value_t = 0.0,
+        allow_hyphen_values = true
+    )]
+    z_offset: f64,
+    /// Multiply every depth by S (> 0): Z' = Z*S + D.
+    #[arg(
+        long,
+        value_name = "S",
+        default_value_t = 1.0,
+        allow_hyphen_values = true
+    )]
+    z_scale: f64,
+    #[command(flatten)]
+    out: OpOutputArgs,
+    #[command(flatten)]
+    read: InputArgs,
+}
+
+fn part_of(read: &InputArgs) -> PartSelector {
+    read.part
+        .as_deref()
+        .map(|p| p.parse().expect("infallible"))
+        .unwrap_or(PartSelector::FirstDeep)
+}
+
+/// Run `flatten`: the merge of one input, flat.
+pub fn run_flatten(args: &FlattenArgs) -> Result<()> {
+    check_output_name(&args.output, false)?;
+    let options = StreamOptions {
+        merge: MergeOptions {
+            output: OutputKind::Flat { z: args.flat_z },
+            ..MergeOptions::default()
+        },
+        flat_type: match args.flat_type {
+            FlatTypeArg::Half => FlatType::Half,
+            FlatTypeArg::Float => FlatType::Float,
+        },
+        channels: args
+            .channels
+            .as_deref()
+            .map(ChannelSelection::parse)
+            .transpose()?,
+        part: part_of(&args.read),
+        budget: gib_to_bytes(args.read.memory_budget)?,
+        band_rows: args.read.band_rows.map(|n| n as usize),
+        ..StreamOptions::default()
+    };
+    deepmerge::job::check_output_is_not_an_input(&args.output, std::slice::from_ref(&args.input))?;
+    merge_files(
+        std::slice::from_ref(&args.input),
+        &args.output,
+        &options,
+        MergeEngine::Cpu,
+        None,
+    )?;
+    Ok(())
+}
+
+fn run(op: &dyn DeepOp, input: &Path, out: &OpOutputArgs, read: &InputArgs) -> Result<()> {
+    let request = OpOutput {
+        deep_write: DeepWriteOptions {
+            codec: codec_of(out.compression),
+            write_state: !out.no_deep_state,
+        },
+        tidy: out.tidy,
+        part: part_of(read),
+        budget: gib_to_bytes(read.memory_budget)?,
+        band_rows: read.band_rows.map(|n| n as usize),
+    };
+    let options = request.stream_options(&out.output)?;
+    run_op(op, input, &out.output, &options, None)
+}
+
+/// Run `slice`.
+pub fn run_slice(args: &SliceArgs) -> Result<()> {
+    let slice = Slice::new(args.near, args.far, args.keep_outside)?;
+    run(&slice, &args.input, &args.out, &args.read)
+}
+
+/// Run `crop`.
+pub fn run_crop(args: &CropArgs) -> Result<()> {
+    let crop = Crop::parse(&args.area, args.keep_outside)?;
+    run(&crop, &args.input, &args.out, &args.read)
+}
+
+/// Run `transform`.
+pub fn run_transform(args: &TransformArgs) -> Result<()> {
+    let transform = Transform::new(args.translate.as_deref(), args.z_offset, args.z_scale)?;
+    run(&transform, &args.input, &args.out, &args.read)
+}

@@ -1,0 +1,183 @@
+//! Deep operations beyond the merge: each one reads one deep file and writes one, streamed band
+//! by band within the memory budget through the merge's pipeline ([`crate::stream::stream_bands`]).
+//!
+//! An operation is a [`DeepOp`]: it says which rows of the input it reads and what the output's
+//! windows are ([`DeepOp::windows`]), and turns one band of input rows into the same band of the
+//! output ([`DeepOp::apply`]). [`run_op`] does the rest the way the merge does it: opens the
+//! input, plans bands from its count tables, runs reader, operation and writer on three
+//! threads, and writes the output through a temporary file. What the output is comes from
+//! [`StreamOptions`] as for the merge: deep output with its compression, `deepImageState` and
+//! optional tidy (the band goes through the merge of one input with `tidy`, the merge's own
+//! code), or a flat composite of the result (the merge of one input, flat), written as an EXR
+//! or, for `*.png`, as a PNG preview ([`crate::preview`]).
+//!
+//! One file per operation, each stating its exact semantics: [`slice`], [`crop`],
+//! [`transform`], and the merge's [`prune`] options. The flatten is the merge of one input ([`crate::stream::merge_files`] with one
+//! path); [`band`] builds output bands sample by sample.
+
+pub mod band;
+pub mod crop;
+pub mod prune;
+pub mod slice;
+pub mod transform;
+
+use std::path::Path;
+
+use crate::composite::{
+    merge_images_over, CompositeChannels, MergeOptions, MergeOutput, OutputKind,
+};
+use crate::deep::{Bounds, ChannelRole, DeepImage};
+use crate::error::{Error, Result};
+use crate::exr::{Codec, DeepWriteOptions, PartSelector};
+use crate::preview::{check_output_name, is_png_path};
+use crate::progress::RunStats;
+use crate::stream::plan::OutputShape;
+use crate::stream::{
+    plan_bands, stream_bands, BandOutput, ChunkSource, OutputFormat, StreamOptions,
+};
+
+pub use crop::Crop;
+pub use prune::Pruning;
+pub use slice::Slice;
+pub use transform::Transform;
+
+/// The windows of an operation's output, and the input rows it needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpWindows {
+    /// The input's rows (and columns) the output is made from, in input coordinates.
+    pub read: Bounds,
+    /// The output's data window.
+    pub data: Bounds,
+    /// The output's display window.
+    pub display: Bounds,
+}
+
+/// A deep operation applied band by band (see the module docs).
+pub trait DeepOp: Sync {
+    /// The output's windows and the part of the input read, from the input's data and display
+    /// windows; an error when nothing would remain.
+    fn windows(&self, data: Bounds, display: Bounds) -> Result<OpWindows>;
+
+    /// The output band made from `band`, the input's rows `band.data_window` (its full width,
+    /// inside `windows.read`'s rows). The result spans the output's data window's columns and
+    /// holds the output rows those input rows make, with the input's channels.
+    fn apply(&self, band: &DeepImage, windows: &OpWindows) -> Result<DeepImage>;
+}
+
+/// Apply `op` to the deep part `options.part` of `input`, writing `output` as `options` say
+/// (deep or flat, compression, state, tidy, budget, bands). Stage times go to `stats`.
+pub fn run_op(
+    op: &dyn DeepOp,
+    input: &Path,
+    output: &Path,
+    options: &StreamOptions,
+    stats: Option<&RunStats>,
+) -> Result<()> {
+    let inputs = [input.to_path_buf()];
+    crate::job::check_output_is_not_an_input(output, &inputs)?;
+    let mut source = ChunkSource::open(input, &options.part, options.budget)?;
+    if let Some(selection) = &options.channels {
+        let all = source.all_channels.clone();
+        source.keep_channels(|c| selection.keeps(c, &all));
+    }
+    source.count_rows()?;
+    let windows = op
+        .windows(source.window, source.display_window)
+        .map_err(|e| match e {
+            Error::Usage(message) => Error::Usage(format!("{}: {message}", input.display())),
+            other => other.in_file(input),
+        })?;
+    let head = source.no_rows(source.window.y0);
+    let composite = CompositeChannels::of(&[&head]);
+    if matches!(options.merge.output, OutputKind::Flat { .. }) && composite.is_empty() {
+        return Err(Error::file(
+            input,
+            "holds no colour or alpha channel, so a flat composite has nothing to show",
+        ));
+    }
+    let shape = OutputShape {
+        deep_value_bytes: source.sample_bytes(),
+        columns: composite.len() as u64,
+        ids: head
+            .channels
+            .iter()
+            .filter(|c| c.role == ChannelRole::Id)
+            .count() as u64,
+    };
+    let sources = vec![source];
+    let bands = plan_bands(&sources, windows.read, &shape, options)?;
+    let format = match options.merge.output {
+        OutputKind::Deep => OutputFormat::Deep(&options.deep_write),
+        OutputKind::Flat { .. } => OutputFormat::flat_for(output, options.flat_type),
+    };
+    let target = BandOutput {
+        path: output,
+        window: windows.data,
+        format,
+    };
+    stream_bands(sources, bands, &target, stats, &mut |_, images| {
+        let mut out = op.apply(&images[0], &windows)?;
+        out.display_window = windows.display;
+        finish_band(out, options)
+    })
+    .map_err(|e| e.in_file(input).in_merge(&[input]))
+}
+
+/// What an operation writes, as the CLI and the Python functions ask for it.
+#[derive(Clone, Debug)]
+pub struct OpOutput {
+    /// Options of deep output (ignored for a PNG preview).
+    pub deep_write: DeepWriteOptions,
+    /// Tidy deep output.
+    pub tidy: bool,
+    /// The part of a multi-part input.
+    pub part: PartSelector,
+    /// The memory budget in bytes.
+    pub budget: u64,
+    /// Bands of exactly this many rows (tests and measurements).
+    pub band_rows: Option<usize>,
+}
+
+impl OpOutput {
+    /// The stream options for writing `output`: deep for `*.exr`, a PNG preview of the flat
+    /// composite for `*.png` (where deep options other than the defaults are refused), any other
+    /// name refused.
+    pub fn stream_options(self, output: &Path) -> Result<StreamOptions> {
+        let png = is_png_path(output);
+        check_output_name(output, !png)?;
+        let deep_defaults = self.deep_write.codec == Codec::Zips && self.deep_write.write_state;
+        if png && (self.tidy || !deep_defaults) {
+            return Err(Error::Usage(
+                "--tidy, --compression and --no-deep-state apply to deep output, not a PNG preview"
+                    .into(),
+            ));
+        }
+        Ok(StreamOptions {
+            part: self.part,
+            merge: MergeOptions {
+                output: if png {
+                    OutputKind::Flat { z: false }
+                } else {
+                    OutputKind::Deep
+                },
+                tidy: self.tidy,
+                ..MergeOptions::default()
+            },
+            deep_write: self.deep_write,
+            budget: self.budget,
+            band_rows: self.band_rows,
+            ..StreamOptions::default()
+        })
+    }
+}
+
+/// An operation's band as the output asks: as it is for deep output, through the merge of one
+/// input for a tidy deep output or a flat one.
+fn finish_band(band: DeepImage, options: &StreamOptions) -> Result<MergeOutput> {
+    let deep_as_is = options.merge.output == OutputKind::Deep && !options.merge.tidy;
+    if deep_as_is {
+        return Ok(MergeOutput::Deep(band));
+    }
+    let window = band.data_window;
+    merge_images_over(&[&band], &options.merge, Some(window))
+}
