@@ -159,7 +159,7 @@ pub fn run_flatten(args: &FlattenArgs) -> Result<()> {
             .map(ChannelSelection::parse)
             .transpose()?,
         part: part_of(&args.read),
-        budget: gib_to_bytes(args.read.memory_budget)?,
+        budget: gib_to_bytes("--memory-budget", args.read.memory_budget)?,
         band_rows: args.read.band_rows.map(|n| n as usize),
         ..StreamOptions::default()
     };
@@ -182,7 +182,7 @@ fn run(op: &dyn DeepOp, input: &Path, out: &OpOutputArgs, read: &InputArgs) -> R
         },
         tidy: out.tidy,
         part: part_of(read),
-        budget: gib_to_bytes(read.memory_budget)?,
+        budget: gib_to_bytes("--memory-budget", read.memory_budget)?,
         band_rows: read.band_rows.map(|n| n as usize),
     };
     let options = request.stream_options(&out.output)?;
