@@ -129,7 +129,7 @@ impl GlOptions {
 }
 
 impl Default for GlOptions {
-    /// Chosen on an NVIDIA H100 (docs/benchmarks.md): LA was the fastest layout in 6 of the 8
+    /// Chosen on an NVIDIA H100 (docs/benchmarks.md): LA was the fastest layout in 5 of the 8
     /// k-way rows of Table 5 and within 23% in the others; shifted register blocks were as fast
     /// as indexed ones or up to 1.6x faster (hairball, LA). Block size 8 was the only size
     /// measured there.
