@@ -7,6 +7,11 @@
 //! one thread only; the reader and writer use rayon inside (chunks unpack and pack in
 //! parallel), and so does the CPU merge (rows in parallel).
 //!
+//! A band in which no input holds a sample (rows between inputs far apart, empty rows of an
+//! input) is neither decoded nor merged: the reader passes over its rows
+//! ([`ChunkSource::skip_rows`]) and the writer writes empty rows, packing an empty chunk once
+//! and repeating its bytes. Such rows cost next to nothing, however wide the window.
+//!
 //! A failure in any stage ends the others: a reader error is sent down the channel, a merge
 //! error drops the channels (the reader's next send fails, the writer sees the end before the
 //! last band and drops its temporary file), a writer error shows as a failed send. The first
@@ -20,7 +25,9 @@ use rayon::prelude::*;
 use super::plan::{plan_bands, Band, OutputShape};
 use super::source::ChunkSource;
 use super::StreamOptions;
-use crate::composite::{check_compatible, merge_images_over, MergeOutput, OutputKind};
+use crate::composite::{
+    check_compatible, merge_checked_images_over, merge_images_over, MergeOutput, OutputKind,
+};
 use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
 use crate::exr::{DeepChunkWriter, FlatChunkWriter};
@@ -121,7 +128,9 @@ impl<'o> StreamMerge<'o> {
         };
         drop(heads);
         timed(stats, Stage::Read, &mut || {
-            sources.par_iter_mut().try_for_each(ChunkSource::count_rows)
+            sources
+                .par_iter_mut()
+                .try_for_each(|s| s.count_rows_within(options.budget))
         })?;
         let window = sources
             .iter()
@@ -146,6 +155,23 @@ impl<'o> StreamMerge<'o> {
     /// The output window: the union of the inputs' data windows.
     pub fn window(&self) -> Bounds {
         self.window
+    }
+
+    /// Read and inflate every chunk the merge would, band by band on the same threads, and
+    /// nothing else (no merge, no output): the floor under [`Self::run`]'s CPU time, which
+    /// `deepmerge --decode-only` measures for `benches/stream_vs_oiiotool.py`.
+    pub fn decode_only(self, stats: Option<&RunStats>) -> Result<()> {
+        let StreamMerge {
+            mut sources, bands, ..
+        } = self;
+        for band in bands {
+            timed(stats, Stage::Read, &mut || {
+                sources
+                    .par_iter_mut()
+                    .try_for_each(|s| s.decode_rows(band.clone()))
+            })?;
+        }
+        Ok(())
     }
 
     /// Read, merge and write every band (see the module docs for the threads).
@@ -174,17 +200,43 @@ impl<'o> StreamMerge<'o> {
                 .unwrap_or(0),
             gpu_stats: None,
         };
+        let flat = matches!(options.merge.output, OutputKind::Flat { .. });
+        let cpu = matches!(engine, MergeEngine::Cpu);
+        // The CPU engine's flat composite reads every value as a float: the reader widens
+        // half channels in bulk as it copies them (deep output keeps each channel's type).
+        for s in &mut sources {
+            s.widen_halves(cpu && flat);
+        }
+        // What empty rows are written with: the output's channels, from a merge of no rows.
+        let template = {
+            let heads: Vec<DeepImage> = sources.iter().map(|s| s.no_rows(window.y0)).collect();
+            let refs: Vec<&DeepImage> = heads.iter().collect();
+            let none = Bounds {
+                y1: window.y0 - 1,
+                ..window
+            };
+            merge_images_over(&refs, &options.merge, Some(none)).map_err(|e| e.in_merge(&paths))?
+        };
+        let template = &template;
         std::thread::scope(|scope| {
-            let (band_tx, band_rx) = sync_channel::<Result<(Band, Vec<DeepImage>)>>(0);
-            let (merged_tx, merged_rx) = sync_channel::<MergeOutput>(0);
+            let (band_tx, band_rx) = sync_channel::<Result<(Band, Option<Vec<DeepImage>>)>>(0);
+            let (merged_tx, merged_rx) = sync_channel::<(Band, Option<MergeOutput>)>(0);
             let reader = scope.spawn(move || {
                 for band in bands {
-                    let mut images = Vec::new();
+                    let mut images = None;
                     let read = timed(Stage::Read, &mut || {
-                        images = sources
-                            .par_iter_mut()
-                            .map(|s| s.take_rows(band.clone()))
-                            .collect::<Result<_>>()?;
+                        if sources.iter().all(|s| s.samples_in(&band) == 0) {
+                            for s in &mut sources {
+                                s.skip_rows(band.clone());
+                            }
+                            return Ok(());
+                        }
+                        images = Some(
+                            sources
+                                .par_iter_mut()
+                                .map(|s| s.take_rows(band.clone()))
+                                .collect::<Result<_>>()?,
+                        );
                         Ok(())
                     });
                     let failed = read.is_err();
@@ -205,10 +257,17 @@ impl<'o> StreamMerge<'o> {
                     }
                 };
                 let mut written = 0;
-                for merged in merged_rx {
-                    timed(Stage::Write, &mut || match (&mut sink, &merged) {
-                        (Sink::Deep(w), MergeOutput::Deep(image)) => w.write_band(image),
-                        (Sink::Flat(w), MergeOutput::Flat(image)) => w.write_band(image),
+                for (band, merged) in merged_rx {
+                    let (y0, y1) = (*band.start(), *band.end());
+                    timed(Stage::Write, &mut || match (&mut sink, &merged, template) {
+                        (Sink::Deep(w), Some(MergeOutput::Deep(image)), _) => w.write_band(image),
+                        (Sink::Flat(w), Some(MergeOutput::Flat(image)), _) => w.write_band(image),
+                        (Sink::Deep(w), None, MergeOutput::Deep(t)) => {
+                            w.write_empty_rows(t, y0, y1)
+                        }
+                        (Sink::Flat(w), None, MergeOutput::Flat(t)) => {
+                            w.write_empty_rows(t, y0, y1)
+                        }
                         _ => unreachable!("the merge makes the output kind asked for"),
                     })?;
                     drop(merged);
@@ -237,6 +296,13 @@ impl<'o> StreamMerge<'o> {
                         break;
                     }
                 };
+                let Some(images) = images else {
+                    // No input holds a sample in these rows: nothing to merge.
+                    if merged_tx.send((band, None)).is_err() {
+                        break;
+                    }
+                    continue;
+                };
                 let band_window = Bounds {
                     y0: *band.start(),
                     y1: *band.end(),
@@ -246,8 +312,9 @@ impl<'o> StreamMerge<'o> {
                 let mut merged = None;
                 let merge = timed(Stage::Merge, &mut || {
                     merged = Some(match engine {
+                        // The reader checked every band's depths as it assembled it.
                         MergeEngine::Cpu => {
-                            merge_images_over(&refs, &options.merge, Some(band_window))?
+                            merge_checked_images_over(&refs, &options.merge, Some(band_window))?
                         }
                         MergeEngine::Gl(ctx, gl) => {
                             let (out, band_stats) = merge_images_gl_over(
@@ -273,7 +340,7 @@ impl<'o> StreamMerge<'o> {
                     result = Err(e);
                     break;
                 }
-                if merged_tx.send(merged.expect("merged")).is_err() {
+                if merged_tx.send((band, merged)).is_err() {
                     // The writer stopped: its error is the one to report.
                     break;
                 }

@@ -9,7 +9,12 @@
 //! so a band may use a third of what the budget leaves after those blocks. Bands are further
 //! capped at [`MAX_BAND_BYTES`]: beyond a few tens of MiB a larger band is no faster (rayon has
 //! rows enough) and only raises the peak. A row that alone is over its share of the budget is
-//! refused, naming the input with the most samples in it.
+//! refused, naming the input with the most samples in it. The count tables the readers keep
+//! for decoding come off the budget first.
+//!
+//! A run of rows in which no input holds a sample is a band of its own, however long: such a
+//! band is never decoded or merged (the writer repeats one empty chunk), so it costs nothing to
+//! hold, and cutting it from the rows around it keeps them from paying for its width.
 
 use std::ops::RangeInclusive;
 
@@ -173,22 +178,29 @@ pub fn plan_bands(
             reserve = reserve.saturating_add(largest);
         }
     }
-    let share = options.budget.saturating_sub(reserve) / BANDS_IN_FLIGHT;
+    let kept: u64 = sources.iter().map(ChunkSource::kept_bytes).sum();
+    let share = options.budget.saturating_sub(reserve).saturating_sub(kept) / BANDS_IN_FLIGHT;
     let target = share.min(MAX_BAND_BYTES);
+    let empty_row = |y: i32| sources.iter().all(|s| samples_at(s, y) == 0);
     let mut bands = Vec::new();
     let mut start = window.y0;
     let mut held = 0u64;
+    let mut run_empty = empty_row(window.y0);
     for (k, &cost) in costs.iter().enumerate() {
         let y = window.y0 + k as i32;
         if cost > share {
             return Err(refuse_row(sources, y, cost, options.budget, samples_at));
         }
-        if y > start && held.saturating_add(cost) > target {
+        let empty = empty_row(y);
+        if y > start && (empty != run_empty || (!empty && held.saturating_add(cost) > target)) {
             bands.push(start..=y - 1);
             start = y;
             held = 0;
         }
-        held = held.saturating_add(cost);
+        run_empty = empty;
+        if !empty {
+            held = held.saturating_add(cost);
+        }
     }
     bands.push(start..=window.y1);
     Ok(bands)

@@ -491,11 +491,7 @@ impl ChunkSource {
         let packed = self.read_exact_at(packed_at, head.packed_sample_size)?;
         let data = decompress(self.codec, &packed, head.unpacked_size, "sample data")
             .map_err(|e| Error::format(format!("block {region}: {e}")))?;
-        let all_sample_bytes: usize = self
-            .all_channels
-            .iter()
-            .map(|c| c.sample_type.size())
-            .sum();
+        let all_sample_bytes: usize = self.all_channels.iter().map(|c| c.sample_type.size()).sum();
         let mut line_samples = Vec::with_capacity(region.height());
         let mut line_at = Vec::with_capacity(region.height());
         let mut at = 0;
@@ -558,6 +554,19 @@ impl ChunkSource {
         while self.pending.front().is_some_and(|b| b.y1 < self.next_row) {
             self.pending.pop_front();
         }
+    }
+
+    /// Samples in the rows `band` (absolute, inclusive) of this part.
+    pub fn samples_in(&self, band: &std::ops::RangeInclusive<i32>) -> u64 {
+        let (y0, y1) = (
+            (*band.start()).max(self.window.y0),
+            (*band.end()).min(self.window.y1),
+        );
+        if y0 > y1 {
+            return 0;
+        }
+        let at = |y: i32| (y - self.window.y0) as usize;
+        self.row_samples[at(y0)..=at(y1)].iter().sum()
     }
 
     /// The rows `band` (absolute, inclusive) of this part as a deep image whose data window is
