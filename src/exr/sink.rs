@@ -11,7 +11,10 @@
 //! whole-image writers ([`super::write_flat`], and [`super::encode_deep_with`] for deep) are
 //! this with one band, and the tests compare the bytes.
 //!
-//! Chunks of a band are compressed in parallel (rayon) and written in order.
+//! Chunks of a band are compressed in parallel (rayon) and written in order. Rows without a
+//! sample ([`DeepChunkWriter::write_empty_rows`], [`FlatChunkWriter::write_empty_rows`]) are
+//! never materialised beyond one partial chunk: an empty chunk is packed once per height and
+//! its bytes written again with each chunk's y, the same bytes packing every such chunk gives.
 
 use std::io::Write;
 use std::os::unix::fs::FileExt;

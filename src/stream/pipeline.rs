@@ -200,13 +200,6 @@ impl<'o> StreamMerge<'o> {
                 .unwrap_or(0),
             gpu_stats: None,
         };
-        let flat = matches!(options.merge.output, OutputKind::Flat { .. });
-        let cpu = matches!(engine, MergeEngine::Cpu);
-        // The CPU engine's flat composite reads every value as a float: the reader widens
-        // half channels in bulk as it copies them (deep output keeps each channel's type).
-        for s in &mut sources {
-            s.widen_halves(cpu && flat);
-        }
         // What empty rows are written with: the output's channels, from a merge of no rows.
         let template = {
             let heads: Vec<DeepImage> = sources.iter().map(|s| s.no_rows(window.y0)).collect();

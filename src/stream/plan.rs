@@ -182,6 +182,19 @@ pub fn plan_bands(
     let share = options.budget.saturating_sub(reserve).saturating_sub(kept) / BANDS_IN_FLIGHT;
     let target = share.min(MAX_BAND_BYTES);
     let empty_row = |y: i32| sources.iter().all(|s| samples_at(s, y) == 0);
+    let max_block = sources
+        .iter()
+        .map(ChunkSource::block_height)
+        .max()
+        .unwrap_or(1);
+    // Whether row y starts a block (or lies outside the window) of every input.
+    let block_edge = |y: i32| {
+        sources.iter().all(|s| {
+            y <= s.window.y0
+                || y > s.window.y1
+                || ((y - s.window.y0) as usize).is_multiple_of(s.block_height())
+        })
+    };
     let mut bands = Vec::new();
     let mut start = window.y0;
     let mut held = 0u64;
@@ -192,10 +205,29 @@ pub fn plan_bands(
             return Err(refuse_row(sources, y, cost, options.budget, samples_at));
         }
         let empty = empty_row(y);
-        if y > start && (empty != run_empty || (!empty && held.saturating_add(cost) > target)) {
-            bands.push(start..=y - 1);
-            start = y;
-            held = 0;
+        let full = !empty && held.saturating_add(cost) > target;
+        if y > start && (empty != run_empty || full) {
+            // A band that ends inside an input's block leaves the rest of the block decoded on
+            // top of the next band: end the band at the last block edge of every input
+            // instead, when the rows that moves to the next band leave it under the target.
+            let mut cut = y;
+            if full && empty == run_empty {
+                // At most one block of the tallest: the search is short whatever the band.
+                let mut carried = 0u64;
+                for c in (start + 1..=y).rev().take(max_block) {
+                    carried = carried.saturating_add(costs[(c - window.y0) as usize]);
+                    if carried > target {
+                        break;
+                    }
+                    if block_edge(c) {
+                        cut = c;
+                        break;
+                    }
+                }
+            }
+            bands.push(start..=cut - 1);
+            start = cut;
+            held = costs[(cut - window.y0) as usize..k].iter().sum();
         }
         run_empty = empty;
         if !empty {

@@ -161,8 +161,6 @@ pub struct ChunkSource {
     pub all_channels: Vec<Channel>,
     /// Whether each channel of the part is kept (see [`super::ChannelSelection`]).
     keep: Vec<bool>,
-    /// Hand half channels out as 32-bit floats ([`Self::widen_halves`]).
-    widen: bool,
     /// Rows per block row (the scanline block height or the tile height).
     block_height: usize,
     /// The offset table, until [`Self::count_rows`] sorts the chunks into `blocks`.
@@ -253,7 +251,6 @@ impl ChunkSource {
             display_window: info.display_window,
             state: info.state,
             keep: vec![true; info.channels.len()],
-            widen: false,
             all_channels: info.channels.clone(),
             block_height: block_height.max(1),
             offsets: Vec::new(),
@@ -299,42 +296,26 @@ impl ChunkSource {
         self.keep = self.all_channels.iter().map(keep).collect();
     }
 
-    /// Hand half channels out as 32-bit floats (exactly the same values), converted in bulk as
-    /// the band is assembled: for a merge that reads every value as a float anyway (the CPU
-    /// engine's flat composite), which then never converts one value at a time. Deep output
-    /// must not ask for it, since it keeps each channel's type.
-    pub fn widen_halves(&mut self, widen: bool) {
-        self.widen = widen;
-    }
-
     /// The channels the band images carry.
     pub fn channels(&self) -> Vec<Channel> {
         self.all_channels
             .iter()
             .zip(&self.keep)
             .filter(|(_, &k)| k)
-            .map(|(c, _)| match c.sample_type {
-                SampleType::F16 if self.widen => Channel {
-                    sample_type: SampleType::F32,
-                    ..c.clone()
-                },
-                _ => c.clone(),
-            })
+            .map(|(c, _)| c.clone())
             .collect()
     }
 
-    /// Bytes of one sample of the kept channels, as stored in the file.
+    /// Bytes of one sample of the kept channels.
     pub fn sample_bytes(&self) -> u64 {
-        self.all_channels
+        self.channels()
             .iter()
-            .zip(&self.keep)
-            .filter(|(_, &k)| k)
-            .map(|(c, _)| c.sample_type.size() as u64)
+            .map(|c| c.sample_type.size() as u64)
             .sum()
     }
 
-    /// Bytes of the count tables kept from [`Self::count_rows`] for decoding (held for the
-    /// whole merge, so the band planner takes them off the budget).
+    /// Bytes of the count tables kept from [`Self::count_rows`] for decoding (held until their
+    /// chunk is decoded, so the band planner takes them off the budget).
     pub fn kept_bytes(&self) -> u64 {
         self.kept_bytes
     }
@@ -512,13 +493,19 @@ impl ChunkSource {
 
     /// Decode block rows `blocks` (in parallel, chunk by chunk) into [`Self::pending`].
     fn decode_blocks(&mut self, blocks: std::ops::Range<usize>) -> Result<()> {
-        let chunks: Vec<(usize, &ChunkEntry)> = blocks
+        // Each block row is decoded once: its entries (and their kept counts) go with it.
+        let chunks: Vec<(usize, ChunkEntry)> = blocks
             .clone()
-            .flat_map(|b| self.blocks[b].chunks.iter().map(move |c| (b, c)))
+            .flat_map(|b| {
+                std::mem::take(&mut self.blocks[b].chunks)
+                    .into_iter()
+                    .map(move |c| (b, c))
+            })
             .collect();
         let decoded: Vec<(usize, DecodedChunk)> = chunks
             .par_iter()
-            .map(|&(b, entry)| {
+            .map(|(b, entry)| {
+                let b = *b;
                 self.decode_chunk(entry)
                     .map(|chunk| (b, chunk))
                     .map_err(|e| e.in_file(&self.path))
@@ -618,14 +605,13 @@ impl ChunkSource {
             .enumerate()
             .filter(|&(c, _)| self.keep[c])
             .collect();
-        let widen = self.widen;
         let all_channels = &self.all_channels;
         let planes: Vec<Plane> = kept
             .par_iter()
             .map(|&(c, channel)| {
                 let before: usize = all_channels[..c].iter().map(|c| c.sample_type.size()).sum();
                 let size = channel.sample_type.size();
-                let mut plane = PlaneBuilder::new(channel.sample_type, widen, total);
+                let mut plane = PlaneBuilder::new(channel.sample_type, total);
                 for &(block, line) in &rows {
                     for piece in &block.pieces {
                         let n = piece.line_samples[line];
@@ -700,45 +686,36 @@ enum PlaneBuilder {
     U32(Vec<u32>),
     F16(Vec<f16>),
     F32(Vec<f32>),
-    /// Half values stored as floats ([`ChunkSource::widen_halves`]).
-    F16AsF32(Vec<f32>),
 }
 
 impl PlaneBuilder {
-    fn new(stored: SampleType, widen: bool, capacity: usize) -> PlaneBuilder {
+    fn new(stored: SampleType, capacity: usize) -> PlaneBuilder {
         match stored {
             SampleType::U32 => PlaneBuilder::U32(Vec::with_capacity(capacity)),
-            SampleType::F16 if widen => PlaneBuilder::F16AsF32(Vec::with_capacity(capacity)),
             SampleType::F16 => PlaneBuilder::F16(Vec::with_capacity(capacity)),
             SampleType::F32 => PlaneBuilder::F32(Vec::with_capacity(capacity)),
         }
     }
 
-    /// Append the values of `bytes` (whole values, little-endian; this is a little-endian
-    /// machine, see `crate::exr::sink`).
+    /// Append the values of `bytes` (whole values, little-endian), written once (no zeroing
+    /// first: the plane's capacity is reserved for the band).
     fn append_le(&mut self, bytes: &[u8]) {
-        fn append<T: bytemuck::Pod + Default>(v: &mut Vec<T>, bytes: &[u8]) {
-            let start = v.len();
-            v.resize(start + bytes.len() / std::mem::size_of::<T>(), T::default());
-            bytemuck::cast_slice_mut::<T, u8>(&mut v[start..]).copy_from_slice(bytes);
-        }
         match self {
-            PlaneBuilder::U32(v) => append(v, bytes),
-            PlaneBuilder::F16(v) => append(v, bytes),
-            PlaneBuilder::F32(v) => append(v, bytes),
-            PlaneBuilder::F16AsF32(v) => {
-                use half::slice::HalfFloatSliceExt;
-                let start = v.len();
-                v.resize(start + bytes.len() / 2, 0.0);
-                match bytemuck::try_cast_slice::<u8, f16>(bytes) {
-                    Ok(halves) => halves.convert_to_f32_slice(&mut v[start..]),
-                    Err(_) => {
-                        for (d, b) in v[start..].iter_mut().zip(bytes.chunks_exact(2)) {
-                            *d = f16::from_le_bytes([b[0], b[1]]).to_f32();
-                        }
-                    }
-                }
-            }
+            PlaneBuilder::U32(v) => v.extend(
+                bytes
+                    .chunks_exact(4)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            ),
+            PlaneBuilder::F16(v) => v.extend(
+                bytes
+                    .chunks_exact(2)
+                    .map(|b| f16::from_le_bytes([b[0], b[1]])),
+            ),
+            PlaneBuilder::F32(v) => v.extend(
+                bytes
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            ),
         }
     }
 
@@ -746,16 +723,10 @@ impl PlaneBuilder {
         match self {
             PlaneBuilder::U32(v) => Plane::U32(v),
             PlaneBuilder::F16(v) => Plane::F16(v),
-            PlaneBuilder::F32(v) | PlaneBuilder::F16AsF32(v) => Plane::F32(v),
+            PlaneBuilder::F32(v) => Plane::F32(v),
         }
     }
 }
-
-// Planes are filled by copying the file's little-endian bytes.
-const _: () = assert!(
-    cfg!(target_endian = "little"),
-    "the chunk reader assumes little-endian"
-);
 
 /// Whether any Z or ZBack value of `image` is NaN: one pass over the typed planes, so the
 /// slower [`DeepImage::check_depths`] (which names the pixel) runs only when there is one.
