@@ -9,6 +9,9 @@ Prints markdown rows: the median wall time and CPU time (user + sys: on a shared
 less noisy figure) of N runs and the largest peak RSS (VmHWM, as
 /usr/bin/time reports it) of `deepmerge IN... -o OUT` (flat; with --deep also `--deep`), of an
 optional baseline binary, and of `oiiotool IN1 IN2 --deepmerge IN3 --deepmerge ... --flatten`.
+The decode floor is measured too: `deepmerge IN... --decode-only` reads and inflates every
+chunk the merge would, with the same bands and threads, and merges and writes nothing; each
+deepmerge row's CPU time is also given as a multiple of the floor's.
 oiiotool runs under an address-space limit (--oiio-limit-gib, default 16) so a case it cannot
 hold fails instead of taking the machine down; its row then says so.
 """
@@ -41,12 +44,13 @@ def measure(cmd, repeats, limit_bytes=None):
     return statistics.median(walls), statistics.median(cpus), peak / 1024, failure
 
 
-def row(name, result, reference=None):
+def row(name, result, reference=None, floor=None):
     wall, cpu, peak, failure = result
     if failure:
-        return f"| {name} | failed after {wall:.2f} s: {failure} | {cpu:.2f} s | {peak:.0f} MiB | |"
+        return f"| {name} | failed after {wall:.2f} s: {failure} | {cpu:.2f} s | {peak:.0f} MiB | | |"
     ratio = f"{reference[0] / wall:.1f}x / {reference[1] / cpu:.1f}x" if reference else "1.0"
-    return f"| {name} | {wall:.2f} s | {cpu:.2f} s | {peak:.0f} MiB | {ratio} |"
+    over_floor = f"{cpu / floor:.2f}x" if floor else ""
+    return f"| {name} | {wall:.2f} s | {cpu:.2f} s | {peak:.0f} MiB | {ratio} | {over_floor} |"
 
 
 def main():
@@ -67,19 +71,23 @@ def main():
     reference = None if oiio_result[3] else oiio_result[:2]
     rows = []
     dm = [a.deepmerge] + a.inputs + ["-q", "--backend", "cpu", "-o", os.path.join(out, "dm.exr")]
-    rows.append(row("deepmerge --backend cpu (streamed, flat)", measure(dm, a.repeats), reference))
+    floor_result = measure(dm + ["--decode-only"], a.repeats)
+    floor = None if floor_result[3] else floor_result[1]
+    rows.append(row("deepmerge --backend cpu (streamed, flat)", measure(dm, a.repeats), reference, floor))
     auto = [x for x in dm if x not in ("--backend", "cpu")]
-    rows.append(row("deepmerge (default --backend auto)", measure(auto, a.repeats), reference))
+    rows.append(row("deepmerge (default --backend auto)", measure(auto, a.repeats), reference, floor))
     if a.baseline:
         base = [a.baseline] + a.inputs + ["-q", "--backend", "cpu", "-o", os.path.join(out, "base.exr")]
-        rows.append(row("baseline --backend cpu (whole images)", measure(base, a.repeats), reference))
+        rows.append(row("baseline --backend cpu", measure(base, a.repeats), reference, floor))
         base_auto = [x for x in base if x not in ("--backend", "cpu")]
-        rows.append(row("baseline (default --backend auto)", measure(base_auto, a.repeats), reference))
+        rows.append(row("baseline (default --backend auto)", measure(base_auto, a.repeats), reference, floor))
     if a.deep:
-        rows.append(row("deepmerge --deep (streamed, ZIPS)", measure(dm + ["--deep"], a.repeats), reference))
+        rows.append(row("deepmerge --deep (streamed, ZIPS)", measure(dm + ["--deep"], a.repeats), reference, floor))
+    rows.append(row("decode floor (--decode-only: read + inflate, no merge)", floor_result, reference, floor))
     rows.append(row("oiiotool --deepmerge ... --flatten", oiio_result))
-    print("| command | wall (median of %d) | CPU (user + sys) | peak RSS | vs oiiotool (wall / CPU) |" % a.repeats)
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| command | wall (median of %d) | CPU (user + sys) | peak RSS | vs oiiotool (wall / CPU) "
+          "| CPU / decode floor |" % a.repeats)
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     print("\n".join(rows))
 
 

@@ -17,7 +17,7 @@ use deepmerge::inspect::TableValues;
 use deepmerge::job::{MergeJob, SequenceSummary};
 use deepmerge::progress::{Progress, ProgressMode, RunStats};
 use deepmerge::sequence::{self, FramePattern};
-use deepmerge::stream::ChannelSelection;
+use deepmerge::stream::{ChannelSelection, StreamMerge};
 use deepmerge::{cleanup, heatmap, scene, Error, Result};
 
 mod cli;
@@ -298,6 +298,11 @@ struct MergeArgs {
     /// Bands of exactly N rows, whatever the budget says (for tests and measurements).
     #[arg(long, value_name = "N", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
     band_rows: Option<u32>,
+    /// Read and inflate every chunk the merge would, with the same bands and threads, and
+    /// stop there: no merge, nothing written (-o is not touched). The decode floor of
+    /// `benches/stream_vs_oiiotool.py` (docs/benchmarks.md, "CPU streaming floor").
+    #[arg(long, hide = true, conflicts_with = "frames")]
+    decode_only: bool,
     /// Merge a frame sequence: the frames (1-100, 1-100x4, 1-10,20,30-40, -5--1) of paths with
     /// a frame token (#### or @@@@, %04d, $F4); inputs without one are used for every frame.
     #[arg(long, value_name = "RANGE", allow_hyphen_values = true)]
@@ -803,6 +808,14 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             args.inputs.len()
         )
     });
+    if args.decode_only {
+        let options = job.stream_options();
+        StreamMerge::open(&args.inputs, &options, Some(&stats))?.decode_only(Some(&stats))?;
+        if args.runstats {
+            eprint!("{}", stats.report(1));
+        }
+        return Ok(());
+    }
     let (Some(frames), Some(pattern)) = (frames, output_pattern) else {
         job.run_one(
             &engine,

@@ -393,3 +393,35 @@ fn windows_that_only_overlap_stream_like_the_whole_image() {
     check_streams_like_whole(&inputs, &flat());
     check_streams_like_whole(&inputs, &deep(Codec::Zip));
 }
+
+/// The count tables the planner's pass keeps for decoding stay within their share of the budget
+/// (a sixteenth): past it, a chunk's table is read and inflated again when the chunk is decoded.
+/// Either way the rows handed out are the file's, as the whole-image reader reads them.
+#[test]
+fn count_tables_past_their_share_of_the_budget_are_read_again_with_the_same_rows() {
+    use deepmerge::exr::PartSelector;
+    use deepmerge::stream::ChunkSource;
+
+    let path = data("openexr-images/Balls.exr");
+    let whole = read_deep(&path, &ReadOptions::default()).unwrap();
+    let open = |budget: u64| {
+        let mut source = ChunkSource::open(&path, &PartSelector::FirstDeep, budget).unwrap();
+        source.count_rows_within(budget).unwrap();
+        source
+    };
+    let all = open(1 << 30);
+    let every_table = all.kept_bytes();
+    assert!(every_table > 0, "Balls.exr has samples");
+    // A share of half the tables.
+    let some = open(every_table * 16 / 2);
+    assert!(
+        some.kept_bytes() > 0 && some.kept_bytes() <= every_table / 2,
+        "kept {} of {every_table} bytes",
+        some.kept_bytes()
+    );
+    for mut source in [all, some] {
+        let window = source.window;
+        let got = source.take_rows(window.y0..=window.y1).unwrap();
+        assert!(got == whole, "rows differ from the whole-image reader's");
+    }
+}

@@ -6,7 +6,7 @@
 
 use super::flatten::flatten_pixel;
 use super::merge::MergePlan;
-use super::pixel::PixelSamples;
+use super::pixel::{CompositeKind, PixelSamples};
 use super::tidy::{needs_tidy, tidy_pixel};
 use crate::deep::{ChannelRole, FlatChannel, FlatImage, FlatValues, Plane};
 use crate::vocab::Sample;
@@ -85,9 +85,23 @@ impl MergePlan<'_> {
         out.z.push(front.map_or(0.0, |s| s.z));
     }
 
+    /// Append `n` pixels without samples: what [`Self::push_flattened`] appends for each
+    /// (every value, id and Z 0), in one go.
+    pub fn push_empty(&self, out: &mut FlatPixels, n: usize) {
+        let id_count = out.id_sources.first().map_or(0, Vec::len);
+        out.values.extend(std::iter::repeat_n(0.0, n * out.columns));
+        out.ids.extend(std::iter::repeat_n(0, n * id_count));
+        out.z.extend(std::iter::repeat_n(0.0, n));
+    }
+
     /// The reference's flat path for one pixel whose `samples` are in merge order: gather their
     /// values into `pixel`, tidy where volumes overlap (`any_volume` false skips even the
     /// check: points-only pixels pay nothing for it), flatten, and append the result.
+    ///
+    /// A pixel that needs no tidying is flattened straight from the inputs' planes
+    /// ([`Self::flatten_untidied`]): the same arithmetic in the same order as gathering and
+    /// [`flatten_pixel`], without the copy, and reading no value behind the sample that makes
+    /// the pixel opaque.
     pub fn push_flattened(
         &self,
         out: &mut FlatPixels,
@@ -95,13 +109,50 @@ impl MergePlan<'_> {
         any_volume: bool,
         pixel: &mut PixelSamples,
     ) {
-        pixel.gather(samples, &self.inputs, &self.sources);
-        if any_volume && needs_tidy(&pixel.samples) {
-            tidy_pixel(pixel, &self.composite);
+        if !(any_volume && needs_tidy(samples)) {
+            let front = self.flatten_untidied(samples, pixel);
+            self.push_flat(out, &pixel.values[..self.composite.len()], front);
+            return;
         }
+        pixel.gather(samples, &self.inputs, &self.sources);
+        tidy_pixel(pixel, &self.composite);
         let flat = flatten_pixel(pixel, &self.composite);
         let front = flat.front.map(|s| pixel.samples[s]);
         self.push_flat(out, &flat.values, front);
+    }
+
+    /// [`flatten_pixel`] of `samples` (merge order, nothing to tidy) read from the planes:
+    /// leaves the composited values in the first columns of `scratch.values` and returns the
+    /// front-most contributing sample.
+    fn flatten_untidied(&self, samples: &[Sample], scratch: &mut PixelSamples) -> Option<Sample> {
+        let channels = &self.composite;
+        let columns = channels.len();
+        // The accumulated values, then one sample's values.
+        scratch.values.clear();
+        scratch.values.resize(2 * columns, 0.0);
+        let (acc, row) = scratch.values.split_at_mut(columns);
+        let mut front = None;
+        for s in samples {
+            if channels.alphas.iter().all(|&a| acc[a] >= 1.0) && !channels.alphas.is_empty() {
+                break;
+            }
+            for (value, source) in row.iter_mut().zip(&self.views[s.input as usize].columns) {
+                *value = source.get(s.index as usize);
+            }
+            if front.is_none() && channels.alphas.iter().any(|&a| row[a] > 0.0) {
+                front = Some(*s);
+            }
+            // Colours first: they read the alpha accumulated before this sample.
+            for (k, kind) in channels.kinds.iter().enumerate() {
+                if let CompositeKind::Colour { alpha } = *kind {
+                    acc[k] += (1.0 - acc[alpha]) * row[k];
+                }
+            }
+            for &a in &channels.alphas {
+                acc[a] += (1.0 - acc[a]) * row[a];
+            }
+        }
+        front
     }
 
     /// The flat image over the merge's window from all its pixels (row-major); with `with_z`,

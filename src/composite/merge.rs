@@ -21,6 +21,7 @@ use rayon::prelude::*;
 use super::order::{merge_runs_kway, merge_sorted_runs, sort_samples, SortPolicy, MAX_HEAP_RUNS};
 use super::pixel::{CompositeChannels, PixelSamples};
 use super::tidy::{needs_tidy, tidy_pixel};
+use super::views::{InputViews, Values};
 use crate::deep::{
     Bounds, Channel, ChannelRole, DeepImage, DeepState, FlatImage, Plane, SampleType,
 };
@@ -94,6 +95,8 @@ pub struct MergePlan<'a> {
     pub sort: SortPolicy,
     /// How the inputs' runs are merged per pixel ([`MergeStrategy::KWay`] unless changed).
     pub strategy: MergeStrategy,
+    /// Per input, typed views of its depth channels and composited columns.
+    pub(super) views: Vec<InputViews<'a>>,
 }
 
 impl<'a> MergePlan<'a> {
@@ -121,8 +124,16 @@ impl<'a> MergePlan<'a> {
         }
         deep_channels.sort_by(|a, b| a.name.cmp(&b.name));
         let composite = CompositeChannels::of(inputs);
-        let sources = inputs.iter().map(|i| composite.sources_in(i)).collect();
-        let depth = inputs.iter().map(|i| i.depth_channels()).collect();
+        let sources: Vec<Vec<Option<usize>>> =
+            inputs.iter().map(|i| composite.sources_in(i)).collect();
+        let depth: Vec<(Option<usize>, Option<usize>)> =
+            inputs.iter().map(|i| i.depth_channels()).collect();
+        let views = inputs
+            .iter()
+            .zip(&sources)
+            .zip(&depth)
+            .map(|((image, sources), &depth)| InputViews::new(image, depth, sources))
+            .collect();
         let window = inputs
             .iter()
             .map(|i| i.data_window)
@@ -138,6 +149,7 @@ impl<'a> MergePlan<'a> {
             deep_channels,
             sort: SortPolicy::Auto,
             strategy: MergeStrategy::KWay,
+            views,
         })
     }
 
@@ -174,12 +186,33 @@ impl<'a> MergePlan<'a> {
             let Some(p) = image.pixel_index(x, y) else {
                 continue;
             };
-            let (z, zback) = self.depth[i];
+            let views = &self.views[i];
             let start = out.len();
-            for index in image.range(p) {
-                let sample = read_sample(image, (z, zback), i as u32, index);
-                any_volume |= sample.is_volume();
-                out.push(sample);
+            // The keys `read_sample` reads, through the typed views; points with a float Z
+            // (the common case) in a loop of their own.
+            match (views.z, views.zback) {
+                (Some(Values::F32(z)), None) => {
+                    out.extend(image.range(p).map(|index| Sample {
+                        z: z[index],
+                        zback: z[index],
+                        input: i as u32,
+                        index: index as u64,
+                    }));
+                }
+                _ => {
+                    for index in image.range(p) {
+                        let (z, zback) = views.depths(index);
+                        let (z, zback) = depth_key(z, zback);
+                        let sample = Sample {
+                            z,
+                            zback,
+                            input: i as u32,
+                            index: index as u64,
+                        };
+                        any_volume |= sample.is_volume();
+                        out.push(sample);
+                    }
+                }
             }
             if self.sort.sorts(image.state) {
                 // Stable and adaptive: already sorted pixels cost one pass.
@@ -267,6 +300,16 @@ pub fn merge_images_over(
     for image in inputs {
         image.check_depths()?;
     }
+    merge_checked_images_over(inputs, options, window)
+}
+
+/// [`merge_images_over`] of inputs whose depths are already checked
+/// ([`DeepImage::check_depths`]; the streamed merge's reader checks every band it hands out).
+pub fn merge_checked_images_over(
+    inputs: &[&DeepImage],
+    options: &MergeOptions,
+    window: Option<Bounds>,
+) -> Result<MergeOutput> {
     let mut plan = MergePlan::new(inputs)?;
     if let Some(window) = window {
         plan.window = window;
@@ -290,12 +333,15 @@ pub fn merge_images_over(
 
 /// Every row of the window, in parallel: `new_row(width)` makes a row's output and
 /// `add_pixel(row, samples, any_volume, pixel)` adds one pixel, given its samples in merge order
-/// ([`MergePlan::ordered_samples_into`]) and a scratch pixel to gather values into.
-fn map_rows<R, N, A>(plan: &MergePlan, new_row: N, add_pixel: A) -> Vec<R>
+/// ([`MergePlan::ordered_samples_into`]) and a scratch pixel to gather values into;
+/// `add_empty(row, n)` adds n pixels without samples, for the runs of a row that no input's
+/// window reaches (which cost one call, not one per pixel: inputs far apart leave long runs).
+fn map_rows<R, N, A, E>(plan: &MergePlan, new_row: N, add_pixel: A, add_empty: E) -> Vec<R>
 where
     R: Send,
     N: Fn(usize) -> R + Sync + Send,
     A: Fn(&mut R, &[Sample], bool, &mut PixelSamples) + Sync + Send,
+    E: Fn(&mut R, usize) + Sync + Send,
 {
     let window = plan.window;
     let width = window.width();
@@ -307,10 +353,19 @@ where
             |(samples, scratch, pixel), row| {
                 let y = window.y0 + row as i32;
                 let mut out = new_row(width);
-                for col in 0..width {
-                    let x = window.x0 + col as i32;
-                    let any_volume = plan.ordered_samples_into(x, y, samples, scratch);
-                    add_pixel(&mut out, samples, any_volume, pixel);
+                let mut x = window.x0;
+                for (x0, x1) in covered_runs(plan, y) {
+                    if x0 > x {
+                        add_empty(&mut out, (x0 - x) as usize);
+                    }
+                    for x in x0..=x1 {
+                        let any_volume = plan.ordered_samples_into(x, y, samples, scratch);
+                        add_pixel(&mut out, samples, any_volume, pixel);
+                    }
+                    x = x1 + 1;
+                }
+                if x <= window.x1 {
+                    add_empty(&mut out, (window.x1 - x + 1) as usize);
                 }
                 out
             },
@@ -318,11 +373,35 @@ where
         .collect()
 }
 
+/// The runs of row `y` of the merge's window that some input's data window covers, left to
+/// right, joined where they touch or overlap.
+fn covered_runs(plan: &MergePlan, y: i32) -> Vec<(i32, i32)> {
+    let window = plan.window;
+    let mut runs: Vec<(i32, i32)> = plan
+        .inputs
+        .iter()
+        .map(|i| i.data_window)
+        .filter(|w| w.y0 <= y && y <= w.y1 && w.x0 <= w.x1)
+        .map(|w| (w.x0.max(window.x0), w.x1.min(window.x1)))
+        .filter(|(x0, x1)| x0 <= x1)
+        .collect();
+    runs.sort_unstable();
+    let mut joined: Vec<(i32, i32)> = Vec::with_capacity(runs.len());
+    for (x0, x1) in runs {
+        match joined.last_mut() {
+            Some(last) if x0 as i64 <= last.1 as i64 + 1 => last.1 = last.1.max(x1),
+            _ => joined.push((x0, x1)),
+        }
+    }
+    joined
+}
+
 fn merge_flat(plan: &MergePlan, with_z: bool) -> FlatImage {
     let rows = map_rows(
         plan,
         |width| plan.flat_pixels(width),
         |out, samples, any_volume, pixel| plan.push_flattened(out, samples, any_volume, pixel),
+        |out, n| plan.push_empty(out, n),
     );
     let mut all = plan.flat_pixels(0);
     for mut row in rows {
@@ -337,20 +416,26 @@ fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {
         samples: Vec::new(),
         tidied: Vec::new(),
     };
-    let rows = map_rows(plan, new_row, |out, samples, any_volume, pixel| {
-        if tidy && any_volume && needs_tidy(samples) {
-            plan.tidy_samples(samples, pixel);
-            out.counts.push(pixel.len() as u32);
-            for s in 0..pixel.len() {
-                out.samples.push(pixel.samples[s]);
-                out.tidied.push(Some(pixel.row(s).to_vec()));
+    let add_empty = |out: &mut DeepRow, n| out.counts.extend(std::iter::repeat_n(0, n));
+    let rows = map_rows(
+        plan,
+        new_row,
+        |out, samples, any_volume, pixel| {
+            if tidy && any_volume && needs_tidy(samples) {
+                plan.tidy_samples(samples, pixel);
+                out.counts.push(pixel.len() as u32);
+                for s in 0..pixel.len() {
+                    out.samples.push(pixel.samples[s]);
+                    out.tidied.push(Some(pixel.row(s).to_vec()));
+                }
+            } else {
+                out.counts.push(samples.len() as u32);
+                out.samples.extend_from_slice(samples);
+                out.tidied.extend(std::iter::repeat_n(None, samples.len()));
             }
-        } else {
-            out.counts.push(samples.len() as u32);
-            out.samples.extend_from_slice(samples);
-            out.tidied.extend(std::iter::repeat_n(None, samples.len()));
-        }
-    });
+        },
+        add_empty,
+    );
 
     let counts: Vec<u32> = rows.iter().flat_map(|r| r.counts.iter().copied()).collect();
     let total: usize = counts.iter().map(|&c| c as usize).sum();

@@ -13,6 +13,7 @@ mod merge;
 mod order;
 mod pixel;
 pub mod tidy;
+mod views;
 
 pub use tidy::{is_tidy, needs_tidy, tidy_pixel};
 
@@ -27,8 +28,8 @@ pub use flatten::{flatten_pixel, FlattenResult};
 pub use holdout::{holdout, HoldoutMode};
 pub use list::{tidy_flatten_list, tidy_list};
 pub use merge::{
-    merge_images, merge_images_over, read_sample, ChannelSources, MergeOptions, MergeOutput,
-    MergePlan, OutputKind,
+    merge_checked_images_over, merge_images, merge_images_over, read_sample, ChannelSources,
+    MergeOptions, MergeOutput, MergePlan, OutputKind,
 };
 pub use order::{
     merge_runs_chained, merge_runs_kway, merge_sorted_runs, sort_samples, SortPolicy, MAX_HEAP_RUNS,

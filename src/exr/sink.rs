@@ -11,7 +11,10 @@
 //! whole-image writers ([`super::write_flat`], and [`super::encode_deep_with`] for deep) are
 //! this with one band, and the tests compare the bytes.
 //!
-//! Chunks of a band are compressed in parallel (rayon) and written in order.
+//! Chunks of a band are compressed in parallel (rayon) and written in order. Rows without a
+//! sample ([`DeepChunkWriter::write_empty_rows`], [`FlatChunkWriter::write_empty_rows`]) are
+//! never materialised beyond one partial chunk: an empty chunk is packed once per height and
+//! its bytes written again with each chunk's y, the same bytes packing every such chunk gives.
 
 use std::io::Write;
 use std::os::unix::fs::FileExt;
@@ -103,6 +106,8 @@ pub struct DeepChunkWriter {
     partial: Option<DeepImage>,
     /// The first row not yet received.
     next_row: i32,
+    /// An empty chunk of n lines, encoded once: (n, its bytes from its packed sizes on).
+    empty_chunks: Vec<(usize, Vec<u8>)>,
 }
 
 impl DeepChunkWriter {
@@ -123,16 +128,12 @@ impl DeepChunkWriter {
             max_samples: 0,
             partial: None,
             next_row: window.y0,
+            empty_chunks: Vec::new(),
         })
     }
 
-    /// Write the rows of `band`: the output window's full width, the rows after the previous
-    /// band's. Its channels and state must be the same in every band.
-    pub fn write_band(&mut self, band: &DeepImage) -> Result<()> {
-        assert_eq!(band.data_window.y0, self.next_row, "bands come in order");
-        assert_eq!(band.data_window.x0, self.window.x0, "bands span the window");
-        assert_eq!(band.data_window.x1, self.window.x1, "bands span the window");
-        self.next_row = band.data_window.y1 + 1;
+    /// The header, from the first band (its channels, display window and state).
+    fn start(&mut self, band: &DeepImage) -> Result<()> {
         if self.max_samples_at.is_none() {
             let mut header = Vec::new();
             let at = encode_deep_header(
@@ -150,6 +151,62 @@ impl DeepChunkWriter {
             self.file.start(&header, self.chunk_count)?;
             self.max_samples_at = Some(at);
         }
+        Ok(())
+    }
+
+    /// Write rows `y0..=y1` (after the previous band's) without a sample in any pixel:
+    /// `template` is any band of this output (its rows are not used, only its channels,
+    /// display window and state). A chunk of such rows is encoded once and its bytes written
+    /// again for every other, so the cost is in chunks, not in pixels.
+    pub fn write_empty_rows(&mut self, template: &DeepImage, y0: i32, y1: i32) -> Result<()> {
+        assert_eq!(y0, self.next_row, "bands come in order");
+        self.start(template)?;
+        let lines = self.options.codec.lines_per_chunk() as i32;
+        let last = self.window.y1;
+        let chunk_end = |y0: i32| (y0 + lines - 1).min(last);
+        let mut y = y0;
+        // The partial chunk earlier bands left, completed (or continued) by empty rows.
+        if let Some(partial) = self.partial.take() {
+            let start = partial.data_window.y0;
+            let end = chunk_end(start).min(y1);
+            let joined = join_rows(&partial, &empty_rows(template, self.window, y, end));
+            self.next_row = start;
+            self.write_band(&joined)?;
+            y = end + 1;
+        }
+        while y <= y1 && chunk_end(y) <= y1 {
+            let n = (chunk_end(y) - y + 1) as usize;
+            let tail = match self.empty_chunks.iter().find(|(k, _)| *k == n) {
+                Some((_, bytes)) => bytes,
+                None => {
+                    let empty = empty_rows(template, self.window, y, chunk_end(y));
+                    let chunk = encode_chunk(&empty, self.options.codec, 0, n);
+                    self.empty_chunks.push((n, chunk[4..].to_vec()));
+                    &self.empty_chunks.last().expect("just pushed").1
+                }
+            };
+            let mut chunk = Vec::with_capacity(4 + tail.len());
+            chunk.extend(y.to_le_bytes());
+            chunk.extend_from_slice(tail);
+            self.file.chunk(&chunk)?;
+            y = chunk_end(y) + 1;
+        }
+        // Rows that start a chunk the next band completes.
+        if y <= y1 {
+            self.partial = Some(empty_rows(template, self.window, y, y1));
+        }
+        self.next_row = y1 + 1;
+        Ok(())
+    }
+
+    /// Write the rows of `band`: the output window's full width, the rows after the previous
+    /// band's. Its channels and state must be the same in every band.
+    pub fn write_band(&mut self, band: &DeepImage) -> Result<()> {
+        assert_eq!(band.data_window.y0, self.next_row, "bands come in order");
+        assert_eq!(band.data_window.x0, self.window.x0, "bands span the window");
+        assert_eq!(band.data_window.x1, self.window.x1, "bands span the window");
+        self.next_row = band.data_window.y1 + 1;
+        self.start(band)?;
         self.max_samples = self.max_samples.max(band.max_count());
         let lines = self.options.codec.lines_per_chunk() as i32;
         let last = self.window.y1;
@@ -208,6 +265,25 @@ impl DeepChunkWriter {
         let at = self.max_samples_at.expect("header written") as u64;
         self.file.finish(&[(at, max.to_le_bytes().to_vec())])
     }
+}
+
+/// Rows `y0..=y1` of `window` without samples, with `template`'s channels and state.
+fn empty_rows(template: &DeepImage, window: Bounds, y0: i32, y1: i32) -> DeepImage {
+    let rows = Bounds { y0, y1, ..window };
+    let planes = template
+        .channels
+        .iter()
+        .map(|c| Plane::with_capacity(c.sample_type, 0))
+        .collect();
+    DeepImage::from_counts(
+        template.display_window,
+        rows,
+        template.channels.clone(),
+        &vec![0; rows.area()],
+        planes,
+        template.state,
+    )
+    .expect("no samples, no values")
 }
 
 /// Rows `y0..=y1` (absolute) of `image` as an image of their own.
@@ -305,6 +381,8 @@ pub struct FlatChunkWriter {
     partial: Vec<Vec<u8>>,
     /// First row of `partial`, or of the next band.
     partial_y: i32,
+    /// An all-zero chunk of n lines, packed once: (n, its packed bytes).
+    empty_chunks: Vec<(usize, Vec<u8>)>,
 }
 
 impl FlatChunkWriter {
@@ -323,6 +401,7 @@ impl FlatChunkWriter {
             started: false,
             partial: Vec::new(),
             partial_y: window.y0,
+            empty_chunks: Vec::new(),
         })
     }
 
@@ -336,24 +415,32 @@ impl FlatChunkWriter {
         }
     }
 
-    /// Write the rows of `band` (the window's full width, after the previous band's rows; its
-    /// channels sorted by name, the same in every band).
-    pub fn write_band(&mut self, band: &FlatImage) -> Result<()> {
-        let expected_y = self.partial_y + self.partial.len() as i32;
-        assert_eq!(band.data_window.y0, expected_y, "bands come in order");
-        assert_eq!(band.data_window.width(), self.window.width());
+    /// The header and the placeholder offset table, from the first band's channels.
+    fn start(&mut self, band: &FlatImage) -> Result<()> {
         if !self.started {
             let header = self.header(band)?;
             let chunks = self.window.height().div_ceil(FLAT_LINES);
             self.file.start(&header, chunks)?;
             self.started = true;
         }
-        let w = band.data_window.width();
-        let types: Vec<SampleType> = band
-            .channels
+        Ok(())
+    }
+
+    /// How each channel of `band` is stored.
+    fn types(&self, band: &FlatImage) -> Vec<SampleType> {
+        band.channels
             .iter()
             .map(|c| self.storage(&c.name, &c.values))
-            .collect();
+            .collect()
+    }
+
+    /// Write the rows of `band` (the window's full width, after the previous band's rows; its
+    /// channels sorted by name, the same in every band).
+    pub fn write_band(&mut self, band: &FlatImage) -> Result<()> {
+        assert_eq!(band.data_window.width(), self.window.width());
+        self.start(band)?;
+        let w = band.data_window.width();
+        let types = self.types(band);
         let line_len: usize = types.iter().map(|t| t.size() * w).sum();
         // One line of the chunk: each channel's values of the line in turn, little-endian.
         // Whole slices are appended at once (a value at a time was a tenth of a small merge).
@@ -379,10 +466,35 @@ impl FlatChunkWriter {
             }
             out
         };
+        self.write_rows(band.data_window.y0, band.data_window.y1, &line_bytes, None)
+    }
+
+    /// Write rows `y0..=y1` (after the previous band's) in which every value is 0, as a merge
+    /// writes pixels without samples: `template` is any band of this output (only its channels
+    /// and display window are used). A chunk of such rows is packed once and its bytes written
+    /// again for every other, so the cost is in chunks, not in pixels.
+    pub fn write_empty_rows(&mut self, template: &FlatImage, y0: i32, y1: i32) -> Result<()> {
+        self.start(template)?;
+        let w = self.window.width();
+        let line_len: usize = self.types(template).iter().map(|t| t.size() * w).sum();
+        self.write_rows(y0, y1, &|_| vec![0u8; line_len], Some(line_len))
+    }
+
+    /// Write rows `band_y0..=band_end` whose lines `line_bytes` gives (indexed from `band_y0`):
+    /// first the partial chunk earlier bands left, then every chunk wholly inside (in parallel,
+    /// or from the cache of empty chunks when `empty_line` gives the length of the all-zero
+    /// lines this is made of), then the rows that start the next partial chunk.
+    fn write_rows(
+        &mut self,
+        band_y0: i32,
+        band_end: i32,
+        line_bytes: &(dyn Fn(usize) -> Vec<u8> + Sync),
+        empty_line: Option<usize>,
+    ) -> Result<()> {
+        let expected_y = self.partial_y + self.partial.len() as i32;
+        assert_eq!(band_y0, expected_y, "bands come in order");
         let last = self.window.y1;
         let chunk_end = |y0: i32| (y0 + FLAT_LINES as i32 - 1).min(last);
-        let band_y0 = band.data_window.y0;
-        let band_end = band.data_window.y1;
         let mut y = band_y0;
         if !self.partial.is_empty() {
             let end = chunk_end(self.partial_y).min(band_end);
@@ -392,7 +504,7 @@ impl FlatChunkWriter {
             y = end + 1;
             if end == chunk_end(self.partial_y) {
                 let raw: Vec<u8> = std::mem::take(&mut self.partial).concat();
-                let chunk = flat_chunk(self.partial_y, &raw);
+                let chunk = flat_chunk(self.partial_y, &compress(Codec::Zip, &raw));
                 self.file.chunk(&chunk)?;
                 self.partial_y = y;
             } else {
@@ -404,18 +516,34 @@ impl FlatChunkWriter {
             starts.push(y);
             y = chunk_end(y) + 1;
         }
-        let chunks: Vec<Vec<u8>> = starts
-            .par_iter()
-            .map(|&s| {
-                let mut raw = Vec::with_capacity(line_len * FLAT_LINES);
-                for line in s..=chunk_end(s) {
-                    raw.extend_from_slice(&line_bytes((line - band_y0) as usize));
-                }
-                flat_chunk(s, &raw)
-            })
-            .collect();
-        for chunk in &chunks {
-            self.file.chunk(chunk)?;
+        if let Some(line_len) = empty_line {
+            for &s in &starts {
+                let lines = (chunk_end(s) - s + 1) as usize;
+                let packed = match self.empty_chunks.iter().find(|(n, _)| *n == lines) {
+                    Some((_, packed)) => packed,
+                    None => {
+                        let packed = compress(Codec::Zip, &vec![0u8; lines * line_len]);
+                        self.empty_chunks.push((lines, packed));
+                        &self.empty_chunks.last().expect("just pushed").1
+                    }
+                };
+                let chunk = flat_chunk(s, packed);
+                self.file.chunk(&chunk)?;
+            }
+        } else {
+            let chunks: Vec<Vec<u8>> = starts
+                .par_iter()
+                .map(|&s| {
+                    let mut raw = Vec::new();
+                    for line in s..=chunk_end(s) {
+                        raw.extend_from_slice(&line_bytes((line - band_y0) as usize));
+                    }
+                    flat_chunk(s, &compress(Codec::Zip, &raw))
+                })
+                .collect();
+            for chunk in &chunks {
+                self.file.chunk(chunk)?;
+            }
         }
         self.partial_y = y;
         for line in y..=band_end {
@@ -455,12 +583,12 @@ impl FlatChunkWriter {
     }
 }
 
-/// A flat scanline chunk: y, packed size, the lines packed with ZIP (raw when not smaller).
-fn flat_chunk(y: i32, raw: &[u8]) -> Vec<u8> {
-    let packed = compress(Codec::Zip, raw);
+/// A flat scanline chunk: y, packed size, the lines packed with ZIP (raw when not smaller:
+/// [`compress`]).
+fn flat_chunk(y: i32, packed: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(8 + packed.len());
     out.extend(y.to_le_bytes());
     out.extend((packed.len() as i32).to_le_bytes());
-    out.extend(packed);
+    out.extend_from_slice(packed);
     out
 }

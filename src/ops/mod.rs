@@ -114,6 +114,7 @@ pub fn run_op(
         path: output,
         window: windows.data,
         format,
+        empty_rows: None,
     };
     stream_bands(sources, bands, &target, stats, &mut |_, images| {
         let mut out = op.apply(&images[0], &windows)?;

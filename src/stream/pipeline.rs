@@ -7,6 +7,12 @@
 //! one thread only; the reader and writer use rayon inside (chunks unpack and pack in
 //! parallel), and so does the CPU merge (rows in parallel).
 //!
+//! A band in which no input holds a sample (rows between inputs far apart, empty rows of an
+//! input) is neither decoded nor merged: the reader passes over its rows
+//! ([`ChunkSource::skip_rows`]) and the writer writes empty rows, packing an empty chunk once
+//! and repeating its bytes ([`BandOutput::empty_rows`]). Such rows cost next to nothing, however
+//! wide the window.
+//!
 //! A failure in any stage ends the others: a reader error is sent down the channel, a merge
 //! error drops the channels (the reader's next send fails, the writer sees the end before the
 //! last band and drops its temporary file), a writer error shows as a failed send. The first
@@ -20,7 +26,9 @@ use rayon::prelude::*;
 use super::plan::{plan_bands, Band, OutputShape};
 use super::source::ChunkSource;
 use super::StreamOptions;
-use crate::composite::{check_compatible, merge_images_over, MergeOutput, OutputKind};
+use crate::composite::{
+    check_compatible, merge_checked_images_over, merge_images_over, MergeOutput, OutputKind,
+};
 use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
 use crate::exr::{DeepChunkWriter, DeepWriteOptions, FlatChunkWriter, FlatType};
@@ -130,7 +138,9 @@ impl<'o> StreamMerge<'o> {
         };
         drop(heads);
         timed(stats, Stage::Read, &mut || {
-            sources.par_iter_mut().try_for_each(ChunkSource::count_rows)
+            sources
+                .par_iter_mut()
+                .try_for_each(|s| s.count_rows_within(options.budget))
         })?;
         let window = sources
             .iter()
@@ -155,6 +165,23 @@ impl<'o> StreamMerge<'o> {
     /// The output window: the union of the inputs' data windows.
     pub fn window(&self) -> Bounds {
         self.window
+    }
+
+    /// Read and inflate every chunk the merge would, band by band on the same threads, and
+    /// nothing else (no merge, no output): the floor under [`Self::run`]'s CPU time, which
+    /// `deepmerge --decode-only` measures for `benches/stream_vs_oiiotool.py`.
+    pub fn decode_only(self, stats: Option<&RunStats>) -> Result<()> {
+        let StreamMerge {
+            mut sources, bands, ..
+        } = self;
+        for band in bands {
+            timed(stats, Stage::Read, &mut || {
+                sources
+                    .par_iter_mut()
+                    .try_for_each(|s| s.decode_rows(band.clone()))
+            })?;
+        }
+        Ok(())
     }
 
     /// Read, merge and write every band (see the module docs for the threads).
@@ -185,10 +212,28 @@ impl<'o> StreamMerge<'o> {
             OutputKind::Deep => OutputFormat::Deep(&options.deep_write),
             OutputKind::Flat { .. } => OutputFormat::flat_for(output, options.flat_type),
         };
+        // What empty rows are written with: the output's channels, from a merge of no rows.
+        // (A PNG preview has no empty-row writer: its bands are merged like any other.)
+        let template = match format {
+            OutputFormat::Png => None,
+            _ => {
+                let heads: Vec<DeepImage> = sources.iter().map(|s| s.no_rows(window.y0)).collect();
+                let refs: Vec<&DeepImage> = heads.iter().collect();
+                let none = Bounds {
+                    y1: window.y0 - 1,
+                    ..window
+                };
+                Some(
+                    merge_images_over(&refs, &options.merge, Some(none))
+                        .map_err(|e| e.in_merge(&paths))?,
+                )
+            }
+        };
         let target = BandOutput {
             path: output,
             window,
             format,
+            empty_rows: template.as_ref(),
         };
         stream_bands(sources, bands, &target, stats, &mut |band, images| {
             let band_window = Bounds {
@@ -203,7 +248,11 @@ impl<'o> StreamMerge<'o> {
                 .collect();
             let refs: Vec<&DeepImage> = images.iter().collect();
             match engine {
-                MergeEngine::Cpu => merge_images_over(&refs, &options.merge, Some(band_window)),
+                // The reader checked every band's depths as it assembled it (pruning only drops
+                // samples).
+                MergeEngine::Cpu => {
+                    merge_checked_images_over(&refs, &options.merge, Some(band_window))
+                }
                 MergeEngine::Gl(ctx, gl) => {
                     let (out, band_stats) =
                         merge_images_gl_over(ctx, &refs, &options.merge, &gl, Some(band_window))?;
@@ -229,6 +278,11 @@ pub struct BandOutput<'p> {
     pub window: Bounds,
     /// What is written.
     pub format: OutputFormat<'p>,
+    /// When given, a band in which no source holds a sample is neither decoded nor handed to
+    /// the work: the reader passes over its rows and the writer writes empty rows with this
+    /// output's channels (an empty chunk packed once, its bytes repeated). Only for work whose
+    /// output rows are the band's rows and empty where the inputs are (the merge).
+    pub empty_rows: Option<&'p MergeOutput>,
 }
 
 /// The format of a streamed output.
@@ -268,17 +322,26 @@ pub fn stream_bands(
 ) -> Result<()> {
     let timed = |stage: Stage, f: &mut dyn FnMut() -> Result<()>| timed(stats, stage, f);
     let band_count = bands.len();
+    let skip_empty = output.empty_rows.is_some();
     std::thread::scope(|scope| {
-        let (band_tx, band_rx) = sync_channel::<Result<(Band, Vec<DeepImage>)>>(0);
-        let (merged_tx, merged_rx) = sync_channel::<MergeOutput>(0);
+        let (band_tx, band_rx) = sync_channel::<Result<(Band, Option<Vec<DeepImage>>)>>(0);
+        let (merged_tx, merged_rx) = sync_channel::<(Band, Option<MergeOutput>)>(0);
         let reader = scope.spawn(move || {
             for band in bands {
-                let mut images = Vec::new();
+                let mut images = None;
                 let read = timed(Stage::Read, &mut || {
-                    images = sources
-                        .par_iter_mut()
-                        .map(|s| s.take_rows(band.clone()))
-                        .collect::<Result<_>>()?;
+                    if skip_empty && sources.iter().all(|s| s.samples_in(&band) == 0) {
+                        for s in &mut sources {
+                            s.skip_rows(band.clone());
+                        }
+                        return Ok(());
+                    }
+                    images = Some(
+                        sources
+                            .par_iter_mut()
+                            .map(|s| s.take_rows(band.clone()))
+                            .collect::<Result<_>>()?,
+                    );
                     Ok(())
                 });
                 let failed = read.is_err();
@@ -302,13 +365,23 @@ pub fn stream_bands(
                 OutputFormat::Png => Sink::Png(PngBandWriter::create(output.path, output.window)?),
             };
             let mut written = 0;
-            for merged in merged_rx {
-                timed(Stage::Write, &mut || match (&mut sink, &merged) {
-                    (Sink::Deep(w), MergeOutput::Deep(image)) => w.write_band(image),
-                    (Sink::Flat(w), MergeOutput::Flat(image)) => w.write_band(image),
-                    (Sink::Png(w), MergeOutput::Flat(image)) => w.write_band(image),
-                    _ => unreachable!("the work makes the output kind asked for"),
-                })?;
+            for (band, merged) in merged_rx {
+                let (y0, y1) = (*band.start(), *band.end());
+                timed(
+                    Stage::Write,
+                    &mut || match (&mut sink, &merged, output.empty_rows) {
+                        (Sink::Deep(w), Some(MergeOutput::Deep(image)), _) => w.write_band(image),
+                        (Sink::Flat(w), Some(MergeOutput::Flat(image)), _) => w.write_band(image),
+                        (Sink::Png(w), Some(MergeOutput::Flat(image)), _) => w.write_band(image),
+                        (Sink::Deep(w), None, Some(MergeOutput::Deep(t))) => {
+                            w.write_empty_rows(t, y0, y1)
+                        }
+                        (Sink::Flat(w), None, Some(MergeOutput::Flat(t))) => {
+                            w.write_empty_rows(t, y0, y1)
+                        }
+                        _ => unreachable!("the work makes the output kind asked for"),
+                    },
+                )?;
                 drop(merged);
                 written += 1;
             }
@@ -336,6 +409,13 @@ pub fn stream_bands(
                     break;
                 }
             };
+            let Some(images) = images else {
+                // No source holds a sample in these rows: nothing to work on.
+                if merged_tx.send((band, None)).is_err() {
+                    break;
+                }
+                continue;
+            };
             let mut merged = None;
             let mut images = Some(images);
             let merge = timed(Stage::Merge, &mut || {
@@ -347,7 +427,7 @@ pub fn stream_bands(
                 result = Err(e);
                 break;
             }
-            if merged_tx.send(merged.expect("merged")).is_err() {
+            if merged_tx.send((band, merged)).is_err() {
                 // The writer stopped: its error is the one to report.
                 break;
             }

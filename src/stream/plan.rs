@@ -9,7 +9,12 @@
 //! so a band may use a third of what the budget leaves after those blocks. Bands are further
 //! capped at [`MAX_BAND_BYTES`]: beyond a few tens of MiB a larger band is no faster (rayon has
 //! rows enough) and only raises the peak. A row that alone is over its share of the budget is
-//! refused, naming the input with the most samples in it.
+//! refused, naming the input with the most samples in it. The count tables the readers keep
+//! for decoding come off the budget first.
+//!
+//! A run of rows in which no input holds a sample is a band of its own, however long: such a
+//! band is never decoded or merged (the writer repeats one empty chunk), so it costs nothing to
+//! hold, and cutting it from the rows around it keeps them from paying for its width.
 
 use std::ops::RangeInclusive;
 
@@ -173,22 +178,61 @@ pub fn plan_bands(
             reserve = reserve.saturating_add(largest);
         }
     }
-    let share = options.budget.saturating_sub(reserve) / BANDS_IN_FLIGHT;
+    let kept: u64 = sources.iter().map(ChunkSource::kept_bytes).sum();
+    let share = options.budget.saturating_sub(reserve).saturating_sub(kept) / BANDS_IN_FLIGHT;
     let target = share.min(MAX_BAND_BYTES);
+    let empty_row = |y: i32| sources.iter().all(|s| samples_at(s, y) == 0);
+    let max_block = sources
+        .iter()
+        .map(ChunkSource::block_height)
+        .max()
+        .unwrap_or(1);
+    // Whether row y starts a block (or lies outside the window) of every input.
+    let block_edge = |y: i32| {
+        sources.iter().all(|s| {
+            y <= s.window.y0
+                || y > s.window.y1
+                || ((y - s.window.y0) as usize).is_multiple_of(s.block_height())
+        })
+    };
     let mut bands = Vec::new();
     let mut start = window.y0;
     let mut held = 0u64;
+    let mut run_empty = empty_row(window.y0);
     for (k, &cost) in costs.iter().enumerate() {
         let y = window.y0 + k as i32;
         if cost > share {
             return Err(refuse_row(sources, y, cost, options.budget, samples_at));
         }
-        if y > start && held.saturating_add(cost) > target {
-            bands.push(start..=y - 1);
-            start = y;
-            held = 0;
+        let empty = empty_row(y);
+        let full = !empty && held.saturating_add(cost) > target;
+        if y > start && (empty != run_empty || full) {
+            // A band that ends inside an input's block leaves the rest of the block decoded on
+            // top of the next band: end the band at the last block edge of every input
+            // instead, when the rows that moves to the next band leave it under the target.
+            let mut cut = y;
+            if full && empty == run_empty {
+                // At most one block of the tallest: the search is short whatever the band.
+                let mut carried = 0u64;
+                for c in (start + 1..=y).rev().take(max_block) {
+                    carried = carried.saturating_add(costs[(c - window.y0) as usize]);
+                    if carried > target {
+                        break;
+                    }
+                    if block_edge(c) {
+                        cut = c;
+                        break;
+                    }
+                }
+            }
+            bands.push(start..=cut - 1);
+            start = cut;
+            held = costs[(cut - window.y0) as usize..k].iter().sum();
         }
-        held = held.saturating_add(cost);
+        run_empty = empty;
+        if !empty {
+            held = held.saturating_add(cost);
+        }
     }
     bands.push(start..=window.y1);
     Ok(bands)

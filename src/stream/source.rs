@@ -2,11 +2,15 @@
 //!
 //! Opening reads the header (a growing prefix of the file, never the whole file) and the part's
 //! offset table; [`ChunkSource::count_rows`] then reads every chunk's head and its packed
-//! sample-count table only, which is all the band planner needs (samples per row). During the
-//! merge, [`ChunkSource::take_rows`] decodes the chunks of the rows a band asks for (scanline
-//! blocks, or a row of tiles) in parallel and hands those rows out as a [`DeepImage`] whose data
-//! window is the part's window cut to the band. Rows of a block that reach past the band are kept
-//! for the next band, so each chunk is read and unpacked exactly once, whatever the band heights.
+//! sample-count table only, which is all the band planner needs (samples per row). The count
+//! tables it inflates are kept (each pixel's count in the narrowest integer that holds the
+//! chunk's largest, within a share of the budget), so decoding a chunk later reads and inflates
+//! its sample data only. During the merge, [`ChunkSource::take_rows`] decodes the chunks of the
+//! rows a band asks for (scanline blocks, or a row of tiles) in parallel and copies those rows
+//! once, from the inflated chunks into the planes of a [`DeepImage`] whose data window is the
+//! part's window cut to the band. Rows of a block that reach past the band stay for the next
+//! band, so each chunk is read and unpacked exactly once, whatever the band heights; a chunk
+//! without samples is never read again at all.
 //!
 //! Line order (INCREASING_Y, DECREASING_Y, RANDOM_Y) only changes where chunks lie in the file:
 //! the blocks are found through the offset table and placed by the coordinates in their heads.
@@ -17,17 +21,19 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use exr::meta::attribute::LevelMode;
 use exr::meta::header::Header;
 use exr::meta::{BlockDescription, MetaData};
+use half::f16;
 use rayon::prelude::*;
 
-use crate::deep::{Bounds, Channel, DeepImage, DeepState, Plane};
+use crate::deep::{Bounds, Channel, ChannelRole, DeepImage, DeepState, Plane, SampleType};
 use crate::error::{Error, Result};
 use crate::exr::read::{
-    chunk_counts, chunk_slot, expected_chunk_count, headers_end, parse_chunk, parse_meta,
-    part_infos, read_chunk_head, select_part, MAX_CHUNK_HEAD_BYTES,
+    chunk_counts, chunk_slot, expected_chunk_count, headers_end, parse_meta, part_infos,
+    read_chunk_head, select_part, ChunkHead, MAX_CHUNK_HEAD_BYTES,
 };
 use crate::exr::{check_plausible, decompress, human_bytes, Codec, PartSelector};
 
@@ -45,18 +51,95 @@ const HEADER_PREFIX_BYTES: usize = 64 << 10;
 /// Headers larger than this are refused (a hostile file could claim any size).
 const MAX_HEADER_BYTES: usize = 64 << 20;
 
-/// One decoded row of a part: per-pixel counts and, per kept channel, its samples as stored
-/// (little-endian, pixel after pixel).
-struct DecodedRow {
-    counts: Vec<u32>,
-    channels: Vec<Vec<u8>>,
+/// The share of the memory budget one input's kept count tables may take; past it, the tables
+/// of further chunks are inflated again when their chunk is decoded (as a huge, nearly empty
+/// window would need), which costs time, never memory.
+const KEPT_COUNTS_SHARE: u64 = 16;
+
+/// One chunk's per-pixel sample counts kept from the count pass, in the narrowest integer
+/// that holds its largest count (most pixels of real renders hold fewer than 256 samples).
+#[derive(Clone, Debug)]
+enum KeptCounts {
+    /// Every pixel is empty.
+    Empty,
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+}
+
+impl KeptCounts {
+    fn new(counts: Vec<u32>) -> KeptCounts {
+        match counts.iter().copied().max().unwrap_or(0) {
+            0 => KeptCounts::Empty,
+            m if m <= u8::MAX as u32 => KeptCounts::U8(counts.iter().map(|&c| c as u8).collect()),
+            m if m <= u16::MAX as u32 => {
+                KeptCounts::U16(counts.iter().map(|&c| c as u16).collect())
+            }
+            _ => KeptCounts::U32(counts),
+        }
+    }
+
+    /// Bytes held.
+    fn bytes(&self) -> u64 {
+        match self {
+            KeptCounts::Empty => 0,
+            KeptCounts::U8(v) => v.len() as u64,
+            KeptCounts::U16(v) => 2 * v.len() as u64,
+            KeptCounts::U32(v) => 4 * v.len() as u64,
+        }
+    }
+
+    /// The counts of a chunk of `pixels` pixels.
+    fn to_u32(&self, pixels: usize) -> Vec<u32> {
+        match self {
+            KeptCounts::Empty => vec![0; pixels],
+            KeptCounts::U8(v) => v.iter().map(|&c| c as u32).collect(),
+            KeptCounts::U16(v) => v.iter().map(|&c| c as u32).collect(),
+            KeptCounts::U32(v) => v.clone(),
+        }
+    }
+}
+
+/// One chunk as the count pass found it: where its sample data lies and what its head says.
+#[derive(Clone, Debug)]
+struct ChunkEntry {
+    /// File offset of the chunk.
+    at: u64,
+    /// The chunk's head, checked to fit in the file.
+    head: ChunkHead,
+    /// Bytes of the head (the count table follows it).
+    head_len: usize,
+    /// Samples in the chunk.
+    samples: u64,
+    /// Its counts, unless the budget's share for them was spent (then read again).
+    counts: Option<KeptCounts>,
 }
 
 /// A run of rows stored together: one scanline chunk, or every tile of one tile row.
 #[derive(Clone, Debug, Default)]
 struct BlockRow {
-    /// File offsets of its chunks.
-    chunks: Vec<u64>,
+    /// Its chunks, in no particular order.
+    chunks: Vec<ChunkEntry>,
+}
+
+/// One chunk, inflated: per-pixel counts and the sample data as stored (for each line, each
+/// channel's samples of the whole line in turn, little-endian).
+struct DecodedChunk {
+    region: Bounds,
+    counts: Vec<u32>,
+    data: Vec<u8>,
+    /// Samples in each line of the chunk.
+    line_samples: Vec<usize>,
+    /// Byte offset of each line in `data`.
+    line_at: Vec<usize>,
+}
+
+/// A decoded block row: its chunks side by side, left to right.
+struct DecodedBlock {
+    /// Absolute y of its first and last rows.
+    y0: i32,
+    y1: i32,
+    pieces: Vec<DecodedChunk>,
 }
 
 /// One deep part of an input file, read a band of rows at a time.
@@ -80,13 +163,17 @@ pub struct ChunkSource {
     keep: Vec<bool>,
     /// Rows per block row (the scanline block height or the tile height).
     block_height: usize,
+    /// The offset table, until [`Self::count_rows`] sorts the chunks into `blocks`.
+    offsets: Vec<u64>,
     /// Block rows, top to bottom, once [`Self::count_rows`] has found them.
     blocks: Vec<BlockRow>,
     /// Samples per row of the window, from the count tables.
     pub row_samples: Vec<u64>,
-    /// Decoded rows not yet handed out, starting at `next_row`.
-    pending: VecDeque<DecodedRow>,
-    /// Absolute y of the first row in `pending`.
+    /// Bytes of count tables kept from the count pass.
+    kept_bytes: u64,
+    /// Decoded block rows not yet handed out entirely, top to bottom.
+    pending: VecDeque<DecodedBlock>,
+    /// Absolute y of the next row to hand out (rows above it are gone).
     next_row: i32,
     /// The next block row to decode.
     next_block: usize,
@@ -166,8 +253,10 @@ impl ChunkSource {
             keep: vec![true; info.channels.len()],
             all_channels: info.channels.clone(),
             block_height: block_height.max(1),
+            offsets: Vec::new(),
             blocks: Vec::new(),
             row_samples: Vec::new(),
+            kept_bytes: 0,
             pending: VecDeque::new(),
             next_row: window.y0,
             next_block: 0,
@@ -184,13 +273,11 @@ impl ChunkSource {
             return Err(truncated());
         }
         let table = source.read_exact_at(table_at, table_bytes as usize)?;
-        let offsets: Vec<u64> = table
+        source.offsets = table
             .chunks_exact(8)
             .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
             .collect();
         source.blocks = vec![BlockRow::default(); window.height().div_ceil(source.block_height)];
-        // Chunk heads are read in `count_rows`; until then the offsets wait in the first block.
-        source.blocks[0].chunks = offsets;
         Ok(source)
     }
 
@@ -227,41 +314,56 @@ impl ChunkSource {
             .sum()
     }
 
+    /// Bytes of the count tables kept from [`Self::count_rows`] for decoding (held until their
+    /// chunk is decoded, so the band planner takes them off the budget).
+    pub fn kept_bytes(&self) -> u64 {
+        self.kept_bytes
+    }
+
     /// Read every chunk's head and sample-count table (nothing else) and count the samples of
-    /// each row into [`Self::row_samples`]; also sorts the chunks into block rows.
+    /// each row into [`Self::row_samples`]; also sorts the chunks into block rows and keeps
+    /// the inflated count tables within a share of `budget` for [`Self::take_rows`].
     pub fn count_rows(&mut self) -> Result<()> {
-        let offsets = std::mem::take(&mut self.blocks[0].chunks);
+        self.count_rows_within(super::DEFAULT_MEMORY_BUDGET)
+    }
+
+    /// [`Self::count_rows`], keeping at most a sixteenth of `budget` of count tables.
+    pub fn count_rows_within(&mut self, budget: u64) -> Result<()> {
+        let offsets = std::mem::take(&mut self.offsets);
         let window = self.window;
-        let heads: Vec<(Bounds, Vec<u64>)> = offsets
+        let keep_left = AtomicU64::new(budget / KEPT_COUNTS_SHARE);
+        let heads: Vec<(ChunkEntry, Vec<u64>)> = offsets
             .par_iter()
             .enumerate()
             .map(|(i, &at)| {
-                self.chunk_head_counts(at)
+                self.chunk_entry(at, &keep_left)
                     .map_err(|e| Error::format(format!("chunk {i}: {e}")).in_file(&self.path))
             })
             .collect::<Result<_>>()?;
         let mut seen = vec![false; offsets.len()];
         let mut rows = vec![0u64; window.height()];
-        for ((region, counts), &at) in heads.iter().zip(&offsets) {
-            let slot = chunk_slot(&self.header, window, region);
+        for (entry, per_row) in heads {
+            let region = entry.head.region;
+            let slot = chunk_slot(&self.header, window, &region);
             if std::mem::replace(&mut seen[slot], true) {
                 return Err(Error::file(
                     &self.path,
                     format!("two chunks hold the same block {region}"),
                 ));
             }
-            for (line, &n) in counts.iter().enumerate() {
+            for (line, &n) in per_row.iter().enumerate() {
                 rows[(region.y0 - window.y0) as usize + line] += n;
             }
+            self.kept_bytes += entry.counts.as_ref().map_or(0, KeptCounts::bytes);
             let block = (region.y0 - window.y0) as usize / self.block_height;
-            self.blocks[block].chunks.push(at);
+            self.blocks[block].chunks.push(entry);
         }
         self.row_samples = rows;
         Ok(())
     }
 
     /// The head of the chunk at `at` and its length in bytes, checked to lie inside the file.
-    fn chunk_head(&self, at: u64) -> Result<(crate::exr::read::ChunkHead, usize)> {
+    fn chunk_head(&self, at: u64) -> Result<(ChunkHead, usize)> {
         let head_bytes = self.read_head_bytes(at)?;
         let (head, head_len) = read_chunk_head(
             &head_bytes,
@@ -274,8 +376,9 @@ impl ChunkSource {
         Ok((head, head_len))
     }
 
-    /// The region and samples per row of the chunk at `at`, from its head and count table.
-    fn chunk_head_counts(&self, at: u64) -> Result<(Bounds, Vec<u64>)> {
+    /// The chunk at `at` from its head and count table, with its samples per row; its counts
+    /// are kept while `keep_left` bytes of the share for them remain.
+    fn chunk_entry(&self, at: u64, keep_left: &AtomicU64) -> Result<(ChunkEntry, Vec<u64>)> {
         let (head, head_len) = self.chunk_head(at)?;
         check_plausible(
             self.codec,
@@ -284,13 +387,33 @@ impl ChunkSource {
             "sample data",
         )
         .map_err(|e| Error::format(format!("block {}: {e}", head.region)))?;
-        let table = self.read_exact_at(at + head_len as u64, head.packed_table_size)?;
-        let counts = chunk_counts(&head, &table, &self.header, self.codec)?;
-        let per_row = counts
+        let counts = self.read_counts(at, &head, head_len)?;
+        let per_row: Vec<u64> = counts
             .chunks(head.region.width().max(1))
             .map(|row| row.iter().map(|&c| c as u64).sum())
             .collect();
-        Ok((head.region, per_row))
+        let samples = per_row.iter().sum();
+        let kept = KeptCounts::new(counts);
+        let cost = kept.bytes();
+        let granted = keep_left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                left.checked_sub(cost)
+            })
+            .is_ok();
+        let entry = ChunkEntry {
+            at,
+            head,
+            head_len,
+            samples,
+            counts: granted.then_some(kept),
+        };
+        Ok((entry, per_row))
+    }
+
+    /// Read and inflate the count table of the chunk at `at`.
+    fn read_counts(&self, at: u64, head: &ChunkHead, head_len: usize) -> Result<Vec<u32>> {
+        let table = self.read_exact_at(at + head_len as u64, head.packed_table_size)?;
+        chunk_counts(head, &table, &self.header, self.codec)
     }
 
     fn read_head_bytes(&self, at: u64) -> Result<Vec<u8>> {
@@ -304,12 +427,7 @@ impl ChunkSource {
     }
 
     /// Refuse a chunk whose stated sizes reach past the end of the file, before reading it.
-    fn check_chunk_fits(
-        &self,
-        at: u64,
-        head_len: usize,
-        head: &crate::exr::read::ChunkHead,
-    ) -> Result<()> {
+    fn check_chunk_fits(&self, at: u64, head_len: usize, head: &ChunkHead) -> Result<()> {
         let end = at
             .saturating_add(head_len as u64)
             .saturating_add(head.packed_table_size as u64)
@@ -331,99 +449,111 @@ impl ChunkSource {
         Ok(buf)
     }
 
-    /// The whole chunk at `at`: head, count table and sample data.
-    fn read_chunk(&self, at: u64) -> Result<Vec<u8>> {
-        let (head, head_len) = self.chunk_head(at)?;
-        self.read_exact_at(
-            at,
-            head_len + head.packed_table_size + head.packed_sample_size,
-        )
+    /// Read and inflate one chunk: its counts (kept, or read again) and its sample data. A
+    /// chunk without samples is not read at all.
+    fn decode_chunk(&self, entry: &ChunkEntry) -> Result<DecodedChunk> {
+        let head = &entry.head;
+        let region = head.region;
+        let w = region.width();
+        if entry.samples == 0 {
+            return Ok(DecodedChunk {
+                region,
+                counts: vec![0; region.area()],
+                data: Vec::new(),
+                line_samples: vec![0; region.height()],
+                line_at: vec![0; region.height()],
+            });
+        }
+        let counts = match &entry.counts {
+            Some(kept) => kept.to_u32(region.area()),
+            None => self.read_counts(entry.at, head, entry.head_len)?,
+        };
+        let packed_at = entry.at + (entry.head_len + head.packed_table_size) as u64;
+        let packed = self.read_exact_at(packed_at, head.packed_sample_size)?;
+        let data = decompress(self.codec, &packed, head.unpacked_size, "sample data")
+            .map_err(|e| Error::format(format!("block {region}: {e}")))?;
+        let all_sample_bytes: usize = self.all_channels.iter().map(|c| c.sample_type.size()).sum();
+        let mut line_samples = Vec::with_capacity(region.height());
+        let mut line_at = Vec::with_capacity(region.height());
+        let mut at = 0;
+        for line in counts.chunks(w.max(1)).take(region.height()) {
+            let n: usize = line.iter().map(|&c| c as usize).sum();
+            line_samples.push(n);
+            line_at.push(at);
+            at += n * all_sample_bytes;
+        }
+        Ok(DecodedChunk {
+            region,
+            counts,
+            data,
+            line_samples,
+            line_at,
+        })
     }
 
-    /// Decode block rows `blocks` (in parallel, chunk by chunk) and append their rows.
+    /// Decode block rows `blocks` (in parallel, chunk by chunk) into [`Self::pending`].
     fn decode_blocks(&mut self, blocks: std::ops::Range<usize>) -> Result<()> {
-        let chunks: Vec<(usize, u64)> = blocks
+        // Each block row is decoded once: its entries (and their kept counts) go with it.
+        let chunks: Vec<(usize, ChunkEntry)> = blocks
             .clone()
-            .flat_map(|b| self.blocks[b].chunks.iter().map(move |&at| (b, at)))
+            .flat_map(|b| {
+                std::mem::take(&mut self.blocks[b].chunks)
+                    .into_iter()
+                    .map(move |c| (b, c))
+            })
             .collect();
-        let decoded: Vec<(usize, Bounds, Vec<DecodedRow>)> = chunks
+        let decoded: Vec<(usize, DecodedChunk)> = chunks
             .par_iter()
-            .map(|&(b, at)| {
-                self.decode_chunk(at)
-                    .map(|(region, rows)| (b, region, rows))
+            .map(|(b, entry)| {
+                let b = *b;
+                self.decode_chunk(entry)
+                    .map(|chunk| (b, chunk))
                     .map_err(|e| e.in_file(&self.path))
             })
             .collect::<Result<_>>()?;
-        // Tiles of one block row side by side, left to right, make its rows.
-        let mut by_block: Vec<Vec<(Bounds, Vec<DecodedRow>)>> =
-            (0..blocks.len()).map(|_| Vec::new()).collect();
-        for (b, region, rows) in decoded {
-            by_block[b - blocks.start].push((region, rows));
+        let mut by_block: Vec<Vec<DecodedChunk>> = (0..blocks.len()).map(|_| Vec::new()).collect();
+        for (b, chunk) in decoded {
+            by_block[b - blocks.start].push(chunk);
         }
-        let keep_count = self.keep.iter().filter(|&&k| k).count();
-        for mut pieces in by_block {
-            pieces.sort_by_key(|(region, _)| region.x0);
-            let height = pieces.first().map_or(0, |(r, _)| r.height());
-            let mut iters: Vec<_> = pieces.into_iter().map(|(_, r)| r.into_iter()).collect();
-            for _ in 0..height {
-                let mut row = DecodedRow {
-                    counts: Vec::with_capacity(self.window.width()),
-                    channels: vec![Vec::new(); keep_count],
-                };
-                for it in &mut iters {
-                    let piece = it.next().expect("tiles of a row have one height");
-                    row.counts.extend_from_slice(&piece.counts);
-                    for (dst, src) in row.channels.iter_mut().zip(piece.channels) {
-                        if dst.is_empty() {
-                            *dst = src;
-                        } else {
-                            dst.extend_from_slice(&src);
-                        }
-                    }
-                }
-                self.pending.push_back(row);
-            }
+        for (k, mut pieces) in by_block.into_iter().enumerate() {
+            // Tiles of one block row side by side, left to right, make its rows.
+            pieces.sort_by_key(|c| c.region.x0);
+            let y0 = self.window.y0 + ((blocks.start + k) * self.block_height) as i32;
+            let y1 = pieces.first().map_or(y0 - 1, |c| c.region.y1);
+            self.pending.push_back(DecodedBlock { y0, y1, pieces });
         }
         self.next_block = blocks.end;
         Ok(())
     }
 
-    /// Read and unpack one chunk into its rows, keeping only the kept channels.
-    fn decode_chunk(&self, at: u64) -> Result<(Bounds, Vec<DecodedRow>)> {
-        let bytes = self.read_chunk(at)?;
-        let chunk = parse_chunk(
-            &bytes,
-            0,
-            self.multipart,
-            self.part,
-            &self.header,
-            self.window,
-            self.codec,
-        )?;
-        let data = decompress(
-            self.codec,
-            chunk.packed_samples,
-            chunk.unpacked_size,
-            "sample data",
-        )
-        .map_err(|e| Error::format(format!("block {}: {e}", chunk.region)))?;
-        let w = chunk.region.width();
-        let mut rows = Vec::with_capacity(chunk.region.height());
-        let mut at = 0;
-        for line in 0..chunk.region.height() {
-            let counts = chunk.counts[line * w..(line + 1) * w].to_vec();
-            let line_samples: usize = counts.iter().map(|&c| c as usize).sum();
-            let mut channels = Vec::new();
-            for (c, channel) in self.all_channels.iter().enumerate() {
-                let bytes = line_samples * channel.sample_type.size();
-                if self.keep[c] {
-                    channels.push(data[at..at + bytes].to_vec());
-                }
-                at += bytes;
-            }
-            rows.push(DecodedRow { counts, channels });
+    /// Decode the block rows that rows up to `y1` (absolute) reach into, all at once so they
+    /// unpack in parallel.
+    fn decode_through(&mut self, y1: i32) -> Result<()> {
+        let last_block = (y1 - self.window.y0) as usize / self.block_height;
+        if last_block >= self.next_block {
+            self.decode_blocks(self.next_block..last_block + 1)?;
         }
-        Ok((chunk.region, rows))
+        Ok(())
+    }
+
+    /// Forget decoded block rows that lie wholly above [`Self::next_row`].
+    fn drop_passed_blocks(&mut self) {
+        while self.pending.front().is_some_and(|b| b.y1 < self.next_row) {
+            self.pending.pop_front();
+        }
+    }
+
+    /// Samples in the rows `band` (absolute, inclusive) of this part.
+    pub fn samples_in(&self, band: &std::ops::RangeInclusive<i32>) -> u64 {
+        let (y0, y1) = (
+            (*band.start()).max(self.window.y0),
+            (*band.end()).min(self.window.y1),
+        );
+        if y0 > y1 {
+            return 0;
+        }
+        let at = |y: i32| (y - self.window.y0) as usize;
+        self.row_samples[at(y0)..=at(y1)].iter().sum()
     }
 
     /// The rows `band` (absolute, inclusive) of this part as a deep image whose data window is
@@ -439,43 +569,62 @@ impl ChunkSource {
         }
         let channels = self.channels();
         assert!(y0 >= self.next_row, "bands come top to bottom");
-        // Decode the block rows this band reaches into, all at once so they unpack in parallel.
-        let last_block = (y1 - self.window.y0) as usize / self.block_height;
-        if last_block >= self.next_block {
-            self.decode_blocks(self.next_block..last_block + 1)?;
-        }
+        self.decode_through(y1)?;
         // Bands are consecutive, so rows are skipped here only for a caller that skips bands.
-        while self.next_row < y0 {
-            self.pending.pop_front();
-            self.next_row += 1;
-        }
-        let rows: Vec<DecodedRow> = self.pending.drain(..(y1 - y0 + 1) as usize).collect();
-        self.next_row = y1 + 1;
+        self.next_row = y0;
+        self.drop_passed_blocks();
         let window = Bounds {
             x0: self.window.x0,
             y0,
             x1: self.window.x1,
             y1,
         };
-        let mut counts = Vec::with_capacity(rows.len() * self.window.width());
-        for row in &rows {
-            counts.extend_from_slice(&row.counts);
+        // Each row of the band: the block holding it and its line there.
+        let rows: Vec<(&DecodedBlock, usize)> = (y0..=y1)
+            .map(|y| {
+                let block = self
+                    .pending
+                    .iter()
+                    .find(|b| b.y0 <= y && y <= b.y1)
+                    .expect("the band's rows are decoded");
+                (block, (y - block.y0) as usize)
+            })
+            .collect();
+        let mut counts = Vec::with_capacity(window.area());
+        for &(block, line) in &rows {
+            for piece in &block.pieces {
+                let w = piece.region.width();
+                counts.extend_from_slice(&piece.counts[line * w..(line + 1) * w]);
+            }
         }
         let total: usize = counts.iter().map(|&c| c as usize).sum();
-        let planes: Vec<Plane> = channels
-            .par_iter()
+        // Where each stored channel starts in a line: after the earlier channels' samples.
+        let kept: Vec<(usize, &Channel)> = self
+            .all_channels
+            .iter()
             .enumerate()
-            .map(|(c, channel)| {
-                let mut plane = Plane::zeros(channel.sample_type, total);
-                let mut at = 0;
-                for row in &rows {
-                    plane.write_le_at(at, &row.channels[c]);
-                    at += row.channels[c].len() / channel.sample_type.size();
+            .filter(|&(c, _)| self.keep[c])
+            .collect();
+        let all_channels = &self.all_channels;
+        let planes: Vec<Plane> = kept
+            .par_iter()
+            .map(|&(c, channel)| {
+                let before: usize = all_channels[..c].iter().map(|c| c.sample_type.size()).sum();
+                let size = channel.sample_type.size();
+                let mut plane = PlaneBuilder::new(channel.sample_type, total);
+                for &(block, line) in &rows {
+                    for piece in &block.pieces {
+                        let n = piece.line_samples[line];
+                        let start = piece.line_at[line] + n * before;
+                        plane.append_le(&piece.data[start..start + n * size]);
+                    }
                 }
-                plane
+                plane.finish()
             })
             .collect();
         drop(rows);
+        self.next_row = y1 + 1;
+        self.drop_passed_blocks();
         let image = DeepImage::from_counts(
             self.display_window,
             window,
@@ -484,8 +633,36 @@ impl ChunkSource {
             planes,
             self.state,
         )?;
-        image.check_depths().map_err(|e| e.in_file(&self.path))?;
+        if has_nan_depth(&image) {
+            image.check_depths().map_err(|e| e.in_file(&self.path))?;
+        }
         Ok(image)
+    }
+
+    /// Pass over the rows `band` (absolute, inclusive) without handing them out, decoding
+    /// nothing that only they need: for a band in which no input holds a sample.
+    pub fn skip_rows(&mut self, band: std::ops::RangeInclusive<i32>) {
+        let y1 = (*band.end()).min(self.window.y1);
+        if y1 >= self.next_row {
+            self.next_row = y1 + 1;
+            self.drop_passed_blocks();
+            // Block rows wholly inside the skipped rows will never be needed.
+            let first_needed = (self.next_row - self.window.y0) as usize / self.block_height;
+            self.next_block = self.next_block.max(first_needed);
+        }
+    }
+
+    /// Read and inflate the chunks of the rows `band` reaches, as [`Self::take_rows`] does,
+    /// and hand nothing out: the decode floor a merge cannot go below (`--decode-only`).
+    pub fn decode_rows(&mut self, band: std::ops::RangeInclusive<i32>) -> Result<()> {
+        let y1 = (*band.end()).min(self.window.y1);
+        if y1 < self.next_row.max(self.window.y0) {
+            return Ok(());
+        }
+        self.decode_through(y1)?;
+        self.next_row = y1 + 1;
+        self.drop_passed_blocks();
+        Ok(())
     }
 
     /// An image of this part with its kept channels and no rows (its window is empty, at `y`):
@@ -502,6 +679,68 @@ impl ChunkSource {
         image.state = self.state;
         image
     }
+}
+
+/// One plane of a band being assembled from little-endian bytes, copied once.
+enum PlaneBuilder {
+    U32(Vec<u32>),
+    F16(Vec<f16>),
+    F32(Vec<f32>),
+}
+
+impl PlaneBuilder {
+    fn new(stored: SampleType, capacity: usize) -> PlaneBuilder {
+        match stored {
+            SampleType::U32 => PlaneBuilder::U32(Vec::with_capacity(capacity)),
+            SampleType::F16 => PlaneBuilder::F16(Vec::with_capacity(capacity)),
+            SampleType::F32 => PlaneBuilder::F32(Vec::with_capacity(capacity)),
+        }
+    }
+
+    /// Append the values of `bytes` (whole values, little-endian), written once (no zeroing
+    /// first: the plane's capacity is reserved for the band).
+    fn append_le(&mut self, bytes: &[u8]) {
+        match self {
+            PlaneBuilder::U32(v) => v.extend(
+                bytes
+                    .chunks_exact(4)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            ),
+            PlaneBuilder::F16(v) => v.extend(
+                bytes
+                    .chunks_exact(2)
+                    .map(|b| f16::from_le_bytes([b[0], b[1]])),
+            ),
+            PlaneBuilder::F32(v) => v.extend(
+                bytes
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            ),
+        }
+    }
+
+    fn finish(self) -> Plane {
+        match self {
+            PlaneBuilder::U32(v) => Plane::U32(v),
+            PlaneBuilder::F16(v) => Plane::F16(v),
+            PlaneBuilder::F32(v) => Plane::F32(v),
+        }
+    }
+}
+
+/// Whether any Z or ZBack value of `image` is NaN: one pass over the typed planes, so the
+/// slower [`DeepImage::check_depths`] (which names the pixel) runs only when there is one.
+fn has_nan_depth(image: &DeepImage) -> bool {
+    image
+        .channels
+        .iter()
+        .zip(&image.planes)
+        .filter(|(c, _)| matches!(c.role, ChannelRole::Z | ChannelRole::ZBack))
+        .any(|(_, plane)| match plane {
+            Plane::F32(v) => v.iter().any(|x| x.is_nan()),
+            Plane::F16(v) => v.iter().any(|x| x.is_nan()),
+            Plane::U32(_) => false,
+        })
 }
 
 /// The headers (from a growing prefix of the file) and where the offset tables begin.
