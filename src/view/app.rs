@@ -524,11 +524,14 @@ impl App {
         if let (Some(loaded), Some(gpu)) = (&self.loaded, open.gpu_layers.get(self.state.layer)) {
             let layer = &loaded.layers[self.state.layer];
             if self.need_slice {
-                let start = Instant::now();
-                gpu.slice(&open.engine, self.state.slice.near, self.state.slice.far)?;
-                // SAFETY: a plain call on the current context; it makes the pass's time its own.
-                unsafe { open.engine.gl.finish() };
-                self.slice_pass_ms = Some((Instant::now() - start).as_secs_f64() * 1e3);
+                // The pass's GPU time from timer queries, as every GL stage is timed; taking the
+                // profile waits for the pass, which the frame needs done anyway.
+                open.engine.profile_stages(true);
+                let sliced = gpu.slice(&open.engine, self.state.slice.near, self.state.slice.far);
+                let profile = open.engine.take_profile();
+                open.engine.profile_stages(false);
+                sliced?;
+                self.slice_pass_ms = profile.stage("slice").map(|s| s.gpu_s * 1e3);
                 self.need_slice = false;
             }
             let column = |name: &str| {

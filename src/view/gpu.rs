@@ -345,6 +345,8 @@ impl GpuLayer {
             set("u_near", near);
             set("u_far", far);
         }
+        // The program is made current by hand, so name its stage for a profile.
+        ctx.current_stage.set("slice");
         for band in &self.bands {
             let pixels = band.band.rows * self.width;
             // SAFETY: the buffers belong to this context.
