@@ -9,7 +9,10 @@ use deepmerge::bench::{self, BenchArgs};
 use deepmerge::composite::{
     holdout, HoldoutMode, MergeOptions, MergeStrategy, OutputKind, SortPolicy,
 };
-use deepmerge::exr::{self, Codec, DeepWriteOptions, FlatType, PartSelector, ReadOptions};
+use deepmerge::exr::{
+    self, DeepWriteOptions, FlatType, MetadataMode, OutputOptions,
+    PartSelector, ReadOptions,
+};
 use deepmerge::gpu::{GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
 use deepmerge::inspect::TableValues;
 use deepmerge::job::{MergeJob, SequenceSummary};
@@ -48,9 +51,8 @@ enum Command {
         /// Drop samples behind the holdout's first opaque depth instead of attenuating.
         #[arg(long)]
         cull: bool,
-        /// Compression of the output.
-        #[arg(long, value_enum, default_value_t = CompressionArg::Zips)]
-        compression: CompressionArg,
+        #[command(flatten)]
+        write: OutputArgs,
         /// Refuse inputs that would take more than this many GiB once decoded.
         #[arg(long, value_name = "GIB", default_value_t = 8.0)]
         max_memory: f64,
@@ -122,7 +124,52 @@ enum CompressionArg {
     None,
     Rle,
     Zips,
+    /// Flat output only (OpenEXR refuses it for deep parts).
     Zip,
+    /// OpenEXR 3.5's zstd (level: --zstd-level).
+    Zstd,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum MetadataArg {
+    /// The first input's header attributes (its part's), but those the writer states.
+    First,
+    /// Only the attributes the writer states.
+    None,
+}
+
+/// How every command that writes an EXR writes it: compression and carried metadata.
+#[derive(Args, Clone, Debug)]
+struct OutputArgs {
+    /// Compression: none, rle, zips, zstd, and zip for flat output only. Default: zips for
+    /// deep output, zip for flat output.
+    #[arg(long, value_enum)]
+    compression: Option<CompressionArg>,
+    /// The zstd level, 1 to 22 (default 5, OpenEXR's), with --compression zstd.
+    #[arg(long, value_name = "N")]
+    zstd_level: Option<i32>,
+    /// Header attributes of the output: the first input's (first, the default) or none; the
+    /// writer's own (channels, windows, compression...) and `software` are always its own.
+    #[arg(long, value_enum, value_name = "WHICH")]
+    metadata: Option<MetadataArg>,
+}
+
+impl OutputArgs {
+    fn options(&self) -> Result<OutputOptions> {
+        let name = self.compression.map(|c| match c {
+            CompressionArg::None => "none",
+            CompressionArg::Rle => "rle",
+            CompressionArg::Zips => "zips",
+            CompressionArg::Zip => "zip",
+            CompressionArg::Zstd => "zstd",
+        });
+        let mut options = OutputOptions::parse(name, self.zstd_level, None)?;
+        options.metadata = match self.metadata {
+            Some(MetadataArg::None) => MetadataMode::None,
+            Some(MetadataArg::First) | None => MetadataMode::First,
+        };
+        Ok(options)
+    }
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -179,9 +226,8 @@ struct MergeArgs {
     /// Write a merged deep image instead of a flat composite.
     #[arg(long)]
     deep: bool,
-    /// Compression of deep output.
-    #[arg(long, value_enum, default_value_t = CompressionArg::Zips)]
-    compression: CompressionArg,
+    #[command(flatten)]
+    write: OutputArgs,
     /// Storage type of flat colour and alpha.
     #[arg(long, value_enum, default_value_t = FlatTypeArg::Half)]
     flat_type: FlatTypeArg,
@@ -322,9 +368,9 @@ fn main() -> ExitCode {
             holdout,
             output,
             cull,
-            compression,
+            write,
             max_memory,
-        }) => run_holdout(&input, &holdout, &output, cull, compression, max_memory),
+        }) => run_holdout(&input, &holdout, &output, cull, &write, max_memory),
         Some(Command::GpuInfo) => GlContext::new().map(|ctx| print!("{}", ctx.info())),
         Some(Command::Scene {
             name,
@@ -417,23 +463,16 @@ fn run_info(
     Ok(())
 }
 
-fn codec_of(c: CompressionArg) -> Codec {
-    match c {
-        CompressionArg::None => Codec::None,
-        CompressionArg::Rle => Codec::Rle,
-        CompressionArg::Zips => Codec::Zips,
-        CompressionArg::Zip => Codec::Zip,
-    }
-}
-
 fn run_holdout(
     input: &Path,
     holdout_path: &Path,
     output: &Path,
     cull: bool,
-    compression: CompressionArg,
+    write: &OutputArgs,
     max_memory: f64,
 ) -> Result<()> {
+    let output_options = write.options()?;
+    let mut deep_write = output_options.deep(true)?;
     let inputs = [input.to_path_buf(), holdout_path.to_path_buf()];
     let options = ReadOptions {
         max_memory: gib_to_bytes(max_memory)?,
@@ -447,7 +486,14 @@ fn run_holdout(
         HoldoutMode::Attenuate
     };
     let result = holdout(&images[0], &images[1], mode)?;
-    exr::write_deep(output, &result, codec_of(compression))
+    // The input's attributes (of the part read: the first deep one).
+    let parts = exr::read_parts_info(input)?;
+    if let Some(part) = parts.iter().find(|p| p.deep) {
+        deep_write
+            .attributes
+            .extend(output_options.attributes_from(&part.attributes));
+    }
+    exr::write_deep_with(output, &result, &deep_write)
 }
 
 /// The GL engine's options from the command line; `None` when none was given.
@@ -501,11 +547,17 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             "--flat-z and --flat-type apply to flat output, not --deep".into(),
         ));
     }
-    if !args.deep && (args.tidy || args.no_deep_state || args.compression != CompressionArg::Zips) {
+    if !args.deep && (args.tidy || args.no_deep_state) {
         return Err(Error::Usage(
-            "--tidy, --compression and --no-deep-state apply to deep output; add --deep (flat output is always composited tidily)".into(),
+            "--tidy and --no-deep-state apply to deep output; add --deep (flat output is always composited tidily)".into(),
         ));
     }
+    let output_options = args.write.options()?;
+    let deep_write = if args.deep {
+        output_options.deep(!args.no_deep_state)?
+    } else {
+        DeepWriteOptions::default()
+    };
     // Parse the sequence before choosing the engine: a usage error should not wait for GL.
     let output_pattern = FramePattern::parse(output)?;
     let frames = match (&args.frames, &output_pattern) {
@@ -571,14 +623,12 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
                 StrategyArg::Chain => MergeStrategy::Chain,
             },
         },
-        flat_type: match args.flat_type {
+        flat_write: output_options.flat(match args.flat_type {
             FlatTypeArg::Half => FlatType::Half,
             FlatTypeArg::Float => FlatType::Float,
-        },
-        deep_write: DeepWriteOptions {
-            codec: codec_of(args.compression),
-            write_state: !args.no_deep_state,
-        },
+        }),
+        deep_write,
+        metadata: output_options.metadata,
         gl: requested_gl,
         gl_stats: args.stats,
     };

@@ -17,12 +17,13 @@ use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use exr::meta::attribute as attr;
+use super::attributes as exr_attributes;
 use rayon::prelude::*;
 
-use super::compression::{compress, Codec};
+use super::compression::{compress, BlockLayout, Codec};
 use super::write::{
-    encode_chunk, encode_deep_header, scanline_header_start, AtomicFile, DeepHeader,
+    encode_chunk, encode_deep_header, scanline_header_start, write_attributes, AtomicFile,
+    DeepHeader, FlatWriteOptions,
 };
 use super::{DeepWriteOptions, FlatType};
 use crate::deep::{Bounds, DeepImage, FlatImage, FlatValues, Plane, SampleType};
@@ -117,7 +118,7 @@ impl DeepChunkWriter {
         Ok(DeepChunkWriter {
             file: ChunkFile::create(path)?,
             window,
-            options: *options,
+            options: options.clone(),
             chunk_count: window.height().div_ceil(options.codec.lines_per_chunk()),
             max_samples_at: None,
             max_samples: 0,
@@ -291,15 +292,17 @@ const _: () = assert!(
     "flat output assumes little-endian"
 );
 
-/// Lines per chunk of flat output (ZIP, as `exr`'s `SMALL_LOSSLESS` wrote before).
-const FLAT_LINES: usize = 16;
-
-/// A flat scanline output (ZIP) written band by band: float channels as the [`FlatType`], Z
-/// always as 32-bit float, uint channels as uint.
+/// A flat scanline output written band by band in the codec of its [`FlatWriteOptions`] (ZIP
+/// by default): float channels as the [`FlatType`], Z always as 32-bit float, uint channels as
+/// uint.
 pub struct FlatChunkWriter {
     file: ChunkFile,
     window: Bounds,
     flat_type: FlatType,
+    codec: Codec,
+    /// Lines per chunk of the codec.
+    lines: usize,
+    attributes: Vec<exr_attributes::RawAttribute>,
     started: bool,
     /// Raw lines of a chunk not yet complete.
     partial: Vec<Vec<u8>>,
@@ -309,7 +312,7 @@ pub struct FlatChunkWriter {
 
 impl FlatChunkWriter {
     /// Start writing a flat scanline file over `window` to `path`.
-    pub fn create(path: &Path, window: Bounds, flat_type: FlatType) -> Result<Self> {
+    pub fn create(path: &Path, window: Bounds, options: &FlatWriteOptions) -> Result<Self> {
         if window.area() == 0 {
             return Err(Error::file(
                 path,
@@ -319,7 +322,10 @@ impl FlatChunkWriter {
         Ok(FlatChunkWriter {
             file: ChunkFile::create(path)?,
             window,
-            flat_type,
+            flat_type: options.flat_type,
+            codec: options.codec,
+            lines: options.codec.lines_per_chunk(),
+            attributes: options.attributes.clone(),
             started: false,
             partial: Vec::new(),
             partial_y: window.y0,
@@ -344,7 +350,7 @@ impl FlatChunkWriter {
         assert_eq!(band.data_window.width(), self.window.width());
         if !self.started {
             let header = self.header(band)?;
-            let chunks = self.window.height().div_ceil(FLAT_LINES);
+            let chunks = self.window.height().div_ceil(self.lines);
             self.file.start(&header, chunks)?;
             self.started = true;
         }
@@ -355,6 +361,12 @@ impl FlatChunkWriter {
             .map(|c| self.storage(&c.name, &c.values))
             .collect();
         let line_len: usize = types.iter().map(|t| t.size() * w).sum();
+        let value_sizes: Vec<usize> = types.iter().map(|t| t.size()).collect();
+        let (codec, lines) = (self.codec, self.lines);
+        let chunk = |y: i32, raw: &[u8]| {
+            let layout = BlockLayout::flat(value_sizes.clone(), w, raw.len() / line_len.max(1));
+            flat_chunk(y, raw, codec, &layout)
+        };
         // One line of the chunk: each channel's values of the line in turn, little-endian.
         // Whole slices are appended at once (a value at a time was a tenth of a small merge).
         let line_bytes = |line: usize| -> Vec<u8> {
@@ -380,7 +392,7 @@ impl FlatChunkWriter {
             out
         };
         let last = self.window.y1;
-        let chunk_end = |y0: i32| (y0 + FLAT_LINES as i32 - 1).min(last);
+        let chunk_end = |y0: i32| (y0 + lines as i32 - 1).min(last);
         let band_y0 = band.data_window.y0;
         let band_end = band.data_window.y1;
         let mut y = band_y0;
@@ -392,7 +404,7 @@ impl FlatChunkWriter {
             y = end + 1;
             if end == chunk_end(self.partial_y) {
                 let raw: Vec<u8> = std::mem::take(&mut self.partial).concat();
-                let chunk = flat_chunk(self.partial_y, &raw);
+                let chunk = chunk(self.partial_y, &raw);
                 self.file.chunk(&chunk)?;
                 self.partial_y = y;
             } else {
@@ -407,11 +419,11 @@ impl FlatChunkWriter {
         let chunks: Vec<Vec<u8>> = starts
             .par_iter()
             .map(|&s| {
-                let mut raw = Vec::with_capacity(line_len * FLAT_LINES);
+                let mut raw = Vec::with_capacity(line_len * lines);
                 for line in s..=chunk_end(s) {
                     raw.extend_from_slice(&line_bytes((line - band_y0) as usize));
                 }
-                flat_chunk(s, &raw)
+                chunk(s, &raw)
             })
             .collect();
         for chunk in &chunks {
@@ -435,15 +447,11 @@ impl FlatChunkWriter {
             &mut out,
             &channels,
             false,
-            Codec::Zip,
+            self.codec,
             self.window,
             band.display_window,
         );
-        for (name, value) in &attributes {
-            attr::write(name.as_bytes(), value, &mut out)
-                .map_err(|e| Error::format(format!("cannot encode attribute {name}: {e}")))?;
-        }
-        out.push(0);
+        write_attributes(&mut out, &attributes, &self.attributes)?;
         Ok(out)
     }
 
@@ -455,9 +463,9 @@ impl FlatChunkWriter {
     }
 }
 
-/// A flat scanline chunk: y, packed size, the lines packed with ZIP (raw when not smaller).
-fn flat_chunk(y: i32, raw: &[u8]) -> Vec<u8> {
-    let packed = compress(Codec::Zip, raw);
+/// A flat scanline chunk: y, packed size, the lines packed with `codec` (raw when not smaller).
+fn flat_chunk(y: i32, raw: &[u8], codec: Codec, layout: &BlockLayout) -> Vec<u8> {
+    let packed = compress(codec, raw, layout);
     let mut out = Vec::with_capacity(8 + packed.len());
     out.extend(y.to_le_bytes());
     out.extend((packed.len() as i32).to_le_bytes());

@@ -23,7 +23,7 @@ use super::StreamOptions;
 use crate::composite::{check_compatible, merge_images_over, MergeOutput, OutputKind};
 use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
-use crate::exr::{DeepChunkWriter, FlatChunkWriter};
+use crate::exr::{carried_attributes, DeepChunkWriter, FlatChunkWriter, MetadataMode};
 use crate::gpu::{merge_images_gl_over, GlContext, GlOptions, GpuStats};
 use crate::progress::{RunStats, Stage};
 
@@ -163,6 +163,11 @@ impl<'o> StreamMerge<'o> {
             bands,
         } = self;
         let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+        // The first input's attributes (of the part read), as `--metadata first` asks.
+        let carried = match options.metadata {
+            MetadataMode::First => carried_attributes(&sources[0].attributes),
+            MetadataMode::None => Vec::new(),
+        };
         let timed = |stage: Stage, f: &mut dyn FnMut() -> Result<()>| timed(stats, stage, f);
         let band_count = bands.len();
         let mut report = StreamReport {
@@ -195,13 +200,15 @@ impl<'o> StreamMerge<'o> {
             });
             let writer = scope.spawn(move || -> Result<()> {
                 let mut sink = match options.merge.output {
-                    OutputKind::Deep => Sink::Deep(DeepChunkWriter::create(
-                        output,
-                        window,
-                        &options.deep_write,
-                    )?),
+                    OutputKind::Deep => {
+                        let mut deep_write = options.deep_write.clone();
+                        deep_write.attributes.extend(carried);
+                        Sink::Deep(DeepChunkWriter::create(output, window, &deep_write)?)
+                    }
                     OutputKind::Flat { .. } => {
-                        Sink::Flat(FlatChunkWriter::create(output, window, options.flat_type)?)
+                        let mut flat_write = options.flat_write.clone();
+                        flat_write.attributes.extend(carried);
+                        Sink::Flat(FlatChunkWriter::create(output, window, &flat_write)?)
                     }
                 };
                 let mut written = 0;

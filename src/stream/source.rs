@@ -20,16 +20,16 @@ use std::path::{Path, PathBuf};
 
 use exr::meta::attribute::LevelMode;
 use exr::meta::header::Header;
-use exr::meta::{BlockDescription, MetaData};
+use exr::meta::BlockDescription;
 use rayon::prelude::*;
 
 use crate::deep::{Bounds, Channel, DeepImage, DeepState, Plane};
 use crate::error::{Error, Result};
 use crate::exr::read::{
     chunk_counts, chunk_slot, expected_chunk_count, headers_end, parse_chunk, parse_meta,
-    part_infos, read_chunk_head, select_part, MAX_CHUNK_HEAD_BYTES,
+    read_chunk_head, select_part, ParsedHeaders, MAX_CHUNK_HEAD_BYTES,
 };
-use crate::exr::{check_plausible, decompress, human_bytes, Codec, PartSelector};
+use crate::exr::{check_plausible, decompress, human_bytes, BlockLayout, Codec, PartSelector};
 
 /// Bytes per row of a part's window that the reader holds for the whole merge: the offset
 /// table (at most one chunk per row, 8) and the row's sample total (8).
@@ -76,6 +76,8 @@ pub struct ChunkSource {
     pub state: DeepState,
     /// Every channel of the part, in file order.
     pub all_channels: Vec<Channel>,
+    /// Every attribute of the part's header, as stored.
+    pub attributes: Vec<crate::exr::RawAttribute>,
     /// Whether each channel of the part is kept (see [`super::ChannelSelection`]).
     keep: Vec<bool>,
     /// Rows per block row (the scanline block height or the tile height).
@@ -108,12 +110,13 @@ impl ChunkSource {
         selector: &PartSelector,
         budget: u64,
     ) -> Result<ChunkSource> {
-        let (meta, table_start) = read_header(path, &file, file_len)?;
-        let infos = part_infos(&meta);
+        let headers = read_header(path, &file, file_len)?;
+        let (meta, table_start) = (&headers.meta, headers.table_start);
+        let infos = headers.part_infos();
         let index = select_part(&infos, selector)?;
         let header = meta.headers[index].clone();
         let info = &infos[index];
-        let codec = Codec::from_exr(header.compression)?;
+        let codec = Codec::for_deep_part(info.compression_id)?;
         let block_height = match header.blocks {
             BlockDescription::Tiles(t) => {
                 if t.level_mode != LevelMode::Singular {
@@ -165,6 +168,7 @@ impl ChunkSource {
             state: info.state,
             keep: vec![true; info.channels.len()],
             all_channels: info.channels.clone(),
+            attributes: info.attributes.clone(),
             block_height: block_height.max(1),
             blocks: Vec::new(),
             row_samples: Vec::new(),
@@ -400,10 +404,12 @@ impl ChunkSource {
             self.window,
             self.codec,
         )?;
+        let layout = BlockLayout::deep_samples(&self.all_channels, chunk.line_samples());
         let data = decompress(
             self.codec,
             chunk.packed_samples,
             chunk.unpacked_size,
+            &layout,
             "sample data",
         )
         .map_err(|e| Error::format(format!("block {}: {e}", chunk.region)))?;
@@ -505,7 +511,7 @@ impl ChunkSource {
 }
 
 /// The headers (from a growing prefix of the file) and where the offset tables begin.
-fn read_header(path: &Path, file: &File, file_len: u64) -> Result<(MetaData, usize)> {
+fn read_header(path: &Path, file: &File, file_len: u64) -> Result<ParsedHeaders> {
     let mut size = HEADER_PREFIX_BYTES;
     loop {
         let len = (file_len as usize).min(size);
