@@ -114,6 +114,36 @@ pub fn describe_file(path: &Path, max_memory: u64) -> Result<String> {
     Ok(out)
 }
 
+/// The attributes shown on their own lines by [`describe_file`].
+const DESCRIBED: [&str; 8] = [
+    "channels",
+    "compression",
+    "dataWindow",
+    "displayWindow",
+    "lineOrder",
+    "tiles",
+    "name",
+    "type",
+];
+
+/// Every other attribute of each part's header, as `deepmerge info --all-attributes` prints
+/// them: `    name (type): value`.
+pub fn describe_attributes(path: &Path) -> Result<String> {
+    let mut out = String::new();
+    for part in read_parts_info(path)? {
+        let others: Vec<_> = part
+            .attributes
+            .iter()
+            .filter(|a| !DESCRIBED.contains(&a.name.as_str()))
+            .collect();
+        let _ = writeln!(out, "  part {}: {} other attributes", part.index, others.len());
+        for a in others {
+            let _ = writeln!(out, "    {} ({}): {}", a.name, a.kind, a.display_value());
+        }
+    }
+    Ok(out)
+}
+
 /// What one sample of each deep part costs once decoded (the bytes of its channels), and, with
 /// `selection` (`--channels`), what it costs when a merge keeps only those channels and what
 /// they need: `  part 0: a sample is 20 bytes (A, B, G, R, Z); with --channels R: 12 bytes

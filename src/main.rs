@@ -113,6 +113,9 @@ enum Command {
         /// With --pixel: the running "over" in merge order instead of the raw values.
         #[arg(long, requires = "pixel")]
         accumulated: bool,
+        /// Also print every other header attribute of each part, with its type.
+        #[arg(long, conflicts_with = "pixel")]
+        all_attributes: bool,
     },
     /// Open a window on the merge of FILE... (or on one file): composite, channels, depth and
     /// depth-complexity views, depth slicing on the GPU and a pixel inspector.
@@ -349,6 +352,7 @@ fn main() -> ExitCode {
             pixel,
             part,
             accumulated,
+            all_attributes,
         }) => run_info(
             &files,
             max_memory,
@@ -356,6 +360,7 @@ fn main() -> ExitCode {
             pixel,
             part,
             accumulated,
+            all_attributes,
         ),
         Some(Command::View(args)) => match deepmerge::view::run(&args) {
             Ok(true) => Ok(()),
@@ -438,6 +443,7 @@ fn run_info(
     pixel: Option<String>,
     part: Option<String>,
     accumulated: bool,
+    all_attributes: bool,
 ) -> Result<()> {
     let max_memory = gib_to_bytes(max_memory)?;
     let selection = channels.map(ChannelSelection::parse).transpose()?;
@@ -459,6 +465,9 @@ fn run_info(
             "{}",
             deepmerge::info::describe_sample_cost(f, selection.as_ref())?
         );
+        if all_attributes {
+            print!("{}", deepmerge::info::describe_attributes(f)?);
+        }
     }
     Ok(())
 }

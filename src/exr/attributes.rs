@@ -35,6 +35,56 @@ impl RawAttribute {
     pub fn text(&self) -> Option<String> {
         (self.kind == "string").then(|| String::from_utf8_lossy(&self.value).into_owned())
     }
+
+    /// The value as `deepmerge info --all-attributes` prints it: numbers for the numeric types
+    /// OpenEXR defines, quoted text for strings, the size for anything else.
+    pub fn display_value(&self) -> String {
+        let v = &self.value;
+        let i32s = || -> Vec<String> {
+            v.chunks_exact(4)
+                .map(|b| i32::from_le_bytes(b.try_into().unwrap()).to_string())
+                .collect()
+        };
+        let f32s = || -> Vec<String> {
+            v.chunks_exact(4)
+                .map(|b| f32::from_le_bytes(b.try_into().unwrap()).to_string())
+                .collect()
+        };
+        let f64s = || -> Vec<String> {
+            v.chunks_exact(8)
+                .map(|b| f64::from_le_bytes(b.try_into().unwrap()).to_string())
+                .collect()
+        };
+        let sized = |n: usize| v.len() == n;
+        match self.kind.as_str() {
+            "string" => format!("{:?}", String::from_utf8_lossy(v)),
+            "stringvector" => {
+                let mut texts = Vec::new();
+                let mut at = 0;
+                while at + 4 <= v.len() {
+                    let n = i32::from_le_bytes(v[at..at + 4].try_into().unwrap()).max(0) as usize;
+                    let end = (at + 4 + n).min(v.len());
+                    texts.push(format!("{:?}", String::from_utf8_lossy(&v[at + 4..end])));
+                    at = end;
+                }
+                format!("[{}]", texts.join(", "))
+            }
+            "int" | "v2i" | "v3i" | "box2i" if v.len() % 4 == 0 => i32s().join(" "),
+            "float" | "v2f" | "v3f" | "box2f" | "m33f" | "m44f" | "chromaticities"
+                if v.len() % 4 == 0 =>
+            {
+                f32s().join(" ")
+            }
+            "double" | "v2d" | "v3d" | "m33d" | "m44d" if v.len() % 8 == 0 => f64s().join(" "),
+            "rational" if sized(8) => {
+                let n = i32::from_le_bytes(v[..4].try_into().unwrap());
+                let d = u32::from_le_bytes(v[4..].try_into().unwrap());
+                format!("{n}/{d}")
+            }
+            "compression" if sized(1) => super::compression_name(v[0]).to_lowercase(),
+            _ => format!("({} bytes)", v.len()),
+        }
+    }
 }
 
 /// Every header's attributes, in file order, and the byte position just past the headers.
