@@ -93,6 +93,11 @@ pub fn describe_file(path: &Path, max_memory: u64) -> Result<String> {
             continue;
         }
         let _ = writeln!(out, "    deep image state: {}", part.state.name());
+        // A part in a compression deepmerge does not read is still described, samples aside.
+        if let Err(e) = crate::exr::Codec::for_deep_part(part.compression_id) {
+            let _ = writeln!(out, "    samples: not read: {e}");
+            continue;
+        }
         let options = ReadOptions {
             part: PartSelector::Index(part.index),
             max_memory,
@@ -136,7 +141,12 @@ pub fn describe_attributes(path: &Path) -> Result<String> {
             .iter()
             .filter(|a| !DESCRIBED.contains(&a.name.as_str()))
             .collect();
-        let _ = writeln!(out, "  part {}: {} other attributes", part.index, others.len());
+        let _ = writeln!(
+            out,
+            "  part {}: {} other attributes",
+            part.index,
+            others.len()
+        );
         for a in others {
             let _ = writeln!(out, "    {} ({}): {}", a.name, a.kind, a.display_value());
         }

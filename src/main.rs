@@ -10,8 +10,7 @@ use deepmerge::composite::{
     holdout, HoldoutMode, MergeOptions, MergeStrategy, OutputKind, SortPolicy,
 };
 use deepmerge::exr::{
-    self, DeepWriteOptions, FlatType, MetadataMode, OutputOptions,
-    PartSelector, ReadOptions,
+    self, DeepWriteOptions, FlatType, MetadataMode, OutputOptions, PartSelector, ReadOptions,
 };
 use deepmerge::gpu::{GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
 use deepmerge::inspect::TableValues;

@@ -94,7 +94,14 @@ fn options_that_do_not_apply_are_refused_not_ignored() {
             "--zstd-level applies to --compression zstd",
         ),
         (
-            &["--backend", "cpu", "--compression", "zstd", "--zstd-level", "23"][..],
+            &[
+                "--backend",
+                "cpu",
+                "--compression",
+                "zstd",
+                "--zstd-level",
+                "23",
+            ][..],
             "the zstd level must be 1 to 22, not 23",
         ),
         (

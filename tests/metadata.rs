@@ -63,7 +63,11 @@ fn the_first_inputs_attributes_survive_flat_and_deep_merges() {
         let (first, second) = (data(first), data(second));
         let expected = carried(&first);
         assert!(expected.len() >= 5, "{}: {expected:?}", first.display());
-        for extra in [&[][..], &["--deep"][..], &["--deep", "--compression", "zstd"][..]] {
+        for extra in [
+            &[][..],
+            &["--deep"][..],
+            &["--deep", "--compression", "zstd"][..],
+        ] {
             let out = dir.path().join("out.exr");
             let mut args = vec![
                 first.to_str().unwrap(),

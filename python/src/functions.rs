@@ -248,8 +248,7 @@ fn merge<'py>(
             "compression, zstd_level, metadata and flat_type apply when writing: pass out=PATH (or use write())",
         ));
     }
-    let output_options =
-        OutputOptions::parse(compression, zstd_level, metadata).map_err(to_py)?;
+    let output_options = OutputOptions::parse(compression, zstd_level, metadata).map_err(to_py)?;
     let flat_type = match (output, flat_type) {
         (OutputKind::Deep, Some(_)) => {
             return Err(usage(
@@ -375,7 +374,6 @@ fn merge<'py>(
 fn window_of(b: deepmerge::deep::Bounds) -> Window {
     ((b.x0, b.y0), (b.x1, b.y1))
 }
-
 
 /// The CLI's `--flat-type` (default half).
 fn flat_type_of(flat_type: Option<&str>) -> PyResult<FlatType> {

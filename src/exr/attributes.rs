@@ -277,6 +277,9 @@ mod tests {
         ]);
         let names: Vec<&str> = carried.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, ["owner", "worldToCamera"]);
-        assert!(software_attribute().text().unwrap().starts_with("deepmerge "));
+        assert!(software_attribute()
+            .text()
+            .unwrap()
+            .starts_with("deepmerge "));
     }
 }

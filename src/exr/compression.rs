@@ -477,7 +477,10 @@ mod tests {
             if codec != Codec::None {
                 assert!(packed.len() < raw.len(), "{codec:?} did not compress");
             }
-            assert_eq!(decompress(codec, &packed, raw.len(), &any_layout(), "t").unwrap(), raw);
+            assert_eq!(
+                decompress(codec, &packed, raw.len(), &any_layout(), "t").unwrap(),
+                raw
+            );
         }
     }
 
@@ -487,7 +490,10 @@ mod tests {
             let raw: Vec<u8> = (0..len).map(|i| (i % 3) as u8).collect();
             for codec in [Codec::Rle, Codec::Zips] {
                 let packed = compress(codec, &raw, &any_layout());
-                assert_eq!(decompress(codec, &packed, len, &any_layout(), "t").unwrap(), raw);
+                assert_eq!(
+                    decompress(codec, &packed, len, &any_layout(), "t").unwrap(),
+                    raw
+                );
             }
         }
     }
@@ -510,7 +516,8 @@ mod tests {
     fn zlib_errors_are_one_line() {
         let mut z = compress(Codec::Zips, &sample_bytes(), &any_layout());
         z[1] ^= 1; // the header's check bits
-        let err = decompress(Codec::Zips, &z, sample_bytes().len(), &any_layout(), "t").unwrap_err();
+        let err =
+            decompress(Codec::Zips, &z, sample_bytes().len(), &any_layout(), "t").unwrap_err();
         let text = err.to_string();
         assert!(text.starts_with("t: zlib data is corrupt ("), "{text}");
         assert_eq!(text.lines().count(), 1, "{text:?}");
@@ -531,7 +538,10 @@ mod tests {
             max_unpacked(Codec::Zip, z.len()) >= zeros.len(),
             "real data is plausible"
         );
-        assert_eq!(decompress(Codec::Zip, &z, zeros.len(), &any_layout(), "t").unwrap(), zeros);
+        assert_eq!(
+            decompress(Codec::Zip, &z, zeros.len(), &any_layout(), "t").unwrap(),
+            zeros
+        );
         assert!(decompress(Codec::Zip, &z, usize::MAX, &any_layout(), "t").is_err());
     }
 }

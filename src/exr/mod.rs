@@ -16,11 +16,11 @@ pub use attributes::{
     carried_attributes, software_attribute, MetadataMode, RawAttribute, REQUIRED_CARRIED,
     WRITER_OWNED,
 };
-pub use output::OutputOptions;
 pub use compression::{
     check_deep_output, check_plausible, compress, compression_name, decompress, max_unpacked,
     BlockLayout, Codec, ZSTD_DEFAULT_LEVEL, ZSTD_LEVELS,
 };
+pub use output::OutputOptions;
 pub use read::{
     decode_deep, human_bytes, read_deep, read_parts_info, PartInfo, PartSelector, ReadOptions,
     DEFAULT_MAX_MEMORY,

@@ -314,8 +314,8 @@ pub(crate) struct ParsedHeaders {
 /// [`ParsedHeaders::compression_ids`] and decides how the part is read.
 fn stand_in_compression(id: u8) -> Option<u8> {
     match id {
-        12 => Some(9),  // LJ2K, 256 lines: DWAB
-        13 => Some(2),  // ZSTD, one line: ZIPS
+        12 => Some(9),   // LJ2K, 256 lines: DWAB
+        13 => Some(2),   // ZSTD, one line: ZIPS
         14.. => Some(0), // unknown: NONE (the part is refused when read)
         _ => None,
     }
@@ -342,11 +342,14 @@ pub(crate) fn parse_meta(bytes: &[u8]) -> Result<ParsedHeaders> {
         }
     }
     // The header parser is a dependency; a malformed header must give an error, never a panic.
-    let parsed = std::panic::catch_unwind(|| MetaData::read_from_buffered(&header_bytes[..], false))
-        .map_err(|_| Error::format("cannot parse the EXR header (malformed)"))?;
+    let parsed =
+        std::panic::catch_unwind(|| MetaData::read_from_buffered(&header_bytes[..], false))
+            .map_err(|_| Error::format("cannot parse the EXR header (malformed)"))?;
     let meta = parsed.map_err(|e| Error::format(format!("cannot parse the EXR header: {e}")))?;
     if meta.headers.len() != walk.headers.len() {
-        return Err(Error::format("cannot parse the EXR header (malformed part list)"));
+        return Err(Error::format(
+            "cannot parse the EXR header (malformed part list)",
+        ));
     }
     let compression_ids = walk
         .compression_at
@@ -696,8 +699,14 @@ pub(crate) fn chunk_counts(
         packed_table[..table_size].to_vec()
     } else {
         let layout = BlockLayout::count_table(region.width(), region.height());
-        decompress(codec, packed_table, table_size, &layout, "sample-count table")
-            .map_err(|e| Error::format(format!("block {region}: {e}")))?
+        decompress(
+            codec,
+            packed_table,
+            table_size,
+            &layout,
+            "sample-count table",
+        )
+        .map_err(|e| Error::format(format!("block {region}: {e}")))?
     };
     let cumulative: Vec<i32> = table
         .chunks_exact(4)

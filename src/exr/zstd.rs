@@ -115,12 +115,19 @@ fn segments(split: usize, total: usize) -> Vec<(std::ops::Range<usize>, usize)> 
 /// The caller stores the block raw instead when this is not smaller.
 pub(super) fn compress(raw: &[u8], layout: &BlockLayout, level: i32) -> Vec<u8> {
     let sorted_rows = sorted_rows(layout);
-    assert_eq!(sorted_rows.total, raw.len(), "the layout describes the block");
+    assert_eq!(
+        sorted_rows.total,
+        raw.len(),
+        "the layout describes the block"
+    );
     let mut sorted = vec![0u8; raw.len()];
     for row in &sorted_rows.rows {
         sorted[row.sorted..row.sorted + row.len].copy_from_slice(&raw[row.raw..row.raw + row.len]);
         if layout.flat {
-            delta_encode(&mut sorted[row.sorted..row.sorted + row.len], row.value_size);
+            delta_encode(
+                &mut sorted[row.sorted..row.sorted + row.len],
+                row.value_size,
+            );
         }
     }
     let mut inner = Vec::with_capacity(raw.len() + 16);
@@ -131,7 +138,8 @@ pub(super) fn compress(raw: &[u8], layout: &BlockLayout, level: i32) -> Vec<u8> 
         inner.extend((range.len() as u64).to_le_bytes());
         shuffle(&sorted[range], value_size, &mut inner);
     }
-    let mut out = Vec::with_capacity(FRAME_HEADER_BYTES + zstd::zstd_safe::compress_bound(inner.len()));
+    let mut out =
+        Vec::with_capacity(FRAME_HEADER_BYTES + zstd::zstd_safe::compress_bound(inner.len()));
     let (format, flags) = if layout.flat {
         (FORMAT_SORTED_DELTA, FLAG_DELTA)
     } else {
@@ -337,7 +345,10 @@ mod tests {
 
     #[test]
     fn delta_wraps_and_inverts() {
-        let mut row: Vec<u8> = [5u16, 3, 65535, 0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut row: Vec<u8> = [5u16, 3, 65535, 0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
         let original = row.clone();
         delta_encode(&mut row, 2);
         let deltas: Vec<u16> = row
