@@ -15,7 +15,7 @@ use deepmerge::composite::{MergeOptions, OutputKind};
 use deepmerge::exr::{decode_deep, encode_deep, read_deep, write_deep, Codec, ReadOptions};
 use deepmerge::stream::{merge_files, MergeEngine, StreamOptions};
 
-const REPEATS: usize = 5;
+const REPEATS: usize = 3;
 
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();

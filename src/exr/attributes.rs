@@ -69,13 +69,15 @@ impl RawAttribute {
                 }
                 format!("[{}]", texts.join(", "))
             }
-            "int" | "v2i" | "v3i" | "box2i" if v.len() % 4 == 0 => i32s().join(" "),
+            "int" | "v2i" | "v3i" | "box2i" if v.len().is_multiple_of(4) => i32s().join(" "),
             "float" | "v2f" | "v3f" | "box2f" | "m33f" | "m44f" | "chromaticities"
-                if v.len() % 4 == 0 =>
+                if v.len().is_multiple_of(4) =>
             {
                 f32s().join(" ")
             }
-            "double" | "v2d" | "v3d" | "m33d" | "m44d" if v.len() % 8 == 0 => f64s().join(" "),
+            "double" | "v2d" | "v3d" | "m33d" | "m44d" if v.len().is_multiple_of(8) => {
+                f64s().join(" ")
+            }
             "rational" if sized(8) => {
                 let n = i32::from_le_bytes(v[..4].try_into().unwrap());
                 let d = u32::from_le_bytes(v[4..].try_into().unwrap());
