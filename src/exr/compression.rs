@@ -157,6 +157,15 @@ impl Codec {
         })
     }
 
+    /// Copies of a block's unpacked size held at once while unpacking it: the codec's output
+    /// and the de-interleaved result (ZSTD: the zstd output, the sorted copy and the result).
+    pub fn unpack_copies(self) -> u64 {
+        match self {
+            Codec::Zstd { .. } => 3,
+            _ => 2,
+        }
+    }
+
     /// Whether OpenEXR reads deep parts in this codec (all but ZIP).
     pub fn valid_for_deep(self) -> bool {
         self != Codec::Zip

@@ -210,8 +210,8 @@ pub fn decode_deep(bytes: &[u8], options: &ReadOptions) -> Result<DeepImage> {
             total = total.saturating_add(c as u64);
         }
     }
-    // Pass 2 unpacks a batch of chunks at a time; each chunk holds its unpacked bytes twice at
-    // the peak (the codec's output and the de-interleaved copy), so the largest batch counts.
+    // Pass 2 unpacks a batch of chunks at a time; each chunk holds its unpacked bytes a few
+    // times at the peak (`Codec::unpack_copies`), so the largest batch counts.
     let batch = rayon::current_num_threads().max(1) * 4;
     let transient = chunks
         .chunks(batch)
@@ -222,7 +222,7 @@ pub fn decode_deep(bytes: &[u8], options: &ReadOptions) -> Result<DeepImage> {
         })
         .max()
         .unwrap_or(0)
-        .saturating_mul(2);
+        .saturating_mul(codec.unpack_copies());
     check_memory(
         pixel_bytes
             .saturating_add(total.saturating_mul(bytes_per_sample))
