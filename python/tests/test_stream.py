@@ -119,7 +119,8 @@ def test_gl_streamed_merge_equals_the_cli(cli, tmp_path):
 
 
 def test_image_inputs_with_out_merge_in_memory_and_write_the_cli_file(cli, tmp_path):
-    cli(BALLS, LEAVES, "-o", tmp_path / "cli.exr", "--deep", "-q")
+    # The first input is an image in memory: no header to carry, as the CLI's --metadata none.
+    cli(BALLS, LEAVES, "-o", tmp_path / "cli.exr", "--deep", "-q", "--metadata", "none")
     report = dm.merge([dm.read(BALLS), LEAVES], output="deep", out=tmp_path / "py.exr")
     same_bytes(tmp_path / "cli.exr", tmp_path / "py.exr")
     assert report["streamed"] is False and report["bands"] == 1

@@ -314,35 +314,36 @@ impl Default for FlatWriteOptions {
 
 /// Encode `attributes` (the writer's own, by name) then `carried`, and the end of the header.
 /// A required attribute the writer states with a default value (`pixelAspectRatio`,
-/// `screenWindowCenter`, `screenWindowWidth`) is left out when `carried` holds it with its
-/// type, so the input's value is the one written. Returns where each of the writer's own
-/// attributes' value ends.
+/// `screenWindowCenter`, `screenWindowWidth`) takes the value `carried` holds for it (with its
+/// type), in the writer's place, so an input with the defaults gives the bytes of an output
+/// that carries nothing. Returns where each of the writer's own attributes' value ends.
 pub(super) fn write_attributes(
     out: &mut Vec<u8>,
     attributes: &[(&'static str, AttributeValue)],
     carried: &[RawAttribute],
 ) -> Result<Vec<(&'static str, usize)>> {
-    let carried_has = |name: &str| {
+    let carried_value = |name: &str| {
         REQUIRED_CARRIED
             .iter()
-            .any(|&(n, kind)| n == name && carried.iter().any(|a| a.name == n && a.kind == kind))
+            .find(|&&(n, _)| n == name)
+            .and_then(|&(n, kind)| carried.iter().find(|a| a.name == n && a.kind == kind))
     };
     let mut ends = Vec::with_capacity(attributes.len());
     for (name, value) in attributes {
-        if carried_has(name) {
-            continue;
+        match carried_value(name) {
+            Some(input) => input.write(out),
+            None => attr::write(name.as_bytes(), value, out)
+                .map_err(|e| Error::format(format!("cannot encode attribute {name}: {e}")))?,
         }
-        attr::write(name.as_bytes(), value, out)
-            .map_err(|e| Error::format(format!("cannot encode attribute {name}: {e}")))?;
         ends.push((*name, out.len()));
     }
     for attribute in carried {
-        if WRITER_OWNED.contains(&attribute.name.as_str())
-            && !(attribute.name == "software" && attribute.kind == "string")
-        {
-            continue;
+        let written = REQUIRED_CARRIED.iter().any(|&(n, _)| n == attribute.name);
+        let owned = WRITER_OWNED.contains(&attribute.name.as_str())
+            && !(attribute.name == "software" && attribute.kind == "string");
+        if !written && !owned {
+            attribute.write(out);
         }
-        attribute.write(out);
     }
     out.push(0);
     Ok(ends)
