@@ -93,6 +93,11 @@ pub fn describe_file(path: &Path, max_memory: u64) -> Result<String> {
             continue;
         }
         let _ = writeln!(out, "    deep image state: {}", part.state.name());
+        // A part in a compression deepmerge does not read is still described, samples aside.
+        if let Err(e) = crate::exr::Codec::for_deep_part(part.compression_id) {
+            let _ = writeln!(out, "    samples: not read: {e}");
+            continue;
+        }
         let options = ReadOptions {
             part: PartSelector::Index(part.index),
             max_memory,
@@ -110,6 +115,41 @@ pub fn describe_file(path: &Path, max_memory: u64) -> Result<String> {
             .map(|((name, _), n)| format!("{name}: {n}"))
             .collect();
         let _ = writeln!(out, "    depth complexity (pixels): {}", bins.join(", "));
+    }
+    Ok(out)
+}
+
+/// The attributes shown on their own lines by [`describe_file`].
+const DESCRIBED: [&str; 8] = [
+    "channels",
+    "compression",
+    "dataWindow",
+    "displayWindow",
+    "lineOrder",
+    "tiles",
+    "name",
+    "type",
+];
+
+/// Every other attribute of each part's header, as `deepmerge info --all-attributes` prints
+/// them: `    name (type): value`.
+pub fn describe_attributes(path: &Path) -> Result<String> {
+    let mut out = String::new();
+    for part in read_parts_info(path)? {
+        let others: Vec<_> = part
+            .attributes
+            .iter()
+            .filter(|a| !DESCRIBED.contains(&a.name.as_str()))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  part {}: {} other attributes",
+            part.index,
+            others.len()
+        );
+        for a in others {
+            let _ = writeln!(out, "    {} ({}): {}", a.name, a.kind, a.display_value());
+        }
     }
     Ok(out)
 }

@@ -15,7 +15,7 @@ use crate::backend::Engine;
 use crate::composite::MergeOptions;
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
-use crate::exr::{self, DeepWriteOptions, FlatType, ReadOptions};
+use crate::exr::{self, DeepWriteOptions, FlatWriteOptions, MetadataMode, ReadOptions};
 use crate::gpu::{GlContext, GlOptions};
 use crate::progress::{Progress, RunStats};
 use crate::sequence::FramePattern;
@@ -28,10 +28,12 @@ pub struct MergeJob {
     pub read: ReadOptions,
     /// What the merge produces.
     pub merge: MergeOptions,
-    /// Storage of flat output.
-    pub flat_type: FlatType,
+    /// Options of flat output.
+    pub flat_write: FlatWriteOptions,
     /// Options of deep output.
     pub deep_write: DeepWriteOptions,
+    /// Which input attributes the output carries.
+    pub metadata: MetadataMode,
     /// GL engine options (the defaults when `None`).
     pub gl: Option<GlOptions>,
     /// Print the GL engine's statistics after each merge.
@@ -138,8 +140,9 @@ impl MergeJob {
         StreamOptions {
             part: self.read.part.clone(),
             merge: self.merge,
-            flat_type: self.flat_type,
-            deep_write: self.deep_write,
+            flat_write: self.flat_write.clone(),
+            deep_write: self.deep_write.clone(),
+            metadata: self.metadata,
             budget: self.budget,
             channels: self.channels.clone(),
             band_rows: self.band_rows,

@@ -11,7 +11,9 @@ use deepmerge::bench::{self, BenchArgs};
 use deepmerge::composite::{
     holdout, HoldoutMode, MergeOptions, MergeStrategy, OutputKind, SortPolicy,
 };
-use deepmerge::exr::{self, Codec, DeepWriteOptions, FlatType, PartSelector, ReadOptions};
+use deepmerge::exr::{
+    self, DeepWriteOptions, FlatType, MetadataMode, OutputOptions, PartSelector, ReadOptions,
+};
 use deepmerge::gpu::{GlContext, GlOptions, Layout, MergeMethod, PixelOrder, RbmBlocks};
 use deepmerge::inspect::TableValues;
 use deepmerge::job::{MergeJob, SequenceSummary};
@@ -53,9 +55,8 @@ enum Command {
         /// Drop samples behind the holdout's first opaque depth instead of attenuating.
         #[arg(long)]
         cull: bool,
-        /// Compression of the output.
-        #[arg(long, value_enum, default_value_t = CompressionArg::Zips)]
-        compression: CompressionArg,
+        #[command(flatten)]
+        write: OutputArgs,
         /// Refuse inputs that would take more than this many GiB once decoded.
         #[arg(long, value_name = "GIB", default_value_t = 8.0)]
         max_memory: f64,
@@ -134,6 +135,9 @@ enum Command {
         /// With --pixel: the running "over" in merge order instead of the raw values.
         #[arg(long, requires = "pixel")]
         accumulated: bool,
+        /// Also print every other header attribute of each part, with its type.
+        #[arg(long, conflicts_with = "pixel")]
+        all_attributes: bool,
     },
     /// Open a window on the merge of FILE... (or on one file): composite, channels, depth and
     /// depth-complexity views, depth slicing on the GPU and a pixel inspector.
@@ -158,7 +162,52 @@ pub(crate) enum CompressionArg {
     None,
     Rle,
     Zips,
+    /// Flat output only (OpenEXR refuses it for deep parts).
     Zip,
+    /// OpenEXR 3.5's zstd (level: --zstd-level).
+    Zstd,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum MetadataArg {
+    /// The first input's header attributes (its part's), but those the writer states.
+    First,
+    /// Only the attributes the writer states.
+    None,
+}
+
+/// How every command that writes an EXR writes it: compression and carried metadata.
+#[derive(Args, Clone, Debug)]
+pub(crate) struct OutputArgs {
+    /// Compression: none, rle, zips, zstd, and zip for flat output only. Default: zips for
+    /// deep output, zip for flat output.
+    #[arg(long, value_enum)]
+    compression: Option<CompressionArg>,
+    /// The zstd level, 1 to 22 (default 5, OpenEXR's), with --compression zstd.
+    #[arg(long, value_name = "N")]
+    zstd_level: Option<i32>,
+    /// Header attributes of the output: the first input's (first, the default) or none; the
+    /// writer's own (channels, windows, compression...) and `software` are always its own.
+    #[arg(long, value_enum, value_name = "WHICH")]
+    metadata: Option<MetadataArg>,
+}
+
+impl OutputArgs {
+    pub(crate) fn options(&self) -> Result<OutputOptions> {
+        let name = self.compression.map(|c| match c {
+            CompressionArg::None => "none",
+            CompressionArg::Rle => "rle",
+            CompressionArg::Zips => "zips",
+            CompressionArg::Zip => "zip",
+            CompressionArg::Zstd => "zstd",
+        });
+        let mut options = OutputOptions::parse(name, self.zstd_level, None)?;
+        options.metadata = match self.metadata {
+            Some(MetadataArg::None) => MetadataMode::None,
+            Some(MetadataArg::First) | None => MetadataMode::First,
+        };
+        Ok(options)
+    }
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -217,9 +266,8 @@ struct MergeArgs {
     /// Write a merged deep image instead of a flat composite.
     #[arg(long)]
     deep: bool,
-    /// Compression of deep output.
-    #[arg(long, value_enum, default_value_t = CompressionArg::Zips)]
-    compression: CompressionArg,
+    #[command(flatten)]
+    write: OutputArgs,
     /// Storage type of flat colour and alpha.
     #[arg(long, value_enum, default_value_t = FlatTypeArg::Half)]
     flat_type: FlatTypeArg,
@@ -359,6 +407,7 @@ fn main() -> ExitCode {
             pixel,
             part,
             accumulated,
+            all_attributes,
         }) => run_info(
             &files,
             max_memory,
@@ -366,6 +415,7 @@ fn main() -> ExitCode {
             pixel,
             part,
             accumulated,
+            all_attributes,
         ),
         Some(Command::View(args)) => match deepmerge::view::run(&args) {
             Ok(true) => Ok(()),
@@ -378,9 +428,9 @@ fn main() -> ExitCode {
             holdout,
             output,
             cull,
-            compression,
+            write,
             max_memory,
-        }) => run_holdout(&input, &holdout, &output, cull, compression, max_memory),
+        }) => run_holdout(&input, &holdout, &output, cull, &write, max_memory),
         Some(Command::Flatten(args)) => cli::ops::run_flatten(&args),
         Some(Command::Slice(args)) => cli::ops::run_slice(&args),
         Some(Command::Crop(args)) => cli::ops::run_crop(&args),
@@ -525,6 +575,7 @@ fn run_info(
     pixel: Option<String>,
     part: Option<String>,
     accumulated: bool,
+    all_attributes: bool,
 ) -> Result<()> {
     let max_memory = gib_to_bytes("--max-memory", max_memory)?;
     let selection = channels.map(ChannelSelection::parse).transpose()?;
@@ -546,8 +597,12 @@ fn run_info(
                 deepmerge::info::describe_pixel_of(0, file, part.as_ref(), pixel, mode, max_memory)?
             }
             None => {
-                deepmerge::info::describe_file(file, max_memory)?
-                    + &deepmerge::info::describe_sample_cost(file, selection.as_ref())?
+                let mut text = deepmerge::info::describe_file(file, max_memory)?
+                    + &deepmerge::info::describe_sample_cost(file, selection.as_ref())?;
+                if all_attributes {
+                    text += &deepmerge::info::describe_attributes(file)?;
+                }
+                text
             }
         };
         print!("{text}");
@@ -562,6 +617,9 @@ fn run_info(
             }
             None => deepmerge::info::describe_file(f, max_memory).and_then(|mut text| {
                 text += &deepmerge::info::describe_sample_cost(f, selection.as_ref())?;
+                if all_attributes {
+                    text += &deepmerge::info::describe_attributes(f)?;
+                }
                 Ok(text)
             }),
         };
@@ -589,24 +647,17 @@ fn run_info(
     }
 }
 
-fn codec_of(c: CompressionArg) -> Codec {
-    match c {
-        CompressionArg::None => Codec::None,
-        CompressionArg::Rle => Codec::Rle,
-        CompressionArg::Zips => Codec::Zips,
-        CompressionArg::Zip => Codec::Zip,
-    }
-}
-
 fn run_holdout(
     input: &Path,
     holdout_path: &Path,
     output: &Path,
     cull: bool,
-    compression: CompressionArg,
+    write: &OutputArgs,
     max_memory: f64,
 ) -> Result<()> {
     cli_conventions::check_output_is_a_file(output)?;
+    let output_options = write.options()?;
+    let mut deep_write = output_options.deep(true)?;
     let inputs = [input.to_path_buf(), holdout_path.to_path_buf()];
     let options = ReadOptions {
         max_memory: gib_to_bytes("--max-memory", max_memory)?,
@@ -620,7 +671,14 @@ fn run_holdout(
         HoldoutMode::Attenuate
     };
     let result = holdout(&images[0], &images[1], mode)?;
-    exr::write_deep(output, &result, codec_of(compression))
+    // The input's attributes (of the part read: the first deep one).
+    let parts = exr::read_parts_info(input)?;
+    if let Some(part) = parts.iter().find(|p| p.deep) {
+        deep_write
+            .attributes
+            .extend(output_options.attributes_from(&part.attributes));
+    }
+    exr::write_deep_with(output, &result, &deep_write)
 }
 
 /// The GL engine's options from the command line; `None` when none was given.
@@ -677,12 +735,18 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             "--flat-z and --flat-type apply to flat output, not --deep".into(),
         ));
     }
-    if !args.deep && (args.tidy || args.no_deep_state || args.compression != CompressionArg::Zips) {
+    if !args.deep && (args.tidy || args.no_deep_state) {
         return Err(Error::Usage(
-            "--tidy, --compression and --no-deep-state apply to deep output; add --deep (flat output is always composited tidily)".into(),
+            "--tidy and --no-deep-state apply to deep output; add --deep (flat output is always composited tidily)".into(),
         ));
     }
     deepmerge::preview::check_output_name(output, args.deep)?;
+    let output_options = args.write.options()?;
+    let deep_write = if args.deep {
+        output_options.deep(!args.no_deep_state)?
+    } else {
+        DeepWriteOptions::default()
+    };
     // Parse the sequence before choosing the engine: a usage error should not wait for GL.
     let output_pattern = FramePattern::parse(output)?;
     let frames = match (&args.frames, &output_pattern) {
@@ -752,14 +816,12 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
                 StrategyArg::Chain => MergeStrategy::Chain,
             },
         },
-        flat_type: match args.flat_type {
+        flat_write: output_options.flat(match args.flat_type {
             FlatTypeArg::Half => FlatType::Half,
             FlatTypeArg::Float => FlatType::Float,
-        },
-        deep_write: DeepWriteOptions {
-            codec: codec_of(args.compression),
-            write_state: !args.no_deep_state,
-        },
+        }),
+        deep_write,
+        metadata: output_options.metadata,
         gl: requested_gl,
         gl_stats: args.stats,
     };

@@ -76,8 +76,23 @@ fn options_that_do_not_apply_are_refused_not_ignored() {
         ),
         (&["--backend", "cpu", "--tidy"][..], "apply to deep output"),
         (
-            &["--backend", "cpu", "--compression", "rle"][..],
-            "apply to deep output",
+            &["--backend", "cpu", "--deep", "--compression", "zip"][..],
+            "OpenEXR accepts none, rle, zips and zstd for deep parts",
+        ),
+        (
+            &["--backend", "cpu", "--zstd-level", "3"][..],
+            "--zstd-level applies to --compression zstd",
+        ),
+        (
+            &[
+                "--backend",
+                "cpu",
+                "--compression",
+                "zstd",
+                "--zstd-level",
+                "23",
+            ][..],
+            "the zstd level must be 1 to 22, not 23",
         ),
         // The old spelling is an alias: the refusal names the option by its name.
         (

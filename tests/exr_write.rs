@@ -57,6 +57,7 @@ fn written_deep_files_read_back_in_pypi_openexr() {
             let options = DeepWriteOptions {
                 codec,
                 write_state: false,
+                ..DeepWriteOptions::default()
             };
             write_deep_with(&path, im, &options).unwrap();
             assert_matches_dump(

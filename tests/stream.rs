@@ -14,8 +14,8 @@ use common::data;
 use deepmerge::composite::{merge_images, MergeOptions, MergeOutput, OutputKind};
 use deepmerge::deep::DeepImage;
 use deepmerge::exr::{
-    encode_deep_with, read_deep, write_deep_with, write_flat, Codec, DeepWriteOptions, FlatType,
-    ReadOptions,
+    encode_deep_with, read_deep, write_deep_with, write_flat_with, Codec, DeepWriteOptions,
+    FlatType, FlatWriteOptions, ReadOptions,
 };
 use deepmerge::stream::{merge_files, ChannelSelection, MergeEngine, StreamOptions};
 
@@ -29,7 +29,7 @@ fn whole_image(inputs: &[PathBuf], options: &StreamOptions, out: &Path) {
         .collect();
     let refs: Vec<&DeepImage> = images.iter().collect();
     match merge_images(&refs, &options.merge).unwrap() {
-        MergeOutput::Flat(flat) => write_flat(out, &flat, options.flat_type).unwrap(),
+        MergeOutput::Flat(flat) => write_flat_with(out, &flat, &options.flat_write).unwrap(),
         MergeOutput::Deep(deep) => write_deep_with(out, &deep, &options.deep_write).unwrap(),
     }
 }
@@ -102,6 +102,7 @@ fn decreasing_file(image: &DeepImage, path: &Path) {
     let options = DeepWriteOptions {
         codec: Codec::Zip,
         write_state: true,
+        ..DeepWriteOptions::default()
     };
     let bytes = encode_deep_with(image, &options).unwrap();
     let chunks = image.data_window.height().div_ceil(16);
@@ -186,7 +187,10 @@ fn mixed_and_decreasing_inputs_stream_like_the_whole_image() {
             output: OutputKind::Flat { z: true },
             ..MergeOptions::default()
         },
-        flat_type: FlatType::Float,
+        flat_write: FlatWriteOptions {
+            flat_type: FlatType::Float,
+            ..FlatWriteOptions::default()
+        },
         ..StreamOptions::default()
     };
     check_streams_like_whole(&inputs, &flat_z);

@@ -139,15 +139,19 @@ def merge(
     part: Part = None,
     flat_z: bool = False,
     out: PathLike,
-    compression: Optional[Literal["none", "rle", "zips", "zip"]] = None,
+    compression: Optional[Literal["none", "rle", "zips", "zip", "zstd"]] = None,
     flat_type: Optional[Literal["half", "float"]] = None,
     channels: Optional[Channels] = None,
+    zstd_level: Optional[int] = None,
+    metadata: Optional[Literal["first", "none"]] = None,
 ) -> MergeReport:
     """``deepmerge IN... -o OUT``: with every input a path, the streamed merge, a band of rows
     at a time within ``memory_budget`` bytes (default 1 GiB; ``2 * GiB`` is
     ``--memory-budget 2``); a row too dense for its share, or a window whose tables do not
-    fit, is refused with the CLI's one line. Writes the CLI's bytes (``compression`` and
-    ``flat_type`` as ``--compression``/``--flat-type``); ``channels`` as ``--channels``."""
+    fit, is refused with the CLI's one line. Writes the CLI's bytes (``compression``,
+    ``zstd_level``, ``metadata`` and ``flat_type`` as ``--compression``, ``--zstd-level``,
+    ``--metadata`` and ``--flat-type``; zip is for flat output only); ``channels`` as
+    ``--channels``."""
 
 Compression = Optional[Literal["none", "rle", "zips", "zip"]]
 
@@ -208,12 +212,13 @@ def holdout(
 def write(
     image: Union[DeepImage, FlatImage],
     path: PathLike,
-    compression: Optional[Literal["none", "rle", "zips", "zip"]] = None,
+    compression: Optional[Literal["none", "rle", "zips", "zip", "zstd"]] = None,
     *,
     flat_type: Optional[Literal["half", "float"]] = None,
+    zstd_level: Optional[int] = None,
 ) -> None:
-    """Write as the CLI writes its output (deep: compression, default zips; flat: flat_type,
-    default half)."""
+    """Write as the CLI writes its output (deep: compression none, rle, zips (default) or zstd;
+    flat: those or zip (default), and flat_type, default half; zstd_level 1 to 22, default 5)."""
 
 def info(path: PathLike, *, memory_budget: Optional[Bytes] = None) -> List[dict]:
     """``deepmerge info`` as data: one dict per part."""

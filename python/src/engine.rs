@@ -28,8 +28,8 @@ use deepmerge::composite::{
 };
 use deepmerge::deep::{Bounds, DeepImage, FlatImage};
 use deepmerge::exr::{
-    self, human_bytes, Codec, DeepWriteOptions, FlatType, PartInfo, PartSelector, ReadOptions,
-    DEFAULT_MAX_MEMORY,
+    self, human_bytes, DeepWriteOptions, FlatType, FlatWriteOptions, MetadataMode, OutputOptions,
+    PartInfo, PartSelector, ReadOptions, DEFAULT_MAX_MEMORY,
 };
 use deepmerge::gpu::{merge_images_gl, GlOptions};
 use deepmerge::info::{sample_stats, SampleStats};
@@ -156,13 +156,16 @@ impl MergeRequest {
     }
 }
 
-/// How a merge's output file is written (`--compression`, `--no-deep-state`, `--flat-type`).
-#[derive(Clone, Copy, Debug, Default)]
+/// How a merge's output file is written (`--compression`, `--zstd-level`, `--metadata`,
+/// `--flat-type`).
+#[derive(Clone, Debug, Default)]
 pub struct WriteRequest {
     /// Deep output.
     pub deep: DeepWriteOptions,
     /// Flat output.
-    pub flat_type: FlatType,
+    pub flat: FlatWriteOptions,
+    /// Which input attributes the output carries.
+    pub metadata: MetadataMode,
 }
 
 /// What [`merge_to_file`] did.
@@ -193,8 +196,9 @@ pub fn merge_to_file(
     let options = StreamOptions {
         part: request.part.clone(),
         merge: request.merge_options(),
-        flat_type: write.flat_type,
-        deep_write: write.deep,
+        flat_write: write.flat.clone(),
+        deep_write: write.deep.clone(),
+        metadata: write.metadata,
         budget: request.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET),
         channels: request.channels.clone(),
         band_rows: None,
@@ -219,11 +223,37 @@ pub fn merge_to_file(
     })
 }
 
-/// Write an in-memory merge's result as the CLI writes its output.
-pub fn write_merged(output: &Path, merged: &MergeOutput, write: &WriteRequest) -> Result<()> {
+/// Write an in-memory merge's result as the CLI writes its output; `first_file` (the first
+/// input, when it is a file) gives the attributes `--metadata first` carries.
+pub fn write_merged(
+    output: &Path,
+    merged: &MergeOutput,
+    write: &WriteRequest,
+    first_file: Option<(&Path, &PartSelector)>,
+) -> Result<()> {
+    let mut carried = Vec::new();
+    if let (MetadataMode::First, Some((path, part))) = (write.metadata, first_file) {
+        let parts = exr::read_parts_info(path)?;
+        let chosen = match part {
+            PartSelector::FirstDeep => parts.iter().find(|p| p.deep),
+            PartSelector::Index(i) => parts.get(*i),
+            PartSelector::Name(n) => parts.iter().find(|p| p.name.as_deref() == Some(n)),
+        };
+        if let Some(chosen) = chosen {
+            carried = exr::carried_attributes(&chosen.attributes);
+        }
+    }
     match merged {
-        MergeOutput::Flat(flat) => exr::write_flat(output, flat, write.flat_type),
-        MergeOutput::Deep(deep) => exr::write_deep_with(output, deep, &write.deep),
+        MergeOutput::Flat(flat) => {
+            let mut options = write.flat.clone();
+            options.attributes.extend(carried);
+            exr::write_flat_with(output, flat, &options)
+        }
+        MergeOutput::Deep(deep) => {
+            let mut options = write.deep.clone();
+            options.attributes.extend(carried);
+            exr::write_deep_with(output, deep, &options)
+        }
     }
 }
 
@@ -348,17 +378,18 @@ pub fn holdout(image: &DeepImage, holdout: &DeepImage, cull: bool) -> Result<Dee
 }
 
 /// Write a deep image as `deepmerge --deep` does (records `deepImageState`).
-pub fn write_deep(path: &Path, image: &DeepImage, codec: Codec) -> Result<()> {
-    let options = DeepWriteOptions {
-        codec,
-        write_state: true,
-    };
-    exr::write_deep_with(path, image, &options)
+pub fn write_deep(path: &Path, image: &DeepImage, output: &OutputOptions) -> Result<()> {
+    exr::write_deep_with(path, image, &output.deep(true)?)
 }
 
 /// Write a flat image as `deepmerge` without `--deep` does.
-pub fn write_flat(path: &Path, image: &FlatImage, flat_type: FlatType) -> Result<()> {
-    exr::write_flat(path, image, flat_type)
+pub fn write_flat(
+    path: &Path,
+    image: &FlatImage,
+    flat_type: FlatType,
+    output: &OutputOptions,
+) -> Result<()> {
+    exr::write_flat_with(path, image, &output.flat(flat_type))
 }
 
 /// One part of a file as `deepmerge info` describes it.

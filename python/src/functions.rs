@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use deepmerge::backend::Backend;
 use deepmerge::composite::{MergeOutput, OutputKind};
-use deepmerge::exr::{Codec, DeepWriteOptions, FlatType, PartSelector};
+use deepmerge::exr::{DeepWriteOptions, FlatType, OutputOptions, PartSelector};
 use deepmerge::gpu::{GlOptions, Layout, MergeMethod};
 use deepmerge::info::COMPLEXITY_BINS;
 use deepmerge::stream::ChannelSelection;
@@ -178,9 +178,11 @@ fn read(
 /// merged and written a band of rows at a time within ``memory_budget`` bytes (default 1 GiB,
 /// the CLI's ``--memory-budget 1``; ``2 * deepmerge.GiB`` is ``--memory-budget 2``), a row
 /// too dense for its share is refused with the CLI's line, and the file has the CLI's bytes.
-/// ``compression`` (deep: ``"none"``, ``"rle"``, ``"zips"`` default, ``"zip"``) and
-/// ``flat_type`` (flat: ``"half"`` default, ``"float"``) are the CLI's ``--compression`` and
-/// ``--flat-type``. Returns a dict: ``streamed``, ``bands``, ``max_band_rows``,
+/// ``compression`` (``"none"``, ``"rle"``, ``"zips"`` (deep default), ``"zstd"``, and
+/// ``"zip"`` (flat default) for flat output only), ``zstd_level`` (1 to 22, default 5),
+/// ``metadata`` (``"first"`` default: the first input's header attributes; ``"none"``) and
+/// ``flat_type`` (flat: ``"half"`` default, ``"float"``) are the CLI's ``--compression``,
+/// ``--zstd-level``, ``--metadata`` and ``--flat-type``. Returns a dict: ``streamed``, ``bands``, ``max_band_rows``,
 /// ``data_window``, ``memory_budget`` (bytes), ``backend`` (``"cpu"`` or ``"gl"``). With
 /// ``out`` and a ``DeepImage`` input the merge runs in memory and is then written.
 ///
@@ -189,7 +191,7 @@ fn read(
 /// ``--max-memory`` for ``read``) only refuses: the most one decoded input or the result may
 /// take.
 #[pyfunction]
-#[pyo3(signature = (inputs, output="flat", tidy=false, backend="auto", layout=None, method=None, memory_budget=None, *, part=None, flat_z=false, out=None, compression=None, flat_type=None, channels=None))]
+#[pyo3(signature = (inputs, output="flat", tidy=false, backend="auto", layout=None, method=None, memory_budget=None, *, part=None, flat_z=false, out=None, compression=None, flat_type=None, channels=None, zstd_level=None, metadata=None))]
 #[allow(clippy::too_many_arguments)]
 fn merge<'py>(
     py: Python<'py>,
@@ -206,6 +208,8 @@ fn merge<'py>(
     compression: Option<&str>,
     flat_type: Option<&str>,
     channels: Option<&Bound<'py, PyAny>>,
+    zstd_level: Option<i32>,
+    metadata: Option<&str>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let output = match output {
         "flat" => OutputKind::Flat { z: flat_z },
@@ -234,32 +238,32 @@ fn merge<'py>(
             )))
         }
     };
-    if out.is_none() && (compression.is_some() || flat_type.is_some()) {
+    if out.is_none()
+        && (compression.is_some()
+            || flat_type.is_some()
+            || zstd_level.is_some()
+            || metadata.is_some())
+    {
         return Err(usage(
-            "compression and flat_type apply when writing: pass out=PATH (or use write())",
+            "compression, zstd_level, metadata and flat_type apply when writing: pass out=PATH (or use write())",
         ));
     }
+    let output_options = OutputOptions::parse(compression, zstd_level, metadata).map_err(to_py)?;
+    let flat_type = match (output, flat_type) {
+        (OutputKind::Deep, Some(_)) => {
+            return Err(usage(
+                "flat_type applies to flat output, not output=\"deep\"",
+            ))
+        }
+        (_, t) => flat_type_of(t)?,
+    };
     let write = WriteRequest {
-        deep: DeepWriteOptions {
-            codec: match (output, compression) {
-                (OutputKind::Deep, c) => codec_of(c)?,
-                (_, None) => Codec::Zips,
-                (_, Some(_)) => {
-                    return Err(usage(
-                        "compression applies to deep output; pass output=\"deep\"",
-                    ))
-                }
-            },
-            write_state: true,
+        deep: match output {
+            OutputKind::Deep => output_options.deep(true).map_err(to_py)?,
+            OutputKind::Flat { .. } => DeepWriteOptions::default(),
         },
-        flat_type: match (output, flat_type) {
-            (OutputKind::Deep, Some(_)) => {
-                return Err(usage(
-                    "flat_type applies to flat output, not output=\"deep\"",
-                ))
-            }
-            (_, t) => flat_type_of(t)?,
-        },
+        flat: output_options.flat(flat_type),
+        metadata: output_options.metadata,
     };
     let request = MergeRequest {
         output,
@@ -325,8 +329,21 @@ fn merge<'py>(
         .detach(|| engine::merge(&engine_inputs, &request))
         .map_err(to_py)?;
     if let Some(out) = &out {
-        py.detach(|| engine::write_merged(out, &merged, &write))
-            .map_err(to_py)?;
+        // The first input's attributes are carried when it is a file.
+        let first_file = match items.first() {
+            Some(PathOrImage::Path(path)) => Some(path),
+            _ => None,
+        };
+        let part = request.part.clone();
+        py.detach(|| {
+            engine::write_merged(
+                out,
+                &merged,
+                &write,
+                first_file.map(|p| (p.as_path(), &part)),
+            )
+        })
+        .map_err(to_py)?;
         let window = match &merged {
             MergeOutput::Flat(image) => image.data_window,
             MergeOutput::Deep(image) => image.data_window,
@@ -356,21 +373,6 @@ fn merge<'py>(
 
 fn window_of(b: deepmerge::deep::Bounds) -> Window {
     ((b.x0, b.y0), (b.x1, b.y1))
-}
-
-/// The CLI's `--compression` (default zips).
-pub(crate) fn codec_of(compression: Option<&str>) -> PyResult<Codec> {
-    Ok(match compression.unwrap_or("zips") {
-        "none" => Codec::None,
-        "rle" => Codec::Rle,
-        "zips" => Codec::Zips,
-        "zip" => Codec::Zip,
-        other => {
-            return Err(usage(format!(
-                "compression must be \"none\", \"rle\", \"zips\" or \"zip\", not {other:?}"
-            )))
-        }
-    })
 }
 
 /// The CLI's `--flat-type` (default half).
@@ -452,38 +454,35 @@ fn holdout(
 }
 
 /// Write ``image`` to ``path`` as the CLI writes its output: a ``DeepImage`` as deep scanline
-/// with ``compression`` ``"none"``, ``"rle"``, ``"zips"`` (default) or ``"zip"``; a
-/// ``FlatImage`` as flat scanline with colour and alpha stored as ``flat_type`` ``"half"``
-/// (default) or ``"float"``. Written to a temporary file beside ``path`` and renamed.
+/// with ``compression`` ``"none"``, ``"rle"``, ``"zips"`` (default) or ``"zstd"``; a
+/// ``FlatImage`` as flat scanline with those or ``"zip"`` (default), colour and alpha stored as
+/// ``flat_type`` ``"half"`` (default) or ``"float"``. ``zstd_level`` (1 to 22, default 5) goes
+/// with ``"zstd"``. Written to a temporary file beside ``path`` and renamed.
 #[pyfunction]
-#[pyo3(signature = (image, path, compression=None, *, flat_type=None))]
+#[pyo3(signature = (image, path, compression=None, *, flat_type=None, zstd_level=None))]
 fn write(
     py: Python<'_>,
     image: &Bound<'_, PyAny>,
     path: PathBuf,
     compression: Option<&str>,
     flat_type: Option<&str>,
+    zstd_level: Option<i32>,
 ) -> PyResult<()> {
+    let output = OutputOptions::parse(compression, zstd_level, None).map_err(to_py)?;
     if let Ok(deep) = image.cast::<PyDeepImage>() {
         if flat_type.is_some() {
             return Err(usage("flat_type applies to a FlatImage, not a DeepImage"));
         }
-        let codec = codec_of(compression)?;
         let deep = &deep.get().image;
         return py
-            .detach(|| engine::write_deep(&path, deep, codec))
+            .detach(|| engine::write_deep(&path, deep, &output))
             .map_err(to_py);
     }
     if let Ok(flat) = image.cast::<PyFlatImage>() {
-        if compression.is_some() {
-            return Err(usage(
-                "compression applies to a DeepImage; flat output is written as the CLI writes it",
-            ));
-        }
         let flat_type = flat_type_of(flat_type)?;
         let flat = &flat.get().image;
         return py
-            .detach(|| engine::write_flat(&path, flat, flat_type))
+            .detach(|| engine::write_flat(&path, flat, flat_type, &output))
             .map_err(to_py);
     }
     Err(usage(

@@ -5,13 +5,13 @@
 
 use std::path::PathBuf;
 
-use deepmerge::exr::DeepWriteOptions;
+use deepmerge::exr::OutputOptions;
 use deepmerge::ops::{run_op, Crop, DeepOp, OpOutput, Slice, Transform};
 use deepmerge::stream::DEFAULT_MEMORY_BUDGET;
 use pyo3::prelude::*;
 
 use crate::errors::to_py;
-use crate::functions::{budget_bytes, codec_of, part_selector, PartArg};
+use crate::functions::{budget_bytes, part_selector, PartArg};
 
 /// Add the functions to the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -30,15 +30,14 @@ fn output_request(
     part: Option<PartArg>,
     memory_budget: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<OpOutput> {
+    let output = OutputOptions::parse(compression, None, None).map_err(to_py)?;
     Ok(OpOutput {
-        deep_write: DeepWriteOptions {
-            codec: codec_of(compression)?,
-            write_state: !no_deep_state,
-        },
+        deep_write: output.deep(!no_deep_state).map_err(to_py)?,
         tidy,
         part: part_selector(part),
         budget: budget_bytes(memory_budget)?.unwrap_or(DEFAULT_MEMORY_BUDGET),
         band_rows: None,
+        metadata: output.metadata,
     })
 }
 

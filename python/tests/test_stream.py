@@ -50,10 +50,24 @@ def test_streamed_deep_merge_equals_the_cli(cli, tmp_path, tidy, compression):
     dm.merge([BALLS, LEAVES], output="deep", tidy=tidy, compression=compression,
              out=tmp_path / "py.exr")
     same_bytes(tmp_path / "cli.exr", tmp_path / "py.exr")
-    # And the in-memory merge written by write() is the same file.
+    # And the in-memory merge written by write() is the same file but for the inputs' header
+    # attributes, which an image in memory does not have.
+    cli(BALLS, LEAVES, "-o", tmp_path / "cli-none.exr", "--deep", "--compression", compression,
+        *extra, "-q", "--metadata", "none")
     deep = dm.merge([BALLS, LEAVES], output="deep", tidy=tidy)
     dm.write(deep, tmp_path / "mem.exr", compression=compression)
-    same_bytes(tmp_path / "cli.exr", tmp_path / "mem.exr")
+    same_bytes(tmp_path / "cli-none.exr", tmp_path / "mem.exr")
+
+
+@pytest.mark.parametrize("output", ["flat", "deep"])
+def test_zstd_and_metadata_keywords_equal_the_cli(cli, tmp_path, output):
+    extra = ["--deep"] if output == "deep" else []
+    for metadata in ("first", "none"):
+        cli(BALLS, LEAVES, "-o", tmp_path / "cli.exr", "--compression", "zstd", "--zstd-level",
+            3, "--metadata", metadata, *extra, "-q")
+        dm.merge([BALLS, LEAVES], output=output, compression="zstd", zstd_level=3,
+                 metadata=metadata, out=tmp_path / "py.exr")
+        same_bytes(tmp_path / "cli.exr", tmp_path / "py.exr")
 
 
 @pytest.mark.parametrize("output", ["flat", "deep"])
@@ -105,7 +119,8 @@ def test_gl_streamed_merge_equals_the_cli(cli, tmp_path):
 
 
 def test_image_inputs_with_out_merge_in_memory_and_write_the_cli_file(cli, tmp_path):
-    cli(BALLS, LEAVES, "-o", tmp_path / "cli.exr", "--deep", "-q")
+    # The first input is an image in memory: no header to carry, as the CLI's --metadata none.
+    cli(BALLS, LEAVES, "-o", tmp_path / "cli.exr", "--deep", "-q", "--metadata", "none")
     report = dm.merge([dm.read(BALLS), LEAVES], output="deep", out=tmp_path / "py.exr")
     same_bytes(tmp_path / "cli.exr", tmp_path / "py.exr")
     assert report["streamed"] is False and report["bands"] == 1
@@ -124,8 +139,12 @@ def test_output_that_is_an_input_is_refused_as_the_cli(cli, tmp_path):
 def test_write_options_without_out_or_for_the_other_kind_are_usage_errors(tmp_path):
     with pytest.raises(dm.UsageError, match="pass out=PATH"):
         dm.merge([BALLS, LEAVES], compression="none")
-    with pytest.raises(dm.UsageError, match="compression applies to deep output"):
-        dm.merge([BALLS, LEAVES], compression="none", out=tmp_path / "o.exr")
+    with pytest.raises(dm.UsageError, match="OpenEXR accepts none, rle, zips and zstd for deep"):
+        dm.merge([BALLS, LEAVES], output="deep", compression="zip", out=tmp_path / "o.exr")
+    with pytest.raises(dm.UsageError, match="metadata must be"):
+        dm.merge([BALLS, LEAVES], metadata="all", out=tmp_path / "o.exr")
+    with pytest.raises(dm.UsageError, match="zstd-level applies to --compression zstd"):
+        dm.merge([BALLS, LEAVES], zstd_level=3, out=tmp_path / "o.exr")
     with pytest.raises(dm.UsageError, match="flat_type applies to flat output"):
         dm.merge([BALLS, LEAVES], output="deep", flat_type="float", out=tmp_path / "o.exr")
     with pytest.raises(dm.UsageError, match="channels applies to path inputs"):

@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use deepmerge::composite::{MergeOptions, OutputKind};
-use deepmerge::exr::{DeepWriteOptions, FlatType, PartSelector};
+use deepmerge::exr::{FlatType, MetadataMode, OutputOptions, PartSelector};
 use deepmerge::ops::{run_op, Crop, DeepOp, OpOutput, Slice, Transform};
 use deepmerge::preview::check_output_name;
 use deepmerge::stream::{merge_files, ChannelSelection, MergeEngine, StreamOptions};
 use deepmerge::Result;
 
-use crate::{codec_of, gib_to_bytes, CompressionArg, FlatTypeArg, DEFAULT_BUDGET_GIB};
+use crate::{gib_to_bytes, FlatTypeArg, OutputArgs, DEFAULT_BUDGET_GIB};
 
 /// What every single-input command reads with.
 #[derive(Args, Debug)]
@@ -35,9 +35,9 @@ pub struct OpOutputArgs {
     /// Output: a deep EXR, or `*.png` for an 8-bit sRGB preview of its flat composite.
     #[arg(short, long, value_name = "OUT")]
     output: PathBuf,
-    /// Compression of deep output.
-    #[arg(long, value_enum, default_value_t = CompressionArg::Zips)]
-    compression: CompressionArg,
+    /// Compression, zstd level and metadata, as the merge takes them.
+    #[command(flatten)]
+    write: OutputArgs,
     /// Leave `deepImageState` out of deep output.
     #[arg(long)]
     no_deep_state: bool,
@@ -149,10 +149,11 @@ pub fn run_flatten(args: &FlattenArgs) -> Result<()> {
             output: OutputKind::Flat { z: args.flat_z },
             ..MergeOptions::default()
         },
-        flat_type: match args.flat_type {
+        flat_write: OutputOptions::parse(None, None, None)?.flat(match args.flat_type {
             FlatTypeArg::Half => FlatType::Half,
             FlatTypeArg::Float => FlatType::Float,
-        },
+        }),
+        metadata: MetadataMode::First,
         channels: args
             .channels
             .as_deref()
@@ -175,15 +176,14 @@ pub fn run_flatten(args: &FlattenArgs) -> Result<()> {
 }
 
 fn run(op: &dyn DeepOp, input: &Path, out: &OpOutputArgs, read: &InputArgs) -> Result<()> {
+    let output_options = out.write.options()?;
     let request = OpOutput {
-        deep_write: DeepWriteOptions {
-            codec: codec_of(out.compression),
-            write_state: !out.no_deep_state,
-        },
+        deep_write: output_options.deep(!out.no_deep_state)?,
         tidy: out.tidy,
         part: part_of(read),
         budget: gib_to_bytes("--memory-budget", read.memory_budget)?,
         band_rows: read.band_rows.map(|n| n as usize),
+        metadata: output_options.metadata,
     };
     let options = request.stream_options(&out.output)?;
     run_op(op, input, &out.output, &options, None)

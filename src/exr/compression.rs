@@ -1,7 +1,9 @@
-//! The byte-level codecs of deep EXR chunks: NONE, RLE, ZIPS and ZIP.
+//! The codecs of EXR chunks: NONE, RLE, ZIPS, ZIP and ZSTD, and the names of every compression
+//! id a file can state.
 //!
 //! RLE and ZIP(S) share OpenEXR's preprocessing: the bytes are split into even and odd halves and
-//! delta-coded ("predictor") before the run-length or zlib stage. Deflate itself is `zune-inflate` to
+//! delta-coded ("predictor") before the run-length or zlib stage. ZSTD has a preprocessing of its
+//! own that needs to know the rows of values a block holds ([`BlockLayout`], see `super::zstd`). Deflate itself is `zune-inflate` to
 //! read and `libdeflater` (libdeflate) to write, chosen by measurement ([`DEFLATE_LEVEL`]).
 //! OpenEXR stores a block raw whenever compressing would not make it smaller, so a packed size
 //! equal to the unpacked size means "stored raw" for every codec.
@@ -12,7 +14,7 @@
 
 use crate::error::{Error, Result};
 
-/// A deep-capable EXR compression method.
+/// A compression method deepmerge reads and writes (deep and flat).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Codec {
     /// Stored raw.
@@ -21,8 +23,80 @@ pub enum Codec {
     Rle,
     /// zlib, one scanline per chunk.
     Zips,
-    /// zlib, sixteen scanlines per chunk.
+    /// zlib, sixteen scanlines per chunk. OpenEXR refuses it for deep parts (it is read, and
+    /// written only for tests of multi-line chunks).
     Zip,
+    /// zstd with OpenEXR 3.5's preprocessing, one scanline per chunk, packed at `level` (1 to
+    /// 22; the level is not stored in the file, so a file read says [`ZSTD_DEFAULT_LEVEL`]).
+    Zstd {
+        /// zstd level.
+        level: i32,
+    },
+}
+
+/// OpenEXR's default zstd level.
+pub const ZSTD_DEFAULT_LEVEL: i32 = super::zstd::DEFAULT_LEVEL;
+
+/// The zstd levels OpenEXR accepts.
+pub const ZSTD_LEVELS: std::ops::RangeInclusive<i32> = super::zstd::LEVELS;
+
+/// The compression id of OpenEXR's `compression` attribute for ZSTD.
+const ZSTD_ID: u8 = 13;
+
+/// OpenEXR's names of the compression ids, in id order (OpenEXRCore `exr_compression_name`).
+const COMPRESSION_NAMES: [&str; 14] = [
+    "none", "rle", "zips", "zip", "piz", "pxr24", "b44", "b44a", "dwaa", "dwab", "htj2k256",
+    "htj2k32", "lj2k", "zstd",
+];
+
+/// The name of compression id `id` in upper case ("HTJ2K256"), or "unknown (id N)".
+pub fn compression_name(id: u8) -> String {
+    match COMPRESSION_NAMES.get(id as usize) {
+        Some(name) => name.to_uppercase(),
+        None => format!("unknown (id {id})"),
+    }
+}
+
+/// The rows of values a block of a chunk holds: for each line of the block, for each channel in
+/// file order, that line's values of the channel. ZSTD's preprocessing sorts and shuffles by
+/// it; the other codecs treat every byte alike and ignore it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockLayout {
+    /// Bytes of one value of each channel, in file order (2 or 4).
+    pub value_sizes: Vec<usize>,
+    /// Values of each channel on each line of the block.
+    pub line_values: Vec<usize>,
+    /// Flat pixels (ZSTD delta-codes them) rather than deep samples or a count table.
+    pub flat: bool,
+}
+
+impl BlockLayout {
+    /// A deep chunk's sample-count table: one 4-byte value per pixel of each line.
+    pub fn count_table(width: usize, lines: usize) -> Self {
+        BlockLayout {
+            value_sizes: vec![4],
+            line_values: vec![width; lines],
+            flat: false,
+        }
+    }
+
+    /// A deep chunk's sample data: every channel holds each line's samples.
+    pub fn deep_samples(channels: &[crate::deep::Channel], line_samples: Vec<usize>) -> Self {
+        BlockLayout {
+            value_sizes: channels.iter().map(|c| c.sample_type.size()).collect(),
+            line_values: line_samples,
+            flat: false,
+        }
+    }
+
+    /// A flat chunk: `lines` lines of `width` pixels of channels of `value_sizes` bytes.
+    pub fn flat(value_sizes: Vec<usize>, width: usize, lines: usize) -> Self {
+        BlockLayout {
+            value_sizes,
+            line_values: vec![width; lines],
+            flat: true,
+        }
+    }
 }
 
 impl Codec {
@@ -41,35 +115,73 @@ impl Codec {
             Codec::Rle => "rle",
             Codec::Zips => "zips",
             Codec::Zip => "zip",
+            Codec::Zstd { .. } => "zstd",
         }
     }
 
-    /// From the `exr` crate's compression attribute; other methods cannot hold deep data.
-    pub fn from_exr(c: exr::compression::Compression) -> Result<Self> {
-        use exr::compression::Compression as C;
-        Ok(match c {
-            C::Uncompressed => Codec::None,
-            C::RLE => Codec::Rle,
-            C::ZIP1 => Codec::Zips,
-            C::ZIP16 => Codec::Zip,
+    /// The id the `compression` attribute stores.
+    pub fn id(self) -> u8 {
+        match self {
+            Codec::None => 0,
+            Codec::Rle => 1,
+            Codec::Zips => 2,
+            Codec::Zip => 3,
+            Codec::Zstd { .. } => ZSTD_ID,
+        }
+    }
+
+    /// The codec of a deep part whose `compression` attribute is `id`; other methods cannot
+    /// hold deep data (OpenEXR allows NONE, RLE, ZIPS and ZSTD; ZIP is read as well).
+    pub fn for_deep_part(id: u8) -> Result<Self> {
+        Ok(match id {
+            0 => Codec::None,
+            1 => Codec::Rle,
+            2 => Codec::Zips,
+            3 => Codec::Zip,
+            ZSTD_ID => Codec::Zstd {
+                level: ZSTD_DEFAULT_LEVEL,
+            },
+            other if (other as usize) < COMPRESSION_NAMES.len() => {
+                return Err(Error::format(format!(
+                    "{} compression is not supported for deep parts \
+                     (deep data is stored in NONE, RLE, ZIPS or ZSTD)",
+                    compression_name(other)
+                )))
+            }
             other => {
                 return Err(Error::format(format!(
-                    "compression {other} is not allowed for deep data (only NONE, RLE, ZIPS, ZIP)"
+                    "unknown compression id {other} (OpenEXR 3.5 defines ids 0 to {})",
+                    COMPRESSION_NAMES.len() - 1
                 )))
             }
         })
     }
 
-    /// The `exr` crate's compression attribute.
-    pub fn to_exr(self) -> exr::compression::Compression {
-        use exr::compression::Compression as C;
+    /// Copies of a block's unpacked size held at once while unpacking it: the codec's output
+    /// and the de-interleaved result (ZSTD: the zstd output, the sorted copy and the result).
+    pub fn unpack_copies(self) -> u64 {
         match self {
-            Codec::None => C::Uncompressed,
-            Codec::Rle => C::RLE,
-            Codec::Zips => C::ZIP1,
-            Codec::Zip => C::ZIP16,
+            Codec::Zstd { .. } => 3,
+            _ => 2,
         }
     }
+
+    /// Whether OpenEXR reads deep parts in this codec (all but ZIP).
+    pub fn valid_for_deep(self) -> bool {
+        self != Codec::Zip
+    }
+}
+
+/// Refuse writing a deep part in a codec OpenEXR cannot read (ZIP), in one line.
+pub fn check_deep_output(codec: Codec) -> Result<()> {
+    if codec.valid_for_deep() {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "{} compression is not valid for deep output: OpenEXR accepts none, rle, zips and zstd \
+         for deep parts (zip is for flat output)",
+        codec.name()
+    )))
 }
 
 /// Most bytes one packed byte of RLE unpacks to: a run is two bytes (count, value) and
@@ -87,6 +199,7 @@ pub fn max_unpacked(codec: Codec, packed_len: usize) -> usize {
         Codec::None => packed_len,
         Codec::Rle => packed_len.saturating_mul(RLE_MAX_RATIO),
         Codec::Zips | Codec::Zip => packed_len.saturating_mul(DEFLATE_MAX_RATIO),
+        Codec::Zstd { .. } => packed_len.saturating_mul(super::zstd::MAX_RATIO),
     }
 }
 
@@ -101,8 +214,15 @@ pub fn check_plausible(codec: Codec, packed_len: usize, unpacked: usize, what: &
     Ok(())
 }
 
-/// Unpack `packed` into exactly `expected` bytes. `what` names the block in errors.
-pub fn decompress(codec: Codec, packed: &[u8], expected: usize, what: &str) -> Result<Vec<u8>> {
+/// Unpack `packed`, a block laid out as `layout` says, into exactly `expected` bytes. `what`
+/// names the block in errors.
+pub fn decompress(
+    codec: Codec,
+    packed: &[u8],
+    expected: usize,
+    layout: &BlockLayout,
+    what: &str,
+) -> Result<Vec<u8>> {
     if packed.len() == expected {
         return Ok(packed.to_vec());
     }
@@ -114,6 +234,7 @@ pub fn decompress(codec: Codec, packed: &[u8], expected: usize, what: &str) -> R
                 packed.len()
             )))
         }
+        Codec::Zstd { .. } => return super::zstd::decompress(packed, expected, layout, what),
         Codec::Rle => rle_decode(packed, expected, what)?,
         Codec::Zips | Codec::Zip => {
             let options = zune_inflate::DeflateOptions::default()
@@ -144,15 +265,16 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Pack `raw` with `codec`; returns `raw` itself when packing would not make it smaller.
-pub fn compress(codec: Codec, raw: &[u8]) -> Vec<u8> {
+/// Pack `raw`, a block laid out as `layout` says, with `codec`; returns `raw` itself when
+/// packing would not make it smaller.
+pub fn compress(codec: Codec, raw: &[u8], layout: &BlockLayout) -> Vec<u8> {
     if codec == Codec::None || raw.is_empty() {
         return raw.to_vec();
     }
-    let bytes = interleave_and_predict(raw);
     let packed = match codec {
-        Codec::Rle => rle_encode(&bytes),
-        _ => deflate_zlib(&bytes),
+        Codec::Zstd { level } => super::zstd::compress(raw, layout, level),
+        Codec::Rle => rle_encode(&interleave_and_predict(raw)),
+        _ => deflate_zlib(&interleave_and_predict(raw)),
     };
     if packed.len() < raw.len() {
         packed
@@ -330,6 +452,11 @@ fn rle_encode(bytes: &[u8]) -> Vec<u8> {
 mod tests {
     use super::*;
 
+    /// A layout for the codecs that ignore it (ZSTD's own tests are in `super::super::zstd`).
+    fn any_layout() -> BlockLayout {
+        BlockLayout::count_table(0, 0)
+    }
+
     #[test]
     fn the_fused_passes_equal_the_two_step_reference() {
         for len in [0usize, 1, 2, 3, 10, 1001] {
@@ -355,11 +482,14 @@ mod tests {
     fn every_codec_round_trips() {
         let raw = sample_bytes();
         for codec in [Codec::None, Codec::Rle, Codec::Zips, Codec::Zip] {
-            let packed = compress(codec, &raw);
+            let packed = compress(codec, &raw, &any_layout());
             if codec != Codec::None {
                 assert!(packed.len() < raw.len(), "{codec:?} did not compress");
             }
-            assert_eq!(decompress(codec, &packed, raw.len(), "t").unwrap(), raw);
+            assert_eq!(
+                decompress(codec, &packed, raw.len(), &any_layout(), "t").unwrap(),
+                raw
+            );
         }
     }
 
@@ -368,8 +498,11 @@ mod tests {
         for len in [1usize, 2, 3, 5, 128, 129, 255] {
             let raw: Vec<u8> = (0..len).map(|i| (i % 3) as u8).collect();
             for codec in [Codec::Rle, Codec::Zips] {
-                let packed = compress(codec, &raw);
-                assert_eq!(decompress(codec, &packed, len, "t").unwrap(), raw);
+                let packed = compress(codec, &raw, &any_layout());
+                assert_eq!(
+                    decompress(codec, &packed, len, &any_layout(), "t").unwrap(),
+                    raw
+                );
             }
         }
     }
@@ -377,22 +510,23 @@ mod tests {
     #[test]
     fn corrupt_data_is_an_error_not_a_panic() {
         let raw = sample_bytes();
-        let mut packed = compress(Codec::Rle, &raw);
+        let mut packed = compress(Codec::Rle, &raw, &any_layout());
         packed.truncate(packed.len() / 2);
-        assert!(decompress(Codec::Rle, &packed, raw.len(), "t").is_err());
-        let mut z = compress(Codec::Zips, &raw);
+        assert!(decompress(Codec::Rle, &packed, raw.len(), &any_layout(), "t").is_err());
+        let mut z = compress(Codec::Zips, &raw, &any_layout());
         z[5] ^= 0xff;
         z.truncate(z.len() - 3);
-        assert!(decompress(Codec::Zips, &z, raw.len(), "t").is_err());
+        assert!(decompress(Codec::Zips, &z, raw.len(), &any_layout(), "t").is_err());
         // RLE that claims more output than expected is refused, not allocated.
-        assert!(decompress(Codec::Rle, &[127, 1, 127, 1], 10, "t").is_err());
+        assert!(decompress(Codec::Rle, &[127, 1, 127, 1], 10, &any_layout(), "t").is_err());
     }
 
     #[test]
     fn zlib_errors_are_one_line() {
-        let mut z = compress(Codec::Zips, &sample_bytes());
+        let mut z = compress(Codec::Zips, &sample_bytes(), &any_layout());
         z[1] ^= 1; // the header's check bits
-        let err = decompress(Codec::Zips, &z, sample_bytes().len(), "t").unwrap_err();
+        let err =
+            decompress(Codec::Zips, &z, sample_bytes().len(), &any_layout(), "t").unwrap_err();
         let text = err.to_string();
         assert!(text.starts_with("t: zlib data is corrupt ("), "{text}");
         assert_eq!(text.lines().count(), 1, "{text:?}");
@@ -402,18 +536,21 @@ mod tests {
     #[test]
     fn claims_beyond_what_the_packed_bytes_can_hold_are_refused_before_unpacking() {
         // A run of 128 bytes is the most two RLE bytes make; deflate tops out at 1032:1.
-        assert!(decompress(Codec::Rle, &[127, 7], 128, "t").is_ok());
-        let err = decompress(Codec::Rle, &[127, 7], 129, "t").unwrap_err();
+        assert!(decompress(Codec::Rle, &[127, 7], 128, &any_layout(), "t").is_ok());
+        let err = decompress(Codec::Rle, &[127, 7], 129, &any_layout(), "t").unwrap_err();
         assert!(err
             .to_string()
             .contains("2 packed bytes of rle cannot unpack to the 129"));
         let zeros = vec![0u8; 1 << 20];
-        let z = compress(Codec::Zip, &zeros);
+        let z = compress(Codec::Zip, &zeros, &any_layout());
         assert!(
             max_unpacked(Codec::Zip, z.len()) >= zeros.len(),
             "real data is plausible"
         );
-        assert_eq!(decompress(Codec::Zip, &z, zeros.len(), "t").unwrap(), zeros);
-        assert!(decompress(Codec::Zip, &z, usize::MAX, "t").is_err());
+        assert_eq!(
+            decompress(Codec::Zip, &z, zeros.len(), &any_layout(), "t").unwrap(),
+            zeros
+        );
+        assert!(decompress(Codec::Zip, &z, usize::MAX, &any_layout(), "t").is_err());
     }
 }

@@ -21,7 +21,8 @@ use exr::meta::header::Header;
 use exr::meta::{BlockDescription, MetaData};
 use rayon::prelude::*;
 
-use super::compression::{check_plausible, decompress, Codec};
+use super::attributes::{read_headers, RawAttribute};
+use super::compression::{check_plausible, compression_name, decompress, BlockLayout, Codec};
 use crate::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
 use crate::error::{Error, Result};
 
@@ -86,8 +87,12 @@ pub struct PartInfo {
     pub data_window: Bounds,
     /// Channels in file order.
     pub channels: Vec<Channel>,
-    /// Compression method as the `exr` crate names it.
+    /// Compression method as `info` names it ("zip line compression", "zstd compression").
     pub compression: String,
+    /// The `compression` attribute's id.
+    pub compression_id: u8,
+    /// Every attribute of the part's header, as stored.
+    pub attributes: Vec<RawAttribute>,
     /// `deepImageState`, absent meaning messy.
     pub state: DeepState,
     /// Line order as the header states it.
@@ -98,7 +103,7 @@ pub struct PartInfo {
 pub fn read_parts_info(path: &Path) -> Result<Vec<PartInfo>> {
     let bytes = read_file(path)?;
     parse_meta(&bytes)
-        .map(|(meta, _)| part_infos(&meta))
+        .map(|headers| headers.part_infos())
         .map_err(|e| e.in_file(path))
 }
 
@@ -114,12 +119,13 @@ fn read_file(path: &Path) -> Result<Vec<u8>> {
 
 /// Decode one deep part from the bytes of a whole file.
 pub fn decode_deep(bytes: &[u8], options: &ReadOptions) -> Result<DeepImage> {
-    let (meta, table_start) = parse_meta(bytes)?;
-    let infos = part_infos(&meta);
+    let headers = parse_meta(bytes)?;
+    let (meta, table_start) = (&headers.meta, headers.table_start);
+    let infos = headers.part_infos();
     let index = select_part(&infos, &options.part)?;
     let header = &meta.headers[index];
     let info = &infos[index];
-    let codec = Codec::from_exr(header.compression)?;
+    let codec = Codec::for_deep_part(info.compression_id)?;
     if let BlockDescription::Tiles(t) = header.blocks {
         if t.level_mode != LevelMode::Singular {
             return Err(Error::format(
@@ -204,8 +210,8 @@ pub fn decode_deep(bytes: &[u8], options: &ReadOptions) -> Result<DeepImage> {
             total = total.saturating_add(c as u64);
         }
     }
-    // Pass 2 unpacks a batch of chunks at a time; each chunk holds its unpacked bytes twice at
-    // the peak (the codec's output and the de-interleaved copy), so the largest batch counts.
+    // Pass 2 unpacks a batch of chunks at a time; each chunk holds its unpacked bytes a few
+    // times at the peak (`Codec::unpack_copies`), so the largest batch counts.
     let batch = rayon::current_num_threads().max(1) * 4;
     let transient = chunks
         .chunks(batch)
@@ -216,7 +222,7 @@ pub fn decode_deep(bytes: &[u8], options: &ReadOptions) -> Result<DeepImage> {
         })
         .max()
         .unwrap_or(0)
-        .saturating_mul(2);
+        .saturating_mul(codec.unpack_copies());
     check_memory(
         pixel_bytes
             .saturating_add(total.saturating_mul(bytes_per_sample))
@@ -236,8 +242,15 @@ pub fn decode_deep(bytes: &[u8], options: &ReadOptions) -> Result<DeepImage> {
         let unpacked: Vec<Vec<u8>> = group
             .par_iter()
             .map(|c| {
-                decompress(codec, c.packed_samples, c.unpacked_size, "sample data")
-                    .map_err(|e| Error::format(format!("block {}: {e}", c.region)))
+                let layout = BlockLayout::deep_samples(&channels, c.line_samples());
+                decompress(
+                    codec,
+                    c.packed_samples,
+                    c.unpacked_size,
+                    &layout,
+                    "sample data",
+                )
+                .map_err(|e| Error::format(format!("block {}: {e}", c.region)))
             })
             .collect::<Result<_>>()?;
         for (chunk, data) in group.iter().zip(&unpacked) {
@@ -285,8 +298,31 @@ pub fn human_bytes(bytes: u64) -> String {
     }
 }
 
+/// A file's headers: the `exr` crate's parse, where the offset tables begin, and what our own
+/// walk of the attributes found.
+pub(crate) struct ParsedHeaders {
+    pub(crate) meta: MetaData,
+    pub(crate) table_start: usize,
+    /// Per part, the id its `compression` attribute states.
+    pub(crate) compression_ids: Vec<u8>,
+    /// Per part, every attribute as stored.
+    pub(crate) attributes: Vec<Vec<RawAttribute>>,
+}
+
+/// The id the `exr` crate is shown in place of a compression id it does not know, one with the
+/// same lines per chunk, so that it parses the rest of the header; the real id is kept in
+/// [`ParsedHeaders::compression_ids`] and decides how the part is read.
+fn stand_in_compression(id: u8) -> Option<u8> {
+    match id {
+        12 => Some(9),   // LJ2K, 256 lines: DWAB
+        13 => Some(2),   // ZSTD, one line: ZIPS
+        14.. => Some(0), // unknown: NONE (the part is refused when read)
+        _ => None,
+    }
+}
+
 /// Parse headers; returns them with the byte position where the offset tables begin.
-pub(crate) fn parse_meta(bytes: &[u8]) -> Result<(MetaData, usize)> {
+pub(crate) fn parse_meta(bytes: &[u8]) -> Result<ParsedHeaders> {
     if bytes.len() < 8 {
         return Err(Error::format(
             "file is too short to be an OpenEXR file (truncated or empty)",
@@ -296,53 +332,67 @@ pub(crate) fn parse_meta(bytes: &[u8]) -> Result<(MetaData, usize)> {
         return Err(Error::format("not an OpenEXR file (wrong magic number)"));
     }
     let multipart_flag = bytes[5] & 0x10 != 0;
-    let table_start = headers_end(bytes, multipart_flag)
+    let walk = read_headers(bytes, multipart_flag)
         .ok_or_else(|| Error::format("file is truncated inside its header"))?;
-    // The header parser is a dependency; a malformed header must give an error, never a panic.
-    let parsed = std::panic::catch_unwind(|| MetaData::read_from_buffered(bytes, false))
-        .map_err(|_| Error::format("cannot parse the EXR header (malformed)"))?;
-    let meta = parsed.map_err(|e| Error::format(format!("cannot parse the EXR header: {e}")))?;
-    Ok((meta, table_start))
-}
-
-/// Byte position just past the header(s): attributes are `name\0type\0size:i32 value`, a header
-/// ends with an empty name, and a multi-part file ends its header list with one more empty name.
-pub(crate) fn headers_end(bytes: &[u8], multipart: bool) -> Option<usize> {
-    let mut at = 8;
-    let cstr_end = |at: usize| bytes[at..].iter().position(|&b| b == 0).map(|n| at + n);
-    loop {
-        // One header.
-        loop {
-            let name_end = cstr_end(at)?;
-            if name_end == at {
-                at += 1;
-                break;
-            }
-            let type_end = cstr_end(name_end + 1)?;
-            let size_bytes = bytes.get(type_end + 1..type_end + 5)?;
-            let size = i32::from_le_bytes(size_bytes.try_into().ok()?);
-            if size < 0 {
-                return None;
-            }
-            at = type_end + 5 + size as usize;
-            if at > bytes.len() {
-                return None;
-            }
-        }
-        if !multipart {
-            return Some(at);
-        }
-        if *bytes.get(at)? == 0 {
-            return Some(at + 1);
+    let table_start = walk.end;
+    let mut header_bytes = std::borrow::Cow::Borrowed(&bytes[..table_start]);
+    for &at in walk.compression_at.iter().flatten() {
+        if let Some(stand_in) = stand_in_compression(bytes[at]) {
+            header_bytes.to_mut()[at] = stand_in;
         }
     }
+    // The header parser is a dependency; a malformed header must give an error, never a panic.
+    let parsed =
+        std::panic::catch_unwind(|| MetaData::read_from_buffered(&header_bytes[..], false))
+            .map_err(|_| Error::format("cannot parse the EXR header (malformed)"))?;
+    let meta = parsed.map_err(|e| Error::format(format!("cannot parse the EXR header: {e}")))?;
+    if meta.headers.len() != walk.headers.len() {
+        return Err(Error::format(
+            "cannot parse the EXR header (malformed part list)",
+        ));
+    }
+    let compression_ids = walk
+        .compression_at
+        .iter()
+        .zip(&meta.headers)
+        .map(|(at, h)| at.map_or_else(|| exr_compression_id(h), |at| bytes[at]))
+        .collect();
+    Ok(ParsedHeaders {
+        meta,
+        table_start,
+        compression_ids,
+        attributes: walk.headers,
+    })
+}
+
+/// The id of a compression the `exr` crate parsed (it only parses ids 0 to 11).
+fn exr_compression_id(h: &Header) -> u8 {
+    let mut byte = Vec::new();
+    h.compression.write(&mut byte).expect("writing to memory");
+    byte[0]
+}
+
+/// Byte position just past the header(s) (see [`read_headers`]).
+pub(crate) fn headers_end(bytes: &[u8], multipart: bool) -> Option<usize> {
+    read_headers(bytes, multipart).map(|walk| walk.end)
 }
 
 fn bounds_of(b: exr::meta::attribute::IntegerBounds) -> Bounds {
     Bounds::from_origin_size(b.position.x(), b.position.y(), b.size.x(), b.size.y())
 }
 
-pub(crate) fn part_infos(meta: &MetaData) -> Vec<PartInfo> {
+impl ParsedHeaders {
+    /// What each part's header says.
+    pub(crate) fn part_infos(&self) -> Vec<PartInfo> {
+        part_infos(&self.meta, &self.compression_ids, &self.attributes)
+    }
+}
+
+fn part_infos(
+    meta: &MetaData,
+    compression_ids: &[u8],
+    attributes: &[Vec<RawAttribute>],
+) -> Vec<PartInfo> {
     meta.headers
         .iter()
         .enumerate()
@@ -369,7 +419,13 @@ pub(crate) fn part_infos(meta: &MetaData) -> Vec<PartInfo> {
                     Channel::new(c.name.to_string(), t)
                 })
                 .collect(),
-            compression: format!("{}", h.compression),
+            compression: match compression_ids[index] {
+                // The names the `exr` crate gives the ids it knows, as `info` always printed.
+                id @ 0..=11 if id == exr_compression_id(h) => format!("{}", h.compression),
+                id => format!("{} compression", compression_name(id).to_lowercase()),
+            },
+            compression_id: compression_ids[index],
+            attributes: attributes[index].clone(),
             state: deep_state(h),
             line_order: format!("{:?}", h.line_order),
         })
@@ -458,6 +514,16 @@ pub(crate) struct RawChunk<'a> {
     pub(crate) counts: Vec<u32>,
     pub(crate) packed_samples: &'a [u8],
     pub(crate) unpacked_size: usize,
+}
+
+impl RawChunk<'_> {
+    /// Samples on each line of the block.
+    pub(crate) fn line_samples(&self) -> Vec<usize> {
+        self.counts
+            .chunks(self.region.width().max(1))
+            .map(|line| line.iter().map(|&c| c as usize).sum())
+            .collect()
+    }
 }
 
 struct ByteReader<'a> {
@@ -632,8 +698,15 @@ pub(crate) fn chunk_counts(
     let table = if full_tile != pixels && packed_table.len() == full_tile.saturating_mul(4) {
         packed_table[..table_size].to_vec()
     } else {
-        decompress(codec, packed_table, table_size, "sample-count table")
-            .map_err(|e| Error::format(format!("block {region}: {e}")))?
+        let layout = BlockLayout::count_table(region.width(), region.height());
+        decompress(
+            codec,
+            packed_table,
+            table_size,
+            &layout,
+            "sample-count table",
+        )
+        .map_err(|e| Error::format(format!("block {region}: {e}")))?
     };
     let cumulative: Vec<i32> = table
         .chunks_exact(4)

@@ -20,12 +20,13 @@ use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use exr::meta::attribute as attr;
+use super::attributes as exr_attributes;
 use rayon::prelude::*;
 
-use super::compression::{compress, Codec};
+use super::compression::{compress, BlockLayout, Codec};
 use super::write::{
-    encode_chunk, encode_deep_header, scanline_header_start, AtomicFile, DeepHeader,
+    encode_chunk, encode_deep_header, scanline_header_start, write_attributes, AtomicFile,
+    DeepHeader, FlatWriteOptions,
 };
 use super::{DeepWriteOptions, FlatType};
 use crate::deep::{Bounds, DeepImage, FlatImage, FlatValues, Plane, SampleType};
@@ -122,7 +123,7 @@ impl DeepChunkWriter {
         Ok(DeepChunkWriter {
             file: ChunkFile::create(path)?,
             window,
-            options: *options,
+            options: options.clone(),
             chunk_count: window.height().div_ceil(options.codec.lines_per_chunk()),
             max_samples_at: None,
             max_samples: 0,
@@ -367,15 +368,17 @@ const _: () = assert!(
     "flat output assumes little-endian"
 );
 
-/// Lines per chunk of flat output (ZIP, as `exr`'s `SMALL_LOSSLESS` wrote before).
-const FLAT_LINES: usize = 16;
-
-/// A flat scanline output (ZIP) written band by band: float channels as the [`FlatType`], Z
-/// always as 32-bit float, uint channels as uint.
+/// A flat scanline output written band by band in the codec of its [`FlatWriteOptions`] (ZIP
+/// by default): float channels as the [`FlatType`], Z always as 32-bit float, uint channels as
+/// uint.
 pub struct FlatChunkWriter {
     file: ChunkFile,
     window: Bounds,
     flat_type: FlatType,
+    codec: Codec,
+    /// Lines per chunk of the codec.
+    lines: usize,
+    attributes: Vec<exr_attributes::RawAttribute>,
     started: bool,
     /// Raw lines of a chunk not yet complete.
     partial: Vec<Vec<u8>>,
@@ -387,7 +390,7 @@ pub struct FlatChunkWriter {
 
 impl FlatChunkWriter {
     /// Start writing a flat scanline file over `window` to `path`.
-    pub fn create(path: &Path, window: Bounds, flat_type: FlatType) -> Result<Self> {
+    pub fn create(path: &Path, window: Bounds, options: &FlatWriteOptions) -> Result<Self> {
         if window.area() == 0 {
             return Err(Error::file(
                 path,
@@ -397,7 +400,10 @@ impl FlatChunkWriter {
         Ok(FlatChunkWriter {
             file: ChunkFile::create(path)?,
             window,
-            flat_type,
+            flat_type: options.flat_type,
+            codec: options.codec,
+            lines: options.codec.lines_per_chunk(),
+            attributes: options.attributes.clone(),
             started: false,
             partial: Vec::new(),
             partial_y: window.y0,
@@ -419,7 +425,7 @@ impl FlatChunkWriter {
     fn start(&mut self, band: &FlatImage) -> Result<()> {
         if !self.started {
             let header = self.header(band)?;
-            let chunks = self.window.height().div_ceil(FLAT_LINES);
+            let chunks = self.window.height().div_ceil(self.lines);
             self.file.start(&header, chunks)?;
             self.started = true;
         }
@@ -442,6 +448,7 @@ impl FlatChunkWriter {
         let w = band.data_window.width();
         let types = self.types(band);
         let line_len: usize = types.iter().map(|t| t.size() * w).sum();
+        let value_sizes: Vec<usize> = types.iter().map(|t| t.size()).collect();
         // One line of the chunk: each channel's values of the line in turn, little-endian.
         // Whole slices are appended at once (a value at a time was a tenth of a small merge).
         let line_bytes = |line: usize| -> Vec<u8> {
@@ -466,7 +473,13 @@ impl FlatChunkWriter {
             }
             out
         };
-        self.write_rows(band.data_window.y0, band.data_window.y1, &line_bytes, None)
+        self.write_rows(
+            band.data_window.y0,
+            band.data_window.y1,
+            &value_sizes,
+            &line_bytes,
+            false,
+        )
     }
 
     /// Write rows `y0..=y1` (after the previous band's) in which every value is 0, as a merge
@@ -476,25 +489,34 @@ impl FlatChunkWriter {
     pub fn write_empty_rows(&mut self, template: &FlatImage, y0: i32, y1: i32) -> Result<()> {
         self.start(template)?;
         let w = self.window.width();
-        let line_len: usize = self.types(template).iter().map(|t| t.size() * w).sum();
-        self.write_rows(y0, y1, &|_| vec![0u8; line_len], Some(line_len))
+        let value_sizes: Vec<usize> = self.types(template).iter().map(|t| t.size()).collect();
+        let line_len: usize = value_sizes.iter().sum::<usize>() * w;
+        self.write_rows(y0, y1, &value_sizes, &|_| vec![0u8; line_len], true)
     }
 
-    /// Write rows `band_y0..=band_end` whose lines `line_bytes` gives (indexed from `band_y0`):
-    /// first the partial chunk earlier bands left, then every chunk wholly inside (in parallel,
-    /// or from the cache of empty chunks when `empty_line` gives the length of the all-zero
-    /// lines this is made of), then the rows that start the next partial chunk.
+    /// Write rows `band_y0..=band_end` whose lines `line_bytes` gives (indexed from `band_y0`;
+    /// each channel's values of `value_sizes` bytes): first the partial chunk earlier bands left,
+    /// then every chunk wholly inside (in parallel, or from the cache of packed empty chunks when
+    /// `empty` says every line is zeros), then the rows that start the next partial chunk.
     fn write_rows(
         &mut self,
         band_y0: i32,
         band_end: i32,
+        value_sizes: &[usize],
         line_bytes: &(dyn Fn(usize) -> Vec<u8> + Sync),
-        empty_line: Option<usize>,
+        empty: bool,
     ) -> Result<()> {
         let expected_y = self.partial_y + self.partial.len() as i32;
         assert_eq!(band_y0, expected_y, "bands come in order");
+        let (codec, lines, w) = (self.codec, self.lines, self.window.width());
+        let line_len: usize = value_sizes.iter().sum::<usize>() * w;
+        // The lines of one chunk, packed with the output's codec (its layout: the value sizes).
+        let pack = |raw: &[u8]| {
+            let layout = BlockLayout::flat(value_sizes.to_vec(), w, raw.len() / line_len.max(1));
+            compress(codec, raw, &layout)
+        };
         let last = self.window.y1;
-        let chunk_end = |y0: i32| (y0 + FLAT_LINES as i32 - 1).min(last);
+        let chunk_end = |y0: i32| (y0 + lines as i32 - 1).min(last);
         let mut y = band_y0;
         if !self.partial.is_empty() {
             let end = chunk_end(self.partial_y).min(band_end);
@@ -504,7 +526,7 @@ impl FlatChunkWriter {
             y = end + 1;
             if end == chunk_end(self.partial_y) {
                 let raw: Vec<u8> = std::mem::take(&mut self.partial).concat();
-                let chunk = flat_chunk(self.partial_y, &compress(Codec::Zip, &raw));
+                let chunk = flat_chunk(self.partial_y, &pack(&raw));
                 self.file.chunk(&chunk)?;
                 self.partial_y = y;
             } else {
@@ -516,14 +538,14 @@ impl FlatChunkWriter {
             starts.push(y);
             y = chunk_end(y) + 1;
         }
-        if let Some(line_len) = empty_line {
+        if empty {
             for &s in &starts {
-                let lines = (chunk_end(s) - s + 1) as usize;
-                let packed = match self.empty_chunks.iter().find(|(n, _)| *n == lines) {
+                let n = (chunk_end(s) - s + 1) as usize;
+                let packed = match self.empty_chunks.iter().find(|(k, _)| *k == n) {
                     Some((_, packed)) => packed,
                     None => {
-                        let packed = compress(Codec::Zip, &vec![0u8; lines * line_len]);
-                        self.empty_chunks.push((lines, packed));
+                        let packed = pack(&vec![0u8; n * line_len]);
+                        self.empty_chunks.push((n, packed));
                         &self.empty_chunks.last().expect("just pushed").1
                     }
                 };
@@ -534,11 +556,11 @@ impl FlatChunkWriter {
             let chunks: Vec<Vec<u8>> = starts
                 .par_iter()
                 .map(|&s| {
-                    let mut raw = Vec::new();
+                    let mut raw = Vec::with_capacity(line_len * lines);
                     for line in s..=chunk_end(s) {
                         raw.extend_from_slice(&line_bytes((line - band_y0) as usize));
                     }
-                    flat_chunk(s, &compress(Codec::Zip, &raw))
+                    flat_chunk(s, &pack(&raw))
                 })
                 .collect();
             for chunk in &chunks {
@@ -563,15 +585,11 @@ impl FlatChunkWriter {
             &mut out,
             &channels,
             false,
-            Codec::Zip,
+            self.codec,
             self.window,
             band.display_window,
         );
-        for (name, value) in &attributes {
-            attr::write(name.as_bytes(), value, &mut out)
-                .map_err(|e| Error::format(format!("cannot encode attribute {name}: {e}")))?;
-        }
-        out.push(0);
+        write_attributes(&mut out, &attributes, &self.attributes)?;
         Ok(out)
     }
 
@@ -583,8 +601,8 @@ impl FlatChunkWriter {
     }
 }
 
-/// A flat scanline chunk: y, packed size, the lines packed with ZIP (raw when not smaller:
-/// [`compress`]).
+/// A flat scanline chunk: y, packed size, the lines as packed (by the output's codec, raw when
+/// not smaller: [`compress`]).
 fn flat_chunk(y: i32, packed: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(8 + packed.len());
     out.extend(y.to_le_bytes());

@@ -17,7 +17,8 @@ use exr::meta::attribute::{
 use exr::prelude::SmallVec;
 use rayon::prelude::*;
 
-use super::compression::{compress, Codec};
+use super::attributes::{RawAttribute, REQUIRED_CARRIED, WRITER_OWNED};
+use super::compression::{compress, BlockLayout, Codec};
 use crate::cleanup::TempFileGuard;
 use crate::deep::{Bounds, DeepImage, FlatImage, SampleType};
 use crate::error::{Error, Result};
@@ -238,7 +239,14 @@ pub(super) fn scanline_header_start(
             "channels",
             AttributeValue::ChannelList(ChannelList::new(channels)),
         ),
-        ("compression", AttributeValue::Compression(codec.to_exr())),
+        // Written by id: the `exr` crate's type has no ZSTD.
+        (
+            "compression",
+            AttributeValue::Custom {
+                kind: Text::from("compression"),
+                bytes: SmallVec::from_slice(&[codec.id()]),
+            },
+        ),
         (
             "dataWindow",
             AttributeValue::IntegerBounds(exr_bounds(data_window)),
@@ -261,13 +269,16 @@ pub(super) fn scanline_header_start(
 }
 
 /// Options for deep output.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeepWriteOptions {
     /// Compression.
     pub codec: Codec,
     /// Record `deepImageState` (true by default). Some readers, PyPI OpenEXR 3.5 among them,
     /// refuse files that carry it; leaving it out claims nothing ("messy"), which is never false.
     pub write_state: bool,
+    /// Attributes written after the ones the writer states (see [`super::carried_attributes`]);
+    /// none by default.
+    pub attributes: Vec<RawAttribute>,
 }
 
 impl Default for DeepWriteOptions {
@@ -275,8 +286,67 @@ impl Default for DeepWriteOptions {
         DeepWriteOptions {
             codec: Codec::Zips,
             write_state: true,
+            attributes: Vec::new(),
         }
     }
+}
+
+/// Options for flat output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlatWriteOptions {
+    /// Storage of colour and alpha.
+    pub flat_type: FlatType,
+    /// Compression (ZIP by default, as flat output always was).
+    pub codec: Codec,
+    /// Attributes written after the ones the writer states; none by default.
+    pub attributes: Vec<RawAttribute>,
+}
+
+impl Default for FlatWriteOptions {
+    fn default() -> Self {
+        FlatWriteOptions {
+            flat_type: FlatType::Half,
+            codec: Codec::Zip,
+            attributes: Vec::new(),
+        }
+    }
+}
+
+/// Encode `attributes` (the writer's own, by name) then `carried`, and the end of the header.
+/// A required attribute the writer states with a default value (`pixelAspectRatio`,
+/// `screenWindowCenter`, `screenWindowWidth`) takes the value `carried` holds for it (with its
+/// type), in the writer's place, so an input with the defaults gives the bytes of an output
+/// that carries nothing. Returns where each of the writer's own attributes' value ends.
+pub(super) fn write_attributes(
+    out: &mut Vec<u8>,
+    attributes: &[(&'static str, AttributeValue)],
+    carried: &[RawAttribute],
+) -> Result<Vec<(&'static str, usize)>> {
+    let carried_value = |name: &str| {
+        REQUIRED_CARRIED
+            .iter()
+            .find(|&&(n, _)| n == name)
+            .and_then(|&(n, kind)| carried.iter().find(|a| a.name == n && a.kind == kind))
+    };
+    let mut ends = Vec::with_capacity(attributes.len());
+    for (name, value) in attributes {
+        match carried_value(name) {
+            Some(input) => input.write(out),
+            None => attr::write(name.as_bytes(), value, out)
+                .map_err(|e| Error::format(format!("cannot encode attribute {name}: {e}")))?,
+        }
+        ends.push((*name, out.len()));
+    }
+    for attribute in carried {
+        let written = REQUIRED_CARRIED.iter().any(|&(n, _)| n == attribute.name);
+        let owned = WRITER_OWNED.contains(&attribute.name.as_str())
+            && !(attribute.name == "software" && attribute.kind == "string");
+        if !written && !owned {
+            attribute.write(out);
+        }
+    }
+    out.push(0);
+    Ok(ends)
 }
 
 /// Write a deep scanline file with the given codec; `deepImageState` records `image.state`.
@@ -398,16 +468,13 @@ pub(crate) fn encode_deep_header(
             },
         ));
     }
-    let mut max_samples_at = 0;
-    for (name, value) in &attributes {
-        attr::write(name.as_bytes(), value, out)
-            .map_err(|e| Error::format(format!("cannot encode attribute {name}: {e}")))?;
-        if *name == "maxSamplesPerPixel" {
-            // An i32 attribute ends with its four value bytes.
-            max_samples_at = out.len() - 4;
-        }
-    }
-    out.push(0);
+    let ends = write_attributes(out, &attributes, &options.attributes)?;
+    // An i32 attribute ends with its four value bytes.
+    let max_samples_at = ends
+        .iter()
+        .find(|(name, _)| *name == "maxSamplesPerPixel")
+        .map(|&(_, end)| end - 4)
+        .expect("the writer states maxSamplesPerPixel");
     Ok(max_samples_at)
 }
 
@@ -432,15 +499,19 @@ pub(crate) fn encode_chunk(
         table.extend(((image.offsets[p + 1] - line_start) as i32).to_le_bytes());
     }
     let mut data = Vec::new();
+    let mut line_samples = Vec::with_capacity(last_line - first_line);
     for line in first_line..last_line {
         let a = image.offsets[line * w] as usize;
         let b = image.offsets[(line + 1) * w] as usize;
+        line_samples.push(b - a);
         for plane in &image.planes {
             plane.write_le(a..b, &mut data);
         }
     }
-    let packed_table = compress(codec, &table);
-    let packed_data = compress(codec, &data);
+    let table_layout = BlockLayout::count_table(w, last_line - first_line);
+    let data_layout = BlockLayout::deep_samples(&image.channels, line_samples);
+    let packed_table = compress(codec, &table, &table_layout);
+    let packed_data = compress(codec, &data, &data_layout);
     let mut out = Vec::with_capacity(28 + packed_table.len() + packed_data.len());
     out.extend((window.y0 + first_line as i32).to_le_bytes());
     out.extend((packed_table.len() as u64).to_le_bytes());
@@ -452,11 +523,19 @@ pub(crate) fn encode_chunk(
 }
 
 /// Write a flat scanline EXR (ZIP compressed): float channels as `flat_type`, except channels
-/// named Z, which are always 32-bit float; uint channels stay uint. This is the streaming
-/// [`super::FlatChunkWriter`] fed the whole image as one band, so whole-image and streamed
-/// output are the same bytes.
+/// named Z, which are always 32-bit float; uint channels stay uint.
 pub fn write_flat(path: &Path, image: &FlatImage, flat_type: FlatType) -> Result<()> {
-    let mut writer = super::FlatChunkWriter::create(path, image.data_window, flat_type)?;
+    let options = FlatWriteOptions {
+        flat_type,
+        ..FlatWriteOptions::default()
+    };
+    write_flat_with(path, image, &options)
+}
+
+/// Write a flat scanline EXR. This is the streaming [`super::FlatChunkWriter`] fed the whole
+/// image as one band, so whole-image and streamed output are the same bytes.
+pub fn write_flat_with(path: &Path, image: &FlatImage, options: &FlatWriteOptions) -> Result<()> {
+    let mut writer = super::FlatChunkWriter::create(path, image.data_window, options)?;
     writer.write_band(image)?;
     writer.finish()
 }

@@ -28,7 +28,7 @@ use crate::composite::{
 };
 use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
-use crate::exr::{Codec, DeepWriteOptions, PartSelector};
+use crate::exr::{carried_attributes, Codec, DeepWriteOptions, MetadataMode, PartSelector};
 use crate::preview::{check_output_name, is_png_path};
 use crate::progress::RunStats;
 use crate::stream::plan::OutputShape;
@@ -106,9 +106,19 @@ pub fn run_op(
     };
     let sources = vec![source];
     let bands = plan_bands(&sources, windows.read, &shape, options)?;
+    // The input's attributes (of the part read), as `--metadata first` asks: an operation keeps
+    // the merge's metadata rules.
+    let carried = match options.metadata {
+        MetadataMode::First => carried_attributes(&sources[0].attributes),
+        MetadataMode::None => Vec::new(),
+    };
+    let mut deep_write = options.deep_write.clone();
+    deep_write.attributes.extend(carried.iter().cloned());
+    let mut flat_write = options.flat_write.clone();
+    flat_write.attributes.extend(carried);
     let format = match options.merge.output {
-        OutputKind::Deep => OutputFormat::Deep(&options.deep_write),
-        OutputKind::Flat { .. } => OutputFormat::flat_for(output, options.flat_type),
+        OutputKind::Deep => OutputFormat::Deep(&deep_write),
+        OutputKind::Flat { .. } => OutputFormat::flat_for(output, &flat_write),
     };
     let target = BandOutput {
         path: output,
@@ -137,6 +147,8 @@ pub struct OpOutput {
     pub budget: u64,
     /// Bands of exactly this many rows (tests and measurements).
     pub band_rows: Option<usize>,
+    /// Whether the output carries the input's header attributes.
+    pub metadata: MetadataMode,
 }
 
 impl OpOutput {
@@ -165,6 +177,7 @@ impl OpOutput {
                 ..MergeOptions::default()
             },
             deep_write: self.deep_write,
+            metadata: self.metadata,
             budget: self.budget,
             band_rows: self.band_rows,
             ..StreamOptions::default()

@@ -33,7 +33,7 @@ pub use source::ChunkSource;
 use crate::composite::MergeOptions;
 use crate::deep::{Channel, ChannelRole};
 use crate::error::{Error, Result};
-use crate::exr::{DeepWriteOptions, FlatType, PartSelector};
+use crate::exr::{DeepWriteOptions, FlatWriteOptions, MetadataMode, PartSelector};
 use crate::ops::Pruning;
 
 /// The default memory budget: 1 GiB. A band is at most a third of it (three are alive at
@@ -48,10 +48,12 @@ pub struct StreamOptions {
     pub part: PartSelector,
     /// What the merge produces.
     pub merge: MergeOptions,
-    /// Storage of flat output.
-    pub flat_type: FlatType,
+    /// Options of flat output.
+    pub flat_write: FlatWriteOptions,
     /// Options of deep output.
     pub deep_write: DeepWriteOptions,
+    /// Which input attributes the output carries, after the writers' own `attributes`.
+    pub metadata: MetadataMode,
     /// The memory the merge may use, in bytes (inputs' bands, merge, output being written).
     pub budget: u64,
     /// Keep only these channels (plus what they need); `None` keeps every channel.
@@ -67,8 +69,11 @@ impl Default for StreamOptions {
         StreamOptions {
             part: PartSelector::FirstDeep,
             merge: MergeOptions::default(),
-            flat_type: FlatType::Half,
+            flat_write: FlatWriteOptions::default(),
             deep_write: DeepWriteOptions::default(),
+            // The library's default writes only what the writers state (the CLI and Python
+            // carry the first input's attributes).
+            metadata: MetadataMode::None,
             budget: DEFAULT_MEMORY_BUDGET,
             channels: None,
             band_rows: None,

@@ -31,7 +31,10 @@ use crate::composite::{
 };
 use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
-use crate::exr::{DeepChunkWriter, DeepWriteOptions, FlatChunkWriter, FlatType};
+use crate::exr::{
+    carried_attributes, DeepChunkWriter, DeepWriteOptions, FlatChunkWriter, FlatWriteOptions,
+    MetadataMode,
+};
 use crate::gpu::{merge_images_gl_over, GlContext, GlOptions, GpuStats};
 use crate::preview::PngBandWriter;
 use crate::progress::{RunStats, Stage};
@@ -199,6 +202,15 @@ impl<'o> StreamMerge<'o> {
             bands,
         } = self;
         let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+        // The first input's attributes (of the part read), as `--metadata first` asks.
+        let carried = match options.metadata {
+            MetadataMode::First => carried_attributes(&sources[0].attributes),
+            MetadataMode::None => Vec::new(),
+        };
+        let mut deep_write = options.deep_write.clone();
+        deep_write.attributes.extend(carried.iter().cloned());
+        let mut flat_write = options.flat_write.clone();
+        flat_write.attributes.extend(carried);
         let mut report = StreamReport {
             bands: bands.len(),
             max_band_rows: bands
@@ -209,8 +221,8 @@ impl<'o> StreamMerge<'o> {
             gpu_stats: None,
         };
         let format = match options.merge.output {
-            OutputKind::Deep => OutputFormat::Deep(&options.deep_write),
-            OutputKind::Flat { .. } => OutputFormat::flat_for(output, options.flat_type),
+            OutputKind::Deep => OutputFormat::Deep(&deep_write),
+            OutputKind::Flat { .. } => OutputFormat::flat_for(output, &flat_write),
         };
         // What empty rows are written with: the output's channels, from a merge of no rows.
         // (A PNG preview has no empty-row writer: its bands are merged like any other.)
@@ -290,19 +302,19 @@ pub struct BandOutput<'p> {
 pub enum OutputFormat<'o> {
     /// A deep scanline EXR.
     Deep(&'o DeepWriteOptions),
-    /// A flat scanline EXR with colour and alpha stored as this type.
-    Flat(FlatType),
+    /// A flat scanline EXR written with these options (storage type, compression, attributes).
+    Flat(&'o FlatWriteOptions),
     /// An 8-bit sRGB PNG preview of the flat composite ([`crate::preview`]).
     Png,
 }
 
 impl OutputFormat<'_> {
     /// Flat output to `path`: a PNG preview when it is named `*.png` (any case), else an EXR.
-    pub fn flat_for(path: &Path, flat_type: FlatType) -> Self {
+    pub fn flat_for<'a>(path: &Path, flat_write: &'a FlatWriteOptions) -> OutputFormat<'a> {
         if crate::preview::is_png_path(path) {
             OutputFormat::Png
         } else {
-            OutputFormat::Flat(flat_type)
+            OutputFormat::Flat(flat_write)
         }
     }
 }
@@ -357,10 +369,10 @@ pub fn stream_bands(
                     output.window,
                     deep_write,
                 )?),
-                OutputFormat::Flat(flat_type) => Sink::Flat(FlatChunkWriter::create(
+                OutputFormat::Flat(flat_write) => Sink::Flat(FlatChunkWriter::create(
                     output.path,
                     output.window,
-                    flat_type,
+                    flat_write,
                 )?),
                 OutputFormat::Png => Sink::Png(PngBandWriter::create(output.path, output.window)?),
             };

@@ -25,17 +25,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use exr::meta::attribute::LevelMode;
 use exr::meta::header::Header;
-use exr::meta::{BlockDescription, MetaData};
+use exr::meta::BlockDescription;
 use half::f16;
 use rayon::prelude::*;
 
 use crate::deep::{Bounds, Channel, ChannelRole, DeepImage, DeepState, Plane, SampleType};
 use crate::error::{Error, Result};
 use crate::exr::read::{
-    chunk_counts, chunk_slot, expected_chunk_count, headers_end, parse_meta, part_infos,
-    read_chunk_head, select_part, ChunkHead, MAX_CHUNK_HEAD_BYTES,
+    chunk_counts, chunk_slot, expected_chunk_count, headers_end, parse_meta, read_chunk_head,
+    select_part, ChunkHead, ParsedHeaders, MAX_CHUNK_HEAD_BYTES,
 };
-use crate::exr::{check_plausible, decompress, human_bytes, Codec, PartSelector};
+use crate::exr::{check_plausible, decompress, human_bytes, BlockLayout, Codec, PartSelector};
 
 /// Bytes per row of a part's window that the reader holds for the whole merge: the offset
 /// table (at most one chunk per row, 8) and the row's sample total (8).
@@ -159,6 +159,8 @@ pub struct ChunkSource {
     pub state: DeepState,
     /// Every channel of the part, in file order.
     pub all_channels: Vec<Channel>,
+    /// Every attribute of the part's header, as stored.
+    pub attributes: Vec<crate::exr::RawAttribute>,
     /// Whether each channel of the part is kept (see [`super::ChannelSelection`]).
     keep: Vec<bool>,
     /// Rows per block row (the scanline block height or the tile height).
@@ -195,12 +197,13 @@ impl ChunkSource {
         selector: &PartSelector,
         budget: u64,
     ) -> Result<ChunkSource> {
-        let (meta, table_start) = read_header(path, &file, file_len)?;
-        let infos = part_infos(&meta);
+        let headers = read_header(path, &file, file_len)?;
+        let (meta, table_start) = (&headers.meta, headers.table_start);
+        let infos = headers.part_infos();
         let index = select_part(&infos, selector)?;
         let header = meta.headers[index].clone();
         let info = &infos[index];
-        let codec = Codec::from_exr(header.compression)?;
+        let codec = Codec::for_deep_part(info.compression_id)?;
         let block_height = match header.blocks {
             BlockDescription::Tiles(t) => {
                 if t.level_mode != LevelMode::Singular {
@@ -252,6 +255,7 @@ impl ChunkSource {
             state: info.state,
             keep: vec![true; info.channels.len()],
             all_channels: info.channels.clone(),
+            attributes: info.attributes.clone(),
             block_height: block_height.max(1),
             offsets: Vec::new(),
             blocks: Vec::new(),
@@ -470,8 +474,6 @@ impl ChunkSource {
         };
         let packed_at = entry.at + (entry.head_len + head.packed_table_size) as u64;
         let packed = self.read_exact_at(packed_at, head.packed_sample_size)?;
-        let data = decompress(self.codec, &packed, head.unpacked_size, "sample data")
-            .map_err(|e| Error::format(format!("block {region}: {e}")))?;
         let all_sample_bytes: usize = self.all_channels.iter().map(|c| c.sample_type.size()).sum();
         let mut line_samples = Vec::with_capacity(region.height());
         let mut line_at = Vec::with_capacity(region.height());
@@ -482,6 +484,15 @@ impl ChunkSource {
             line_at.push(at);
             at += n * all_sample_bytes;
         }
+        let layout = BlockLayout::deep_samples(&self.all_channels, line_samples.clone());
+        let data = decompress(
+            self.codec,
+            &packed,
+            head.unpacked_size,
+            &layout,
+            "sample data",
+        )
+        .map_err(|e| Error::format(format!("block {region}: {e}")))?;
         Ok(DecodedChunk {
             region,
             counts,
@@ -744,7 +755,7 @@ fn has_nan_depth(image: &DeepImage) -> bool {
 }
 
 /// The headers (from a growing prefix of the file) and where the offset tables begin.
-fn read_header(path: &Path, file: &File, file_len: u64) -> Result<(MetaData, usize)> {
+fn read_header(path: &Path, file: &File, file_len: u64) -> Result<ParsedHeaders> {
     let mut size = HEADER_PREFIX_BYTES;
     loop {
         let len = (file_len as usize).min(size);

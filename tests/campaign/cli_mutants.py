@@ -68,7 +68,7 @@ OPTIONS = [
     ["--deep", "--tidy"],
     ["--flat-z", "--flat-type", "float"],
     ["--deep", "--compression", "none"],
-    ["--deep", "--tidy", "--compression", "zip"],
+    ["--deep", "--tidy", "--compression", "zstd"],
 ]
 
 
