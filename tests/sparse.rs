@@ -16,7 +16,8 @@ use common::data;
 use deepmerge::composite::{merge_images, MergeOptions, MergeOutput};
 use deepmerge::deep::{Bounds, DeepImage, FlatValues};
 use deepmerge::exr::{
-    decompress, read_deep, read_parts_info, write_deep, write_flat, Codec, FlatType, ReadOptions,
+    decompress, read_deep, read_parts_info, write_deep, write_flat, BlockLayout, Codec, FlatType,
+    ReadOptions,
 };
 
 /// `image` with its data and display windows moved by (dx, dy).
@@ -130,7 +131,10 @@ fn a_diagonal_pair_65536_pixels_apart_merges_flat_in_seconds_with_each_input_in_
     let small_line: usize = sizes.iter().map(|s| s * w).sum();
     let got = chunks(&std::fs::read(&out).unwrap(), union / 16, false);
     let want = chunks(&std::fs::read(&reference).unwrap(), h / 16, false);
-    let unpack = |packed: &[u8], len: usize| decompress(Codec::Zip, packed, len, "chunk").unwrap();
+    let unpack = |packed: &[u8], len: usize| {
+        let layout = BlockLayout::flat(sizes.clone(), union, len / line_len);
+        decompress(Codec::Zip, packed, len, &layout, "chunk").unwrap()
+    };
     let empty = &got[16].1;
     assert!(unpack(empty, 16 * line_len).iter().all(|&b| b == 0));
     for (i, (y, packed, _)) in got.iter().enumerate() {
@@ -207,7 +211,8 @@ fn a_deep_merge_with_a_copy_2_pow_24_pixels_right_is_bounded_in_time_and_memory(
     for row in [0usize, 37, h - 1] {
         let (y, packed, data_len) = &got[row];
         assert_eq!(*y, row as i32);
-        let table = decompress(Codec::Zips, packed, 4 * union, "table").unwrap();
+        let layout = BlockLayout::flat(vec![4], union, 1);
+        let table = decompress(Codec::Zips, packed, 4 * union, &layout, "table").unwrap();
         let cumulative: Vec<u32> = table
             .chunks_exact(4)
             .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
@@ -274,7 +279,9 @@ fn empty_rows_between_inputs_give_the_whole_image_bytes_for_any_band_height() {
     {
         let whole = dir.path().join(format!("whole{k}.exr"));
         match merge_images(&refs, &base.merge).unwrap() {
-            MergeOutput::Flat(flat) => write_flat(&whole, &flat, base.flat_type).unwrap(),
+            MergeOutput::Flat(flat) => {
+                write_flat(&whole, &flat, base.flat_write.flat_type).unwrap()
+            }
             MergeOutput::Deep(image) => write_deep_with(&whole, &image, &base.deep_write).unwrap(),
         }
         let expected = std::fs::read(&whole).unwrap();
