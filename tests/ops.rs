@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use common::{data, image, point, read, run, volume, S};
 use deepmerge::composite::{merge_images, MergeOptions, MergeOutput, OutputKind, SortPolicy};
 use deepmerge::deep::{Bounds, DeepImage, DeepState, FlatImage, Plane};
-use deepmerge::exr::{read_deep, write_deep, Codec, ReadOptions};
+use deepmerge::exr::{read_deep, write_deep, Codec, MetadataMode, OutputOptions, ReadOptions};
 use deepmerge::ops::{run_op, Crop, DeepOp, OpWindows, Slice, Transform};
 use deepmerge::stream::StreamOptions;
 use proptest::prelude::*;
@@ -469,6 +469,10 @@ fn tidy_deep_output_is_the_merge_of_one_input_with_tidy() {
             tidy: true,
             ..MergeOptions::default()
         },
+        // The CLI's output options: its default compression and `software`, the input's
+        // attributes carried (`--metadata first`).
+        deep_write: OutputOptions::default().deep(true).unwrap(),
+        metadata: MetadataMode::First,
         ..StreamOptions::default()
     };
     let identity = Transform::default();
