@@ -71,6 +71,9 @@ enum Command {
     Crop(cli::ops::CropArgs),
     /// Move by whole pixels (--translate) and change depths: Z' = Z*S + D.
     Transform(cli::ops::TransformArgs),
+    /// Keep the samples whose id channels hold the given ids (OpenEXR's deepidselect):
+    /// --id options are ANDed, the ids of one are ORed; --invert keeps the rest.
+    Idselect(cli::ops::IdselectArgs),
     /// Print the OpenGL device, renderer, version and the limits the engine depends on.
     GpuInfo {
         /// Also compile merge.comp's register-block variants (layouts LA and BIA; stepwise, RBM
@@ -385,6 +388,7 @@ fn main() -> ExitCode {
         Some(Command::Slice(args)) => cli::ops::run_slice(&args),
         Some(Command::Crop(args)) => cli::ops::run_crop(&args),
         Some(Command::Transform(args)) => cli::ops::run_transform(&args),
+        Some(Command::Idselect(args)) => cli::ops::run_idselect(&args),
         Some(Command::GpuInfo { programs }) => run_gpu_info(programs.as_deref()),
         Some(Command::Scene {
             name,
