@@ -242,6 +242,15 @@ struct MergeArgs {
     /// THRESHOLD (default 1, opaque).
     #[arg(long, value_name = "THRESHOLD", num_args = 0..=1, default_missing_value = "1")]
     drop_hidden: Option<f32>,
+    /// The output data window: the union of the inputs' (default), their intersection, the
+    /// first input's, or the box X0,Y0,X1,Y1 (inclusive corners).
+    #[arg(
+        long,
+        value_name = "union|intersection|first|X0,Y0,X1,Y1",
+        default_value = "union",
+        allow_hyphen_values = true
+    )]
+    bbox: String,
     /// Which engine runs the merge.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
@@ -737,6 +746,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             drop_transparent: args.drop_transparent,
             drop_hidden: args.drop_hidden,
         },
+        bbox: args.bbox.parse()?,
         merge: MergeOptions {
             output: if args.deep {
                 OutputKind::Deep

@@ -19,9 +19,7 @@ use proptest::prelude::*;
 
 /// The selection applied to the whole image as one band.
 fn apply(op: &IdSelect, input: &DeepImage) -> DeepImage {
-    let windows = op
-        .windows(input.data_window, input.display_window)
-        .unwrap();
+    let windows = op.windows(input.data_window, input.display_window).unwrap();
     op.apply(input, &windows).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -148,7 +146,10 @@ fn ids_are_ored_within_an_option_and_anded_across_options() {
             .map(|i| id_at(&out.planes[c], i))
             .collect()
     };
-    assert_eq!(ids(&apply(&select(&["id=1,3"], false), &input)), [Some(1), Some(3)]);
+    assert_eq!(
+        ids(&apply(&select(&["id=1,3"], false), &input)),
+        [Some(1), Some(3)]
+    );
     assert_eq!(
         ids(&apply(&select(&["id=1,3"], true), &input)),
         [Some(2), Some(3236172513)]
@@ -160,11 +161,20 @@ fn ids_are_ored_within_an_option_and_anded_across_options() {
     );
     assert!(apply(&select(&["id=3236172512"], false), &input).sample_count() == 0);
     // Float ids: 2.5 is no id, 3.0 is id 3, 7.0 id 7.
-    assert_eq!(ids(&apply(&select(&["fid=2,3,7"], false), &input)), [Some(3), Some(3236172513)]);
+    assert_eq!(
+        ids(&apply(&select(&["fid=2,3,7"], false), &input)),
+        [Some(3), Some(3236172513)]
+    );
     // AND across options: id in {1,2,3} and fid = 3.
-    assert_eq!(ids(&apply(&select(&["id=1,2,3", "fid=3"], false), &input)), [Some(3)]);
+    assert_eq!(
+        ids(&apply(&select(&["id=1,2,3", "fid=3"], false), &input)),
+        [Some(3)]
+    );
     // Two options on one channel select what both list.
-    assert_eq!(ids(&apply(&select(&["id=1,2", "id=2,3"], false), &input)), [Some(2)]);
+    assert_eq!(
+        ids(&apply(&select(&["id=1,2", "id=2,3"], false), &input)),
+        [Some(2)]
+    );
     // The per-pixel counts follow the samples kept.
     let kept = apply(&select(&["id=3236172513"], false), &input);
     assert_eq!(kept.counts(), [0, 1]);
@@ -176,7 +186,10 @@ fn a_missing_channel_is_an_error_listing_the_channels() {
     let op = select(&["object=1"], false);
     let windows = op.windows(input.data_window, input.display_window).unwrap();
     let err = op.apply(&input, &windows).unwrap_err().to_string();
-    assert!(err.contains("\"object\"") && err.contains("A, Z, fid, id"), "{err}");
+    assert!(
+        err.contains("\"object\"") && err.contains("A, Z, fid, id"),
+        "{err}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -202,7 +215,11 @@ fn arb_ids_image() -> impl Strategy<Value = DeepImage> {
                     Plane::F32(all.iter().map(|s| s.1 as f32 / 10.0).collect()),
                     Plane::F32(all.iter().map(|s| s.0 as f32 * 0.5).collect()),
                     // Odd codes are half-way values: no id under the float-id convention.
-                    Plane::F16(all.iter().map(|s| f16::from_f32(s.3 as f32 / 2.0)).collect()),
+                    Plane::F16(
+                        all.iter()
+                            .map(|s| f16::from_f32(s.3 as f32 / 2.0))
+                            .collect(),
+                    ),
                     Plane::U32(all.iter().map(|s| s.2).collect()),
                 ];
                 let counts: Vec<u32> = pixels.iter().map(|p| p.len() as u32).collect();
@@ -264,7 +281,10 @@ fn corpus_selections_and_their_inverses_split_the_samples_exactly() {
             .filter(|c| c.sample_type == SampleType::U32)
             .map(|c| c.name.clone())
             .collect();
-        assert!(!channels.is_empty(), "{file}: the corpus says it has uint ids");
+        assert!(
+            !channels.is_empty(),
+            "{file}: the corpus says it has uint ids"
+        );
         for name in &channels {
             let all = distinct_ids(&input, name);
             assert!(all.len() >= 2, "{file}: {name} holds several ids");
@@ -272,7 +292,11 @@ fn corpus_selections_and_their_inverses_split_the_samples_exactly() {
             let chosen: Vec<u32> = all.iter().copied().step_by(2).collect();
             let text = format!(
                 "{name}={}",
-                chosen.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+                chosen
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
             );
             check_split(&input, &[&text], &[(name, &chosen)]);
 
@@ -334,7 +358,10 @@ fn the_mask_is_the_flat_alpha_of_the_selection() {
     // The flat alpha of the kept samples, composited here with "over" in the samples' order.
     let kept = apply(&select(&[&text], false), &input);
     let a = kept.channel_index("A").unwrap();
-    let got: Vec<f32> = layer.channel_data.list[0].sample_data.values_as_f32().collect();
+    let got: Vec<f32> = layer.channel_data.list[0]
+        .sample_data
+        .values_as_f32()
+        .collect();
     let mut covered = 0;
     for p in 0..kept.pixel_count() {
         let alpha = kept
@@ -357,11 +384,17 @@ fn bad_selections_are_one_line_errors_that_write_nothing() {
     let out = dir.path().join("o.exr");
     let mask = dir.path().join("m.exr");
     let cases: [(&[&str], &str); 5] = [
-        (&["--id", "object=1"], "its channels: A, B, G, R, Z, id, particleid"),
+        (
+            &["--id", "object=1"],
+            "its channels: A, B, G, R, Z, id, particleid",
+        ),
         (&["--id", "id=-1"], "--id takes CHANNEL=N"),
         (&["--id", "id"], "--id takes CHANNEL=N"),
         (&["--id", "id=1", "--mask", "m.tif"], "extension"),
-        (&["--id", "id=1", "--mask", s(&out)], "--mask names the output"),
+        (
+            &["--id", "id=1", "--mask", s(&out)],
+            "--mask names the output",
+        ),
     ];
     for (args, says) in cases {
         let mut all = vec!["idselect", s(&path), "-o", s(&out)];

@@ -199,6 +199,7 @@ pub fn merge_to_file(
         channels: request.channels.clone(),
         band_rows: None,
         pruning: Default::default(),
+        bbox: request.bbox,
     };
     with_engine(request.backend, request.gl.is_some(), |engine| {
         check_output_is_not_an_input(output, inputs)?;

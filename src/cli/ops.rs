@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use deepmerge::composite::{MergeOptions, OutputKind};
 use deepmerge::exr::{DeepWriteOptions, FlatType, PartSelector};
-use deepmerge::ops::{run_idselect as run_id_selection, run_op, Crop, DeepOp, IdSelect, OpOutput, Slice, Transform};
+use deepmerge::ops::{
+    run_idselect as run_id_selection, run_op, Crop, DeepOp, IdSelect, OpOutput, Slice, Transform,
+};
 use deepmerge::preview::check_output_name;
 use deepmerge::stream::{merge_files, ChannelSelection, MergeEngine, StreamOptions};
 use deepmerge::Result;

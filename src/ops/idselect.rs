@@ -142,7 +142,10 @@ pub fn id_at(plane: &Plane, i: usize) -> Option<u32> {
 fn is_alpha(role: ChannelRole) -> bool {
     matches!(
         role,
-        ChannelRole::Alpha | ChannelRole::RedAlpha | ChannelRole::GreenAlpha | ChannelRole::BlueAlpha
+        ChannelRole::Alpha
+            | ChannelRole::RedAlpha
+            | ChannelRole::GreenAlpha
+            | ChannelRole::BlueAlpha
     )
 }
 
@@ -270,7 +273,15 @@ mod tests {
         let c = IdCondition::parse("object.id=3, 4294967295,0").unwrap();
         assert_eq!(c.channel, "object.id");
         assert_eq!(c.ids, vec![3, u32::MAX, 0]);
-        for bad in ["id", "=3", "id=", "id=-1", "id=1.5", "id=4294967296", "id=1,,2"] {
+        for bad in [
+            "id",
+            "=3",
+            "id=",
+            "id=-1",
+            "id=1.5",
+            "id=4294967296",
+            "id=1,,2",
+        ] {
             assert!(
                 matches!(IdCondition::parse(bad), Err(Error::Usage(_))),
                 "{bad}"
@@ -281,7 +292,15 @@ mod tests {
 
     #[test]
     fn float_ids_are_whole_numbers_compared_exactly() {
-        let floats = Plane::F32(vec![2.0, 2.5, -1.0, f32::NAN, 16777216.0, -0.0, 4294967296.0]);
+        let floats = Plane::F32(vec![
+            2.0,
+            2.5,
+            -1.0,
+            f32::NAN,
+            16777216.0,
+            -0.0,
+            4294967296.0,
+        ]);
         let ids: Vec<Option<u32>> = (0..7).map(|i| id_at(&floats, i)).collect();
         assert_eq!(
             ids,
