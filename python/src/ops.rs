@@ -159,9 +159,8 @@ fn id_texts(ids: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
             })
             .collect();
     }
-    ids.extract::<Vec<String>>().map_err(|_| {
-        usage("ids must be \"CHANNEL=N[,N...]\", a list of them, or {channel: ids}")
-    })
+    ids.extract::<Vec<String>>()
+        .map_err(|_| usage("ids must be \"CHANNEL=N[,N...]\", a list of them, or {channel: ids}"))
 }
 
 /// Keep the samples of ``input`` whose id channels hold the given ids and write them to

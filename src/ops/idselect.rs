@@ -130,7 +130,7 @@ impl IdSelect {
 pub fn id_at(plane: &Plane, i: usize) -> Option<u32> {
     let whole = |f: f32| {
         let f = f as f64;
-        (f >= 0.0 && f <= u32::MAX as f64 && f.fract() == 0.0).then_some(f as u32)
+        ((0.0..=u32::MAX as f64).contains(&f) && f.fract() == 0.0).then_some(f as u32)
     };
     match plane {
         Plane::U32(v) => Some(v[i]),
