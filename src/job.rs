@@ -46,6 +46,8 @@ pub struct MergeJob {
     pub band_rows: Option<usize>,
     /// Samples dropped around the merge (`--drop-transparent`, `--drop-hidden`).
     pub pruning: crate::ops::Pruning,
+    /// The output data window (`--bbox`).
+    pub bbox: crate::stream::OutputWindow,
 }
 
 /// How a sequence went.
@@ -147,6 +149,7 @@ impl MergeJob {
             channels: self.channels.clone(),
             band_rows: self.band_rows,
             pruning: self.pruning,
+            bbox: self.bbox,
         }
     }
 

@@ -72,6 +72,9 @@ enum Command {
     Crop(cli::ops::CropArgs),
     /// Move by whole pixels (--translate) and change depths: Z' = Z*S + D.
     Transform(cli::ops::TransformArgs),
+    /// Keep the samples whose id channels hold the given ids (OpenEXR's deepidselect):
+    /// --id options are ANDed, the ids of one are ORed; --invert keeps the rest.
+    Idselect(cli::ops::IdselectArgs),
     /// Print the OpenGL device, renderer, version and the limits the engine depends on.
     GpuInfo {
         /// Also compile merge.comp's register-block variants (layouts LA and BIA; stepwise, RBM
@@ -287,6 +290,15 @@ struct MergeArgs {
     /// THRESHOLD (default 1, opaque).
     #[arg(long, value_name = "THRESHOLD", num_args = 0..=1, default_missing_value = "1")]
     drop_hidden: Option<f32>,
+    /// The output data window: the union of the inputs' (default), their intersection, the
+    /// first input's, or the box X0,Y0,X1,Y1 (inclusive corners).
+    #[arg(
+        long,
+        value_name = "union|intersection|first|X0,Y0,X1,Y1",
+        default_value = "union",
+        allow_hyphen_values = true
+    )]
+    bbox: String,
     /// Which engine runs the merge.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
@@ -435,6 +447,7 @@ fn main() -> ExitCode {
         Some(Command::Slice(args)) => cli::ops::run_slice(&args),
         Some(Command::Crop(args)) => cli::ops::run_crop(&args),
         Some(Command::Transform(args)) => cli::ops::run_transform(&args),
+        Some(Command::Idselect(args)) => cli::ops::run_idselect(&args),
         Some(Command::GpuInfo { programs }) => run_gpu_info(programs.as_deref()),
         Some(Command::Scene {
             name,
@@ -797,6 +810,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             drop_transparent: args.drop_transparent,
             drop_hidden: args.drop_hidden,
         },
+        bbox: args.bbox.parse()?,
         merge: MergeOptions {
             output: if args.deep {
                 OutputKind::Deep

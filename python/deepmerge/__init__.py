@@ -15,6 +15,8 @@ operations under the CLI's and OpenImageIO's names, and they give the same resul
 - ``deep_slice(input, out, near, far)``, ``crop(input, out, box)``, ``transform(input, out,
   translate, z_offset, z_scale)``: the CLI's ``slice``, ``crop`` and ``transform``, file to
   file with the CLI's bytes; ``merge([path], out=...)`` is the CLI's ``flatten``
+- ``idselect(input, out, ids, invert=False, mask=None)``: the CLI's ``idselect``; ``merge``'s
+  ``bbox`` keyword is ``--bbox``
 - ``write(image, path, compression="zips")``; ``info(path)`` -> one dict per part
 
 A ``DeepImage`` exposes ``counts`` (H x W uint32), ``offsets`` (their exclusive prefix sum) and
@@ -48,6 +50,7 @@ from ._deepmerge import (
     deep_slice,
     flatten,
     holdout,
+    idselect,
     info,
     info_text,
     merge,
@@ -71,6 +74,7 @@ __all__ = [
     "deep_slice",
     "crop",
     "transform",
+    "idselect",
     "holdout",
     "write",
     "info",

@@ -108,6 +108,8 @@ def read(
     (bytes, default 8 GiB, the CLI's ``--max-memory``) refuses a file whose decoded counts and
     kept samples would take more."""
 
+BBox = Optional[Union[Literal["union", "intersection", "first"], Tuple[int, int, int, int]]]
+
 @overload
 def merge(
     inputs: Sequence[Union[PathLike, DeepImage]],
@@ -122,6 +124,7 @@ def merge(
     flat_z: bool = False,
     out: None = None,
     channels: Optional[Channels] = None,
+    bbox: BBox = None,
 ) -> Union[FlatImage, DeepImage]:
     """Merge in memory: a FlatImage for output="flat", a DeepImage for output="deep".
     ``memory_budget`` (bytes, default 8 GiB) only refuses: the most one decoded input or the
@@ -144,6 +147,7 @@ def merge(
     channels: Optional[Channels] = None,
     zstd_level: Optional[int] = None,
     metadata: Optional[Literal["first", "none"]] = None,
+    bbox: BBox = None,
 ) -> MergeReport:
     """``deepmerge IN... -o OUT``: with every input a path, the streamed merge, a band of rows
     at a time within ``memory_budget`` bytes (default 1 GiB; ``2 * GiB`` is
@@ -151,7 +155,8 @@ def merge(
     fit, is refused with the CLI's one line. Writes the CLI's bytes (``compression``,
     ``zstd_level``, ``metadata`` and ``flat_type`` as ``--compression``, ``--zstd-level``,
     ``--metadata`` and ``--flat-type``; zip is for flat output only); ``channels`` as
-    ``--channels``."""
+    ``--channels``; ``bbox`` as ``--bbox``: "union" (default), "intersection", "first" or
+    (x0, y0, x1, y1)."""
 
 Compression = Optional[Literal["none", "rle", "zips", "zip"]]
 
@@ -227,3 +232,20 @@ def info_text(
     path: PathLike, *, memory_budget: Optional[Bytes] = None, channels: Optional[Channels] = None
 ) -> str:
     """``deepmerge info [--channels LIST]``'s report, word for word."""
+
+def idselect(
+    input: PathLike,
+    out: PathLike,
+    ids: Union[str, Sequence[str], Mapping[str, Union[int, Sequence[int]]]],
+    invert: bool = False,
+    mask: Optional[PathLike] = None,
+    *,
+    compression: Compression = None,
+    no_deep_state: bool = False,
+    tidy: bool = False,
+    part: Part = None,
+    memory_budget: Optional[Bytes] = None,
+) -> None:
+    """``deepmerge idselect --id CHANNEL=N[,N...]``: ``ids`` is one such text, a list of them
+    (ANDed), or ``{channel: id or [ids]}``; ``invert``, ``mask`` as ``--invert``, ``--mask``.
+    The CLI's bytes."""

@@ -23,19 +23,20 @@ use std::path::{Path, PathBuf};
 
 use deepmerge::backend::{choose_engine, Backend, Engine};
 use deepmerge::composite::{
-    check_merge, holdout as holdout_images, merge_images, HoldoutMode, MergeOptions, MergeOutput,
-    OutputKind,
+    check_merge, holdout as holdout_images, merge_images_over, HoldoutMode, MergeOptions,
+    MergeOutput, OutputKind,
 };
 use deepmerge::deep::{Bounds, DeepImage, FlatImage};
 use deepmerge::exr::{
     self, human_bytes, DeepWriteOptions, FlatType, FlatWriteOptions, MetadataMode, OutputOptions,
     PartInfo, PartSelector, ReadOptions, DEFAULT_MAX_MEMORY,
 };
-use deepmerge::gpu::{merge_images_gl, GlOptions};
+use deepmerge::gpu::{merge_images_gl_over, GlOptions};
 use deepmerge::info::{sample_stats, SampleStats};
 use deepmerge::job::check_output_is_not_an_input;
 use deepmerge::stream::{
-    self, ChannelSelection, ChunkSource, MergeEngine, StreamOptions, DEFAULT_MEMORY_BUDGET,
+    self, ChannelSelection, ChunkSource, MergeEngine, OutputWindow, StreamOptions,
+    DEFAULT_MEMORY_BUDGET,
 };
 use deepmerge::{Error, Result};
 
@@ -144,6 +145,8 @@ pub struct MergeRequest {
     pub memory_budget: Option<u64>,
     /// Keep only these channels of path inputs (`--channels`).
     pub channels: Option<ChannelSelection>,
+    /// The output data window (`--bbox`).
+    pub bbox: OutputWindow,
 }
 
 impl MergeRequest {
@@ -203,6 +206,7 @@ pub fn merge_to_file(
         channels: request.channels.clone(),
         band_rows: None,
         pruning: Default::default(),
+        bbox: request.bbox,
     };
     with_engine(request.backend, request.gl.is_some(), |engine| {
         check_output_is_not_an_input(output, inputs)?;
@@ -294,15 +298,24 @@ pub fn merge(inputs: &[Input], request: &MergeRequest) -> Result<MergeOutput> {
     let options = request.merge_options();
     let max_memory = request.memory_budget.unwrap_or(DEFAULT_MAX_MEMORY);
     check_merge(&images, &paths, &options, max_memory)?;
+    // The union is the merge's own window; any other is given to it, as the streamed merge does.
+    let window = match request.bbox {
+        OutputWindow::Union => None,
+        bbox => {
+            let windows: Vec<Bounds> = images.iter().map(|i| i.data_window).collect();
+            Some(bbox.resolve(&windows)?)
+        }
+    };
     with_engine(
         request.backend,
         request.gl.is_some(),
         |engine| match engine {
             Engine::Gl(ctx) => {
                 let gl = request.gl.unwrap_or_default();
-                merge_images_gl(ctx, &images, &options, &gl).map(|(merged, _stats)| merged)
+                merge_images_gl_over(ctx, &images, &options, &gl, window)
+                    .map(|(merged, _stats)| merged)
             }
-            Engine::Cpu { .. } => merge_images(&images, &options),
+            Engine::Cpu { .. } => merge_images_over(&images, &options, window),
         },
     )
     .map_err(|e| e.in_merge(&paths))
@@ -356,6 +369,7 @@ pub fn flatten(image: &DeepImage, with_z: bool) -> Result<FlatImage> {
         part: PartSelector::FirstDeep,
         memory_budget: None,
         channels: None,
+        bbox: OutputWindow::Union,
     };
     let input = Input::Image {
         image,

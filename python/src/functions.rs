@@ -8,7 +8,7 @@ use deepmerge::composite::{MergeOutput, OutputKind};
 use deepmerge::exr::{DeepWriteOptions, FlatType, OutputOptions, PartSelector};
 use deepmerge::gpu::{GlOptions, Layout, MergeMethod};
 use deepmerge::info::COMPLEXITY_BINS;
-use deepmerge::stream::ChannelSelection;
+use deepmerge::stream::{ChannelSelection, OutputWindow};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
 
@@ -190,8 +190,12 @@ fn read(
 /// inputs and the whole result are then held, so ``memory_budget`` (bytes, default 8 GiB as
 /// ``--max-memory`` for ``read``) only refuses: the most one decoded input or the result may
 /// take.
+///
+/// ``bbox`` chooses the output data window, as ``--bbox``: ``"union"`` (default) of the
+/// inputs' data windows, ``"intersection"``, ``"first"`` (the first input's), or a box
+/// ``(x0, y0, x1, y1)`` (inclusive); pixels inside are the union merge's.
 #[pyfunction]
-#[pyo3(signature = (inputs, output="flat", tidy=false, backend="auto", layout=None, method=None, memory_budget=None, *, part=None, flat_z=false, out=None, compression=None, flat_type=None, channels=None, zstd_level=None, metadata=None))]
+#[pyo3(signature = (inputs, output="flat", tidy=false, backend="auto", layout=None, method=None, memory_budget=None, *, part=None, flat_z=false, out=None, compression=None, flat_type=None, channels=None, zstd_level=None, metadata=None, bbox=None))]
 #[allow(clippy::too_many_arguments)]
 fn merge<'py>(
     py: Python<'py>,
@@ -210,6 +214,7 @@ fn merge<'py>(
     channels: Option<&Bound<'py, PyAny>>,
     zstd_level: Option<i32>,
     metadata: Option<&str>,
+    bbox: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let output = match output {
         "flat" => OutputKind::Flat { z: flat_z },
@@ -273,6 +278,7 @@ fn merge<'py>(
         part: part_selector(part),
         memory_budget: budget_bytes(memory_budget)?,
         channels: channel_list(channels)?,
+        bbox: output_window(bbox)?,
     };
     // A str is iterable too: its characters would be taken for paths.
     if inputs.is_instance_of::<PyString>() {
@@ -557,4 +563,21 @@ fn info_text(
     let channels = channel_list(channels)?;
     py.detach(|| engine::info_text(&path, memory_budget, channels.as_ref()))
         .map_err(to_py)
+}
+
+/// The `bbox` keyword: a mode name or an inclusive box `(x0, y0, x1, y1)`, as `--bbox`.
+fn output_window(bbox: Option<&Bound<'_, PyAny>>) -> PyResult<OutputWindow> {
+    let Some(bbox) = bbox else {
+        return Ok(OutputWindow::Union);
+    };
+    let text = if let Ok(name) = bbox.extract::<String>() {
+        name
+    } else if let Ok((x0, y0, x1, y1)) = bbox.extract::<(i32, i32, i32, i32)>() {
+        format!("{x0},{y0},{x1},{y1}")
+    } else {
+        return Err(usage(
+            "bbox must be \"union\", \"intersection\", \"first\" or (x0, y0, x1, y1)",
+        ));
+    };
+    text.parse().map_err(to_py)
 }

@@ -1,4 +1,5 @@
-//! The deep operations as Python functions: `deep_slice`, `crop` and `transform`, file to file,
+//! The deep operations as Python functions: `deep_slice`, `crop`, `transform` and `idselect`,
+//! file to file,
 //! streamed in bands exactly as the `deepmerge slice|crop|transform` commands run them
 //! ([`deepmerge::ops::run_op`] with the same [`OpOutput`]), so the files have the CLI's bytes.
 //! The flatten of one file is `merge([path], out=...)`, as `deepmerge IN -o OUT`.
@@ -6,11 +7,12 @@
 use std::path::PathBuf;
 
 use deepmerge::exr::OutputOptions;
-use deepmerge::ops::{run_op, Crop, DeepOp, OpOutput, Slice, Transform};
+use deepmerge::ops::{run_idselect, run_op, Crop, DeepOp, IdSelect, OpOutput, Slice, Transform};
 use deepmerge::stream::DEFAULT_MEMORY_BUDGET;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
-use crate::errors::to_py;
+use crate::errors::{to_py, usage};
 use crate::functions::{budget_bytes, part_selector, PartArg};
 
 /// Add the functions to the module.
@@ -18,6 +20,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(deep_slice, module)?)?;
     module.add_function(wrap_pyfunction!(crop, module)?)?;
     module.add_function(wrap_pyfunction!(transform, module)?)?;
+    module.add_function(wrap_pyfunction!(idselect, module)?)?;
     Ok(())
 }
 
@@ -129,4 +132,60 @@ fn transform(
     let transform = Transform::new(translate.as_deref(), z_offset, z_scale).map_err(to_py)?;
     let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
     run(py, &transform, input, out, request)
+}
+
+/// The `ids` argument as `--id` texts: one `"CHANNEL=N[,N...]"`, a list of them, or a dict
+/// `{channel: id or [ids]}` (one condition per entry).
+fn id_texts(ids: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    if let Ok(one) = ids.extract::<String>() {
+        return Ok(vec![one]);
+    }
+    if let Ok(dict) = ids.cast::<PyDict>() {
+        return dict
+            .iter()
+            .map(|(channel, value)| {
+                let channel: String = channel.extract()?;
+                let list: Vec<u32> = match value.extract::<u32>() {
+                    Ok(id) => vec![id],
+                    Err(_) => value.extract().map_err(|_| {
+                        usage(format!(
+                            "ids[{channel:?}] must be an id or a list of ids (unsigned 32-bit)"
+                        ))
+                    })?,
+                };
+                let list: Vec<String> = list.iter().map(u32::to_string).collect();
+                Ok(format!("{channel}={}", list.join(",")))
+            })
+            .collect();
+    }
+    ids.extract::<Vec<String>>()
+        .map_err(|_| usage("ids must be \"CHANNEL=N[,N...]\", a list of them, or {channel: ids}"))
+}
+
+/// Keep the samples of ``input`` whose id channels hold the given ids and write them to
+/// ``out``, as ``deepmerge idselect``. ``ids`` is ``"CHANNEL=N[,N...]"``, a list of them (the
+/// CLI's ``--id`` options: ANDed across, the ids of one ORed), or ``{channel: id or [ids]}``.
+/// uint channels are compared exactly; half and float channels hold ids as whole numbers.
+/// ``invert`` keeps the other samples; ``mask=PATH`` also writes the flat alpha of the kept
+/// samples (a flat EXR, or ``*.png``). Other options as ``deep_slice``.
+#[pyfunction]
+#[pyo3(signature = (input, out, ids, invert=false, mask=None, *, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
+#[allow(clippy::too_many_arguments)]
+fn idselect(
+    py: Python<'_>,
+    input: PathBuf,
+    out: PathBuf,
+    ids: &Bound<'_, PyAny>,
+    invert: bool,
+    mask: Option<PathBuf>,
+    compression: Option<&str>,
+    no_deep_state: bool,
+    tidy: bool,
+    part: Option<PartArg>,
+    memory_budget: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let select = IdSelect::parse(&id_texts(ids)?, invert).map_err(to_py)?;
+    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    py.detach(|| run_idselect(&select, &input, &out, mask.as_deref(), request))
+        .map_err(to_py)
 }

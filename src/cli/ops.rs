@@ -1,4 +1,4 @@
-//! `flatten`, `slice`, `crop` and `transform`: one deep input, one output, streamed in bands
+//! `flatten`, `slice`, `crop`, `transform` and `idselect`: one deep input, one output, streamed in bands
 //! within `--memory-budget` (`deepmerge::ops`). Output options are the merge's: deep output
 //! takes `--compression`, `--no-deep-state` and `--tidy`; an output named `*.png` is an 8-bit
 //! sRGB preview of the flat composite; any other extension than `.exr` or `.png` is refused.
@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use deepmerge::composite::{MergeOptions, OutputKind};
 use deepmerge::exr::{FlatType, MetadataMode, OutputOptions, PartSelector};
-use deepmerge::ops::{run_op, Crop, DeepOp, OpOutput, Slice, Transform};
+use deepmerge::ops::{
+    run_idselect as run_id_selection, run_op, Crop, DeepOp, IdSelect, OpOutput, Slice, Transform,
+};
 use deepmerge::preview::check_output_name;
 use deepmerge::stream::{merge_files, ChannelSelection, MergeEngine, StreamOptions};
 use deepmerge::Result;
@@ -134,6 +136,27 @@ pub struct TransformArgs {
     read: InputArgs,
 }
 
+/// `deepmerge idselect`.
+#[derive(Args, Debug)]
+pub struct IdselectArgs {
+    /// Deep EXR input.
+    input: PathBuf,
+    /// CHANNEL=N[,N...]: keep the samples whose CHANNEL holds one of the ids (uint channels, or
+    /// float channels holding whole numbers). Repeat for more channels: all must match.
+    #[arg(long = "id", value_name = "CHANNEL=N[,N...]", required = true)]
+    ids: Vec<String>,
+    /// Keep the samples that are not selected instead.
+    #[arg(long)]
+    invert: bool,
+    /// Also write the flat alpha of the kept samples to MASK (a flat EXR, or `*.png`).
+    #[arg(long, value_name = "MASK")]
+    mask: Option<PathBuf>,
+    #[command(flatten)]
+    out: OpOutputArgs,
+    #[command(flatten)]
+    read: InputArgs,
+}
+
 fn part_of(read: &InputArgs) -> PartSelector {
     read.part
         .as_deref()
@@ -175,17 +198,20 @@ pub fn run_flatten(args: &FlattenArgs) -> Result<()> {
     Ok(())
 }
 
-fn run(op: &dyn DeepOp, input: &Path, out: &OpOutputArgs, read: &InputArgs) -> Result<()> {
+fn request_of(out: &OpOutputArgs, read: &InputArgs) -> Result<OpOutput> {
     let output_options = out.write.options()?;
-    let request = OpOutput {
+    Ok(OpOutput {
         deep_write: output_options.deep(!out.no_deep_state)?,
         tidy: out.tidy,
         part: part_of(read),
         budget: gib_to_bytes("--memory-budget", read.memory_budget)?,
         band_rows: read.band_rows.map(|n| n as usize),
         metadata: output_options.metadata,
-    };
-    let options = request.stream_options(&out.output)?;
+    })
+}
+
+fn run(op: &dyn DeepOp, input: &Path, out: &OpOutputArgs, read: &InputArgs) -> Result<()> {
+    let options = request_of(out, read)?.stream_options(&out.output)?;
     run_op(op, input, &out.output, &options, None)
 }
 
@@ -205,4 +231,16 @@ pub fn run_crop(args: &CropArgs) -> Result<()> {
 pub fn run_transform(args: &TransformArgs) -> Result<()> {
     let transform = Transform::new(args.translate.as_deref(), args.z_offset, args.z_scale)?;
     run(&transform, &args.input, &args.out, &args.read)
+}
+
+/// Run `idselect` (and its `--mask`).
+pub fn run_idselect(args: &IdselectArgs) -> Result<()> {
+    let select = IdSelect::parse(&args.ids, args.invert)?;
+    run_id_selection(
+        &select,
+        &args.input,
+        &args.out.output,
+        args.mask.as_deref(),
+        request_of(&args.out, &args.read)?,
+    )
 }

@@ -12,11 +12,12 @@
 //! or, for `*.png`, as a PNG preview ([`crate::preview`]).
 //!
 //! One file per operation, each stating its exact semantics: [`slice`], [`crop`],
-//! [`transform`], and the merge's [`prune`] options. The flatten is the merge of one input ([`crate::stream::merge_files`] with one
+//! [`transform`], [`idselect`], and the merge's [`prune`] options. The flatten is the merge of one input ([`crate::stream::merge_files`] with one
 //! path); [`band`] builds output bands sample by sample.
 
 pub mod band;
 pub mod crop;
+pub mod idselect;
 pub mod prune;
 pub mod slice;
 pub mod transform;
@@ -37,6 +38,7 @@ use crate::stream::{
 };
 
 pub use crop::Crop;
+pub use idselect::{run_idselect, IdSelect};
 pub use prune::Pruning;
 pub use slice::Slice;
 pub use transform::Transform;

@@ -20,10 +20,12 @@
 //!
 //! The library entry point is [`merge_files`].
 
+pub mod bbox;
 pub mod pipeline;
 pub mod plan;
 pub mod source;
 
+pub use bbox::OutputWindow;
 pub use pipeline::{
     merge_files, stream_bands, BandOutput, MergeEngine, OutputFormat, StreamMerge, StreamReport,
 };
@@ -62,6 +64,8 @@ pub struct StreamOptions {
     pub band_rows: Option<usize>,
     /// Samples dropped around the merge (`--drop-transparent`, `--drop-hidden`).
     pub pruning: Pruning,
+    /// The merge's output data window (`--bbox`; operations ignore it).
+    pub bbox: OutputWindow,
 }
 
 impl Default for StreamOptions {
@@ -78,6 +82,7 @@ impl Default for StreamOptions {
             channels: None,
             band_rows: None,
             pruning: Pruning::default(),
+            bbox: OutputWindow::Union,
         }
     }
 }

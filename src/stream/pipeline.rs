@@ -145,11 +145,8 @@ impl<'o> StreamMerge<'o> {
                 .par_iter_mut()
                 .try_for_each(|s| s.count_rows_within(options.budget))
         })?;
-        let window = sources
-            .iter()
-            .map(|s| s.window)
-            .reduce(|a, b| a.union(&b))
-            .ok_or_else(|| Error::Usage("nothing to merge".into()))?;
+        let windows: Vec<Bounds> = sources.iter().map(|s| s.window).collect();
+        let window = options.bbox.resolve(&windows)?;
         let bands = plan_bands(&sources, window, &shape, options)?;
         Ok(StreamMerge {
             options,
@@ -165,7 +162,7 @@ impl<'o> StreamMerge<'o> {
         &self.bands
     }
 
-    /// The output window: the union of the inputs' data windows.
+    /// The output window: the union of the inputs' data windows, or what `--bbox` chose.
     pub fn window(&self) -> Bounds {
         self.window
     }

@@ -43,7 +43,10 @@ fn row_samples(plan: &MergePlan) -> Vec<u64> {
         let w = dw.width();
         for rel in 0..dw.height() {
             let y = dw.y0 as i64 + rel as i64 - window.y0 as i64;
-            rows[y as usize] += image.offsets[(rel + 1) * w] - image.offsets[rel * w];
+            // An input may reach past a window chosen smaller than the union (`--bbox`).
+            if let Some(row) = usize::try_from(y).ok().and_then(|y| rows.get_mut(y)) {
+                *row += image.offsets[(rel + 1) * w] - image.offsets[rel * w];
+            }
         }
     }
     rows

@@ -1,0 +1,318 @@
+//! `idselect`: keep the samples whose id channels hold chosen ids (OpenEXR's `deepidselect`;
+//! Nuke's DeepExpression or a Cryptomatte-style id matte on deep data).
+//!
+//! Exact semantics:
+//! - Each `--id CHANNEL=N[,N...]` is one condition: the sample's value in `CHANNEL` is one of
+//!   the numbers (OR within one option). A sample is selected when every condition holds (AND
+//!   across options, so two options on one channel select the ids both list). With `invert`
+//!   the samples that are *not* selected are kept, so a selection and its inverse share no
+//!   sample and together hold every sample of the input.
+//! - Ids are unsigned 32-bit numbers. A `uint` channel is compared exactly. A `half` or
+//!   `float` channel follows the **float-id convention**: it holds the id as an integral value
+//!   (2.0 is id 2), compared exactly, with no rounding: a value with a fraction, a negative
+//!   value, NaN or infinity is no id and matches nothing. A float holds every integer up to
+//!   2^24 (a half up to 2048) exactly; a larger id that the type cannot hold matches nothing.
+//!   (Cryptomatte's hashes stored as the bits of a float are not this convention.)
+//! - Kept samples are copied bit for bit and in order; the windows, channels and
+//!   `deepImageState` are the input's (dropping samples keeps a sorted or tidy pixel so).
+//! - An id channel the input lacks is an error naming the file and listing its channels.
+//! - The mask ([`IdSelect::mask`]) is the same selection reduced to its alpha and depth
+//!   channels, which the flat output composites into the flat alpha of the selection.
+
+use crate::deep::{Bounds, ChannelRole, DeepImage, Plane};
+use crate::error::{Error, Result};
+
+use std::path::Path;
+
+use crate::composite::{MergeOptions, OutputKind};
+use crate::preview::check_output_name;
+use crate::stream::StreamOptions;
+
+use super::band::{build_band, RowBuilder};
+use super::{run_op, DeepOp, OpOutput, OpWindows};
+
+/// One `--id` condition: the channel and the ids it may hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdCondition {
+    /// The id channel's full name.
+    pub channel: String,
+    /// The ids selected (any of them).
+    pub ids: Vec<u32>,
+}
+
+impl IdCondition {
+    /// A condition from `CHANNEL=N[,N...]`.
+    pub fn parse(text: &str) -> Result<Self> {
+        let bad = |why: &str| {
+            Error::Usage(format!(
+                "--id takes CHANNEL=N[,N...] (ids are unsigned 32-bit integers), not {text:?}: {why}"
+            ))
+        };
+        let (channel, list) = text.split_once('=').ok_or_else(|| bad("no '='"))?;
+        let channel = channel.trim();
+        if channel.is_empty() {
+            return Err(bad("no channel name"));
+        }
+        let ids = list
+            .split(',')
+            .map(|n| n.trim().parse::<u32>().map_err(|_| bad("not an id")))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(IdCondition {
+            channel: channel.to_string(),
+            ids,
+        })
+    }
+}
+
+/// Which samples `idselect` keeps (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdSelect {
+    /// The conditions, all of which a selected sample meets.
+    pub conditions: Vec<IdCondition>,
+    /// Keep the samples that are not selected instead.
+    pub invert: bool,
+    /// Write only the alpha and depth channels (the mask's deep source).
+    pub alpha_only: bool,
+}
+
+impl IdSelect {
+    /// A selection from `--id` texts; at least one is needed.
+    pub fn parse<S: AsRef<str>>(conditions: &[S], invert: bool) -> Result<Self> {
+        if conditions.is_empty() {
+            return Err(Error::Usage(
+                "idselect needs at least one --id CHANNEL=N[,N...]".into(),
+            ));
+        }
+        Ok(IdSelect {
+            conditions: conditions
+                .iter()
+                .map(|c| IdCondition::parse(c.as_ref()))
+                .collect::<Result<_>>()?,
+            invert,
+            alpha_only: false,
+        })
+    }
+
+    /// The same selection reduced to its alpha and depth channels: run with flat output, it
+    /// writes the flat alpha of the selection.
+    pub fn mask(&self) -> Self {
+        IdSelect {
+            alpha_only: true,
+            ..self.clone()
+        }
+    }
+
+    /// The index of every condition's channel in `channels`, or the error naming the first
+    /// one missing with the channels there are.
+    fn resolve(&self, image: &DeepImage) -> Result<Vec<(usize, &[u32])>> {
+        self.conditions
+            .iter()
+            .map(|c| {
+                image
+                    .channel_index(&c.channel)
+                    .map(|i| (i, c.ids.as_slice()))
+                    .ok_or_else(|| {
+                        let names: Vec<&str> =
+                            image.channels.iter().map(|c| c.name.as_str()).collect();
+                        Error::format(format!(
+                            "has no channel {:?} for --id (its channels: {})",
+                            c.channel,
+                            names.join(", ")
+                        ))
+                    })
+            })
+            .collect()
+    }
+}
+
+/// The id held by value `i` of `plane`: the value of a uint, the integral value of a float
+/// (float-id convention), none for a float that is not a whole number in the u32 range.
+pub fn id_at(plane: &Plane, i: usize) -> Option<u32> {
+    let whole = |f: f32| {
+        let f = f as f64;
+        ((0.0..=u32::MAX as f64).contains(&f) && f.fract() == 0.0).then_some(f as u32)
+    };
+    match plane {
+        Plane::U32(v) => Some(v[i]),
+        Plane::F16(v) => whole(v[i].to_f32()),
+        Plane::F32(v) => whole(v[i]),
+    }
+}
+
+fn is_alpha(role: ChannelRole) -> bool {
+    matches!(
+        role,
+        ChannelRole::Alpha
+            | ChannelRole::RedAlpha
+            | ChannelRole::GreenAlpha
+            | ChannelRole::BlueAlpha
+    )
+}
+
+/// `image` reduced to its alpha, Z and ZBack channels; an error when it has no alpha.
+fn alpha_and_depth(image: DeepImage) -> Result<DeepImage> {
+    if !image.channels.iter().any(|c| is_alpha(c.role)) {
+        return Err(Error::format(
+            "has no alpha channel, so --mask has no alpha to write",
+        ));
+    }
+    let DeepImage {
+        display_window,
+        data_window,
+        channels,
+        offsets,
+        planes,
+        state,
+    } = image;
+    let (channels, planes) = channels
+        .into_iter()
+        .zip(planes)
+        .filter(|(c, _)| is_alpha(c.role) || matches!(c.role, ChannelRole::Z | ChannelRole::ZBack))
+        .unzip();
+    Ok(DeepImage {
+        display_window,
+        data_window,
+        channels,
+        offsets,
+        planes,
+        state,
+    })
+}
+
+impl DeepOp for IdSelect {
+    fn windows(&self, data: Bounds, display: Bounds) -> Result<OpWindows> {
+        Ok(OpWindows {
+            read: data,
+            data,
+            display,
+        })
+    }
+
+    fn apply(&self, band: &DeepImage, _windows: &OpWindows) -> Result<DeepImage> {
+        let conditions = self.resolve(band)?;
+        let window = band.data_window;
+        let selected = |i: usize| {
+            conditions
+                .iter()
+                .all(|&(c, ids)| id_at(&band.planes[c], i).is_some_and(|id| ids.contains(&id)))
+        };
+        let kept = build_band(
+            &band.channels,
+            window,
+            band.display_window,
+            band.state,
+            |y, row: &mut RowBuilder| {
+                for x in window.x0..=window.x1 {
+                    let p = window.index_of(x, y).expect("inside");
+                    for i in band.range(p) {
+                        if selected(i) != self.invert {
+                            row.copy(band, i);
+                        }
+                    }
+                    row.end_pixel();
+                }
+            },
+        );
+        if self.alpha_only {
+            alpha_and_depth(kept)
+        } else {
+            Ok(kept)
+        }
+    }
+}
+
+/// Run `select` on `input`, writing `output` as `request` says and, with `mask`, the flat
+/// alpha of the selection to `mask` (a flat EXR, or `*.png` for a preview): a second pass
+/// over the input, streamed the same way. The mask's name is checked before anything is
+/// written, and it may be neither the output nor the input.
+pub fn run_idselect(
+    select: &IdSelect,
+    input: &Path,
+    output: &Path,
+    mask: Option<&Path>,
+    request: OpOutput,
+) -> Result<()> {
+    let mask_options = match mask {
+        Some(mask) => {
+            check_output_name(mask, false)?;
+            if mask == output {
+                return Err(Error::Usage(format!(
+                    "{}: --mask names the output itself",
+                    mask.display()
+                )));
+            }
+            crate::job::check_output_is_not_an_input(mask, &[input.to_path_buf()])?;
+            Some(StreamOptions {
+                part: request.part.clone(),
+                merge: MergeOptions {
+                    output: OutputKind::Flat { z: false },
+                    ..MergeOptions::default()
+                },
+                budget: request.budget,
+                band_rows: request.band_rows,
+                // The mask is a flat file like a flatten's: its default compression, and the
+                // input's attributes as the selection carries them.
+                flat_write: crate::exr::OutputOptions::default().flat(crate::exr::FlatType::Half),
+                metadata: request.metadata,
+                ..StreamOptions::default()
+            })
+        }
+        None => None,
+    };
+    let options = request.stream_options(output)?;
+    run_op(select, input, output, &options, None)?;
+    if let (Some(mask), Some(mask_options)) = (mask, mask_options) {
+        run_op(&select.mask(), input, mask, &mask_options, None)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::f16;
+
+    #[test]
+    fn conditions_parse_a_channel_and_its_ids() {
+        let c = IdCondition::parse("object.id=3, 4294967295,0").unwrap();
+        assert_eq!(c.channel, "object.id");
+        assert_eq!(c.ids, vec![3, u32::MAX, 0]);
+        for bad in [
+            "id",
+            "=3",
+            "id=",
+            "id=-1",
+            "id=1.5",
+            "id=4294967296",
+            "id=1,,2",
+        ] {
+            assert!(
+                matches!(IdCondition::parse(bad), Err(Error::Usage(_))),
+                "{bad}"
+            );
+        }
+        assert!(IdSelect::parse::<&str>(&[], false).is_err());
+    }
+
+    #[test]
+    fn float_ids_are_whole_numbers_compared_exactly() {
+        let floats = Plane::F32(vec![
+            2.0,
+            2.5,
+            -1.0,
+            f32::NAN,
+            16777216.0,
+            -0.0,
+            4294967296.0,
+        ]);
+        let ids: Vec<Option<u32>> = (0..7).map(|i| id_at(&floats, i)).collect();
+        assert_eq!(
+            ids,
+            vec![Some(2), None, None, None, Some(16777216), Some(0), None]
+        );
+        let halves = Plane::F16(vec![f16::from_f32(7.0), f16::from_f32(7.5)]);
+        assert_eq!((id_at(&halves, 0), id_at(&halves, 1)), (Some(7), None));
+        let uints = Plane::U32(vec![3236172513]);
+        assert_eq!(id_at(&uints, 0), Some(3236172513));
+    }
+}
