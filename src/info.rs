@@ -160,7 +160,7 @@ pub fn describe_attributes(path: &Path) -> Result<String> {
 /// (A, R, Z)`. Headers only; no sample is read.
 pub fn describe_sample_cost(
     path: &Path,
-    selection: Option<&crate::stream::ChannelSelection>,
+    selection: Option<&crate::exr::ChannelSelection>,
 ) -> Result<String> {
     let mut out = String::new();
     for part in read_parts_info(path)?.iter().filter(|p| p.deep) {

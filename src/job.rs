@@ -15,11 +15,12 @@ use crate::backend::Engine;
 use crate::composite::MergeOptions;
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
+use crate::exr::ChannelSelection;
 use crate::exr::{self, DeepWriteOptions, FlatWriteOptions, MetadataMode, ReadOptions};
 use crate::gpu::{GlContext, GlOptions};
 use crate::progress::{Progress, RunStats};
 use crate::sequence::FramePattern;
-use crate::stream::{ChannelSelection, MergeEngine, StreamMerge, StreamOptions};
+use crate::stream::{MergeEngine, StreamMerge, StreamOptions};
 
 /// Everything about a merge but its paths and its engine.
 #[derive(Clone, Debug)]

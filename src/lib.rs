@@ -34,6 +34,7 @@ pub mod preview;
 pub mod progress;
 pub mod scene;
 pub mod sequence;
+pub mod size;
 pub mod stream;
 pub mod view;
 pub mod vocab;

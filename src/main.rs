@@ -11,6 +11,7 @@ use deepmerge::bench::{self, BenchArgs};
 use deepmerge::composite::{
     holdout, HoldoutMode, MergeOptions, MergeStrategy, OutputKind, SortPolicy,
 };
+use deepmerge::exr::ChannelSelection;
 use deepmerge::exr::{
     self, DeepWriteOptions, FlatType, MetadataMode, OutputOptions, PartSelector, ReadOptions,
 };
@@ -19,7 +20,7 @@ use deepmerge::inspect::TableValues;
 use deepmerge::job::{MergeJob, SequenceSummary};
 use deepmerge::progress::{Progress, ProgressMode, RunStats};
 use deepmerge::sequence::{self, FramePattern};
-use deepmerge::stream::{ChannelSelection, StreamMerge};
+use deepmerge::stream::StreamMerge;
 use deepmerge::{cleanup, heatmap, scene, Error, Result};
 
 mod cli;

@@ -13,11 +13,12 @@ use std::path::{Path, PathBuf};
 use common::data;
 use deepmerge::composite::{merge_images, MergeOptions, MergeOutput, OutputKind};
 use deepmerge::deep::DeepImage;
+use deepmerge::exr::ChannelSelection;
 use deepmerge::exr::{
     encode_deep_with, read_deep, write_deep_with, write_flat_with, Codec, DeepWriteOptions,
     FlatType, FlatWriteOptions, ReadOptions,
 };
-use deepmerge::stream::{merge_files, ChannelSelection, MergeEngine, StreamOptions};
+use deepmerge::stream::{merge_files, MergeEngine, StreamOptions};
 
 const BAND_HEIGHTS: [usize; 4] = [1, 7, 16, 23];
 
@@ -403,14 +404,14 @@ fn windows_that_only_overlap_stream_like_the_whole_image() {
 /// Either way the rows handed out are the file's, as the whole-image reader reads them.
 #[test]
 fn count_tables_past_their_share_of_the_budget_are_read_again_with_the_same_rows() {
+    use deepmerge::exr::ChunkSource;
     use deepmerge::exr::PartSelector;
-    use deepmerge::stream::ChunkSource;
 
     let path = data("openexr-images/Balls.exr");
     let whole = read_deep(&path, &ReadOptions::default()).unwrap();
     let open = |budget: u64| {
         let mut source = ChunkSource::open(&path, &PartSelector::FirstDeep, budget).unwrap();
-        source.count_rows_within(budget).unwrap();
+        source.count_rows(budget).unwrap();
         source
     };
     let all = open(1 << 30);

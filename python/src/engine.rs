@@ -28,16 +28,13 @@ use deepmerge::composite::{
 };
 use deepmerge::deep::{Bounds, DeepImage, FlatImage};
 use deepmerge::exr::{
-    self, human_bytes, DeepWriteOptions, FlatType, FlatWriteOptions, MetadataMode, OutputOptions,
-    PartInfo, PartSelector, ReadOptions, DEFAULT_MAX_MEMORY,
+    self, ChannelSelection, DeepWriteOptions, FlatType, FlatWriteOptions, MetadataMode,
+    OutputOptions, PartInfo, PartSelector, ReadOptions, DEFAULT_MAX_MEMORY,
 };
 use deepmerge::gpu::{merge_images_gl_over, GlOptions};
 use deepmerge::info::{sample_stats, SampleStats};
 use deepmerge::job::check_output_is_not_an_input;
-use deepmerge::stream::{
-    self, ChannelSelection, ChunkSource, MergeEngine, OutputWindow, StreamOptions,
-    DEFAULT_MEMORY_BUDGET,
-};
+use deepmerge::stream::{self, MergeEngine, OutputWindow, StreamOptions, DEFAULT_MEMORY_BUDGET};
 use deepmerge::{Error, Result};
 
 /// How to read one file.
@@ -77,46 +74,9 @@ pub fn channel_selection(names: &[String]) -> Result<ChannelSelection> {
 
 /// Read a deep part of `path`, refusing NaN depths as the CLI does before merging.
 pub fn read(path: &Path, request: &ReadRequest) -> Result<DeepImage> {
-    let Some(selection) = &request.channels else {
-        let image = exr::read_deep(path, &request.options())?;
-        image.check_depths().map_err(|e| e.in_file(path))?;
-        return Ok(image);
-    };
-    // The chunk reader with the selection: unselected channels are unpacked chunk by chunk
-    // (the codec packs all channels together) but never stored.
-    let budget = request.max_memory();
-    let mut source = ChunkSource::open(path, &request.part, budget)?;
-    let all = source.all_channels.clone();
-    if let Some(missing) = selection
-        .names()
-        .iter()
-        .find(|n| !all.iter().any(|c| &c.name == *n))
-    {
-        let have: Vec<&str> = all.iter().map(|c| c.name.as_str()).collect();
-        return Err(Error::format(format!(
-            "no channel {missing} (channels: {})",
-            have.join(", ")
-        ))
-        .in_file(path));
-    }
-    source.keep_channels(|c| selection.keeps(c, &all));
-    source.count_rows()?;
-    // What `read_deep` checks, for the kept channels: the window's tables and the samples.
-    let window = source.window;
-    let total: u64 = source.row_samples.iter().sum();
-    let need = (window.area() as u64)
-        .saturating_mul(16)
-        .saturating_add(total.saturating_mul(source.sample_bytes()));
-    if need > budget {
-        return Err(Error::format(format!(
-            "its {total} samples would need {}, over the memory limit of {} (raise it with --max-memory)",
-            human_bytes(need),
-            human_bytes(budget)
-        ))
-        .in_file(path));
-    }
-    // `take_rows` checks the depths of what it hands out.
-    source.take_rows(window.y0..=window.y1)
+    let image = exr::read_deep_channels(path, &request.options(), request.channels.as_ref())?;
+    image.check_depths().map_err(|e| e.in_file(path))?;
+    Ok(image)
 }
 
 /// One input of a merge: a file, or an image already in memory.

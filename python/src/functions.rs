@@ -5,10 +5,11 @@ use std::path::PathBuf;
 
 use deepmerge::backend::Backend;
 use deepmerge::composite::{MergeOutput, OutputKind};
+use deepmerge::exr::ChannelSelection;
 use deepmerge::exr::{DeepWriteOptions, FlatType, OutputOptions, PartSelector};
 use deepmerge::gpu::{GlOptions, Layout, MergeMethod};
 use deepmerge::info::COMPLEXITY_BINS;
-use deepmerge::stream::{ChannelSelection, OutputWindow};
+use deepmerge::stream::OutputWindow;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
 

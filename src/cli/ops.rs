@@ -7,12 +7,13 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use deepmerge::composite::{MergeOptions, OutputKind};
+use deepmerge::exr::ChannelSelection;
 use deepmerge::exr::{FlatType, MetadataMode, OutputOptions, PartSelector};
 use deepmerge::ops::{
     run_idselect as run_id_selection, run_op, Crop, DeepOp, IdSelect, OpOutput, Slice, Transform,
 };
 use deepmerge::preview::check_output_name;
-use deepmerge::stream::{merge_files, ChannelSelection, MergeEngine, StreamOptions};
+use deepmerge::stream::{merge_files, MergeEngine, StreamOptions};
 use deepmerge::Result;
 
 use crate::{gib_to_bytes, FlatTypeArg, OutputArgs, DEFAULT_BUDGET_GIB};

@@ -22,7 +22,7 @@ use super::merge::{channel_conflict, MergeOptions, MergePlan, OutputKind};
 use super::tidy::TIDY_BYTES_PER_SAMPLE;
 use crate::deep::{ChannelRole, DeepImage};
 use crate::error::{Error, Result};
-use crate::exr::human_bytes;
+use crate::size::human_bytes;
 
 /// Copies of a flat output pixel alive at once at the peak: the merged rows, the image's
 /// per-channel planes made from them, and the writer's converted samples.

@@ -3,12 +3,22 @@
 //! The `exr` crate parses headers (deep ones included) but decodes no deep pixels; the deep chunk
 //! layout (sample-count table plus sample data) and its codecs are ours, and so is a walk of the
 //! raw attributes (for compressions the crate does not know, and for carrying metadata).
+//!
+//! Reading has one path: [`header`] reads a file's headers, [`chunk`] parses one chunk's
+//! framing, and [`ChunkSource`] reads a part's chunks with positioned reads ([`ByteSource`]),
+//! a band of rows at a time or (through [`read_deep`]) all of them. [`ChannelSelection`] says
+//! which channels it keeps.
 
 mod attributes;
+mod chunk;
+mod chunks;
 mod compression;
+mod header;
 mod output;
-pub(crate) mod read;
+mod read;
+mod selection;
 mod sink;
+mod source;
 mod write;
 mod zstd;
 
@@ -16,16 +26,17 @@ pub use attributes::{
     carried_attributes, software_attribute, MetadataMode, RawAttribute, REQUIRED_CARRIED,
     WRITER_OWNED,
 };
+pub use chunks::{ChunkSource, BANDS_IN_FLIGHT};
 pub use compression::{
     check_deep_output, check_plausible, compress, compression_name, decompress, max_unpacked,
     BlockLayout, Codec, ZSTD_DEFAULT_LEVEL, ZSTD_LEVELS,
 };
+pub use header::{read_parts_info, PartInfo, PartSelector};
 pub use output::OutputOptions;
-pub use read::{
-    decode_deep, human_bytes, read_deep, read_parts_info, PartInfo, PartSelector, ReadOptions,
-    DEFAULT_MAX_MEMORY,
-};
+pub use read::{decode_deep, read_deep, read_deep_channels, ReadOptions, DEFAULT_MAX_MEMORY};
+pub use selection::ChannelSelection;
 pub use sink::{DeepChunkWriter, FlatChunkWriter};
+pub use source::ByteSource;
 pub use write::{
     encode_deep, encode_deep_with, mark_run_start, write_atomically, write_deep, write_deep_with,
     write_flat, write_flat_with, AtomicFile, DeepWriteOptions, FlatType, FlatWriteOptions,

@@ -29,13 +29,13 @@ use crate::composite::{
 };
 use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
-use crate::exr::{carried_attributes, Codec, DeepWriteOptions, MetadataMode, PartSelector};
+use crate::exr::{
+    carried_attributes, ChunkSource, Codec, DeepWriteOptions, MetadataMode, PartSelector,
+};
 use crate::preview::{check_output_name, is_png_path};
 use crate::progress::RunStats;
 use crate::stream::plan::OutputShape;
-use crate::stream::{
-    plan_bands, stream_bands, BandOutput, ChunkSource, OutputFormat, StreamOptions,
-};
+use crate::stream::{plan_bands, stream_bands, BandOutput, OutputFormat, StreamOptions};
 
 pub use crop::Crop;
 pub use idselect::{run_idselect, IdSelect};
@@ -82,7 +82,7 @@ pub fn run_op(
         let all = source.all_channels.clone();
         source.keep_channels(|c| selection.keeps(c, &all));
     }
-    source.count_rows()?;
+    source.count_rows(options.budget)?;
     let windows = op
         .windows(source.window, source.display_window)
         .map_err(|e| match e {

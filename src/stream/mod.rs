@@ -1,8 +1,9 @@
 //! The streamed merge: N deep files into one output, a band of rows at a time, in a memory
 //! budget rather than in the size of the image (docs/architecture.md, "Data flow").
 //!
-//! - [`source`]: the chunk reader. Headers, offset tables and sample-count tables first, then
-//!   the chunks a band needs, read with positioned reads and unpacked in parallel.
+//! - The chunk reader is [`crate::exr::ChunkSource`]: headers, offset tables and sample-count
+//!   tables first, then the chunks a band needs, read with positioned reads and unpacked in
+//!   parallel.
 //! - [`plan`]: the band planner. Bands follow from the samples per row (the count tables) and
 //!   the budget: dense rows make thin bands; a single row that does not fit is refused.
 //! - [`pipeline`]: reading band k+1, merging band k (either engine, on the calling thread,
@@ -23,19 +24,17 @@
 pub mod bbox;
 pub mod pipeline;
 pub mod plan;
-pub mod source;
 
 pub use bbox::OutputWindow;
 pub use pipeline::{
     merge_files, stream_bands, BandOutput, MergeEngine, OutputFormat, StreamMerge, StreamReport,
 };
 pub use plan::{plan_bands, Band};
-pub use source::ChunkSource;
 
 use crate::composite::MergeOptions;
-use crate::deep::{Channel, ChannelRole};
-use crate::error::{Error, Result};
-use crate::exr::{DeepWriteOptions, FlatWriteOptions, MetadataMode, PartSelector};
+use crate::exr::{
+    ChannelSelection, DeepWriteOptions, FlatWriteOptions, MetadataMode, PartSelector,
+};
 use crate::ops::Pruning;
 
 /// The default memory budget: 1 GiB. A band is at most a third of it (three are alive at
@@ -83,63 +82,6 @@ impl Default for StreamOptions {
             band_rows: None,
             pruning: Pruning::default(),
             bbox: OutputWindow::Union,
-        }
-    }
-}
-
-/// The channels `--channels` asks for. Z and ZBack are always kept (they order the samples);
-/// every alpha channel (A, RA, GA, BA, in any layer) is kept when a composited channel is, since
-/// the colour's "over" needs it; other channels are kept only when named.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChannelSelection {
-    names: Vec<String>,
-}
-
-impl ChannelSelection {
-    /// From a comma-separated list such as `R,G,B,A`.
-    pub fn parse(list: &str) -> Result<Self> {
-        let names: Vec<String> = list
-            .split(',')
-            .map(str::trim)
-            .filter(|n| !n.is_empty())
-            .map(String::from)
-            .collect();
-        if names.is_empty() {
-            return Err(Error::Usage(
-                "--channels needs at least one channel name".into(),
-            ));
-        }
-        Ok(ChannelSelection { names })
-    }
-
-    /// The names asked for.
-    pub fn names(&self) -> &[String] {
-        &self.names
-    }
-
-    /// Whether `channel` of an input whose channels are `all` is kept.
-    pub fn keeps(&self, channel: &Channel, all: &[Channel]) -> bool {
-        let named = |c: &Channel| self.names.iter().any(|n| n == &c.name);
-        let is_alpha = |c: &Channel| {
-            matches!(
-                c.role,
-                ChannelRole::Alpha
-                    | ChannelRole::RedAlpha
-                    | ChannelRole::GreenAlpha
-                    | ChannelRole::BlueAlpha
-            )
-        };
-        match channel.role {
-            ChannelRole::Z | ChannelRole::ZBack => true,
-            _ if named(channel) => true,
-            _ if is_alpha(channel) => all.iter().any(|c| {
-                named(c)
-                    && !matches!(
-                        c.role,
-                        ChannelRole::Z | ChannelRole::ZBack | ChannelRole::Id
-                    )
-            }),
-            _ => false,
         }
     }
 }

@@ -24,13 +24,13 @@ use std::sync::mpsc::sync_channel;
 use rayon::prelude::*;
 
 use super::plan::{plan_bands, Band, OutputShape};
-use super::source::ChunkSource;
 use super::StreamOptions;
 use crate::composite::{
     check_compatible, merge_checked_images_over, merge_images_over, MergeOutput, OutputKind,
 };
 use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
+use crate::exr::ChunkSource;
 use crate::exr::{
     carried_attributes, DeepChunkWriter, DeepWriteOptions, FlatChunkWriter, FlatWriteOptions,
     MetadataMode,
@@ -143,7 +143,7 @@ impl<'o> StreamMerge<'o> {
         timed(stats, Stage::Read, &mut || {
             sources
                 .par_iter_mut()
-                .try_for_each(|s| s.count_rows_within(options.budget))
+                .try_for_each(|s| s.count_rows(options.budget))
         })?;
         let windows: Vec<Bounds> = sources.iter().map(|s| s.window).collect();
         let window = options.bbox.resolve(&windows)?;

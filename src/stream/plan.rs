@@ -18,17 +18,14 @@
 
 use std::ops::RangeInclusive;
 
-use super::source::ChunkSource;
 use super::StreamOptions;
 use crate::composite::{
     OutputKind, DEEP_PIXEL_BYTES, DEEP_SAMPLE_BYTES, FLAT_COPIES, GL_FLAT_PIXEL_BYTES,
 };
 use crate::deep::Bounds;
 use crate::error::{Error, Result};
-use crate::exr::human_bytes;
-
-/// Bands alive at once at the peak: read ahead, being merged, being written.
-pub const BANDS_IN_FLIGHT: u64 = 3;
+use crate::exr::{ChunkSource, BANDS_IN_FLIGHT};
+use crate::size::human_bytes;
 
 /// The most bytes a band is planned to take, whatever the budget allows.
 pub const MAX_BAND_BYTES: u64 = 32 << 20;

@@ -34,9 +34,9 @@ use super::load::{Layer, LoadEvent, Loaded};
 use super::state::{frame_size, KeyAction, View, ViewState};
 use super::ui::{self, PanelInputs, PANEL_WIDTH};
 use crate::error::{Error, Result};
-use crate::exr::human_bytes;
 use crate::gpu::GlContext;
 use crate::inspect::{pixel_report, PixelTable, TableValues};
+use crate::size::human_bytes;
 
 /// CPU time this process has used (all threads, user and system), in ms: with the wall time it
 /// says how much of a frame's latency was work and how much was waiting for a busy machine.

@@ -27,8 +27,7 @@ use winit::event_loop::EventLoop;
 
 use crate::composite::{MergeOptions, SortPolicy};
 use crate::error::{Error, Result};
-use crate::exr::{PartSelector, ReadOptions};
-use crate::stream::ChunkSource;
+use crate::exr::{ChunkSource, PartSelector, ReadOptions};
 
 /// Inputs the viewer takes: keys 1 to 9 show each.
 pub const MAX_INPUTS: usize = 9;

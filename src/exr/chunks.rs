@@ -14,12 +14,10 @@
 //!
 //! Line order (INCREASING_Y, DECREASING_Y, RANDOM_Y) only changes where chunks lie in the file:
 //! the blocks are found through the offset table and placed by the coordinates in their heads.
-//! Files are read with `pread` (`FileExt::read_at`), not mapped: mapped pages would count in
-//! the resident set the memory budget is about.
+//! Files are read with positioned reads ([`ByteSource`]); reading a whole image is this reader
+//! asked for every row at once ([`super::read_deep`]), so there is one chunk reader.
 
 use std::collections::VecDeque;
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -29,13 +27,17 @@ use exr::meta::BlockDescription;
 use half::f16;
 use rayon::prelude::*;
 
+use super::chunk::{chunk_counts, read_chunk_head, ChunkHead, MAX_CHUNK_HEAD_BYTES};
+use super::compression::{check_plausible, decompress, BlockLayout, Codec};
+use super::header::{chunk_slot, expected_chunk_count, read_headers_of, select_part, PartSelector};
+use super::source::ByteSource;
 use crate::deep::{Bounds, Channel, ChannelRole, DeepImage, DeepState, Plane, SampleType};
 use crate::error::{Error, Result};
-use crate::exr::read::{
-    chunk_counts, chunk_slot, expected_chunk_count, headers_end, parse_meta, read_chunk_head,
-    select_part, ChunkHead, ParsedHeaders, MAX_CHUNK_HEAD_BYTES,
-};
-use crate::exr::{check_plausible, decompress, human_bytes, BlockLayout, Codec, PartSelector};
+use crate::size::human_bytes;
+
+/// Bands a streamed reader serves at once: one being read, one merged, one written. The
+/// reader's per-row tables and the band planner both count on it.
+pub const BANDS_IN_FLIGHT: u64 = 3;
 
 /// Bytes per row of a part's window that the reader holds for the whole merge: the offset
 /// table (at most one chunk per row, 8) and the row's sample total (8).
@@ -43,13 +45,7 @@ const ROW_TABLE_BYTES: u64 = 16;
 
 /// Bytes per column of a part's window held for any band, samples aside: counts, offsets and
 /// the decoded rows' counts of a row, in each of the bands alive at once.
-const PIXEL_ROW_BYTES: u64 = 16 * super::plan::BANDS_IN_FLIGHT;
-
-/// First guess at the header's size; doubled until the whole header fits.
-const HEADER_PREFIX_BYTES: usize = 64 << 10;
-
-/// Headers larger than this are refused (a hostile file could claim any size).
-const MAX_HEADER_BYTES: usize = 64 << 20;
+const PIXEL_ROW_BYTES: u64 = 16 * BANDS_IN_FLIGHT;
 
 /// The share of the memory budget one input's kept count tables may take; past it, the tables
 /// of further chunks are inflated again when their chunk is decoded (as a huge, nearly empty
@@ -144,8 +140,9 @@ struct DecodedBlock {
 
 /// One deep part of an input file, read a band of rows at a time.
 pub struct ChunkSource {
+    /// The file's path for messages (empty for bytes in memory).
     path: PathBuf,
-    file: File,
+    bytes: ByteSource,
     file_len: u64,
     header: Header,
     multipart: bool,
@@ -185,19 +182,28 @@ impl ChunkSource {
     /// Open `path` and read the header and offset table of the part `selector` picks.
     /// Refuses a window whose per-row tables (`budget`) cannot hold, before reserving them.
     pub fn open(path: &Path, selector: &PartSelector, budget: u64) -> Result<ChunkSource> {
-        let file = File::open(path).map_err(|e| Error::read(path, e))?;
-        let file_len = file.metadata().map_err(|e| Error::read(path, e))?.len();
-        Self::open_file(path, file, file_len, selector, budget).map_err(|e| e.in_file(path))
+        let bytes = ByteSource::open(path)?;
+        Self::open_source(path, bytes, selector, budget).map_err(|e| e.in_file(path))
     }
 
-    fn open_file(
+    /// [`Self::open`] on the bytes of a whole file held in memory.
+    pub fn from_bytes(bytes: Vec<u8>, selector: &PartSelector, budget: u64) -> Result<ChunkSource> {
+        Self::open_source(
+            Path::new(""),
+            ByteSource::from_bytes(bytes),
+            selector,
+            budget,
+        )
+    }
+
+    fn open_source(
         path: &Path,
-        file: File,
-        file_len: u64,
+        bytes: ByteSource,
         selector: &PartSelector,
         budget: u64,
     ) -> Result<ChunkSource> {
-        let headers = read_header(path, &file, file_len)?;
+        let file_len = bytes.len();
+        let headers = read_headers_of(&bytes)?;
         let (meta, table_start) = (&headers.meta, headers.table_start);
         let infos = headers.part_infos();
         let index = select_part(&infos, selector)?;
@@ -245,7 +251,7 @@ impl ChunkSource {
         }
         let mut source = ChunkSource {
             path: path.to_path_buf(),
-            file,
+            bytes,
             file_len,
             multipart: meta.requirements.is_multilayer(),
             part: index,
@@ -326,13 +332,8 @@ impl ChunkSource {
 
     /// Read every chunk's head and sample-count table (nothing else) and count the samples of
     /// each row into [`Self::row_samples`]; also sorts the chunks into block rows and keeps
-    /// the inflated count tables within a share of `budget` for [`Self::take_rows`].
-    pub fn count_rows(&mut self) -> Result<()> {
-        self.count_rows_within(super::DEFAULT_MEMORY_BUDGET)
-    }
-
-    /// [`Self::count_rows`], keeping at most a sixteenth of `budget` of count tables.
-    pub fn count_rows_within(&mut self, budget: u64) -> Result<()> {
+    /// the inflated count tables, within a sixteenth of `budget`, for [`Self::take_rows`].
+    pub fn count_rows(&mut self, budget: u64) -> Result<()> {
         let offsets = std::mem::take(&mut self.offsets);
         let window = self.window;
         let keep_left = AtomicU64::new(budget / KEPT_COUNTS_SHARE);
@@ -341,7 +342,7 @@ impl ChunkSource {
             .enumerate()
             .map(|(i, &at)| {
                 self.chunk_entry(at, &keep_left)
-                    .map_err(|e| Error::format(format!("chunk {i}: {e}")).in_file(&self.path))
+                    .map_err(|e| self.locate(Error::format(format!("chunk {i}: {e}"))))
             })
             .collect::<Result<_>>()?;
         let mut seen = vec![false; offsets.len()];
@@ -350,10 +351,9 @@ impl ChunkSource {
             let region = entry.head.region;
             let slot = chunk_slot(&self.header, window, &region);
             if std::mem::replace(&mut seen[slot], true) {
-                return Err(Error::file(
-                    &self.path,
-                    format!("two chunks hold the same block {region}"),
-                ));
+                return Err(self.locate(Error::format(format!(
+                    "two chunks hold the same block {region}"
+                ))));
             }
             for (line, &n) in per_row.iter().enumerate() {
                 rows[(region.y0 - window.y0) as usize + line] += n;
@@ -446,11 +446,15 @@ impl ChunkSource {
     }
 
     fn read_exact_at(&self, at: u64, len: usize) -> Result<Vec<u8>> {
-        let mut buf = vec![0u8; len];
-        self.file
-            .read_exact_at(&mut buf, at)
-            .map_err(|e| Error::read(&self.path, e))?;
-        Ok(buf)
+        self.bytes.read_exact_at(at, len)
+    }
+
+    /// `error` naming this source's file (bytes in memory have no name to give).
+    fn locate(&self, error: Error) -> Error {
+        match self.bytes.path() {
+            Some(path) => error.in_file(path),
+            None => error,
+        }
     }
 
     /// Read and inflate one chunk: its counts (kept, or read again) and its sample data. A
@@ -519,7 +523,7 @@ impl ChunkSource {
                 let b = *b;
                 self.decode_chunk(entry)
                     .map(|chunk| (b, chunk))
-                    .map_err(|e| e.in_file(&self.path))
+                    .map_err(|e| self.locate(e))
             })
             .collect::<Result<_>>()?;
         let mut by_block: Vec<Vec<DecodedChunk>> = (0..blocks.len()).map(|_| Vec::new()).collect();
@@ -645,7 +649,7 @@ impl ChunkSource {
             self.state,
         )?;
         if has_nan_depth(&image) {
-            image.check_depths().map_err(|e| e.in_file(&self.path))?;
+            image.check_depths().map_err(|e| self.locate(e))?;
         }
         Ok(image)
     }
@@ -752,20 +756,4 @@ fn has_nan_depth(image: &DeepImage) -> bool {
             Plane::F16(v) => v.iter().any(|x| x.is_nan()),
             Plane::U32(_) => false,
         })
-}
-
-/// The headers (from a growing prefix of the file) and where the offset tables begin.
-fn read_header(path: &Path, file: &File, file_len: u64) -> Result<ParsedHeaders> {
-    let mut size = HEADER_PREFIX_BYTES;
-    loop {
-        let len = (file_len as usize).min(size);
-        let mut prefix = vec![0u8; len];
-        file.read_exact_at(&mut prefix, 0)
-            .map_err(|e| Error::read(path, e))?;
-        let complete = prefix.len() >= 8 && headers_end(&prefix, prefix[5] & 0x10 != 0).is_some();
-        if complete || len as u64 == file_len || size >= MAX_HEADER_BYTES {
-            return parse_meta(&prefix);
-        }
-        size *= 2;
-    }
 }
