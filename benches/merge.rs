@@ -3,7 +3,7 @@
 //! one function per engine column. Small scenes (240x135) and few samples so that `cargo bench`
 //! finishes in a few minutes on two cores; `deepmerge bench` is the full-size, paper-style run.
 //!
-//! Engines time themselves (`iter_custom` over `MergeEngine::time_operation`), so the GL engine
+//! Engines time themselves (`iter_custom` over `BenchColumn::time_operation`), so the GL engine
 //! uploads and builds its layout once per sample, untimed, and stops its clock after glFinish,
 //! exactly as in the paper-style tables. The engines are `bench::default_engines` with the peer
 //! off: the CPU engine, then LL S, LL RBM, ..., BIA RBM and BIA RBM tiles. Without a usable GL
@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use deepmerge::bench::{self, BenchCase, BenchConfig, MergeEngine, Operation, PeerSetting};
+use deepmerge::bench::{self, BenchCase, BenchColumn, BenchConfig, Operation, PeerSetting};
 use deepmerge::scene::{self, SCENE_NAMES};
 
 const WIDTH: usize = 240;
@@ -20,7 +20,7 @@ const HEIGHT: usize = 135;
 const SEED: u64 = 1;
 
 /// The engines, one criterion function each.
-fn engines() -> Vec<Box<dyn MergeEngine>> {
+fn engines() -> Vec<Box<dyn BenchColumn>> {
     let config = BenchConfig {
         oiiotool: PeerSetting::Off,
         ..BenchConfig::default()

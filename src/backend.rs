@@ -8,13 +8,13 @@
 //!   at 1080p and 4K, as it does on llvmpipe: the GL merge kernels are fast, but gathering,
 //!   uploading and reading back bands on the host costs more than the CPU merge. So `Auto` makes
 //!   no context and asks EGL nothing.
-//! - [`stage_on_gpu`]: a requested placement wins; otherwise the GPU stages (`sort.comp`,
+//! - [`crate::gpu::stage_on_gpu`] (the GL engine's own rule, stated here with the engine choice): a requested placement wins; otherwise the GPU stages (`sort.comp`,
 //!   `tidy.comp`) run on a hardware device and the host does the work under a software
 //!   rasteriser, where it is faster (sort ~10x, tidy ~3x, measured on llvmpipe) and
 //!   bit-identical to the CPU engine.
 
 use crate::error::{Error, Result};
-use crate::gpu::{GlContext, GlInfo};
+use crate::gpu::GlContext;
 
 /// Which engine the user asked for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,10 +74,4 @@ fn auto_with_context(gl_options_given: bool) -> Result<Engine> {
                 "GPU options were given but no GL context can be made ({e})"
             ))
         })
-}
-
-/// Whether a GL stage with placement `requested` (`Some(true)`: GPU, `Some(false)`: host,
-/// `None`: choose) runs on the GPU of the device described by `info`.
-pub fn stage_on_gpu(requested: Option<bool>, info: &GlInfo) -> bool {
-    requested.unwrap_or(!info.software)
 }

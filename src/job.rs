@@ -14,11 +14,12 @@ use std::sync::Mutex;
 use crate::backend::Engine;
 use crate::composite::MergeOptions;
 use crate::deep::DeepImage;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::exr::ChannelSelection;
 use crate::exr::{self, DeepWriteOptions, FlatWriteOptions, MetadataMode, ReadOptions};
 use crate::gpu::{GlContext, GlOptions};
-use crate::progress::{Progress, RunStats};
+use crate::progress::Progress;
+use crate::run_stats::RunStats;
 use crate::sequence::FramePattern;
 use crate::stream::{MergeEngine, StreamMerge, StreamOptions};
 
@@ -46,7 +47,7 @@ pub struct MergeJob {
     /// Bands of exactly this many rows (a testing knob; `None`: planned from the budget).
     pub band_rows: Option<usize>,
     /// Samples dropped around the merge (`--drop-transparent`, `--drop-hidden`).
-    pub pruning: crate::ops::Pruning,
+    pub pruning: crate::composite::Pruning,
     /// The output data window (`--bbox`).
     pub bbox: crate::stream::OutputWindow,
 }
@@ -58,13 +59,6 @@ pub struct SequenceSummary {
     pub written: usize,
     /// Frames that failed (reported as errors, or as warnings under `skip_bad`).
     pub failed: usize,
-}
-
-/// Where a merge runs, without tying the CPU case to a (thread-bound) GL context.
-#[derive(Clone, Copy)]
-enum On<'a> {
-    Cpu,
-    Gl(&'a GlContext),
 }
 
 impl MergeJob {
@@ -80,32 +74,34 @@ impl MergeJob {
         progress: &Progress,
         announce: Option<&str>,
     ) -> Result<()> {
-        let on = match engine {
-            Engine::Cpu { .. } => On::Cpu,
-            Engine::Gl(ctx) => On::Gl(ctx),
+        let gl = match engine {
+            Engine::Cpu { .. } => None,
+            Engine::Gl(ctx) => Some(&**ctx),
         };
-        self.run_on(on, inputs, output, stats, Some((progress, announce)))
+        self.run_on(gl, inputs, output, stats, Some((progress, announce)))
     }
 
+    /// One merge on the GL engine on `gl`, or on the CPU engine when `None` (a frame thread
+    /// holds no GL context: the context belongs to the thread that made it).
     fn run_on(
         &self,
-        on: On,
+        gl: Option<&GlContext>,
         inputs: &[PathBuf],
         output: &Path,
         stats: &RunStats,
         progress: Option<(&Progress, Option<&str>)>,
     ) -> Result<()> {
         let step = || progress.inspect(|p| p.0.step());
-        check_output_is_not_an_input(output, inputs)?;
+        crate::exr::check_output_is_not_an_input(output, inputs)?;
         let options = self.stream_options();
         let merge = StreamMerge::open(inputs, &options, Some(stats))?;
         step();
-        let engine = match on {
-            On::Gl(ctx) => MergeEngine::Gl(ctx, self.gl.unwrap_or_default()),
-            On::Cpu => MergeEngine::Cpu,
+        let engine = match gl {
+            Some(ctx) => MergeEngine::Gl(ctx, self.gl.unwrap_or_default()),
+            None => MergeEngine::Cpu,
         };
-        let profiled = match on {
-            On::Gl(ctx) if self.gl_stats => {
+        let profiled = match gl {
+            Some(ctx) if self.gl_stats => {
                 ctx.profile_stages(true);
                 Some(ctx)
             }
@@ -199,7 +195,7 @@ impl MergeJob {
             Engine::Gl(ctx) => {
                 for &frame in frames {
                     let result = self.run_on(
-                        On::Gl(ctx),
+                        Some(&**ctx),
                         &frame_inputs(frame),
                         &output.path(frame),
                         stats,
@@ -226,7 +222,7 @@ impl MergeJob {
                                 break;
                             };
                             let result = per_frame.run_on(
-                                On::Cpu,
+                                None,
                                 &frame_inputs(frame),
                                 &output.path(frame),
                                 stats,
@@ -256,22 +252,6 @@ pub fn read_inputs(paths: &[PathBuf], options: &ReadOptions) -> Result<Vec<DeepI
             Ok(image)
         })
         .collect()
-}
-
-/// Refuse to overwrite an input: compare canonical paths where the output already exists.
-pub fn check_output_is_not_an_input(output: &Path, inputs: &[PathBuf]) -> Result<()> {
-    let Ok(out) = output.canonicalize() else {
-        return Ok(());
-    };
-    for input in inputs {
-        if input.canonicalize().is_ok_and(|i| i == out) {
-            return Err(Error::file(
-                output,
-                "output path is also an input; refusing to overwrite it",
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// The GL copy kernel's bandwidth on `ctx` (64 MiB, 5 copies), the floor `--stats` compares

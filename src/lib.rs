@@ -32,6 +32,7 @@ pub mod job;
 pub mod ops;
 pub mod preview;
 pub mod progress;
+pub mod run_stats;
 pub mod scene;
 pub mod sequence;
 pub mod size;

@@ -18,7 +18,8 @@ use deepmerge::exr::{
 use deepmerge::gpu::{GlContext, GlOptions, Layout, MergeMethod, PixelOrder, RbmBlocks};
 use deepmerge::inspect::TableValues;
 use deepmerge::job::{MergeJob, SequenceSummary};
-use deepmerge::progress::{Progress, ProgressMode, RunStats};
+use deepmerge::progress::{Progress, ProgressMode};
+use deepmerge::run_stats::RunStats;
 use deepmerge::sequence::{self, FramePattern};
 use deepmerge::stream::StreamMerge;
 use deepmerge::{cleanup, heatmap, scene, Error, Result};
@@ -487,7 +488,7 @@ fn run_gpu_info(programs: Option<&Path>) -> Result<()> {
     std::fs::create_dir_all(dir)
         .map_err(|e| Error::file(dir, format!("cannot create folder: {e}")))?;
     // A, then B, G, R over A: the scenes' channels.
-    let columns = deepmerge::gpu::engine::ColumnSpec {
+    let columns = deepmerge::gpu::resident::ColumnSpec {
         alpha_of: vec![None, Some(0), Some(0), Some(0)],
     };
     println!("merge.comp program binaries in {}:", dir.display());
@@ -499,13 +500,13 @@ fn run_gpu_info(programs: Option<&Path>) -> Result<()> {
         ] {
             for block_size in [4, 8, 16] {
                 for deep in [false, true] {
-                    let spec = deepmerge::gpu::engine::MergeSpec {
+                    let spec = deepmerge::gpu::resident::MergeSpec {
                         method,
                         block_size,
                         descending: false,
                         rbm_blocks,
                     };
-                    let binary = deepmerge::gpu::engine::merge_program_binary(
+                    let binary = deepmerge::gpu::resident::merge_program_binary(
                         &ctx, layout, spec, &columns, deep,
                     )?;
                     let name = format!(
@@ -677,7 +678,7 @@ fn run_holdout(
         max_memory: gib_to_bytes("--max-memory", max_memory)?,
         ..ReadOptions::default()
     };
-    deepmerge::job::check_output_is_not_an_input(output, &inputs)?;
+    deepmerge::exr::check_output_is_not_an_input(output, &inputs)?;
     let images = deepmerge::job::read_inputs(&inputs, &options)?;
     let mode = if cull {
         HoldoutMode::Cull
@@ -807,7 +808,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             .map(ChannelSelection::parse)
             .transpose()?,
         band_rows: args.band_rows.map(|n| n as usize),
-        pruning: deepmerge::ops::Pruning {
+        pruning: deepmerge::composite::Pruning {
             drop_transparent: args.drop_transparent,
             drop_hidden: args.drop_hidden,
         },

@@ -4,7 +4,7 @@
 //! The PNG covers the output's data window (PNG has no windows; overscan is kept). Each pixel is
 //! RGBA, 8 bits per channel, non-premultiplied as PNG requires: colour is the composite's
 //! premultiplied colour divided by its alpha (0 where the alpha is 0), clamped to 0..=1 and
-//! sRGB-encoded with the viewer's transform ([`crate::view::display::srgb`]); alpha is stored
+//! sRGB-encoded with the transform the viewer also uses ([`srgb`]); alpha is stored
 //! linearly. A composite without R, G and B shows its alpha as grey; one without A is opaque.
 //! The file carries the `sRGB` chunk. Rows are compressed as the bands arrive (the `png`
 //! crate's stream writer), so a preview streams in the memory budget like any other output, and
@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex};
 use crate::deep::{Bounds, FlatImage};
 use crate::error::{Error, Result};
 use crate::exr::AtomicFile;
-use crate::view::display::{srgb, to_byte};
 
 /// True when `path` is named `*.png` (any case).
 pub fn is_png_path(path: &Path) -> bool {
@@ -181,4 +180,19 @@ fn png_error(e: png::EncodingError) -> std::io::Error {
         png::EncodingError::IoError(e) => e,
         other => std::io::Error::other(other.to_string()),
     }
+}
+
+/// The sRGB encoding of a linear value, clamped to 0..=1.
+pub fn srgb(linear: f32) -> f32 {
+    let v = linear.clamp(0.0, 1.0);
+    if v <= 0.0031308 {
+        12.92 * v
+    } else {
+        1.055 * v.powf(1.0 / 2.4) - 0.055
+    }
+}
+
+/// A 0..=1 value as the framebuffer stores it in 8 bits.
+pub fn to_byte(v: f32) -> u8 {
+    (v.clamp(0.0, 1.0) * 255.0).round() as u8
 }

@@ -19,8 +19,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use deepmerge::gpu::engine::ColumnSpec;
 use deepmerge::gpu::program::{resolve, Defines};
+use deepmerge::gpu::resident::ColumnSpec;
 use deepmerge::gpu::scan::SCAN_GROUP;
 use deepmerge::gpu::tidy::WORK_BUDGET;
 use deepmerge::vocab::{
@@ -165,7 +165,7 @@ fn stages() -> Vec<Stage> {
             product: vec![fixed("SCAN_GROUP", format!("{SCAN_GROUP}u"))],
             cycled: vec![],
         },
-        // gpu::engine: min counts of IA and BIA, the build, the counting passes, the merges.
+        // gpu::resident: min counts of IA and BIA, the build, the counting passes, the merges.
         Stage {
             file: "min_counts.comp",
             product: vec![

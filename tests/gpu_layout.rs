@@ -8,7 +8,7 @@ mod gpu_common;
 
 use deepmerge::cpu::build::build;
 use deepmerge::cpu::merge::{merge_built, merge_kway_built};
-use deepmerge::gpu::engine::{
+use deepmerge::gpu::resident::{
     build_image, kway_stride, merge_deep, merge_deep_kway, ColumnSpec, GpuStack, MergeSpec,
 };
 use deepmerge::gpu::RbmBlocks::{self, Indexed};

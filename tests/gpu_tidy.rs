@@ -26,7 +26,7 @@ use deepmerge::cpu::tidy::{
 };
 use deepmerge::deep::DeepImage;
 use deepmerge::exr::{read_deep, ReadOptions};
-use deepmerge::gpu::engine::{build_image, ColumnSpec};
+use deepmerge::gpu::resident::{build_image, ColumnSpec};
 use deepmerge::gpu::tidy::{
     tidy_count_pixels, tidy_deep, tidy_flatten_pixels, tidy_flatten_pixels_host, WalkList,
 };

@@ -801,12 +801,12 @@ proptest! {
         a in arb_image(), b in arb_image(), threshold in 1u32..=20
     ) {
         let merged = deep_merge(&[&a, &b]);
-        let pruned = deepmerge::ops::prune::drop_hidden(&merged, 1.0);
+        let pruned = deepmerge::composite::prune::drop_hidden(&merged, 1.0);
         prop_assert!(pruned.sample_count() <= merged.sample_count());
         let worst = flat_difference(&flat(&[&pruned]), &flat(&[&merged]));
         prop_assert!(worst < 1e-6, "composite changed by {}", worst);
         // A lower threshold drops at least as much, and only from the back of each pixel.
-        let lower = deepmerge::ops::prune::drop_hidden(&merged, threshold as f32 / 20.0);
+        let lower = deepmerge::composite::prune::drop_hidden(&merged, threshold as f32 / 20.0);
         prop_assert!(lower.sample_count() <= pruned.sample_count());
         for p in 0..merged.pixel_count() {
             let kept = lower.count(p);
@@ -822,7 +822,7 @@ proptest! {
 
     #[test]
     fn drop_transparent_drops_exactly_the_transparent_samples(input in arb_image()) {
-        let kept = deepmerge::ops::prune::drop_transparent(&input, 1e-7);
+        let kept = deepmerge::composite::prune::drop_transparent(&input, 1e-7);
         prop_assert_eq!(kept.sample_count(), input.sample_count() - alpha_sum(&input));
         prop_assert!(plane_f32(&kept, "A").iter().all(|&a| a > 1e-7));
     }

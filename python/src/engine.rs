@@ -33,7 +33,7 @@ use deepmerge::exr::{
 };
 use deepmerge::gpu::{merge_images_gl_over, GlOptions};
 use deepmerge::info::{sample_stats, SampleStats};
-use deepmerge::job::check_output_is_not_an_input;
+
 use deepmerge::stream::{self, MergeEngine, OutputWindow, StreamOptions, DEFAULT_MEMORY_BUDGET};
 use deepmerge::{Error, Result};
 
@@ -169,7 +169,7 @@ pub fn merge_to_file(
         bbox: request.bbox,
     };
     with_engine(request.backend, request.gl.is_some(), |engine| {
-        check_output_is_not_an_input(output, inputs)?;
+        exr::check_output_is_not_an_input(output, inputs)?;
         let merge = stream::StreamMerge::open(inputs, &options, None)?;
         let window = merge.window();
         let (on, name) = match engine {

@@ -121,7 +121,7 @@ pub fn traffic_bytes(pair: &[DeepImage], quad: &[DeepImage]) -> [u64; 3] {
 /// "GPU layouts"): 4-byte indices and the image's own bytes per sample. IA and BIA store no
 /// padding, so they differ from LA only by the per-group minimum counts. A prediction, not a
 /// measurement: the GL engine reports its real buffer sizes through
-/// [`super::MergeEngine::memory_bytes`].
+/// [`super::BenchColumn::memory_bytes`].
 pub fn layout_model_bytes(image: &DeepImage, layout: Layout) -> u64 {
     let pixels = image.pixel_count() as u64;
     let samples = image.sample_count() as u64;

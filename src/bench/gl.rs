@@ -1,4 +1,4 @@
-//! The GL engine in the bench: one [`GlEngine`] column per layout x method in the paper's order
+//! The GL engine in the bench: one [`GlColumn`] column per layout x method in the paper's order
 //! (LL S, LL RBM, LA S, LA RBM, IA S, IA RBM, BIA S, BIA RBM), an optional BIA RBM column in the
 //! raster-tile pixel order, and the GL copy kernel as a bandwidth floor ([`GlCopyProbe`],
 //! measured by [`gl_copy_bandwidth`]).
@@ -26,7 +26,7 @@ use crate::gpu::{
     GlContext, GlOptions, GpuMerger, GpuProfile, Layout, MergeMethod, PixelOrder, RbmBlocks,
 };
 
-use super::engine::{BenchCase, MergeEngine, Operation};
+use super::column::{BenchCase, BenchColumn, Operation};
 use super::floor::BandwidthProbe;
 
 /// Column labels of the paper's eight GL configurations, in its order.
@@ -59,7 +59,7 @@ pub fn open_gl_context() -> std::result::Result<Rc<GlContext>, String> {
 /// the paper and in every earlier table, whatever the merge default is), then (when `shifted`) the four
 /// RBM columns with constant-index shifting blocks ([`RbmBlocks::Shifted`]), then (when `tiled`)
 /// BIA RBM in the raster-tile pixel order; each profiling its stages when `stages`.
-pub fn gl_engines(ctx: &Rc<GlContext>, config: &super::BenchConfig) -> Vec<GlEngine> {
+pub fn gl_engines(ctx: &Rc<GlContext>, config: &super::BenchConfig) -> Vec<GlColumn> {
     let block_size = config.block_size;
     let mut options: Vec<GlOptions> = paper_configurations()
         .into_iter()
@@ -92,12 +92,12 @@ pub fn gl_engines(ctx: &Rc<GlContext>, config: &super::BenchConfig) -> Vec<GlEng
     }
     options
         .into_iter()
-        .map(|o| GlEngine::new(ctx.clone(), o).with_stage_profile(config.stages))
+        .map(|o| GlColumn::new(ctx.clone(), o).with_stage_profile(config.stages))
         .collect()
 }
 
 /// One GL configuration as a bench column.
-pub struct GlEngine {
+pub struct GlColumn {
     ctx: Rc<GlContext>,
     options: GlOptions,
     /// Bytes of the two inputs' buffers, known once Table 1's merge has run for the case.
@@ -108,10 +108,10 @@ pub struct GlEngine {
     last_profile: std::cell::RefCell<Option<GpuProfile>>,
 }
 
-impl GlEngine {
+impl GlColumn {
     /// A column for `options` on `ctx`.
     pub fn new(ctx: Rc<GlContext>, options: GlOptions) -> Self {
-        GlEngine {
+        GlColumn {
             ctx,
             options,
             input_bytes: None,
@@ -121,7 +121,7 @@ impl GlEngine {
     }
 
     /// Also profile one untimed run of every resident merge with timer queries, stage by stage
-    /// ([`MergeEngine::take_stage_profile`]).
+    /// ([`BenchColumn::take_stage_profile`]).
     pub fn with_stage_profile(mut self, on: bool) -> Self {
         self.profile = on;
         self
@@ -175,7 +175,7 @@ impl GlEngine {
     }
 }
 
-impl MergeEngine for GlEngine {
+impl BenchColumn for GlColumn {
     fn name(&self) -> String {
         let mut base = format!(
             "{} {}",

@@ -9,7 +9,7 @@
 //! - Table 5: N = 2, 4, 8 inputs merged in one pass (k-way) or by a pairwise chain, CPU and GL
 //!   ([`kway_table`], `kway.rs`).
 //!
-//! Columns: every [`MergeEngine`] (the CPU engine; the GL engine, one column per layout x method
+//! Columns: every [`BenchColumn`] (the CPU engine; the GL engine, one column per layout x method
 //! in the paper's order plus BIA RBM in raster-tile order; `oiiotool` end to end), then one floor
 //! per [`BandwidthProbe`] (host memcpy, GL copy kernel). Each cell is the
 //! median of `repeats` runs after one warm-up run, in ms and as worst / cell for its row.
@@ -21,7 +21,7 @@
 //! of the tables.
 
 mod args;
-mod engine;
+mod column;
 mod floor;
 mod gl;
 mod kway;
@@ -36,15 +36,15 @@ use std::time::{Duration, Instant};
 
 pub use crate::vocab::Layout;
 pub use args::{parse_harness_args, render_front_end, run_front_end, BenchArgs};
-pub use engine::{
-    csr_bytes, run_operation, BenchCase, CaseFiles, CpuEngine, MergeEngine, OiiotoolEngine,
+pub use column::{
+    csr_bytes, run_operation, BenchCase, BenchColumn, CaseFiles, CpuColumn, OiiotoolColumn,
     Operation,
 };
 pub use floor::{
     bytes_per_sample, bytes_read, layout_model_bytes, traffic_bytes, BandwidthProbe, CpuMemcpyProbe,
 };
 pub use gl::{
-    gl_column_names, gl_copy_bandwidth, gl_engines, open_gl_context, GlCopyProbe, GlEngine,
+    gl_column_names, gl_copy_bandwidth, gl_engines, open_gl_context, GlColumn, GlCopyProbe,
     TILED_COLUMN,
 };
 pub use kway::kway_table;
@@ -143,7 +143,7 @@ impl Default for BenchConfig {
 /// The engines of a run, and the columns of engines that could not run (with the reason).
 pub struct EngineSet {
     /// Engines to time, one column each.
-    pub engines: Vec<Box<dyn MergeEngine>>,
+    pub engines: Vec<Box<dyn BenchColumn>>,
     /// Column label and reason for each absent engine (e.g. `oiiotool e2e`, `not installed`).
     pub absent: Vec<(String, String)>,
     /// Header lines about the engines (versions, renderer).
@@ -162,7 +162,7 @@ pub fn open_gl(config: &BenchConfig) -> GlSetup {
 /// installed.
 pub fn default_engines(config: &BenchConfig, gl: &GlSetup) -> EngineSet {
     let mut set = EngineSet {
-        engines: vec![Box::new(CpuEngine)],
+        engines: vec![Box::new(CpuColumn)],
         absent: Vec::new(),
         about: vec![format!(
             "cpu: composite::merge_images on host memory, {} rayon threads",
@@ -196,8 +196,8 @@ pub fn default_engines(config: &BenchConfig, gl: &GlSetup) -> EngineSet {
     }
     let oiiotool = match &config.oiiotool {
         PeerSetting::Off => None,
-        PeerSetting::Detect => Some(OiiotoolEngine::detect()),
-        PeerSetting::Path(p) => Some(OiiotoolEngine::probe(p)),
+        PeerSetting::Detect => Some(OiiotoolColumn::detect()),
+        PeerSetting::Path(p) => Some(OiiotoolColumn::probe(p)),
     };
     match oiiotool {
         None => {}
@@ -206,7 +206,7 @@ pub fn default_engines(config: &BenchConfig, gl: &GlSetup) -> EngineSet {
                 "oiiotool: {} {version}, end to end (process start, EXR read, merge, EXR write)",
                 program.display()
             ));
-            set.engines.push(Box::new(OiiotoolEngine::new(program)));
+            set.engines.push(Box::new(OiiotoolColumn::new(program)));
         }
         Some(None) => {
             set.about.push("oiiotool: not installed".into());

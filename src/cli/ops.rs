@@ -188,7 +188,7 @@ pub fn run_flatten(args: &FlattenArgs) -> Result<()> {
         band_rows: args.read.band_rows.map(|n| n as usize),
         ..StreamOptions::default()
     };
-    deepmerge::job::check_output_is_not_an_input(&args.output, std::slice::from_ref(&args.input))?;
+    deepmerge::exr::check_output_is_not_an_input(&args.output, std::slice::from_ref(&args.input))?;
     merge_files(
         std::slice::from_ref(&args.input),
         &args.output,

@@ -12,6 +12,7 @@ mod list;
 mod merge;
 mod order;
 mod pixel;
+pub mod prune;
 pub mod tidy;
 mod views;
 
@@ -35,3 +36,4 @@ pub use order::{
     merge_runs_chained, merge_runs_kway, merge_sorted_runs, sort_samples, SortPolicy, MAX_HEAP_RUNS,
 };
 pub use pixel::{CompositeChannels, CompositeKind, PixelSamples};
+pub use prune::Pruning;

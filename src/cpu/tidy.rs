@@ -388,7 +388,7 @@ fn tidy_flatten_pixel(
 
 /// Tidy and flatten each pixel in `pixels` of the CSR list (`offsets`, `keys` in merge order,
 /// `values` with `alpha_of.len().max(1)` floats per slot). `alpha_of[c]` is the column of column
-/// c's alpha, `None` for alpha columns (as `gpu::engine::ColumnSpec`).
+/// c's alpha, `None` for alpha columns (as `gpu::resident::ColumnSpec`).
 pub fn tidy_flatten_pixels(
     offsets: &[u32],
     keys: &[Fragment],

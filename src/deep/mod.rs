@@ -5,6 +5,7 @@
 //! plane. This is the form the EXR reader produces, the CPU engine merges and the GPU uploads.
 
 mod bounds;
+pub mod builder;
 mod channel;
 mod flat;
 

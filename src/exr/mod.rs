@@ -38,6 +38,7 @@ pub use selection::ChannelSelection;
 pub use sink::{DeepChunkWriter, FlatChunkWriter};
 pub use source::ByteSource;
 pub use write::{
-    encode_deep, encode_deep_with, mark_run_start, write_atomically, write_deep, write_deep_with,
-    write_flat, write_flat_with, AtomicFile, DeepWriteOptions, FlatType, FlatWriteOptions,
+    check_output_is_not_an_input, encode_deep, encode_deep_with, mark_run_start, write_atomically,
+    write_deep, write_deep_with, write_flat, write_flat_with, AtomicFile, DeepWriteOptions,
+    FlatType, FlatWriteOptions,
 };

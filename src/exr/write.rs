@@ -7,7 +7,7 @@
 //! output gets and how leftovers of killed runs are cleaned).
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use exr::meta::attribute::{
@@ -538,6 +538,22 @@ pub fn write_flat_with(path: &Path, image: &FlatImage, options: &FlatWriteOption
     let mut writer = super::FlatChunkWriter::create(path, image.data_window, options)?;
     writer.write_band(image)?;
     writer.finish()
+}
+
+/// Refuse to overwrite an input: compare canonical paths where the output already exists.
+pub fn check_output_is_not_an_input(output: &Path, inputs: &[PathBuf]) -> Result<()> {
+    let Ok(out) = output.canonicalize() else {
+        return Ok(());
+    };
+    for input in inputs {
+        if input.canonicalize().is_ok_and(|i| i == out) {
+            return Err(Error::file(
+                output,
+                "output path is also an input; refusing to overwrite it",
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

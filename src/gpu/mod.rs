@@ -33,10 +33,10 @@
 mod buffer;
 pub mod compact;
 mod context;
-pub mod engine;
 mod merge;
 mod profile;
 pub mod program;
+pub mod resident;
 pub mod scan;
 pub mod sort;
 mod stats;
@@ -116,15 +116,15 @@ impl std::str::FromStr for RbmBlocks {
 
 impl GlOptions {
     /// Whether inputs that need sorting are sorted by `sort.comp` on this device
-    /// ([`crate::backend::stage_on_gpu`]).
+    /// ([`stage_on_gpu`]).
     pub fn sorts_on_gpu(&self, info: &GlInfo) -> bool {
-        crate::backend::stage_on_gpu(self.sort_on_gpu, info)
+        stage_on_gpu(self.sort_on_gpu, info)
     }
 
     /// Whether overlapping volumes are tidied by `tidy.comp` on this device
-    /// ([`crate::backend::stage_on_gpu`]).
+    /// ([`stage_on_gpu`]).
     pub fn tidies_on_gpu(&self, info: &GlInfo) -> bool {
-        crate::backend::stage_on_gpu(self.tidy_on_gpu, info)
+        stage_on_gpu(self.tidy_on_gpu, info)
     }
 }
 
@@ -145,4 +145,10 @@ impl Default for GlOptions {
             rbm_blocks: RbmBlocks::Shifted,
         }
     }
+}
+
+/// Whether a GL stage with placement `requested` (`Some(true)`: GPU, `Some(false)`: host,
+/// `None`: choose) runs on the GPU of the device described by `info`.
+pub fn stage_on_gpu(requested: Option<bool>, info: &GlInfo) -> bool {
+    requested.unwrap_or(!info.software)
 }

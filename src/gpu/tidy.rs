@@ -27,8 +27,8 @@
 
 use super::buffer::GpuBuffer;
 use super::compact::{compact_flagged, GpuCompacted};
-use super::engine::{ColumnSpec, GpuFlat, GpuImage};
 use super::program::Defines;
+use super::resident::{ColumnSpec, GpuFlat, GpuImage};
 use super::scan::exclusive_scan_buffer;
 use super::GlContext;
 use crate::composite::{tidy_flatten_list, tidy_list, CompositeChannels};

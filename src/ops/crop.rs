@@ -11,8 +11,8 @@
 use crate::deep::{Bounds, DeepImage};
 use crate::error::{Error, Result};
 
-use super::band::{build_band, RowBuilder};
 use super::{DeepOp, OpWindows};
+use crate::deep::builder::{build_band, RowBuilder};
 
 /// A crop box and which side of it is kept (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

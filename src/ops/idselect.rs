@@ -28,8 +28,8 @@ use crate::composite::{MergeOptions, OutputKind};
 use crate::preview::check_output_name;
 use crate::stream::StreamOptions;
 
-use super::band::{build_band, RowBuilder};
 use super::{run_op, DeepOp, OpOutput, OpWindows};
+use crate::deep::builder::{build_band, RowBuilder};
 
 /// One `--id` condition: the channel and the ids it may hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -241,7 +241,7 @@ pub fn run_idselect(
                     mask.display()
                 )));
             }
-            crate::job::check_output_is_not_an_input(mask, &[input.to_path_buf()])?;
+            crate::exr::check_output_is_not_an_input(mask, &[input.to_path_buf()])?;
             Some(StreamOptions {
                 part: request.part.clone(),
                 merge: MergeOptions {

@@ -15,10 +15,8 @@
 //! [`transform`], [`idselect`], and the merge's [`prune`] options. The flatten is the merge of one input ([`crate::stream::merge_files`] with one
 //! path); [`band`] builds output bands sample by sample.
 
-pub mod band;
 pub mod crop;
 pub mod idselect;
-pub mod prune;
 pub mod slice;
 pub mod transform;
 
@@ -33,13 +31,12 @@ use crate::exr::{
     carried_attributes, ChunkSource, Codec, DeepWriteOptions, MetadataMode, PartSelector,
 };
 use crate::preview::{check_output_name, is_png_path};
-use crate::progress::RunStats;
+use crate::run_stats::RunStats;
 use crate::stream::plan::OutputShape;
 use crate::stream::{plan_bands, stream_bands, BandOutput, OutputFormat, StreamOptions};
 
 pub use crop::Crop;
 pub use idselect::{run_idselect, IdSelect};
-pub use prune::Pruning;
 pub use slice::Slice;
 pub use transform::Transform;
 
@@ -76,7 +73,7 @@ pub fn run_op(
     stats: Option<&RunStats>,
 ) -> Result<()> {
     let inputs = [input.to_path_buf()];
-    crate::job::check_output_is_not_an_input(output, &inputs)?;
+    crate::exr::check_output_is_not_an_input(output, &inputs)?;
     let mut source = ChunkSource::open(input, &options.part, options.budget)?;
     if let Some(selection) = &options.channels {
         let all = source.all_channels.clone();

@@ -28,8 +28,8 @@ use crate::deep::{Bounds, DeepImage};
 use crate::error::{Error, Result};
 use crate::vocab::{depth_cmp, depth_key};
 
-use super::band::{build_band, RowBuilder};
 use super::{DeepOp, OpWindows};
+use crate::deep::builder::{build_band, RowBuilder};
 
 /// The depth range an output keeps (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq)]

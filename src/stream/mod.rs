@@ -32,10 +32,10 @@ pub use pipeline::{
 pub use plan::{plan_bands, Band};
 
 use crate::composite::MergeOptions;
+use crate::composite::Pruning;
 use crate::exr::{
     ChannelSelection, DeepWriteOptions, FlatWriteOptions, MetadataMode, PartSelector,
 };
-use crate::ops::Pruning;
 
 /// The default memory budget: 1 GiB. A band is at most a third of it (three are alive at
 /// once), so rows of up to ~2 M samples stream at the default (a 2K frame at ~1000 samples per

@@ -37,7 +37,7 @@ use crate::exr::{
 };
 use crate::gpu::{merge_images_gl_over, GlContext, GlOptions, GpuStats};
 use crate::preview::PngBandWriter;
-use crate::progress::{RunStats, Stage};
+use crate::run_stats::{RunStats, Stage};
 
 /// Which engine merges the bands.
 #[derive(Clone, Copy)]

@@ -4,28 +4,14 @@
 
 use crate::heatmap::{complexity_colour, BIN_COLOURS, BIN_FLOOR};
 use crate::info::COMPLEXITY_BINS;
+pub use crate::preview::{srgb, to_byte};
 
 /// How dark the farthest depth is drawn in the depth view: near is white, far is `1 - this`.
 pub const DEPTH_FAR_DIM: f32 = 0.8;
 
-/// The sRGB encoding of a linear value, clamped to 0..=1.
-pub fn srgb(linear: f32) -> f32 {
-    let v = linear.clamp(0.0, 1.0);
-    if v <= 0.0031308 {
-        12.92 * v
-    } else {
-        1.055 * v.powf(1.0 / 2.4) - 0.055
-    }
-}
-
 /// An 8-bit display value of a linear colour component at `exposure` stops.
 pub fn display_byte(linear: f32, exposure: f32) -> u8 {
     to_byte(srgb(linear * exposure.exp2()))
-}
-
-/// A 0..=1 value as the framebuffer stores it in 8 bits.
-pub fn to_byte(v: f32) -> u8 {
-    (v.clamp(0.0, 1.0) * 255.0).round() as u8
 }
 
 /// The grey level (0..=1) of depth `z` in a depth view spanning `range`.

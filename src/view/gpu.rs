@@ -10,8 +10,8 @@ use super::display;
 use super::load::Layer;
 use crate::composite::{CompositeChannels, CompositeKind};
 use crate::error::{Error, Result};
-use crate::gpu::engine::ColumnSpec;
 use crate::gpu::program::{resolve, Defines};
+use crate::gpu::resident::ColumnSpec;
 use crate::gpu::GlContext;
 
 /// Invocations per work group of the slice pass.

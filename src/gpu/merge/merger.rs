@@ -15,7 +15,7 @@ use super::prepare;
 use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind};
 use crate::deep::DeepImage;
 use crate::error::Result;
-use crate::gpu::engine::{
+use crate::gpu::resident::{
     build_image, kway_stride, merge_deep, merge_deep_kway, merge_flat, merge_flat_kway, ColumnSpec,
     GpuFlat, GpuImage, GpuStack, MergeSpec,
 };

@@ -37,7 +37,7 @@ use std::time::Instant;
 use self::assemble::Accumulated;
 use self::band::plan_bands;
 pub use self::merger::{uses_kway, GpuMerger};
-use super::engine::ColumnSpec;
+use super::resident::ColumnSpec;
 use super::stats::GpuStats;
 use super::{GlContext, GlOptions};
 use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind};

@@ -18,11 +18,11 @@
 //! Both run on the host around either engine's merge, so the CPU and GL engines give the same
 //! bytes with them.
 
-use crate::composite::MergeOutput;
+use super::MergeOutput;
 use crate::deep::{ChannelRole, DeepImage};
 use crate::error::{Error, Result};
 
-use super::band::{build_band, RowBuilder};
+use crate::deep::builder::{build_band, RowBuilder};
 
 /// The default of `--drop-transparent` given without a value.
 pub const DEFAULT_TRANSPARENT_EPS: f32 = 1e-7;

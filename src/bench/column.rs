@@ -1,8 +1,8 @@
 //! The engines the bench compares, behind one small trait, and the inputs they are given.
 //!
-//! Implemented now: [`CpuEngine`] (the reference engine, `composite::merge_images`, on data in
-//! host memory) and [`OiiotoolEngine`] (OpenImageIO's `oiiotool --deepmerge`, end to end on EXR
-//! files, as the peer). The GL engine is one [`MergeEngine`] per (layout, method) column, in
+//! Implemented now: [`CpuColumn`] (the reference engine, `composite::merge_images`, on data in
+//! host memory) and [`OiiotoolColumn`] (OpenImageIO's `oiiotool --deepmerge`, end to end on EXR
+//! files, as the peer). The GL engine is one [`BenchColumn`] per (layout, method) column, in
 //! `bench/gl.rs`.
 
 use std::path::{Path, PathBuf};
@@ -69,7 +69,7 @@ impl Operation {
 /// engine's own clock (wall clock after the work is complete: for a GPU engine, after
 /// `glFinish`), so that untimed set-up (uploading, building a layout) stays out of the number
 /// where the paper keeps it out.
-pub trait MergeEngine {
+pub trait BenchColumn {
     /// Column label, e.g. `cpu`, `oiiotool e2e`, `BIA RBM`.
     fn name(&self) -> String;
 
@@ -125,7 +125,7 @@ pub trait MergeEngine {
 
 /// Run `operation` once on `engine`.
 pub fn run_operation(
-    engine: &mut dyn MergeEngine,
+    engine: &mut dyn BenchColumn,
     operation: Operation,
     case: &BenchCase,
 ) -> Result<Duration> {
@@ -148,9 +148,9 @@ pub fn csr_bytes(image: &DeepImage) -> u64 {
 
 /// The CPU reference engine (`composite::merge_images`, rayon over rows) on host memory.
 #[derive(Default)]
-pub struct CpuEngine;
+pub struct CpuColumn;
 
-impl CpuEngine {
+impl CpuColumn {
     fn merge(inputs: &[&DeepImage], output: OutputKind) -> Result<MergeOutput> {
         merge_images(
             inputs,
@@ -162,7 +162,7 @@ impl CpuEngine {
     }
 }
 
-impl MergeEngine for CpuEngine {
+impl BenchColumn for CpuColumn {
     fn name(&self) -> String {
         "cpu".into()
     }
@@ -207,14 +207,14 @@ impl MergeEngine for CpuEngine {
 
 /// `oiiotool --deepmerge` end to end: process start, reading the EXR inputs, merging, writing
 /// the output. It is the peer: a widely used tool doing the same job, timed in the same run.
-pub struct OiiotoolEngine {
+pub struct OiiotoolColumn {
     program: PathBuf,
 }
 
-impl OiiotoolEngine {
+impl OiiotoolColumn {
     /// Use the `oiiotool` at `program`.
     pub fn new(program: PathBuf) -> Self {
-        OiiotoolEngine { program }
+        OiiotoolColumn { program }
     }
 
     /// The `oiiotool` on PATH with its version, if it is installed and runs.
@@ -260,7 +260,7 @@ impl OiiotoolEngine {
     }
 }
 
-impl MergeEngine for OiiotoolEngine {
+impl BenchColumn for OiiotoolColumn {
     fn name(&self) -> String {
         "oiiotool e2e".into()
     }

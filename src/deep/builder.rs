@@ -1,4 +1,4 @@
-//! Building an operation's output band sample by sample: rows are filled in parallel (rayon),
+//! Building a deep image (an operation's or a pruned merge's output band) sample by sample: rows are filled in parallel (rayon),
 //! each into its own [`RowBuilder`], and joined in order into one [`DeepImage`].
 //!
 //! A sample is either copied bit for bit from the input ([`RowBuilder::copy`]) or pushed with
