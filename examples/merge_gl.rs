@@ -1,5 +1,6 @@
-//! The library in one sitting: read two deep EXR files, merge them on the GPU with the OpenGL
-//! engine (or with the CPU engine where no GL context can be made), write the flat composite.
+//! The library in one sitting: merge two deep EXR files into a flat composite, file to file and
+//! streamed in bands, on the GPU with the OpenGL engine (or on the CPU engine where no GL
+//! context can be made).
 //!
 //! ```text
 //! cargo run --release --example merge_gl -- \
@@ -11,10 +12,9 @@
 
 use std::path::PathBuf;
 
-use deepmerge::composite::{merge_images, MergeOptions, MergeOutput, OutputKind};
-use deepmerge::deep::DeepImage;
-use deepmerge::exr::{read_deep, write_flat, FlatType, ReadOptions};
-use deepmerge::gpu::{merge_images_gl, GlContext, GlOptions};
+use deepmerge::composite::{MergeOptions, OutputKind};
+use deepmerge::gpu::{GlContext, GlOptions};
+use deepmerge::stream::{merge_files, MergeEngine, StreamOptions};
 
 fn main() -> deepmerge::Result<()> {
     let paths: Vec<PathBuf> = std::env::args().skip(1).map(PathBuf::from).collect();
@@ -22,30 +22,25 @@ fn main() -> deepmerge::Result<()> {
         eprintln!("usage: merge_gl A.exr B.exr OUT.exr");
         std::process::exit(2);
     };
-    // The first input wins ties in depth, as on the command line.
-    let images = [a, b]
-        .into_iter()
-        .map(|path| read_deep(path, &ReadOptions::default()))
-        .collect::<deepmerge::Result<Vec<DeepImage>>>()?;
-    let inputs: Vec<&DeepImage> = images.iter().collect();
-    let options = MergeOptions {
-        output: OutputKind::Flat { z: false },
-        ..MergeOptions::default()
+    let options = StreamOptions {
+        merge: MergeOptions {
+            output: OutputKind::Flat { z: false },
+            ..MergeOptions::default()
+        },
+        ..StreamOptions::default()
     };
-    // Both engines give the same pixels; GL needs an OpenGL 4.3 context (EGL, headless).
-    let merged = match GlContext::new() {
-        Ok(ctx) => {
-            let (merged, stats) = merge_images_gl(&ctx, &inputs, &options, &GlOptions::default())?;
-            eprint!("{stats}");
-            merged
-        }
+    // The first input wins ties in depth, as on the command line. Both engines give the same
+    // pixels; GL needs an OpenGL 4.3 context (EGL, headless).
+    let inputs = [a.clone(), b.clone()];
+    let context = GlContext::new();
+    let engine = match &context {
+        Ok(ctx) => MergeEngine::Gl(ctx, GlOptions::default()),
         Err(why) => {
             eprintln!("no GL context ({why}); merging on the CPU");
-            merge_images(&inputs, &options)?
+            MergeEngine::Cpu
         }
     };
-    match merged {
-        MergeOutput::Flat(flat) => write_flat(out, &flat, FlatType::Half),
-        MergeOutput::Deep(_) => unreachable!("OutputKind::Flat asks for a flat image"),
-    }
+    let report = merge_files(&inputs, out, &options, engine, None)?;
+    eprintln!("merged in {} band(s)", report.bands);
+    Ok(())
 }

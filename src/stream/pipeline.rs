@@ -35,6 +35,7 @@ use crate::exr::{
     carried_attributes, DeepChunkWriter, DeepWriteOptions, FlatChunkWriter, FlatWriteOptions,
     MetadataMode,
 };
+#[cfg(feature = "gl")]
 use crate::gpu::{merge_images_gl_over, GlContext, GlOptions, GpuStats};
 use crate::preview::PngBandWriter;
 use crate::run_stats::{RunStats, Stage};
@@ -45,7 +46,11 @@ pub enum MergeEngine<'a> {
     /// The CPU engine.
     Cpu,
     /// The GL engine on this context (current on the calling thread).
+    #[cfg(feature = "gl")]
     Gl(&'a GlContext, GlOptions),
+    /// A build without the `gl` feature has no GL engine: this variant cannot be made.
+    #[cfg(not(feature = "gl"))]
+    Gl(std::convert::Infallible, std::marker::PhantomData<&'a ()>),
 }
 
 /// What a streamed merge did.
@@ -56,6 +61,7 @@ pub struct StreamReport {
     /// Rows in the tallest band.
     pub max_band_rows: usize,
     /// The GL engine's statistics, summed over the bands.
+    #[cfg(feature = "gl")]
     pub gpu_stats: Option<GpuStats>,
 }
 
@@ -208,6 +214,7 @@ impl<'o> StreamMerge<'o> {
         deep_write.attributes.extend(carried.iter().cloned());
         let mut flat_write = options.flat_write.clone();
         flat_write.attributes.extend(carried);
+        #[cfg_attr(not(feature = "gl"), allow(unused_mut))]
         let mut report = StreamReport {
             bands: bands.len(),
             max_band_rows: bands
@@ -215,6 +222,7 @@ impl<'o> StreamMerge<'o> {
                 .map(|b| (b.end() - b.start() + 1) as usize)
                 .max()
                 .unwrap_or(0),
+            #[cfg(feature = "gl")]
             gpu_stats: None,
         };
         let format = match options.merge.output {
@@ -262,6 +270,7 @@ impl<'o> StreamMerge<'o> {
                 MergeEngine::Cpu => {
                     merge_checked_images_over(&refs, &options.merge, Some(band_window))
                 }
+                #[cfg(feature = "gl")]
                 MergeEngine::Gl(ctx, gl) => {
                     let (out, band_stats) =
                         merge_images_gl_over(ctx, &refs, &options.merge, &gl, Some(band_window))?;
@@ -271,6 +280,8 @@ impl<'o> StreamMerge<'o> {
                     }
                     Ok(out)
                 }
+                #[cfg(not(feature = "gl"))]
+                MergeEngine::Gl(never, _) => match never {},
             }
             .map(|merged| options.pruning.output(merged))
             .map_err(|e| e.in_merge(&paths))
