@@ -47,8 +47,9 @@ pub enum OutputKind {
 pub struct MergeOptions {
     /// Flat or deep output.
     pub output: OutputKind,
-    /// Tidy deep output: split overlapping volumes and merge coincident ones (flat output always
-    /// tidies where volumes overlap, since that is what makes its colour right).
+    /// Tidy deep output: split overlapping volumes and merge coincident samples, volumes and
+    /// points (flat output always splits where volumes overlap, since that is what makes its
+    /// colour right, and composites coincident points in order).
     pub tidy: bool,
     /// Which inputs' pixels are sorted before merging (`--sort`, `--assume-sorted`).
     pub sort: SortPolicy,
