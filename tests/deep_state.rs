@@ -244,12 +244,20 @@ fn image_of(window: Bounds, pixels: &[Vec<(f32, f32, f32)>], state: DeepState) -
     DeepImage::from_counts(window, window, channels, &counts, planes, state).unwrap()
 }
 
+/// What a case is, its pixels (each a list of (Z, ZBack, A)), the claim written and the stamp
+/// expected.
+type EdgeCase = (
+    &'static str,
+    Vec<Vec<(f32, f32, f32)>>,
+    DeepState,
+    DeepState,
+);
+
 #[test]
 fn edge_cases_are_stamped_by_the_definition() {
     use DeepState::*;
     let dir = tempfile::tempdir().unwrap();
     let inf = f32::INFINITY;
-    // (what, pixels, claim, the stamp expected)
     let tidy_pixels = vec![
         vec![],
         vec![(1.0, 1.0, 0.5)],
@@ -260,7 +268,7 @@ fn edge_cases_are_stamped_by_the_definition() {
         // A point stored with ZBack < Z, then a volume from the same Z.
         vec![(2.0, 1.5, 0.5), (2.0, 4.0, 0.5)],
     ];
-    let cases: Vec<(&str, Vec<Vec<(f32, f32, f32)>>, DeepState, DeepState)> = vec![
+    let cases: Vec<EdgeCase> = vec![
         ("tidy pixels", tidy_pixels.clone(), Tidy, Tidy),
         (
             "tidy pixels claimed sorted",
