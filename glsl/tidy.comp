@@ -3,7 +3,9 @@
 // fly in one pass per pixel with O(1) memory (no tidied list is ever stored).
 //
 // Walk: the boundaries of a pixel are its samples' Z and volumes' ZBack. For each distinct
-// boundary b, front to back: the points at b composite in list order, then the slab [b, next):
+// boundary b, front to back: the points at b composite in list order (COUNT and EMIT, the tidy
+// deep output, merge them into one by the same mix as volume pieces, as
+// composite::tidy::tidy_deep_pixel does), then the slab [b, next):
 // every volume covering it contributes the piece covering that slab, and two or more pieces merge
 // by adding optical depths (composite::tidy::merge_coincident). That is the order the
 // reference's stable sort of the cut pieces produces. Cost per pixel: O(boundaries x samples alive
@@ -83,8 +85,9 @@ void composite(Fragment f, float z) {
 }
 
 // The tidied piece of slab [b, next) into g_piece; returns the slot of its first contributor or
-// 0xffffffff when no volume covers the slab. Slots lo..hi are the ones still alive.
-uint slab_piece(uint lo, uint hi, float b, float next) {
+// 0xffffffff when no volume covers the slab. Slots lo..hi are the ones still alive. With
+// at_points, the points at b instead, whole (next unused): the merge of coincident points.
+uint slab_piece(uint lo, uint hi, float b, float next, bool at_points) {
     uint first = 0xffffffffu;
     for (int c = 0; c < NUM_COLUMNS; ++c) {
         int ac = ALPHA_OF[c] < 0 ? c : ALPHA_OF[c];
@@ -96,13 +99,15 @@ uint slab_piece(uint lo, uint hi, float b, float next) {
         float weighted = 0.0;
         for (uint i = lo; i < hi; ++i) {
             Fragment f = keys[i];
-            if (!(is_volume(f) && f.z <= b && f.zback > b)) continue;
+            bool covers = at_points ? (f.z == b && !is_volume(f))
+                                    : (is_volume(f) && f.z <= b && f.zback > b);
+            if (!covers) continue;
             float raw_a = values[i * uint(NUM_COLUMNS) + uint(ac)];
             float raw_c = values[i * uint(NUM_COLUMNS) + uint(c)];
             float pa = raw_a;
             float pc = raw_c;
-            // A volume with no boundary strictly inside stays as it is, bit for bit.
-            if (!(f.z == b && f.zback == next)) {
+            // A point, or a volume with no boundary strictly inside, stays as it is, bit for bit.
+            if (!at_points && !(f.z == b && f.zback == next)) {
                 vec2 s = split_alpha(raw_a, piece_fraction(b, next, f.z, f.zback));
                 pa = s.x;
                 pc = ac == c ? pa : raw_c * s.y;
@@ -137,11 +142,14 @@ uint slab_piece(uint lo, uint hi, float b, float next) {
 uint g_emitted;
 uint g_pixel;
 
-// Counting needs only whether some volume covers the slab starting at b, not its piece.
-uint slab_first(uint lo, uint hi, float b) {
+// Counting needs only whether some volume covers the slab starting at b (or, at_points, some
+// point stands at b), not its piece.
+uint slab_first(uint lo, uint hi, float b, bool at_points) {
     for (uint i = lo; i < hi; ++i) {
         Fragment f = keys[i];
-        if (is_volume(f) && f.z <= b && f.zback > b) return i;
+        bool covers = at_points ? (f.z == b && !is_volume(f))
+                                : (is_volume(f) && f.z <= b && f.zback > b);
+        if (covers) return i;
     }
     return 0xffffffffu;
 }
@@ -242,6 +250,7 @@ void main() {
             break;
         }
         work += cost;
+#if TIDY_MODE == TIDY_FLATTEN
         for (uint i = lo; i < hi; ++i) {
             if (g_done) break;
             Fragment f = keys[i];
@@ -249,6 +258,19 @@ void main() {
                 if (deliver(f, f.z, f.zback, false, i)) break;
             }
         }
+#else
+        {
+#if TIDY_MODE == TIDY_COUNT
+            uint point = slab_first(lo, hi, b, true);
+#else
+            uint point = slab_piece(lo, hi, b, b, true);
+#endif
+            if (point != 0xffffffffu) {
+                Fragment f = keys[point];
+                deliver(f, f.z, f.zback, true, point);
+            }
+        }
+#endif
         float next = 0.0;
         bool found = false;
         if (hi < end && keys[hi].z > b) {
@@ -265,9 +287,9 @@ void main() {
         // Each step moves to a strictly larger boundary; NaN depths end the walk here.
         if (g_done || !found) break;
 #if TIDY_MODE == TIDY_COUNT
-        uint first = slab_first(lo, hi, b);
+        uint first = slab_first(lo, hi, b, false);
 #else
-        uint first = slab_piece(lo, hi, b, next);
+        uint first = slab_piece(lo, hi, b, next, false);
 #endif
         if (first != 0xffffffffu) {
             if (deliver(keys[first], b, next, true, first)) break;

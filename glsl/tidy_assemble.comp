@@ -1,8 +1,9 @@
 // The plumbing around tidy.comp (twins in cpu::tidy): which pixels need a tidy, the tidied deep
 // image's counts and untouched pixels, and the flat composite's tidied pixels.
 //
-// STAGE 0 (gate): marks[p] = 1 when a volume of pixel p's merged list overlaps a later sample
-//   (composite::tidy::needs_tidy), or when the list is longer than GATE_LIMIT (flagged unread,
+// STAGE 0 (gate): marks[p] = 1 when a volume of pixel p's merged list overlaps a later sample or
+//   two points coincide (composite::tidy::needs_deep_tidy; coincident points are neighbours in
+//   merge order), or when the list is longer than GATE_LIMIT (flagged unread,
 //   to keep the loop under llvmpipe's 65535-iteration cap; the walk leaves a tidy list as it is).
 // STAGE 1 (counts): counts[p] = the walk's count for a marked pixel (emitted[rank[p]]), else the
 //   merged count; scanned into the tidied image's offsets.
@@ -30,6 +31,9 @@ void main() {
     uint end = offsets[p + 1u];
     uint mark = end - start > uint(GATE_LIMIT) ? 1u : 0u;
     float reach = uintBitsToFloat(0xff800000u);
+    // The previous sample's Z when it was a point.
+    bool point_before = false;
+    float point_z = 0.0;
     for (uint i = start; i < end; ++i) {
         if (mark != 0u) break;
         Fragment f = keys[i];
@@ -37,6 +41,11 @@ void main() {
             mark = 1u;
         } else if (f.zback > f.z) {
             reach = max(reach, f.zback);
+            point_before = false;
+        } else {
+            if (point_before && point_z == f.z) mark = 1u;
+            point_before = true;
+            point_z = f.z;
         }
     }
     marks[p] = mark;

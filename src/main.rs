@@ -282,7 +282,7 @@ struct MergeArgs {
     /// Leave `deepImageState` out of deep output (for readers that refuse it, e.g. PyPI OpenEXR).
     #[arg(long)]
     no_deep_state: bool,
-    /// Tidy deep output: split overlapping volumes, merge coincident ones.
+    /// Tidy deep output: split overlapping volumes, merge coincident volumes and points.
     #[arg(long)]
     tidy: bool,
     /// Drop the inputs' samples whose alphas are all at most EPS (default 1e-7).

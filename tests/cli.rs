@@ -140,8 +140,10 @@ fn deep_output_from_the_cli_reads_back_with_every_sample() {
         merged.data_window,
         read(&a, 0).data_window.union(&read(&b, 0).data_window)
     );
+    // Balls and Trunks each hold pixels with two samples at one Z: by OpenEXR's definition
+    // (strictly increasing (Z, ZBack)) such a pixel is not sorted, so nothing is claimed.
     let (ok, info, _) = run(&["info", out.to_str().unwrap()]);
-    assert!(ok && info.contains("deep image state: sorted"), "{info}");
+    assert!(ok && info.contains("deep image state: messy"), "{info}");
 }
 
 #[test]

@@ -17,8 +17,8 @@ use std::path::Path;
 
 use common::{interleaving_shift, shifted, shifted_points};
 use deepmerge::composite::{
-    flatten_pixel, is_tidy, needs_tidy, tidy_pixel, CompositeChannels, MergePlan, PixelSamples,
-    Sample,
+    flatten_pixel, is_tidy, needs_deep_tidy, needs_tidy, tidy_deep_pixel, tidy_pixel,
+    CompositeChannels, MergePlan, PixelSamples, Sample,
 };
 use deepmerge::cpu::tidy::{
     tidy_count_pixels as tidy_count_twin, tidy_deep as tidy_deep_twin,
@@ -267,15 +267,16 @@ fn hand_built_csr() -> Csr {
     ]);
     // Two opaque volumes over one interval: their colours average.
     csr.push(&[(0.0, 1.0, ar(1.0, 0.2)), (0.0, 1.0, ar(1.0, 0.6))]);
-    // Coincident points stay separate and composite in order, before a volume starting there,
-    // inside a volume that started earlier.
+    // Coincident points before a volume starting there, inside a volume that started earlier:
+    // flattening composites them in order, the deep tidy merges them.
     csr.push(&[
         (0.5, 2.0, ar(0.3, 0.3)),
         (1.0, 1.0, ar(0.5, 0.1)),
         (1.0, 1.0, ar(0.5, 0.9)),
         (1.0, 3.0, ar(0.4, 0.2)),
     ]);
-    // Points stored with ZBack < Z (they sort before a point at the same Z) inside a volume.
+    // Points stored with ZBack < Z (they sort before a point at the same Z) inside a volume:
+    // coincident with that point (the same depth once ZBack < Z reads as a point).
     csr.push(&[
         (0.0, 2.0, ar(0.5, 0.25)),
         (1.0, 0.5, ar(0.5, 0.4)),
@@ -283,6 +284,13 @@ fn hand_built_csr() -> Csr {
     ]);
     // Only points, and an empty pixel.
     csr.push(&[(1.0, 1.0, ar(0.25, 0.2)), (2.0, 2.0, ar(0.5, 0.25))]);
+    // Only points, three of them coincident (-0.0 and 0.0 are one depth), then one behind.
+    csr.push(&[
+        (-0.0, -0.0, ar(0.25, 0.2)),
+        (0.0, 0.0, ar(0.5, 0.25)),
+        (0.0, 0.0, ar(1.0, 0.5)),
+        (2.0, 2.0, ar(0.5, 0.25)),
+    ]);
     csr.push(&[]);
     // An infinitely deep volume behind a finite one inside it.
     csr.push(&[(1.0, f32::INFINITY, ar(0.5, 0.5)), (2.0, 3.0, ar(0.5, 0.5))]);
@@ -562,10 +570,11 @@ fn volumetric_corpus_matches_the_reference() {
 }
 
 // ---- Deep output: the tidied lists themselves (count → scan → emit), against the twin
-// (`cpu::tidy::tidy_deep`) and the definition (`composite::tidy_pixel` per pixel that needs it).
+// (`cpu::tidy::tidy_deep`) and the definition (`composite::tidy_deep_pixel` per pixel that needs
+// it: coincident points merge too, as OpenEXR's tidy state asks).
 
 /// The definition: every pixel that needs a tidy (or is longer than the gate reads) tidied by
-/// `composite::tidy_pixel`, every other one unchanged.
+/// `composite::tidy_deep_pixel`, every other one unchanged.
 fn deep_reference(csr: &Csr, alpha_of: &[Option<usize>]) -> TidiedDeep {
     let channels = CompositeChannels::from_alpha_of(alpha_of);
     let width = alpha_of.len().max(1);
@@ -586,10 +595,10 @@ fn deep_reference(csr: &Csr, alpha_of: &[Option<usize>]) -> TidiedDeep {
             };
             pixel.push(sample, &csr.values[s * width..(s + 1) * width]);
         }
-        let needs = needs_tidy(&pixel.samples);
+        let needs = needs_deep_tidy(&pixel.samples);
         let mark = needs || end - start > GATE_LIMIT as usize;
         if needs {
-            tidy_pixel(&mut pixel, &channels);
+            tidy_deep_pixel(&mut pixel, &channels);
         }
         out.marks.push(u32::from(mark));
         for (s, sample) in pixel.samples.iter().enumerate() {

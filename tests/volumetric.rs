@@ -11,8 +11,9 @@ use common::{
     image, interleaving_shift, oiiotool, pixel_image, point, shifted, shifted_points, volume, S,
 };
 use deepmerge::composite::{
-    holdout, is_tidy, merge_images, needs_tidy, tidy_pixel, CompositeChannels, CompositeKind,
-    HoldoutMode, MergeOptions, MergeOutput, MergePlan, OutputKind, PixelSamples, SortPolicy,
+    holdout, is_split, is_tidy, merge_images, needs_tidy, tidy_deep_pixel, tidy_pixel,
+    CompositeChannels, CompositeKind, HoldoutMode, MergeOptions, MergeOutput, MergePlan,
+    OutputKind, PixelSamples, SortPolicy,
 };
 use deepmerge::deep::{Bounds, Channel, DeepImage, DeepState, FlatImage, Plane, SampleType};
 use deepmerge::exr::{read_deep, ReadOptions};
@@ -126,15 +127,33 @@ fn identical_intervals_merge_into_one_sample() {
 }
 
 #[test]
-fn coincident_points_are_not_merged() {
-    // Two points at 1: they composite in input order. R: .5 then G behind .5 at .5 coverage.
+fn coincident_points_composite_in_order_flat_and_merge_in_a_tidy_deep_output() {
+    // Two points at 1. The flat merge composites them in input order: R .5, then G behind .5
+    // at .5 coverage. A plain deep merge keeps both.
     let a = pixel_image(&[point(1.0, 0.5, [0.5, 0.0, 0.0])]);
     let b = pixel_image(&[point(1.0, 0.5, [0.0, 0.5, 0.0])]);
-    let d = deep(&[&a, &b], true);
-    assert_eq!(d.sample_count(), 2);
     let f = flat(&[&a, &b]);
     assert_close(value(&f, "R"), 0.5, "R");
     assert_close(value(&f, "G"), 0.25, "G");
+    assert_eq!(deep(&[&a, &b], false).sample_count(), 2);
+    // A tidy deep output merges them ("Interpreting OpenEXR Deep Pixels"): alpha
+    // 1 - .5 · .5 = .75; equal optical depths u = ln 2, so w = .75 / (2 ln 2), v = 2 ln 2 and
+    // each colour is .75 · c / (2 · .5): R = G = .375, whichever input comes first.
+    let d = deep(&[&a, &b], true);
+    assert_eq!(d.sample_count(), 1);
+    assert_eq!(d.state, DeepState::Tidy);
+    assert_close(plane(&d, "A")[0], 0.75, "A");
+    assert_close(plane(&d, "R")[0], 0.375, "R");
+    assert_close(plane(&d, "G")[0], 0.375, "G");
+    let swapped = deep(&[&b, &a], true);
+    for n in ["A", "R", "G"] {
+        assert_close(plane(&swapped, n)[0], plane(&d, n)[0] as f64, n);
+    }
+    // So its flattening differs from the flat merge exactly there (R .375 against .5).
+    let flat_of_tidy = flat(&[&d]);
+    assert_close(value(&flat_of_tidy, "R"), 0.375, "R");
+    assert_close(value(&flat_of_tidy, "G"), 0.375, "G");
+    assert_close(value(&flat_of_tidy, "A"), 0.75, "A");
 }
 
 #[test]
@@ -1141,11 +1160,18 @@ proptest! {
         plan.ordered_samples(0, 0, &mut samples);
         let mut px = PixelSamples::new(plan.composite.len());
         px.gather(&samples, &plan.inputs, &plan.sources);
+        let mut deep_px = px.clone();
         tidy_pixel(&mut px, &plan.composite);
-        prop_assert!(is_tidy(&px.samples));
+        prop_assert!(is_split(&px.samples));
         let once = px.clone();
         tidy_pixel(&mut px, &plan.composite);
         prop_assert_eq!(&px, &once);
+        // The deep output's tidy (coincident points merged too) is tidy and idempotent as well.
+        tidy_deep_pixel(&mut deep_px, &plan.composite);
+        prop_assert!(is_tidy(&deep_px.samples));
+        let once = deep_px.clone();
+        tidy_deep_pixel(&mut deep_px, &plan.composite);
+        prop_assert_eq!(&deep_px, &once);
     }
 }
 

@@ -44,7 +44,7 @@ pub struct OpOutputArgs {
     /// Leave `deepImageState` out of deep output.
     #[arg(long)]
     no_deep_state: bool,
-    /// Tidy deep output: split overlapping volumes, merge coincident ones.
+    /// Tidy deep output: split overlapping volumes, merge coincident volumes and points.
     #[arg(long)]
     tidy: bool,
 }

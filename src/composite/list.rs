@@ -5,7 +5,7 @@
 
 use super::flatten::flatten_pixel;
 use super::pixel::{CompositeChannels, CompositeKind, PixelSamples};
-use super::tidy::tidy_pixel;
+use super::tidy::{tidy_deep_pixel, tidy_pixel};
 use crate::vocab::{Fragment, Sample};
 
 impl CompositeChannels {
@@ -52,8 +52,9 @@ fn to_pixel(keys: &[Fragment], values: &[f32], stride: usize, width: usize) -> P
     pixel
 }
 
-/// Tidy one pixel's list: the tidied keys (a piece keeps its source's input and index) and
-/// their values, `stride` per key (columns past the composited ones are 0).
+/// Tidy one pixel's list for deep output (coincident points merged, `tidy_deep_pixel`): the
+/// tidied keys (a piece keeps its source's input and index) and their values, `stride` per key
+/// (columns past the composited ones are 0).
 pub fn tidy_list(
     keys: &[Fragment],
     values: &[f32],
@@ -61,7 +62,7 @@ pub fn tidy_list(
     channels: &CompositeChannels,
 ) -> (Vec<Fragment>, Vec<f32>) {
     let mut pixel = to_pixel(keys, values, stride, channels.len());
-    tidy_pixel(&mut pixel, channels);
+    tidy_deep_pixel(&mut pixel, channels);
     let mut out_values = vec![0.0; pixel.len() * stride];
     for s in 0..pixel.len() {
         out_values[s * stride..s * stride + pixel.width].copy_from_slice(pixel.row(s));

@@ -6,12 +6,14 @@
 //! Volumes are tidied ([`super::tidy`]) only in pixels where they overlap something. The gate
 //! has two steps: gathering notes whether the pixel holds any volume at all (one OR per sample
 //! in a loop that already compares Z with ZBack), and only then does [`needs_tidy`] look for an
-//! overlap. Points-only inputs therefore pay nothing measurable (`benches/tidy_cost.rs`).
+//! overlap. Points-only inputs therefore pay nothing measurable (`benches/tidy_cost.rs`). A tidy
+//! deep output also merges coincident points (one pass comparing neighbours' depths), which
+//! OpenEXR's tidy state rules out; flat output composites them in order.
 //!
 //! Channels that are not composited:
 //! - uint channels (ids) are never blended. Deep output copies them bit-exactly from the sample
-//!   they belong to (a piece cut from a volume by tidying keeps its source's ids; volumes merged
-//!   by tidying keep the ids of the first in merge order). Flat output takes them from the
+//!   they belong to (a piece cut from a volume by tidying keeps its source's ids; volumes or
+//!   points merged by tidying keep the ids of the first in merge order). Flat output takes them from the
 //!   front-most contributing sample: the first in merge order with any alpha above 0.
 //! - Z and ZBack: deep output keeps them, except for tidied pieces, which carry their new bounds.
 //!   Flat output's optional Z is the front-most contributing sample's Z.
@@ -20,7 +22,7 @@ use rayon::prelude::*;
 
 use super::order::{merge_runs_kway, merge_sorted_runs, sort_samples, SortPolicy, MAX_HEAP_RUNS};
 use super::pixel::{CompositeChannels, PixelSamples};
-use super::tidy::{needs_tidy, tidy_pixel};
+use super::tidy::{has_coincident_points, needs_tidy, tidy_deep_pixel};
 use super::views::{InputViews, Values};
 use crate::deep::{
     Bounds, Channel, ChannelRole, DeepImage, DeepState, FlatImage, Plane, SampleType,
@@ -45,8 +47,9 @@ pub enum OutputKind {
 pub struct MergeOptions {
     /// Flat or deep output.
     pub output: OutputKind,
-    /// Tidy deep output: split overlapping volumes and merge coincident ones (flat output always
-    /// tidies where volumes overlap, since that is what makes its colour right).
+    /// Tidy deep output: split overlapping volumes and merge coincident samples, volumes and
+    /// points (flat output always splits where volumes overlap, since that is what makes its
+    /// colour right, and composites coincident points in order).
     pub tidy: bool,
     /// Which inputs' pixels are sorted before merging (`--sort`, `--assume-sorted`).
     pub sort: SortPolicy,
@@ -234,10 +237,11 @@ impl<'a> MergePlan<'a> {
 
 impl MergePlan<'_> {
     /// The reference's per-pixel tidy for deep output: `samples` (in merge order) gathered with
-    /// their values into `pixel` and tidied there.
+    /// their values into `pixel` and tidied there, coincident points merged
+    /// ([`tidy_deep_pixel`]).
     pub fn tidy_samples(&self, samples: &[Sample], pixel: &mut PixelSamples) {
         pixel.gather(samples, &self.inputs, &self.sources);
-        tidy_pixel(pixel, &self.composite);
+        tidy_deep_pixel(pixel, &self.composite);
     }
 }
 
@@ -421,7 +425,9 @@ fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {
         plan,
         new_row,
         |out, samples, any_volume, pixel| {
-            if tidy && any_volume && needs_tidy(samples) {
+            // Points-only pixels skip the overlap pass; coincident points merge (OpenEXR's tidy).
+            let overlaps = tidy && any_volume && needs_tidy(samples);
+            if overlaps || (tidy && has_coincident_points(samples)) {
                 plan.tidy_samples(samples, pixel);
                 out.counts.push(pixel.len() as u32);
                 for s in 0..pixel.len() {

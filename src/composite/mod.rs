@@ -16,7 +16,7 @@ pub mod prune;
 pub mod tidy;
 mod views;
 
-pub use tidy::{is_tidy, needs_tidy, tidy_pixel};
+pub use tidy::{is_split, is_tidy, needs_deep_tidy, needs_tidy, tidy_deep_pixel, tidy_pixel};
 
 pub use crate::vocab::MergeStrategy;
 pub use crate::vocab::Sample;

@@ -1,6 +1,9 @@
 //! Tidying a pixel where volume samples overlap (docs/architecture.md, "Tidy"): split each volume
 //! at every other sample's Z and ZBack strictly inside it, merge volume pieces that cover identical
-//! intervals, keep coincident points as they are (they composite in merge order).
+//! intervals. Coincident points are what tells the two uses apart ([`CoincidentPoints`]):
+//! flattening keeps them apart (they composite in merge order, as the flat merge and Nuke do),
+//! while a tidy deep output merges them by the same rule as volumes, since OpenEXR's TIDY state
+//! allows no two samples with equal (Z, ZBack) ([`tidy_deep_pixel`], [`needs_deep_tidy`]).
 //!
 //! The model is the usual one for deep volumes: a sample over [Z, ZBack) is a homogeneous medium,
 //! so the part of it covering a fraction `f` of its depth has alpha `1 − (1 − a)^f`, and its
@@ -39,14 +42,48 @@ pub fn needs_tidy(samples: &[Sample]) -> bool {
     false
 }
 
-/// True when `samples` is in merge order by depth and no two of them overlap: every volume ends
-/// at or before the next sample starts (points may coincide with each other and with a volume's
-/// ends). This is what `deepImageState = tidy` promises.
-pub fn is_tidy(samples: &[Sample]) -> bool {
+/// True when some two neighbours of `samples` (in merge order) are coincident points: equal Z,
+/// both points. Equal keys are neighbours in merge order, so one pass finds them all.
+pub fn has_coincident_points(samples: &[Sample]) -> bool {
+    samples
+        .windows(2)
+        .any(|w| w[0].z == w[1].z && !w[0].is_volume() && !w[1].is_volume())
+}
+
+/// The gate of a tidy deep output: [`needs_tidy`], or coincident points to merge.
+pub fn needs_deep_tidy(samples: &[Sample]) -> bool {
+    has_coincident_points(samples) || needs_tidy(samples)
+}
+
+/// True when `samples` is in merge order by depth and no volume overlaps a later sample: every
+/// volume ends at or before the next sample starts (points may coincide with each other and
+/// with a volume's ends). This is what flattening needs, and what [`tidy_pixel`] makes.
+pub fn is_split(samples: &[Sample]) -> bool {
     let sorted = samples
         .windows(2)
         .all(|w| !depth_less(w[1].key(), w[0].key()));
     sorted && !needs_tidy(samples)
+}
+
+/// True when `samples` is tidy as OpenEXR's `deepImageState` defines it: strictly increasing
+/// (Z, ZBack), and no two samples overlap (no coincident points either). This is what
+/// [`tidy_deep_pixel`] makes, and what `deepImageState = tidy` promises.
+pub fn is_tidy(samples: &[Sample]) -> bool {
+    let strictly_sorted = samples
+        .windows(2)
+        .all(|w| depth_less(w[0].key(), w[1].key()));
+    strictly_sorted && !needs_tidy(samples)
+}
+
+/// What a tidy does with points at one depth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoincidentPoints {
+    /// Keep them apart, in merge order: they composite in that order (flat output).
+    KeepInOrder,
+    /// Merge them into one by [`merge_coincident`], as "Interpreting OpenEXR Deep Pixels" merges
+    /// perfectly overlapping samples (a tidy deep output). The merged point is the first one's
+    /// sample (its `input` and `index`, so its non-composited channels such as ids).
+    Merge,
 }
 
 /// The piece of a homogeneous volume of alpha `alpha` that covers `fraction` (0..=1) of its depth:
@@ -198,8 +235,9 @@ impl CoincidentMix {
 /// it unless more than this many inputs overlap at one depth.
 pub const EXACT_MIX_LIMIT: usize = 64;
 
-/// Split and merge `pixel`'s samples (in merge order) in place so that no two overlap; the
-/// result is in merge order and tidy ([`is_tidy`]).
+/// Split and merge `pixel`'s samples (in merge order) in place so that no volume overlaps another
+/// sample; the result is in merge order ([`is_split`]). Coincident points stay apart, in merge
+/// order, as flattening composites them ([`tidy_deep_pixel`] merges them too).
 ///
 /// Pieces keep their source's `input` and `index`, so non-composited channels (ids) still come
 /// from the sample they were cut from; a merged piece keeps those of its first contributor in
@@ -216,7 +254,19 @@ pub const EXACT_MIX_LIMIT: usize = 64;
 /// Depths must be numbers where volumes are concerned (a NaN depth makes a point, and readers
 /// refuse NaN depths); points at a NaN depth, should any arrive, are kept at the back.
 pub fn tidy_pixel(pixel: &mut PixelSamples, channels: &CompositeChannels) {
-    tidy_pixel_sweep(pixel, channels, EXACT_MIX_LIMIT);
+    tidy_pixel_sweep(
+        pixel,
+        channels,
+        EXACT_MIX_LIMIT,
+        CoincidentPoints::KeepInOrder,
+    );
+}
+
+/// [`tidy_pixel`] for a tidy deep output: also merges coincident points
+/// ([`CoincidentPoints::Merge`]), so that the result is tidy as OpenEXR defines it ([`is_tidy`]).
+/// A lone point keeps its values bit for bit.
+pub fn tidy_deep_pixel(pixel: &mut PixelSamples, channels: &CompositeChannels) {
+    tidy_pixel_sweep(pixel, channels, EXACT_MIX_LIMIT, CoincidentPoints::Merge);
 }
 
 /// An upper bound on the bytes [`tidy_pixel`] holds per sample of the pixel it tidies, besides
@@ -225,8 +275,14 @@ pub fn tidy_pixel(pixel: &mut PixelSamples, channels: &CompositeChannels) {
 /// output records (3 x 24).
 pub const TIDY_BYTES_PER_SAMPLE: u64 = 152;
 
-/// [`tidy_pixel`] with the running-mix threshold as a parameter, so tests can drive both mixes.
-fn tidy_pixel_sweep(pixel: &mut PixelSamples, channels: &CompositeChannels, exact_limit: usize) {
+/// [`tidy_pixel`] with the running-mix threshold as a parameter, so tests can drive both mixes,
+/// and what to do with coincident points.
+fn tidy_pixel_sweep(
+    pixel: &mut PixelSamples,
+    channels: &CompositeChannels,
+    exact_limit: usize,
+    coincident: CoincidentPoints,
+) {
     let width = pixel.width;
     let samples = &pixel.samples;
     // Every depth at which something starts or ends: the slabs lie between consecutive ones.
@@ -276,10 +332,20 @@ fn tidy_pixel_sweep(pixel: &mut PixelSamples, channels: &CompositeChannels, exac
     let mut mixed = vec![0.0f32; width];
     let (mut next_start, mut next_end, mut next_point) = (0, 0, 0);
     for (slab, &front) in bounds.iter().enumerate() {
+        let first_point = next_point;
         while next_point < points.len() && samples[points[next_point]].z == front {
-            let s = points[next_point];
-            out.push(samples[s], pixel.row(s));
             next_point += 1;
+        }
+        let here = &points[first_point..next_point];
+        if coincident == CoincidentPoints::Merge && here.len() > 1 {
+            // Every point here has Z == front (and ZBack == Z): one perfectly overlapping group,
+            // mixed in merge order.
+            mix_rows(here.iter().map(|&s| pixel.row(s)), channels, &mut mixed);
+            out.push(samples[here[0]], &mixed);
+        } else {
+            for &s in here {
+                out.push(samples[s], pixel.row(s));
+            }
         }
         while next_end < ends.len() && ends[next_end].0 == slab {
             let s = ends[next_end].1;
@@ -520,14 +586,19 @@ mod tests {
     // builds every cut piece (quadratic when many volumes overlap).
     //
     /// Split and merge `pixel`'s samples (in merge order) in place so that no two overlap; the
-    /// result is in merge order and tidy ([`is_tidy`]).
+    /// result is in merge order and split ([`is_split`]), and tidy ([`is_tidy`]) when coincident
+    /// points merge too.
     ///
     /// Pieces keep their source's `input` and `index`, so non-composited channels (ids) still come
     /// from the sample they were cut from; a merged piece keeps those of its first contributor in
     /// merge order. Samples that need no cut keep their values unchanged.
     ///
     /// It allocates a few small buffers per call: it only runs on pixels the gate lets through.
-    pub fn tidy_pixel_by_pieces(pixel: &mut PixelSamples, channels: &CompositeChannels) {
+    pub fn tidy_pixel_by_pieces(
+        pixel: &mut PixelSamples,
+        channels: &CompositeChannels,
+        coincident: CoincidentPoints,
+    ) {
         let width = pixel.width;
         // Every depth at which something starts or ends; a volume is cut at those strictly inside it.
         let mut cuts = Vec::with_capacity(2 * pixel.len());
@@ -583,11 +654,12 @@ mod tests {
         while i < order.len() {
             let first = pieces.samples[order[i]];
             let mut j = i + 1;
-            // Only volumes with identical intervals merge; coincident points stay separate.
-            if first.is_volume() {
+            // Volumes with identical intervals merge; coincident points only when asked to.
+            if first.is_volume() || coincident == CoincidentPoints::Merge {
                 while j < order.len() {
                     let next = pieces.samples[order[j]];
-                    if next.z == first.z && next.zback == first.zback {
+                    let same_kind = next.is_volume() == first.is_volume();
+                    if same_kind && next.z == first.z && next.zback == first.zback {
                         j += 1;
                     } else {
                         break;
@@ -856,19 +928,112 @@ mod tests {
     fn sweep_is_bit_identical_to_cutting_every_piece() {
         let channels = two_alphas();
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-        let mut tidied = 0;
+        let (mut tidied, mut merged_points) = (0, 0);
         for case in 0..30_000 {
             let pixel = random_pixel(&mut rng, 24, 1.5);
             let mut want = pixel.clone();
-            tidy_pixel_by_pieces(&mut want, &channels);
+            tidy_pixel_by_pieces(&mut want, &channels, CoincidentPoints::KeepInOrder);
             let mut got = pixel.clone();
             tidy_pixel(&mut got, &channels);
             assert_eq!(bits(&got), bits(&want), "case {case}: {pixel:?}");
-            assert!(is_tidy(&got.samples), "case {case}");
+            assert!(is_split(&got.samples), "case {case}");
+            // The deep output's tidy: the same with coincident points merged, and tidy as
+            // OpenEXR defines it.
+            let mut want_deep = pixel.clone();
+            tidy_pixel_by_pieces(&mut want_deep, &channels, CoincidentPoints::Merge);
+            let mut got_deep = pixel.clone();
+            tidy_deep_pixel(&mut got_deep, &channels);
+            assert_eq!(bits(&got_deep), bits(&want_deep), "case {case}: {pixel:?}");
+            assert!(is_tidy(&got_deep.samples), "case {case}: {got_deep:?}");
             tidied += needs_tidy(&pixel.samples) as usize;
+            merged_points += has_coincident_points(&pixel.samples) as usize;
+            assert_eq!(
+                needs_deep_tidy(&pixel.samples),
+                !is_tidy(&pixel.samples),
+                "case {case}"
+            );
         }
         // The generator must exercise the tidy, not just pass tidy pixels through.
         assert!(tidied > 20_000, "{tidied}");
+        assert!(merged_points > 5_000, "{merged_points}");
+    }
+
+    #[test]
+    fn coincident_points_merge_only_for_deep_output() {
+        // Two points at depth 2 (alphas .5 and .5, colours .3 and .1) between a volume ending
+        // there and one starting there: flattening keeps them apart, the deep tidy merges them
+        // into alpha 1 - .5 * .5 and colour w (c1 v1 + c2 v2) = (.3 + .1) / 2 (equal optical
+        // depths): the mean of the two orders' "over" (.35 and .25).
+        let channels = ar();
+        let mut pixel = PixelSamples::new(2);
+        pixel.push(sample(1.0, 2.0, 0, 0), &[0.25, 0.125]);
+        pixel.push(sample(2.0, 2.0, 0, 1), &[0.5, 0.3]);
+        pixel.push(sample(-0.0, -0.0, 1, 0), &[0.0, 0.0]);
+        pixel.push(sample(2.0, 2.0, 1, 1), &[0.5, 0.1]);
+        pixel.push(sample(2.0, 3.0, 2, 0), &[0.5, 0.5]);
+        pixel.push(sample(0.0, 0.0, 2, 1), &[0.5, 0.2]);
+        let mut sorted = PixelSamples::new(2);
+        let mut order: Vec<usize> = (0..pixel.len()).collect();
+        order.sort_by(|&a, &b| depth_cmp(pixel.samples[a].key(), pixel.samples[b].key()));
+        for &s in &order {
+            sorted.push(pixel.samples[s], pixel.row(s));
+        }
+        assert!(!needs_tidy(&sorted.samples) && needs_deep_tidy(&sorted.samples));
+        let mut flat = sorted.clone();
+        tidy_pixel(&mut flat, &channels);
+        assert_eq!(flat, sorted);
+        let mut deep = sorted.clone();
+        tidy_deep_pixel(&mut deep, &channels);
+        let keys: Vec<(f32, f32, u32, u64)> = deep
+            .samples
+            .iter()
+            .map(|s| (s.z, s.zback, s.input, s.index))
+            .collect();
+        // -0.0 and 0.0 are one depth: the first point in merge order (input 1) stands for both.
+        assert_eq!(
+            keys,
+            vec![
+                (-0.0, -0.0, 1, 0),
+                (1.0, 2.0, 0, 0),
+                (2.0, 2.0, 0, 1),
+                (2.0, 3.0, 2, 0)
+            ]
+        );
+        assert!(deep.samples[0].z.is_sign_negative());
+        // A transparent point adds nothing to the point it merges with.
+        assert!((deep.row(0)[0] - 0.5).abs() < 1e-7 && (deep.row(0)[1] - 0.2).abs() < 1e-7);
+        assert_eq!(deep.row(1), &[0.25, 0.125]);
+        assert!((deep.row(2)[0] - 0.75).abs() < 1e-7, "{:?}", deep.row(2));
+        assert!((deep.row(2)[1] - 0.3).abs() < 1e-7, "{:?}", deep.row(2));
+        assert_eq!(deep.row(3), &[0.5, 0.5]);
+        assert!(is_tidy(&deep.samples) && !is_tidy(&flat.samples) && is_split(&flat.samples));
+    }
+
+    #[test]
+    fn merged_points_flatten_the_same_in_either_order() {
+        // The merge of coincident points does not depend on their order, unlike "over": the
+        // deep tidy of a pair flattens to the same values whichever comes first.
+        let channels = two_alphas();
+        let mut rng = Rng(0x1234_5678_9abc_def1);
+        for case in 0..5_000 {
+            let row = |rng: &mut Rng| [rng.unit(), rng.unit(), rng.unit() * 0.999, rng.unit()];
+            let (a, b) = (row(&mut rng), row(&mut rng));
+            let flattened = |first: &[f32; 4], second: &[f32; 4]| {
+                let mut pixel = PixelSamples::new(4);
+                pixel.push(sample(1.0, 1.0, 0, 0), first);
+                pixel.push(sample(1.0, 1.0, 1, 0), second);
+                tidy_deep_pixel(&mut pixel, &channels);
+                assert_eq!(pixel.len(), 1);
+                flatten_pixel(&pixel, &channels).values
+            };
+            let (ab, ba) = (flattened(&a, &b), flattened(&b, &a));
+            for (x, y) in ab.iter().zip(&ba) {
+                assert!((x - y).abs() <= 1e-6, "case {case}: {ab:?} vs {ba:?}");
+            }
+            // Alpha is 1 - (1 - a1)(1 - a2).
+            let alpha = 1.0 - (1.0 - a[0] as f64) * (1.0 - b[0] as f64);
+            assert!((ab[0] as f64 - alpha).abs() < 1e-6, "case {case}");
+        }
     }
 
     #[test]
@@ -914,15 +1079,23 @@ mod tests {
             for (s, row) in &samples {
                 pixel.push(*s, row);
             }
-            let mut want = pixel.clone();
-            tidy_pixel_by_pieces(&mut want, &channels);
-            let mut got = pixel.clone();
-            tidy_pixel(&mut got, &channels);
-            assert_eq!(bits(&got), bits(&want), "case {case}: {pixel:?}");
-            let mut running = pixel.clone();
-            tidy_pixel_sweep(&mut running, &channels, 0);
-            assert_eq!(running.samples, want.samples, "case {case}");
-            assert!(is_tidy(&running.samples), "case {case}");
+            for (coincident, tidy_check) in [
+                (
+                    CoincidentPoints::KeepInOrder,
+                    is_split as fn(&[Sample]) -> bool,
+                ),
+                (CoincidentPoints::Merge, is_tidy),
+            ] {
+                let mut want = pixel.clone();
+                tidy_pixel_by_pieces(&mut want, &channels, coincident);
+                let mut got = pixel.clone();
+                tidy_pixel_sweep(&mut got, &channels, EXACT_MIX_LIMIT, coincident);
+                assert_eq!(bits(&got), bits(&want), "case {case}: {pixel:?}");
+                let mut running = pixel.clone();
+                tidy_pixel_sweep(&mut running, &channels, 0, coincident);
+                assert_eq!(running.samples, want.samples, "case {case}");
+                assert!(tidy_check(&running.samples), "case {case}");
+            }
         }
     }
 
@@ -937,9 +1110,9 @@ mod tests {
         for case in 0..20_000 {
             let pixel = random_pixel(&mut rng, 24, 0.99);
             let mut want = pixel.clone();
-            tidy_pixel_by_pieces(&mut want, &channels);
+            tidy_pixel_by_pieces(&mut want, &channels, CoincidentPoints::KeepInOrder);
             let mut got = pixel.clone();
-            tidy_pixel_sweep(&mut got, &channels, 0);
+            tidy_pixel_sweep(&mut got, &channels, 0, CoincidentPoints::KeepInOrder);
             assert_eq!(got.samples, want.samples, "case {case}");
             for (g, w) in got.values.iter().zip(&want.values) {
                 let close = (g - w).abs() <= 2e-5 * w.abs().max(1.0) || (g.is_nan() && w.is_nan());

@@ -8,7 +8,9 @@
 //! ulp.
 //!
 //! The walk: a pixel's boundaries are its samples' Z and (volumes') ZBack values. Going front to
-//! back over the distinct boundaries `b`, first the points at `b` composite in list order, then
+//! back over the distinct boundaries `b`, first the points at `b` composite in list order (for a
+//! tidy deep output, the count and emit modes, they merge into one as
+//! `composite::tidy::tidy_deep_pixel` merges them, by the same mix as volume pieces), then
 //! the slab `[b, next)`: every volume covering it contributes the piece covering that slab
 //! (alpha `-expm1(f·log1p(-a))`, f = slab / volume length), and two or more such pieces merge as
 //! in `composite::tidy::merge_coincident`. This is exactly the order the reference's stable sort
@@ -186,8 +188,9 @@ impl Walk<'_> {
 
 /// The tidied piece of slab [b, next) of one pixel (`keys`/`values` are that pixel's slots):
 /// per column, the pieces of every volume in `lo..hi` covering the slab, merged as
-/// `composite::tidy::merge_coincident` does (a lone piece is used as it is). Returns the index
-/// of the first contributor, or None when no volume covers the slab.
+/// `composite::tidy::merge_coincident` does (a lone piece is used as it is). With `at_points`,
+/// the points at `b` instead, whole (`next` unused): the merge of coincident points. Returns the
+/// index of the first contributor, or None when nothing covers the slab (or stands at `b`).
 #[allow(clippy::too_many_arguments)]
 fn slab_piece(
     keys: &[Fragment],
@@ -198,6 +201,7 @@ fn slab_piece(
     hi: usize,
     b: f32,
     next: f32,
+    at_points: bool,
     piece: &mut [f32],
 ) -> Option<usize> {
     let mut first = None;
@@ -213,13 +217,18 @@ fn slab_piece(
         let mut weighted = 0.0f32;
         for i in lo..hi {
             let f = &keys[i];
-            if !(is_volume(f) && f.z <= b && f.zback > b) {
+            let covers = if at_points {
+                f.z == b && !is_volume(f)
+            } else {
+                is_volume(f) && f.z <= b && f.zback > b
+            };
+            if !covers {
                 continue;
             }
             let raw_a = values[i * stride + ac];
             let raw_c = values[i * stride + c];
-            // A volume with no boundary strictly inside stays as it is, bit for bit.
-            let (pa, pc) = if f.z == b && f.zback == next {
+            // A point, or a volume with no boundary strictly inside, stays as it is, bit for bit.
+            let (pa, pc) = if at_points || (f.z == b && f.zback == next) {
                 (raw_a, raw_c)
             } else {
                 let (pa, scale) = split_alpha(raw_a, piece_fraction(b, next, f.z, f.zback));
@@ -267,12 +276,22 @@ trait TidySink {
     /// merged piece: its first contributor in merge order). Returns true when the walk may stop
     /// (flattening: everything behind is hidden).
     fn take(&mut self, source: &Fragment, z: f32, zback: f32, row: &[f32]) -> bool;
+
+    /// True when points at one depth are delivered as one merged point (a tidy deep output),
+    /// false when each is delivered in list order (flattening).
+    fn merges_points(&self) -> bool {
+        true
+    }
 }
 
 impl TidySink for Walk<'_> {
     fn take(&mut self, source: &Fragment, z: f32, _zback: f32, row: &[f32]) -> bool {
         self.composite(row, source, z);
         self.done
+    }
+
+    fn merges_points(&self) -> bool {
+        false
     }
 }
 
@@ -327,13 +346,25 @@ fn walk_pixel(
         while hi < n && keys[hi].z <= b {
             hi += 1;
         }
-        for i in lo..hi {
-            let f = &keys[i];
-            if f.z == b
-                && !is_volume(f)
-                && sink.take(f, f.z, f.zback, &values[i * stride..(i + 1) * stride])
-            {
-                return;
+        if sink.merges_points() {
+            let points = slab_piece(
+                keys, values, stride, alpha_of, lo, hi, b, b, true, &mut piece,
+            );
+            if let Some(i) = points {
+                let f = &keys[i];
+                if sink.take(f, f.z, f.zback, &piece) {
+                    return;
+                }
+            }
+        } else {
+            for i in lo..hi {
+                let f = &keys[i];
+                if f.z == b
+                    && !is_volume(f)
+                    && sink.take(f, f.z, f.zback, &values[i * stride..(i + 1) * stride])
+                {
+                    return;
+                }
             }
         }
         let mut next = f32::INFINITY;
@@ -351,7 +382,10 @@ fn walk_pixel(
         if !found {
             return;
         }
-        if let Some(i) = slab_piece(keys, values, stride, alpha_of, lo, hi, b, next, &mut piece) {
+        let slab = slab_piece(
+            keys, values, stride, alpha_of, lo, hi, b, next, false, &mut piece,
+        );
+        if let Some(i) = slab {
             if sink.take(&keys[i], b, next, &piece) {
                 return;
             }
@@ -422,8 +456,8 @@ fn pixel_range(offsets: &[u32], p: u32) -> std::ops::Range<usize> {
     offsets[p as usize] as usize..offsets[p as usize + 1] as usize
 }
 
-/// Per pixel of the CSR list, 1 where a volume overlaps a later sample (as
-/// `composite::tidy::needs_tidy`, or the list is longer than [`GATE_LIMIT`]), else 0.
+/// Per pixel of the CSR list, 1 where a volume overlaps a later sample or two points coincide
+/// (as `composite::tidy::needs_deep_tidy`), or the list is longer than [`GATE_LIMIT`]; else 0.
 pub fn tidy_gate(offsets: &[u32], keys: &[Fragment]) -> Vec<u32> {
     (0..offsets.len().saturating_sub(1) as u32)
         .map(|p| {
@@ -432,12 +466,20 @@ pub fn tidy_gate(offsets: &[u32], keys: &[Fragment]) -> Vec<u32> {
                 return 1;
             }
             let mut reach = f32::NEG_INFINITY;
+            // The previous sample's Z when it was a point: coincident points are neighbours.
+            let mut point_before: Option<f32> = None;
             for f in &keys[range] {
                 if f.z < reach {
                     return 1;
                 }
                 if is_volume(f) {
                     reach = reach.max(f.zback);
+                    point_before = None;
+                } else {
+                    if point_before == Some(f.z) {
+                        return 1;
+                    }
+                    point_before = Some(f.z);
                 }
             }
             0

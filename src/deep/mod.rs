@@ -8,52 +8,14 @@ mod bounds;
 pub mod builder;
 mod channel;
 mod flat;
+mod state;
 
 pub use bounds::Bounds;
 pub use channel::{Channel, ChannelRole, Plane, SampleType};
 pub use flat::{FlatChannel, FlatImage, FlatValues};
+pub use state::{pixel_state, DeepState};
 
 use crate::error::{Error, Result};
-
-/// What the file says about the order of samples inside each pixel (`deepImageState`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum DeepState {
-    /// Nothing is known: samples may be in any order and may overlap (also: attribute absent).
-    Messy = 0,
-    /// Sorted by (Z, ZBack) in each pixel; volumes may overlap.
-    Sorted = 1,
-    /// No two samples overlap, but they may be in any order.
-    NonOverlapping = 2,
-    /// Sorted and non-overlapping.
-    Tidy = 3,
-}
-
-impl DeepState {
-    /// From the attribute's byte; unknown values are treated as messy.
-    pub fn from_byte(byte: u8) -> Self {
-        match byte {
-            1 => DeepState::Sorted,
-            2 => DeepState::NonOverlapping,
-            3 => DeepState::Tidy,
-            _ => DeepState::Messy,
-        }
-    }
-
-    /// True when each pixel's samples are known to be sorted.
-    pub fn is_sorted(self) -> bool {
-        matches!(self, DeepState::Sorted | DeepState::Tidy)
-    }
-
-    /// Lower-case name as `deepmerge info` prints it.
-    pub fn name(self) -> &'static str {
-        match self {
-            DeepState::Messy => "messy",
-            DeepState::Sorted => "sorted",
-            DeepState::NonOverlapping => "non-overlapping",
-            DeepState::Tidy => "tidy",
-        }
-    }
-}
 
 /// A deep image in host memory.
 #[derive(Clone, Debug, PartialEq)]
@@ -68,7 +30,8 @@ pub struct DeepImage {
     pub offsets: Vec<u64>,
     /// One plane per channel, each `sample_count()` long.
     pub planes: Vec<Plane>,
-    /// What is known about sample order.
+    /// What is claimed about sample order; a writer stamps the part of the claim every pixel
+    /// satisfies ([`DeepImage::held_state`]).
     pub state: DeepState,
 }
 

@@ -4,8 +4,9 @@
 //! header when the first band arrives (the channels come from the merge), a placeholder offset
 //! table, then every output chunk as soon as its rows are complete; [`DeepChunkWriter::finish`]
 //! and [`FlatChunkWriter::finish`] patch the offset table (and deep output's
-//! `maxSamplesPerPixel`, only known at the end) with positioned writes and rename the temporary
-//! file into place ([`AtomicFile`]). When band edges do not fall on chunk edges (ZIP holds 16
+//! `maxSamplesPerPixel` and `deepImageState`, only known at the end: the state stamped is the
+//! part of the bands' claim every band's pixels satisfy, [`DeepImage::held_state`]) with
+//! positioned writes and rename the temporary file into place ([`AtomicFile`]). When band edges do not fall on chunk edges (ZIP holds 16
 //! lines), the writer keeps the rows of at most one partial chunk until the next band completes
 //! it, so the chunks are exactly those of a writer that saw the whole image at once: the
 //! whole-image writers ([`super::write_flat`], and [`super::encode_deep_with`] for deep) are
@@ -25,11 +26,11 @@ use rayon::prelude::*;
 
 use super::compression::{compress, BlockLayout, Codec};
 use super::write::{
-    encode_chunk, encode_deep_header, scanline_header_start, write_attributes, AtomicFile,
-    DeepHeader, FlatWriteOptions,
+    encode_chunk, encode_deep_header_patchable, scanline_header_start, write_attributes,
+    AtomicFile, DeepHeader, DeepHeaderPatches, FlatWriteOptions,
 };
 use super::{DeepWriteOptions, FlatType};
-use crate::deep::{Bounds, DeepImage, FlatImage, FlatValues, Plane, SampleType};
+use crate::deep::{Bounds, DeepImage, DeepState, FlatImage, FlatValues, Plane, SampleType};
 use crate::error::{Error, Result};
 
 /// Bytes buffered before they go to the file.
@@ -100,9 +101,12 @@ pub struct DeepChunkWriter {
     window: Bounds,
     options: DeepWriteOptions,
     chunk_count: usize,
-    /// Position of the `maxSamplesPerPixel` value, once the header is written.
-    max_samples_at: Option<usize>,
+    /// Positions of the `maxSamplesPerPixel` and `deepImageState` values, once the header is
+    /// written.
+    patches_at: Option<DeepHeaderPatches>,
     max_samples: usize,
+    /// The state every band written so far satisfies (the bands' claim until the first).
+    held_state: DeepState,
     /// Rows of a chunk not yet complete (their first row starts a chunk).
     partial: Option<DeepImage>,
     /// The first row not yet received.
@@ -125,8 +129,9 @@ impl DeepChunkWriter {
             window,
             options: options.clone(),
             chunk_count: window.height().div_ceil(options.codec.lines_per_chunk()),
-            max_samples_at: None,
+            patches_at: None,
             max_samples: 0,
+            held_state: DeepState::Tidy,
             partial: None,
             next_row: window.y0,
             empty_chunks: Vec::new(),
@@ -135,9 +140,10 @@ impl DeepChunkWriter {
 
     /// The header, from the first band (its channels, display window and state).
     fn start(&mut self, band: &DeepImage) -> Result<()> {
-        if self.max_samples_at.is_none() {
+        if self.patches_at.is_none() {
+            self.held_state = band.state;
             let mut header = Vec::new();
-            let at = encode_deep_header(
+            let at = encode_deep_header_patchable(
                 &mut header,
                 &DeepHeader {
                     channels: &band.channels,
@@ -150,7 +156,7 @@ impl DeepChunkWriter {
                 self.chunk_count,
             )?;
             self.file.start(&header, self.chunk_count)?;
-            self.max_samples_at = Some(at);
+            self.patches_at = Some(at);
         }
         Ok(())
     }
@@ -209,6 +215,9 @@ impl DeepChunkWriter {
         self.next_row = band.data_window.y1 + 1;
         self.start(band)?;
         self.max_samples = self.max_samples.max(band.max_count());
+        if self.options.write_state && self.held_state != DeepState::Messy {
+            self.held_state = self.held_state.meet(band.held_state());
+        }
         let lines = self.options.codec.lines_per_chunk() as i32;
         let last = self.window.y1;
         // A chunk is complete when its last line (or the window's last) has arrived.
@@ -257,14 +266,19 @@ impl DeepChunkWriter {
         Ok(())
     }
 
-    /// Patch the offset table and `maxSamplesPerPixel`, and rename the file into place.
+    /// Patch the offset table, `maxSamplesPerPixel` and `deepImageState`, and rename the file
+    /// into place.
     pub fn finish(self) -> Result<()> {
         assert_eq!(self.next_row, self.window.y1 + 1, "every row was written");
         assert!(self.partial.is_none(), "the last chunk was written");
         let max = i32::try_from(self.max_samples)
             .map_err(|_| Error::format("a pixel holds more samples than EXR can count"))?;
-        let at = self.max_samples_at.expect("header written") as u64;
-        self.file.finish(&[(at, max.to_le_bytes().to_vec())])
+        let at = self.patches_at.as_ref().expect("header written");
+        let mut patches = vec![(at.max_samples as u64, max.to_le_bytes().to_vec())];
+        if let Some(state_at) = at.state {
+            patches.push((state_at as u64, vec![self.held_state as u8]));
+        }
+        self.file.finish(&patches)
     }
 }
 

@@ -349,7 +349,8 @@ pub(super) fn write_attributes(
     Ok(ends)
 }
 
-/// Write a deep scanline file with the given codec; `deepImageState` records `image.state`.
+/// Write a deep scanline file with the given codec; `deepImageState` records the part of
+/// `image.state` its pixels satisfy ([`DeepImage::held_state`]).
 pub fn write_deep(path: &Path, image: &DeepImage, codec: Codec) -> Result<()> {
     let options = DeepWriteOptions {
         codec,
@@ -423,7 +424,11 @@ fn write_deep_header(
         channels: &image.channels,
         data_window: image.data_window,
         display_window: image.display_window,
-        state: image.state,
+        state: if options.write_state {
+            image.held_state()
+        } else {
+            image.state
+        },
         max_samples: image.max_count(),
     };
     encode_deep_header(out, &header, options, chunk_count).map(|_| ())
@@ -437,6 +442,24 @@ pub(crate) fn encode_deep_header(
     options: &DeepWriteOptions,
     chunk_count: usize,
 ) -> Result<usize> {
+    encode_deep_header_patchable(out, header, options, chunk_count).map(|at| at.max_samples)
+}
+
+/// Where the values a streaming deep writer patches at the end lie in its header.
+pub(crate) struct DeepHeaderPatches {
+    /// The `maxSamplesPerPixel` value (four bytes).
+    pub(crate) max_samples: usize,
+    /// The `deepImageState` value (one byte), when the header has one.
+    pub(crate) state: Option<usize>,
+}
+
+/// [`encode_deep_header`], returning where both patchable values lie.
+pub(crate) fn encode_deep_header_patchable(
+    out: &mut Vec<u8>,
+    header: &DeepHeader,
+    options: &DeepWriteOptions,
+    chunk_count: usize,
+) -> Result<DeepHeaderPatches> {
     let channels: Vec<(&str, SampleType)> = header
         .channels
         .iter()
@@ -469,13 +492,17 @@ pub(crate) fn encode_deep_header(
         ));
     }
     let ends = write_attributes(out, &attributes, &options.attributes)?;
-    // An i32 attribute ends with its four value bytes.
-    let max_samples_at = ends
-        .iter()
-        .find(|(name, _)| *name == "maxSamplesPerPixel")
-        .map(|&(_, end)| end - 4)
-        .expect("the writer states maxSamplesPerPixel");
-    Ok(max_samples_at)
+    let value_at = |name: &str, size: usize| {
+        ends.iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, end)| end - size)
+    };
+    Ok(DeepHeaderPatches {
+        // An i32 attribute ends with its four value bytes, deepImageState with its one.
+        max_samples: value_at("maxSamplesPerPixel", 4)
+            .expect("the writer states maxSamplesPerPixel"),
+        state: value_at("deepImageState", 1),
+    })
 }
 
 /// One chunk: y, packed table size, packed data size, unpacked data size, table, data; the data

@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use deepmerge::composite::{
-    merge_images, needs_tidy, MergeOptions, MergeOutput, MergePlan, OutputKind,
+    merge_images, needs_deep_tidy, needs_tidy, MergeOptions, MergeOutput, MergePlan, OutputKind,
 };
 use deepmerge::deep::{
     Bounds, Channel, ChannelRole, DeepImage, DeepState, FlatImage, FlatValues, Plane, SampleType,
@@ -270,7 +270,8 @@ impl Stages {
 }
 
 /// The reference merge of some inputs, with the pixels (of the output window, row-major) that
-/// its tidy changed: those where volumes overlap, in flat output and in deep output with `tidy`.
+/// its tidy changed: those where volumes overlap, in flat output and in deep output with `tidy`,
+/// and in a tidy deep output those with coincident points too (which it merges).
 pub struct Reference {
     pub output: MergeOutput,
     pub tidied: Vec<bool>,
@@ -279,7 +280,8 @@ pub struct Reference {
 impl Reference {
     pub fn new(inputs: &[&DeepImage], options: &MergeOptions) -> Self {
         let output = merge_images(inputs, options).expect("reference merge");
-        let tidies = options.tidy || matches!(options.output, OutputKind::Flat { .. });
+        let flat = matches!(options.output, OutputKind::Flat { .. });
+        let tidies = options.tidy || flat;
         let mut plan = MergePlan::new(inputs).expect("plan");
         plan.sort = options.sort;
         let window = plan.window;
@@ -290,7 +292,11 @@ impl Reference {
                 tidied.push(
                     tidies && {
                         plan.ordered_samples(x, y, &mut samples);
-                        needs_tidy(&samples)
+                        if flat {
+                            needs_tidy(&samples)
+                        } else {
+                            needs_deep_tidy(&samples)
+                        }
                     },
                 );
             }

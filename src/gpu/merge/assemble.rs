@@ -4,7 +4,7 @@
 //! with the pixels the GPU left to the host tidied by the reference.
 
 use super::super::stats::GpuStats;
-use crate::composite::tidy::needs_tidy;
+use crate::composite::tidy::needs_deep_tidy;
 use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind, PixelSamples};
 use crate::deep::{DeepImage, FlatImage, Plane};
 use crate::vocab::{depth_less, Fragment, Sample};
@@ -118,7 +118,7 @@ impl Accumulated {
                     tidied.push((first + s, rows[s * stride..(s + 1) * stride].to_vec()));
                 }
                 counts.push(n);
-            } else if tidy && needs_tidy(&samples[first..]) {
+            } else if tidy && needs_deep_tidy(&samples[first..]) {
                 stats.host_tidied_pixels += 1;
                 samples.truncate(first);
                 let (x, y) = window.coords_of(i);
