@@ -2,10 +2,12 @@
 //!
 //! The `exr` crate parses headers (deep ones included) but decodes no deep pixels; the deep chunk
 //! layout (sample-count table plus sample data) and its codecs are ours, and so is a walk of the
-//! raw attributes (for compressions the crate does not know, and for carrying metadata).
+//! raw attributes (for compressions the crate does not know, and for carrying metadata), and so
+//! is the multi-part framing of part-by-part output ([`join_parts`]).
 
 mod attributes;
 mod compression;
+mod multipart;
 mod output;
 pub(crate) mod read;
 mod sink;
@@ -20,6 +22,7 @@ pub use compression::{
     check_deep_output, check_plausible, compress, compression_name, decompress, max_unpacked,
     BlockLayout, Codec, ZSTD_DEFAULT_LEVEL, ZSTD_LEVELS,
 };
+pub use multipart::{join_parts, PartFile};
 pub use output::OutputOptions;
 pub use read::{
     decode_deep, human_bytes, read_deep, read_parts_info, PartInfo, PartSelector, ReadOptions,

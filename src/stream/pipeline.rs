@@ -108,9 +108,20 @@ impl<'o> StreamMerge<'o> {
         }
         let mut sources: Vec<ChunkSource> = Vec::new();
         timed(stats, Stage::Read, &mut || {
+            if !options.input_parts.is_empty() && options.input_parts.len() != inputs.len() {
+                return Err(Error::internal(format!(
+                    "{} input parts for {} inputs",
+                    options.input_parts.len(),
+                    inputs.len()
+                )));
+            }
             sources = inputs
                 .par_iter()
-                .map(|p| ChunkSource::open(p, &options.part, options.budget))
+                .enumerate()
+                .map(|(i, p)| {
+                    let part = options.input_parts.get(i).unwrap_or(&options.part);
+                    ChunkSource::open(p, part, options.budget)
+                })
                 .collect::<Result<_>>()?;
             if let Some(selection) = &options.channels {
                 for s in &mut sources {
