@@ -194,8 +194,7 @@ impl MergeJob {
         // Which part is merged, said once, from the first frame's files (a frame that cannot
         // be planned reports its own error when it runs).
         if let (true, Some(&first)) = (self.part_notes, frames.first()) {
-            if let Ok(PartPlan::One { notes, .. }) = plan_parts(&frame_inputs(first), &self.parts)
-            {
+            if let Ok(PartPlan::One { notes, .. }) = plan_parts(&frame_inputs(first), &self.parts) {
                 notes.iter().for_each(|n| progress.note(n));
             }
         }

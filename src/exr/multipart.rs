@@ -140,7 +140,11 @@ fn part_header(part: &PartFile, scanned: &ScannedPart) -> Vec<RawAttribute> {
     attributes.push(string_attribute("name", &part.name));
     if !has("type") {
         let deep = scanned.flags & NON_IMAGE_FLAG != 0;
-        let kind = if deep { "deepscanline" } else { "scanlineimage" };
+        let kind = if deep {
+            "deepscanline"
+        } else {
+            "scanlineimage"
+        };
         attributes.push(string_attribute("type", kind));
     }
     if !has("chunkCount") {

@@ -226,7 +226,11 @@ pub fn plan_parts(inputs: &[PathBuf], request: &PartRequest) -> Result<PartPlan>
     }
     match <[OutputPart; 1]>::try_from(each) {
         // One part: a single-part output, as any merge.
-        Ok([only]) => Ok(one(only.parts.into_iter().map(PartSelector::Index).collect())),
+        Ok([only]) => Ok(one(only
+            .parts
+            .into_iter()
+            .map(PartSelector::Index)
+            .collect())),
         Err(each) => Ok(PartPlan::Each(each)),
     }
 }
@@ -288,7 +292,15 @@ pub fn merge_parts(
     // Open (and so check) every part's inputs before merging any.
     let options: Vec<StreamOptions> = each
         .iter()
-        .map(|part| with_parts(part.parts.iter().copied().map(PartSelector::Index).collect()))
+        .map(|part| {
+            with_parts(
+                part.parts
+                    .iter()
+                    .copied()
+                    .map(PartSelector::Index)
+                    .collect(),
+            )
+        })
         .collect();
     let merges: Vec<StreamMerge> = options
         .iter()
@@ -336,7 +348,10 @@ impl PartScratch {
             .file_name()
             .ok_or_else(|| Error::file(output, "output is not a file name"))?;
         let file = tempfile::Builder::new()
-            .prefix(&format!(".deepmerge-{}.part{number}.", name.to_string_lossy()))
+            .prefix(&format!(
+                ".deepmerge-{}.part{number}.",
+                name.to_string_lossy()
+            ))
             .suffix(".exr")
             .tempfile_in(dir)
             .map_err(|e| Error::write(output, e))?

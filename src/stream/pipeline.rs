@@ -49,7 +49,7 @@ pub enum MergeEngine<'a> {
 }
 
 /// What a streamed merge did.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct StreamReport {
     /// Bands merged.
     pub bands: usize,
@@ -57,6 +57,8 @@ pub struct StreamReport {
     pub max_band_rows: usize,
     /// The GL engine's statistics, summed over the bands.
     pub gpu_stats: Option<GpuStats>,
+    /// The output's data window.
+    pub window: Bounds,
 }
 
 /// Merge the deep files `inputs` (front-most first) into `output` with `engine`, streaming band
@@ -227,6 +229,7 @@ impl<'o> StreamMerge<'o> {
                 .max()
                 .unwrap_or(0),
             gpu_stats: None,
+            window,
         };
         let format = match options.merge.output {
             OutputKind::Deep => OutputFormat::Deep(&deep_write),
