@@ -199,8 +199,17 @@ fn read(
 /// volumes). ``backend`` is ``"auto"`` (OpenGL on a GPU, else the CPU engine), ``"cpu"`` or
 /// ``"gl"``; ``layout`` (``"ll"``, ``"la"``, ``"ia"``, ``"bia"``) and ``method`` (``"rbm"``,
 /// ``"stepwise"``) choose how the GPU merges and so select GL under ``"auto"``. ``part`` picks
-/// the part of path inputs; ``channels`` keeps only those channels of path inputs, as
-/// ``--channels`` (see ``read``).
+/// the part of path inputs: one index or name for every input, or a list of one per input, as
+/// ``--part`` given once or once per input; ``channels`` keeps only those channels of path
+/// inputs, as ``--channels`` (see ``read``).
+///
+/// Stereo and multi-part inputs, with ``out=PATH``: when no ``part`` is given and every input
+/// holds the same deep parts (matched by name, else by ``view``), the output is a multi-part
+/// file merged part by part, as the CLI writes it, and the returned dict's ``parts`` lists its
+/// part names; ``all_parts=True`` asks for that and raises ``FormatError`` naming the file and
+/// the part an input lacks (``--all-parts``). An input whose first deep part is merged among
+/// several gives a ``UserWarning`` saying so (the CLI's stderr line). Without ``out`` one part
+/// per input is merged (``all_parts`` needs ``out``).
 ///
 /// With ``out=PATH`` and every input a path, this is the CLI's streamed merge: inputs are read,
 /// merged and written a band of rows at a time within ``memory_budget`` bytes (default 1 GiB,
