@@ -289,26 +289,14 @@ pub fn merge_parts(
             each.len()
         )));
     }
-    // Open (and so check) every part's inputs before merging any.
-    let options: Vec<StreamOptions> = each
-        .iter()
-        .map(|part| {
-            with_parts(
-                part.parts
-                    .iter()
-                    .copied()
-                    .map(PartSelector::Index)
-                    .collect(),
-            )
-        })
-        .collect();
-    let merges: Vec<StreamMerge> = options
-        .iter()
-        .map(|o| StreamMerge::open(inputs, o, stats))
-        .collect::<Result<_>>()?;
+    // One part's merge at a time, each in the whole budget: a part is opened (its count tables
+    // read) only once the previous one is written.
     let mut files = Vec::with_capacity(each.len());
     let mut reports = Vec::with_capacity(each.len());
-    for (number, (part, merge)) in each.iter().zip(merges).enumerate() {
+    for (number, part) in each.iter().enumerate() {
+        let parts = part.parts.iter().copied().map(PartSelector::Index);
+        let options = with_parts(parts.collect());
+        let merge = StreamMerge::open(inputs, &options, stats)?;
         let file = PartScratch::create(output, number)?;
         reports.push(merge.run(file.path(), engine, stats)?);
         files.push((file, part));
