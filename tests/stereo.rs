@@ -289,6 +289,19 @@ fn a_part_missing_from_an_input_is_an_error_naming_the_file_and_the_part() {
         !ok && err.contains("--part is given 3 times for 2 inputs"),
         "{err}"
     );
+    // A PNG preview is one image: a part-by-part merge cannot be one.
+    let png = dir.path().join("o.png");
+    let out = deepmerge()
+        .args([s(&stereo()), s(&stereo()), "-o", s(&png)])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("inputs have 2 parts: choose one with --part"),
+        "{err}"
+    );
+    assert!(!png.exists());
 }
 
 #[test]
