@@ -15,19 +15,26 @@ use crate::backend::Engine;
 use crate::composite::MergeOptions;
 use crate::deep::DeepImage;
 use crate::error::Result;
-use crate::exr::ChannelSelection;
-use crate::exr::{self, DeepWriteOptions, FlatWriteOptions, MetadataMode, ReadOptions};
+use crate::exr::{
+    self, ChannelSelection, DeepWriteOptions, FlatWriteOptions, MetadataMode, PartSelector,
+    ReadOptions,
+};
 use crate::gpu::{GlContext, GlOptions};
 use crate::progress::Progress;
 use crate::run_stats::RunStats;
 use crate::sequence::FramePattern;
-use crate::stream::{MergeEngine, StreamMerge, StreamOptions};
+use crate::stream::{
+    merge_parts, plan_parts, MergeEngine, PartPlan, PartRequest, StreamOptions,
+};
 
 /// Everything about a merge but its paths and its engine.
 #[derive(Clone, Debug)]
 pub struct MergeJob {
-    /// How inputs are read.
-    pub read: ReadOptions,
+    /// Which part of each input is read, or part by part (`--part`, `--all-parts`).
+    pub parts: PartRequest,
+    /// Print on stderr which part of an input with several deep parts is merged when none was
+    /// chosen (the CLI's default; not under `--quiet`).
+    pub part_notes: bool,
     /// What the merge produces.
     pub merge: MergeOptions,
     /// Options of flat output.
@@ -94,7 +101,7 @@ impl MergeJob {
         let step = || progress.inspect(|p| p.0.step());
         crate::exr::check_output_is_not_an_input(output, inputs)?;
         let options = self.stream_options();
-        let merge = StreamMerge::open(inputs, &options, Some(stats))?;
+        let plan = plan_parts(inputs, &self.parts)?;
         step();
         let engine = match gl {
             Some(ctx) => MergeEngine::Gl(ctx, self.gl.unwrap_or_default()),
@@ -107,7 +114,7 @@ impl MergeJob {
             }
             _ => None,
         };
-        let report = merge.run(output, engine, Some(stats));
+        let reports = merge_parts(inputs, output, &plan, &options, engine, Some(stats));
         // The stage profile is read after the merge, so profiling adds no wait inside it.
         let profile = profiled.map(|ctx| {
             let mut profile = ctx.take_profile();
@@ -115,14 +122,19 @@ impl MergeJob {
             profile.copy_bandwidth = copy_floor(ctx);
             profile
         });
-        let report = report?;
+        let reports = reports?;
         // A streamed merge finds a corrupt block or a NaN depth only when it decodes that band,
         // so the announcement waits for success: a run that fails prints its one error line.
         if let Some((p, Some(line))) = progress {
             p.note(line);
         }
+        if let (Some((p, _)), PartPlan::One { notes, .. }) = (progress, &plan) {
+            if self.part_notes {
+                notes.iter().for_each(|n| p.note(n));
+            }
+        }
         if self.gl_stats {
-            if let Some(gl_stats) = &report.gpu_stats {
+            for gl_stats in reports.iter().filter_map(|r| r.gpu_stats.as_ref()) {
                 eprint!("{gl_stats}");
             }
             if let Some(profile) = profile {
@@ -137,7 +149,8 @@ impl MergeJob {
     /// The streamed merge's options for this job.
     pub fn stream_options(&self) -> StreamOptions {
         StreamOptions {
-            part: self.read.part.clone(),
+            part: PartSelector::FirstDeep,
+            input_parts: Vec::new(),
             merge: self.merge,
             flat_write: self.flat_write.clone(),
             deep_write: self.deep_write.clone(),
@@ -175,6 +188,13 @@ impl MergeJob {
                 })
                 .collect()
         };
+        // Which part is merged, said once, from the first frame's files (a frame that cannot
+        // be planned reports its own error when it runs).
+        if let (true, Some(&first)) = (self.part_notes, frames.first()) {
+            if let Ok(PartPlan::One { notes, .. }) = plan_parts(&frame_inputs(first), &self.parts) {
+                notes.iter().for_each(|n| progress.note(n));
+            }
+        }
         let written = AtomicUsize::new(0);
         let failed = AtomicUsize::new(0);
         let report = |frame: i64, result: Result<()>| {

@@ -21,7 +21,7 @@ use deepmerge::job::{MergeJob, SequenceSummary};
 use deepmerge::progress::{Progress, ProgressMode};
 use deepmerge::run_stats::RunStats;
 use deepmerge::sequence::{self, FramePattern};
-use deepmerge::stream::StreamMerge;
+use deepmerge::stream::{plan_parts, PartPlan, PartRequest, StreamMerge, StreamOptions};
 use deepmerge::{cleanup, heatmap, scene, Error, Result};
 
 mod cli;
@@ -340,9 +340,15 @@ struct MergeArgs {
     /// Trust that every input's pixels are sorted, whatever the file says.
     #[arg(long)]
     assume_sorted: bool,
-    /// Part to read from multi-part inputs: an index or a name (default: the first deep part).
-    #[arg(long, value_name = "PART")]
-    part: Option<String>,
+    /// The part of multi-part inputs to merge: an index or a name, given once for every input
+    /// or once per input in input order (`--part rgba.right --part 0`). Default: part by part
+    /// when every input has the same deep parts (stereo), else each input's first deep part.
+    #[arg(long, value_name = "PART", action = clap::ArgAction::Append)]
+    part: Vec<String>,
+    /// Merge part by part: each deep part of the first input with the part of every other
+    /// input of the same name or `view`, into a multi-part output; a part missing is an error.
+    #[arg(long, conflicts_with = "part")]
+    all_parts: bool,
     /// The memory the merge works in, in GiB: bands of rows are sized from the inputs' sample
     /// counts to fit it; only a single row over its share is refused (`--max-memory` is the
     /// old name).
@@ -793,14 +799,8 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         Vec::new()
     };
     let job = MergeJob {
-        read: ReadOptions {
-            part: args
-                .part
-                .as_deref()
-                .map(|p| p.parse().expect("infallible"))
-                .unwrap_or(PartSelector::FirstDeep),
-            max_memory: gib_to_bytes("--memory-budget", args.memory_budget)?,
-        },
+        parts: PartRequest::from_args(&args.part, args.all_parts, args.inputs.len())?,
+        part_notes: !args.quiet,
         budget: gib_to_bytes("--memory-budget", args.memory_budget)?,
         channels: args
             .channels
@@ -888,7 +888,20 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
     });
     if args.decode_only {
         let options = job.stream_options();
-        StreamMerge::open(&args.inputs, &options, Some(&stats))?.decode_only(Some(&stats))?;
+        let per_part = match plan_parts(&args.inputs, &job.parts)? {
+            PartPlan::One { parts, .. } => vec![parts],
+            PartPlan::Each(each) => each
+                .into_iter()
+                .map(|p| p.parts.into_iter().map(PartSelector::Index).collect())
+                .collect(),
+        };
+        for input_parts in per_part {
+            let options = StreamOptions {
+                input_parts,
+                ..options.clone()
+            };
+            StreamMerge::open(&args.inputs, &options, Some(&stats))?.decode_only(Some(&stats))?;
+        }
         if args.runstats {
             eprint!("{}", stats.report(1));
         }

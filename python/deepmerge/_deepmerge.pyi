@@ -11,6 +11,8 @@ Window = Tuple[Tuple[int, int], Tuple[int, int]]
 PathLike = Union[str, "os.PathLike[str]"]
 DeepState = Literal["messy", "sorted", "non-overlapping", "tidy"]
 Part = Union[int, str, None]
+Parts = Union[int, str, Sequence[Union[int, str]], None]
+"""``merge``'s ``part``: one part for every input, or one per input (the CLI's ``--part``)."""
 
 __version__: str
 GiB: int
@@ -22,7 +24,11 @@ Bytes = Union[int, float]
 Channels = Union[Sequence[str], str]
 """Channel names, or one comma-separated string as the CLI's ``--channels R,G,B``."""
 
-class MergeReport(TypedDict):
+class _PartByPart(TypedDict, total=False):
+    parts: List[str]
+    """The output's part names, when it was merged part by part (stereo); absent otherwise."""
+
+class MergeReport(_PartByPart):
     """What ``merge(..., out=PATH)`` returns."""
 
     streamed: bool
@@ -120,7 +126,7 @@ def merge(
     method: Optional[Literal["rbm", "stepwise"]] = None,
     memory_budget: Optional[Bytes] = None,
     *,
-    part: Part = None,
+    part: Parts = None,
     flat_z: bool = False,
     out: None = None,
     channels: Optional[Channels] = None,
@@ -139,7 +145,7 @@ def merge(
     method: Optional[Literal["rbm", "stepwise"]] = None,
     memory_budget: Optional[Bytes] = None,
     *,
-    part: Part = None,
+    part: Parts = None,
     flat_z: bool = False,
     out: PathLike,
     compression: Optional[Literal["none", "rle", "zips", "zip", "zstd"]] = None,
@@ -148,6 +154,7 @@ def merge(
     zstd_level: Optional[int] = None,
     metadata: Optional[Literal["first", "none"]] = None,
     bbox: BBox = None,
+    all_parts: bool = False,
 ) -> MergeReport:
     """``deepmerge IN... -o OUT``: with every input a path, the streamed merge, a band of rows
     at a time within ``memory_budget`` bytes (default 1 GiB; ``2 * GiB`` is

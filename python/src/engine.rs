@@ -13,7 +13,7 @@
 //!   [`ReadOptions::max_memory`] for each decoded input and the limit of [`check_merge`] for
 //!   the output (default [`DEFAULT_MAX_MEMORY`]).
 //! - `channels` on [`read`] is the reader's channel selection ([`ChannelSelection`], the CLI's
-//!   `--channels`): the part is read through [`ChunkSource`] keeping only the selected channels
+//!   `--channels`): the part is read through the chunk reader (`exr::ChunkSource`) keeping only the selected channels
 //!   (plus Z, ZBack and the alphas they need), so the others are never stored.
 //!
 //! Nothing here touches Python: every function is safe to run with the GIL released.
@@ -33,8 +33,9 @@ use deepmerge::exr::{
 };
 use deepmerge::gpu::{merge_images_gl_over, GlOptions};
 use deepmerge::info::{sample_stats, SampleStats};
-
-use deepmerge::stream::{self, MergeEngine, OutputWindow, StreamOptions, DEFAULT_MEMORY_BUDGET};
+use deepmerge::stream::{
+    self, MergeEngine, OutputWindow, PartPlan, PartRequest, StreamOptions, DEFAULT_MEMORY_BUDGET,
+};
 use deepmerge::{Error, Result};
 
 /// How to read one file.
@@ -98,8 +99,9 @@ pub struct MergeRequest {
     pub backend: Backend,
     /// GL-only options (layout, method); `Some` selects GL under `Auto`, as the CLI's flags do.
     pub gl: Option<GlOptions>,
-    /// Part of path inputs.
-    pub part: PartSelector,
+    /// Part of path inputs: one for all, one per input, or part by part (`--part`,
+    /// `--all-parts`; see [`stream::PartRequest`]).
+    pub parts: PartRequest,
     /// Bytes: the streamed merge's working budget ([`merge_to_file`], default 1 GiB); the most
     /// one decoded input or the output may take in memory ([`merge`], default 8 GiB).
     pub memory_budget: Option<u64>,
@@ -144,6 +146,10 @@ pub struct FileReport {
     pub memory_budget: u64,
     /// The engine that merged: "cpu" or "gl".
     pub engine: &'static str,
+    /// Which part of an input with several deep parts was merged, when none was chosen.
+    pub notes: Vec<String>,
+    /// The output's part names, when it was merged part by part (else empty).
+    pub parts: Vec<String>,
 }
 
 /// Merge the files `inputs` into `output` as `deepmerge IN... -o OUT` does: the engine chosen
@@ -157,7 +163,8 @@ pub fn merge_to_file(
     write: &WriteRequest,
 ) -> Result<FileReport> {
     let options = StreamOptions {
-        part: request.part.clone(),
+        part: PartSelector::FirstDeep,
+        input_parts: Vec::new(),
         merge: request.merge_options(),
         flat_write: write.flat.clone(),
         deep_write: write.deep.clone(),
@@ -170,19 +177,24 @@ pub fn merge_to_file(
     };
     with_engine(request.backend, request.gl.is_some(), |engine| {
         exr::check_output_is_not_an_input(output, inputs)?;
-        let merge = stream::StreamMerge::open(inputs, &options, None)?;
-        let window = merge.window();
+        let plan = stream::plan_parts(inputs, &request.parts)?;
         let (on, name) = match engine {
             Engine::Gl(ctx) => (MergeEngine::Gl(ctx, request.gl.unwrap_or_default()), "gl"),
             Engine::Cpu { .. } => (MergeEngine::Cpu, "cpu"),
         };
-        let report = merge.run(output, on, None)?;
+        let reports = stream::merge_parts(inputs, output, &plan, &options, on, None)?;
+        let (notes, parts) = match plan {
+            PartPlan::One { notes, .. } => (notes, Vec::new()),
+            PartPlan::Each(each) => (Vec::new(), each.into_iter().map(|p| p.name).collect()),
+        };
         Ok(FileReport {
-            bands: report.bands,
-            max_band_rows: report.max_band_rows,
-            window,
+            bands: reports.iter().map(|r| r.bands).sum(),
+            max_band_rows: reports.iter().map(|r| r.max_band_rows).max().unwrap_or(0),
+            window: reports[0].window,
             memory_budget: options.budget,
             engine: name,
+            notes,
+            parts,
         })
     })
 }
@@ -221,18 +233,31 @@ pub fn write_merged(
     }
 }
 
+/// The part of input `i` an in-memory merge reads: one image holds one part, so a part-by-part
+/// merge needs a file to write (`out=PATH`).
+pub fn in_memory_part(parts: &PartRequest, i: usize) -> Result<PartSelector> {
+    match parts {
+        PartRequest::Auto => Ok(PartSelector::FirstDeep),
+        PartRequest::Every(p) => Ok(p.clone()),
+        PartRequest::PerInput(p) => Ok(p[i].clone()),
+        PartRequest::All => Err(Error::Usage(
+            "all_parts writes a multi-part file: pass out=PATH and path inputs".into(),
+        )),
+    }
+}
+
 /// Merge `inputs` in memory: read (whole), check against the budget, merge; the result is
 /// what `deepmerge IN... -o OUT` writes.
 pub fn merge(inputs: &[Input], request: &MergeRequest) -> Result<MergeOutput> {
-    let read_request = ReadRequest {
-        part: request.part.clone(),
-        channels: request.channels.clone(),
-        memory_budget: request.memory_budget,
-    };
     // Files are read first, in order, so a bad file is reported before the engine starts.
     let mut read_images = Vec::new();
-    for input in inputs {
+    for (i, input) in inputs.iter().enumerate() {
         if let Input::Path(path) = input {
+            let read_request = ReadRequest {
+                part: in_memory_part(&request.parts, i)?,
+                channels: request.channels.clone(),
+                memory_budget: request.memory_budget,
+            };
             read_images.push(read(path, &read_request)?);
         }
     }
@@ -326,7 +351,7 @@ pub fn flatten(image: &DeepImage, with_z: bool) -> Result<FlatImage> {
         tidy: false,
         backend: Backend::Cpu,
         gl: None,
-        part: PartSelector::FirstDeep,
+        parts: PartRequest::Auto,
         memory_budget: None,
         channels: None,
         bbox: OutputWindow::Union,

@@ -9,7 +9,8 @@ use deepmerge::exr::ChannelSelection;
 use deepmerge::exr::{DeepWriteOptions, FlatType, OutputOptions, PartSelector};
 use deepmerge::gpu::{GlOptions, Layout, MergeMethod};
 use deepmerge::info::COMPLEXITY_BINS;
-use deepmerge::stream::OutputWindow;
+use deepmerge::stream::{OutputWindow, PartRequest};
+use pyo3::exceptions::PyUserWarning;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
 
@@ -34,6 +35,33 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
 pub(crate) enum PartArg {
     Index(usize),
     Name(String),
+}
+
+/// `merge`'s `part`: one part for every input, or a list of one per input.
+#[derive(FromPyObject)]
+pub(crate) enum PartsArg {
+    Every(PartArg),
+    PerInput(Vec<PartArg>),
+}
+
+/// The parts a merge reads, from `part` and `all_parts`, as the CLI's `--part` and
+/// `--all-parts`.
+fn part_request(part: Option<PartsArg>, all_parts: bool, inputs: usize) -> PyResult<PartRequest> {
+    let selector = |p: PartArg| part_selector(Some(p));
+    match (part, all_parts) {
+        (Some(_), true) => Err(usage("all_parts merges every part; it does not take part")),
+        (None, true) => Ok(PartRequest::All),
+        (None, false) => Ok(PartRequest::Auto),
+        (Some(PartsArg::Every(p)), false) => Ok(PartRequest::Every(selector(p))),
+        (Some(PartsArg::PerInput(list)), false) if list.len() == inputs => Ok(
+            PartRequest::PerInput(list.into_iter().map(selector).collect()),
+        ),
+        (Some(PartsArg::PerInput(list)), false) => Err(usage(format!(
+            "part is a list of {} parts for {inputs} inputs: give one part (for every input) or \
+             one per input, in input order",
+            list.len()
+        ))),
+    }
 }
 
 pub(crate) fn part_selector(part: Option<PartArg>) -> PartSelector {
@@ -172,8 +200,17 @@ fn read(
 /// volumes). ``backend`` is ``"auto"`` (OpenGL on a GPU, else the CPU engine), ``"cpu"`` or
 /// ``"gl"``; ``layout`` (``"ll"``, ``"la"``, ``"ia"``, ``"bia"``) and ``method`` (``"rbm"``,
 /// ``"stepwise"``) choose how the GPU merges and so select GL under ``"auto"``. ``part`` picks
-/// the part of path inputs; ``channels`` keeps only those channels of path inputs, as
-/// ``--channels`` (see ``read``).
+/// the part of path inputs: one index or name for every input, or a list of one per input, as
+/// ``--part`` given once or once per input; ``channels`` keeps only those channels of path
+/// inputs, as ``--channels`` (see ``read``).
+///
+/// Stereo and multi-part inputs, with ``out=PATH``: when no ``part`` is given and every input
+/// holds the same deep parts (matched by name, else by ``view``), the output is a multi-part
+/// file merged part by part, as the CLI writes it, and the returned dict's ``parts`` lists its
+/// part names; ``all_parts=True`` asks for that and raises ``FormatError`` naming the file and
+/// the part an input lacks (``--all-parts``). An input whose first deep part is merged among
+/// several gives a ``UserWarning`` saying so (the CLI's stderr line). Without ``out`` one part
+/// per input is merged (``all_parts`` needs ``out``).
 ///
 /// With ``out=PATH`` and every input a path, this is the CLI's streamed merge: inputs are read,
 /// merged and written a band of rows at a time within ``memory_budget`` bytes (default 1 GiB,
@@ -196,7 +233,7 @@ fn read(
 /// inputs' data windows, ``"intersection"``, ``"first"`` (the first input's), or a box
 /// ``(x0, y0, x1, y1)`` (inclusive); pixels inside are the union merge's.
 #[pyfunction]
-#[pyo3(signature = (inputs, output="flat", tidy=false, backend="auto", layout=None, method=None, memory_budget=None, *, part=None, flat_z=false, out=None, compression=None, flat_type=None, channels=None, zstd_level=None, metadata=None, bbox=None))]
+#[pyo3(signature = (inputs, output="flat", tidy=false, backend="auto", layout=None, method=None, memory_budget=None, *, part=None, flat_z=false, out=None, compression=None, flat_type=None, channels=None, zstd_level=None, metadata=None, bbox=None, all_parts=false))]
 #[allow(clippy::too_many_arguments)]
 fn merge<'py>(
     py: Python<'py>,
@@ -207,7 +244,7 @@ fn merge<'py>(
     layout: Option<&str>,
     method: Option<&str>,
     memory_budget: Option<&Bound<'py, PyAny>>,
-    part: Option<PartArg>,
+    part: Option<PartsArg>,
     flat_z: bool,
     out: Option<PathBuf>,
     compression: Option<&str>,
@@ -216,6 +253,7 @@ fn merge<'py>(
     zstd_level: Option<i32>,
     metadata: Option<&str>,
     bbox: Option<&Bound<'py, PyAny>>,
+    all_parts: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let output = match output {
         "flat" => OutputKind::Flat { z: flat_z },
@@ -271,16 +309,6 @@ fn merge<'py>(
         flat: output_options.flat(flat_type),
         metadata: output_options.metadata,
     };
-    let request = MergeRequest {
-        output,
-        tidy,
-        backend,
-        gl: gl_options(layout, method)?,
-        part: part_selector(part),
-        memory_budget: budget_bytes(memory_budget)?,
-        channels: channel_list(channels)?,
-        bbox: output_window(bbox)?,
-    };
     // A str is iterable too: its characters would be taken for paths.
     if inputs.is_instance_of::<PyString>() {
         return Err(usage(
@@ -296,6 +324,16 @@ fn merge<'py>(
     if items.is_empty() {
         return Err(usage("merge needs at least one input"));
     }
+    let request = MergeRequest {
+        output,
+        tidy,
+        backend,
+        gl: gl_options(layout, method)?,
+        parts: part_request(part, all_parts, items.len())?,
+        memory_budget: budget_bytes(memory_budget)?,
+        channels: channel_list(channels)?,
+        bbox: output_window(bbox)?,
+    };
     let paths: Option<Vec<PathBuf>> = items
         .iter()
         .map(|item| match item {
@@ -312,8 +350,17 @@ fn merge<'py>(
         let report = py
             .detach(|| engine::merge_to_file(paths, out, &request, &write))
             .map_err(to_py)?;
+        // Which part of an input with several was merged, as the CLI says on stderr.
+        for note in &report.notes {
+            let note =
+                std::ffi::CString::new(note.trim_start_matches("deepmerge: ")).unwrap_or_default();
+            PyErr::warn(py, &py.get_type::<PyUserWarning>(), &note, 1)?;
+        }
         let dict = PyDict::new(py);
         dict.set_item("streamed", true)?;
+        if !report.parts.is_empty() {
+            dict.set_item("parts", &report.parts)?;
+        }
         dict.set_item("bands", report.bands)?;
         dict.set_item("max_band_rows", report.max_band_rows)?;
         dict.set_item("data_window", window_of(report.window))?;
@@ -341,7 +388,7 @@ fn merge<'py>(
             Some(PathOrImage::Path(path)) => Some(path),
             _ => None,
         };
-        let part = request.part.clone();
+        let part = engine::in_memory_part(&request.parts, 0).map_err(to_py)?;
         py.detach(|| {
             engine::write_merged(
                 out,

@@ -7,13 +7,15 @@
 //! Reading has one path: [`header`] reads a file's headers, [`chunk`] parses one chunk's
 //! framing, and [`ChunkSource`] reads a part's chunks with positioned reads ([`ByteSource`]),
 //! a band of rows at a time or (through [`read_deep`]) all of them. [`ChannelSelection`] says
-//! which channels it keeps.
+//! which channels it keeps. Part-by-part output is joined into one multi-part file by
+//! [`join_parts`].
 
 mod attributes;
 mod chunk;
 mod chunks;
 mod compression;
 mod header;
+mod multipart;
 mod output;
 mod read;
 mod selection;
@@ -31,7 +33,9 @@ pub use compression::{
     check_deep_output, check_plausible, compress, compression_name, decompress, max_unpacked,
     BlockLayout, Codec, ZSTD_DEFAULT_LEVEL, ZSTD_LEVELS,
 };
+pub(crate) use header::select_part;
 pub use header::{read_parts_info, PartInfo, PartSelector};
+pub use multipart::{join_parts, PartFile};
 pub use output::OutputOptions;
 pub use read::{decode_deep, read_deep, read_deep_channels, ReadOptions, DEFAULT_MAX_MEMORY};
 pub use selection::ChannelSelection;

@@ -6,6 +6,8 @@
 //!   parallel.
 //! - [`plan`]: the band planner. Bands follow from the samples per row (the count tables) and
 //!   the budget: dense rows make thin bands; a single row that does not fit is refused.
+//! - [`parts`]: which part of each multi-part input is read, and part-by-part (stereo) merges
+//!   into a multi-part output.
 //! - [`pipeline`]: reading band k+1, merging band k (either engine, on the calling thread,
 //!   which owns the GL context) and writing band k-1 overlap on three threads joined by
 //!   rendezvous channels, so at most three bands are alive; each stage uses rayon inside.
@@ -22,10 +24,12 @@
 //! The library entry point is [`merge_files`].
 
 pub mod bbox;
+pub mod parts;
 pub mod pipeline;
 pub mod plan;
 
 pub use bbox::OutputWindow;
+pub use parts::{merge_parts, plan_parts, OutputPart, PartPlan, PartRequest};
 pub use pipeline::{
     merge_files, stream_bands, BandOutput, MergeEngine, OutputFormat, StreamMerge, StreamReport,
 };
@@ -47,6 +51,9 @@ pub const DEFAULT_MEMORY_BUDGET: u64 = 1 << 30;
 pub struct StreamOptions {
     /// The part of multi-part inputs to read.
     pub part: PartSelector,
+    /// The part of each input, in input order, in place of `part` when not empty (`--part`
+    /// once per input; see [`parts`]).
+    pub input_parts: Vec<PartSelector>,
     /// What the merge produces.
     pub merge: MergeOptions,
     /// Options of flat output.
@@ -71,6 +78,7 @@ impl Default for StreamOptions {
     fn default() -> Self {
         StreamOptions {
             part: PartSelector::FirstDeep,
+            input_parts: Vec::new(),
             merge: MergeOptions::default(),
             flat_write: FlatWriteOptions::default(),
             deep_write: DeepWriteOptions::default(),

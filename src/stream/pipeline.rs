@@ -54,7 +54,7 @@ pub enum MergeEngine<'a> {
 }
 
 /// What a streamed merge did.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct StreamReport {
     /// Bands merged.
     pub bands: usize,
@@ -63,6 +63,8 @@ pub struct StreamReport {
     /// The GL engine's statistics, summed over the bands.
     #[cfg(feature = "gl")]
     pub gpu_stats: Option<GpuStats>,
+    /// The output's data window.
+    pub window: Bounds,
 }
 
 /// Merge the deep files `inputs` (front-most first) into `output` with `engine`, streaming band
@@ -114,9 +116,20 @@ impl<'o> StreamMerge<'o> {
         }
         let mut sources: Vec<ChunkSource> = Vec::new();
         timed(stats, Stage::Read, &mut || {
+            if !options.input_parts.is_empty() && options.input_parts.len() != inputs.len() {
+                return Err(Error::internal(format!(
+                    "{} input parts for {} inputs",
+                    options.input_parts.len(),
+                    inputs.len()
+                )));
+            }
             sources = inputs
                 .par_iter()
-                .map(|p| ChunkSource::open(p, &options.part, options.budget))
+                .enumerate()
+                .map(|(i, p)| {
+                    let part = options.input_parts.get(i).unwrap_or(&options.part);
+                    ChunkSource::open(p, part, options.budget)
+                })
                 .collect::<Result<_>>()?;
             if let Some(selection) = &options.channels {
                 for s in &mut sources {
@@ -224,6 +237,7 @@ impl<'o> StreamMerge<'o> {
                 .unwrap_or(0),
             #[cfg(feature = "gl")]
             gpu_stats: None,
+            window,
         };
         let format = match options.merge.output {
             OutputKind::Deep => OutputFormat::Deep(&deep_write),
