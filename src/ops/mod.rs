@@ -12,11 +12,14 @@
 //! or, for `*.png`, as a PNG preview ([`crate::preview`]).
 //!
 //! One file per operation, each stating its exact semantics: [`slice`], [`crop`],
-//! [`transform`], [`idselect`], and the merge's [`prune`] options. The flatten is the merge of one input ([`crate::stream::merge_files`] with one
-//! path); [`band`] builds output bands sample by sample.
+//! [`transform`], [`idselect`], and the merge's [`prune`] options. [`holdout`] streams the
+//! holdout of one file by another the same way, reading the two files' bands side by side.
+//! The flatten is the merge of one input ([`crate::stream::merge_files`] with one path);
+//! [`band`] builds output bands sample by sample.
 
 pub mod band;
 pub mod crop;
+pub mod holdout;
 pub mod idselect;
 pub mod prune;
 pub mod slice;
@@ -38,6 +41,7 @@ use crate::stream::{
 };
 
 pub use crop::Crop;
+pub use holdout::{run_holdout, HoldoutOutput};
 pub use idselect::{run_idselect, IdSelect};
 pub use prune::Pruning;
 pub use slice::Slice;
