@@ -85,7 +85,8 @@ enum Command {
         output: PathBuf,
     },
     /// Draw a deep file's depth complexity as a PNG: blue <=16, green 16-64, yellow 64-128,
-    /// red 128-512 samples per pixel, magenta above, black where empty.
+    /// red 128-512 samples per pixel, magenta above, black where empty; over the display and
+    /// data windows together (overscan included), with the legend and the windows below.
     Heatmap {
         /// Deep EXR input.
         file: PathBuf,

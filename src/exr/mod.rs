@@ -6,6 +6,7 @@
 
 mod attributes;
 mod compression;
+mod id_manifest;
 mod output;
 pub(crate) mod read;
 mod sink;
@@ -20,6 +21,7 @@ pub use compression::{
     check_deep_output, check_plausible, compress, compression_name, decompress, max_unpacked,
     BlockLayout, Codec, ZSTD_DEFAULT_LEVEL, ZSTD_LEVELS,
 };
+pub use id_manifest::{IdGroup, IdManifest};
 pub use output::OutputOptions;
 pub use read::{
     decode_deep, human_bytes, read_deep, read_parts_info, PartInfo, PartSelector, ReadOptions,
