@@ -123,9 +123,15 @@ impl IdManifest {
                     strings.len()
                 ));
             }
-            for entry in first as usize..=last as usize {
-                if !seen[entry] {
-                    seen[entry] = true;
+            let range = first as usize..=last as usize;
+            for (entry, seen) in seen
+                .iter_mut()
+                .enumerate()
+                .take(*range.end() + 1)
+                .skip(*range.start())
+            {
+                if !*seen {
+                    *seen = true;
                     mapping.push(entry);
                 }
             }
