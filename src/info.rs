@@ -149,6 +149,19 @@ pub fn describe_attributes(path: &Path) -> Result<String> {
         );
         for a in others {
             let _ = writeln!(out, "    {} ({}): {}", a.name, a.kind, a.display_value());
+            // An id manifest is compressed bytes: say what it names instead.
+            if a.kind == "idmanifest" {
+                match crate::exr::IdManifest::from_attribute(&a.value) {
+                    Ok(manifest) => {
+                        for line in manifest.summary() {
+                            let _ = writeln!(out, "      {line}");
+                        }
+                    }
+                    Err(e) => {
+                        let _ = writeln!(out, "      (does not decode: {e})");
+                    }
+                }
+            }
         }
     }
     Ok(out)

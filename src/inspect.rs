@@ -14,7 +14,11 @@
 //!   section is the flat merge's pixel.
 //!
 //! Numbers are printed with Rust's shortest round-trip form, so the text says exactly what the
-//! file (or the merge) holds.
+//! file (or the merge) holds; `uint` channels (ids) are printed as the integers they are
+//! ([`Cell::Uint`]), never through a float, so that an id can be looked up (in the file's id
+//! manifest, say). The merged section shows the id channels too, after the composited columns:
+//! each row's ids are those of the input sample it comes from (ids are never blended, so raw
+//! and accumulated tables show the same ids; an input without that channel shows `-`).
 
 use std::fmt::Write as _;
 
@@ -43,6 +47,38 @@ impl TableValues {
     }
 }
 
+/// One value of a table.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Cell {
+    /// A half or float channel's value (or a composited value), as f32.
+    Float(f32),
+    /// A `uint` channel's value, exactly.
+    Uint(u32),
+    /// The row's input has no such channel (merged id columns).
+    Absent,
+}
+
+impl Cell {
+    /// The value as f32: ids through the float they round to, absent as 0 (for plots).
+    pub fn as_f32(self) -> f32 {
+        match self {
+            Cell::Float(v) => v,
+            Cell::Uint(v) => v as f32,
+            Cell::Absent => 0.0,
+        }
+    }
+
+    /// The value as the table prints it: floats in Rust's shortest round-trip form (`1`,
+    /// `0.25`, `1e-7`, `inf`), ids as integers, absent as `-`.
+    pub fn text(self) -> String {
+        match self {
+            Cell::Float(v) => number(v),
+            Cell::Uint(v) => v.to_string(),
+            Cell::Absent => "-".into(),
+        }
+    }
+}
+
 /// One row of a table: which sample, its depth and one value per column.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableRow {
@@ -55,7 +91,7 @@ pub struct TableRow {
     /// Back depth (equal to `z` for a point).
     pub zback: f32,
     /// Values, one per [`PixelTable::columns`] entry.
-    pub values: Vec<f32>,
+    pub values: Vec<Cell>,
 }
 
 /// The samples of one pixel of one input (or of the merge), ready to print or to plot.
@@ -107,9 +143,11 @@ impl PixelTable {
     /// plots. Needs an accumulated table with an alpha column (empty otherwise).
     pub fn alpha_curve(&self) -> Vec<(f32, f32)> {
         match (self.mode, self.alpha_column) {
-            (TableValues::Accumulated, Some(a)) => {
-                self.rows.iter().map(|r| (r.zback, r.values[a])).collect()
-            }
+            (TableValues::Accumulated, Some(a)) => self
+                .rows
+                .iter()
+                .map(|r| (r.zback, r.values[a].as_f32()))
+                .collect(),
             _ => Vec::new(),
         }
     }
@@ -139,7 +177,7 @@ impl PixelTable {
                 number(r.zback)
             );
             for v in &r.values {
-                let _ = write!(line, " {:>12}", number(*v));
+                let _ = write!(line, " {:>12}", v.text());
             }
             let _ = writeln!(out, "{line}");
         }
@@ -195,9 +233,12 @@ fn raw_input_table(title: &str, image: &DeepImage, input: usize, pixel: (i32, i3
     }
 }
 
-/// A value of any plane as f32 (ids are exact up to 2^24, which is what a table can show).
-fn value(plane: &Plane, i: usize) -> f32 {
-    plane.get_f32(i)
+/// Value `i` of a plane: uint exactly, half and float as f32.
+fn value(plane: &Plane, i: usize) -> Cell {
+    match plane {
+        Plane::U32(v) => Cell::Uint(v[i]),
+        _ => Cell::Float(plane.get_f32(i)),
+    }
 }
 
 /// `inputs` merged at one pixel: samples in merge order, tidied where volumes overlap (the flat
@@ -221,18 +262,37 @@ fn merged_table(
             .pixel_index(pixel.0, pixel.1)
             .map_or(0, |p| image.range(p).start)
     };
+    // The id channels of every input, first seen first, and where each input holds them.
+    let mut id_names: Vec<String> = Vec::new();
+    for image in inputs {
+        for c in image.channels.iter().filter(|c| c.role == ChannelRole::Id) {
+            if !id_names.contains(&c.name) {
+                id_names.push(c.name.clone());
+            }
+        }
+    }
+    let id_planes: Vec<Vec<Option<usize>>> = inputs
+        .iter()
+        .map(|image| id_names.iter().map(|n| image.channel_index(n)).collect())
+        .collect();
     let mut acc = vec![0.0f32; composite.len()];
     let mut rows = Vec::with_capacity(tidied.len());
     for s in 0..tidied.len() {
         let sample = tidied.samples[s];
         let row = tidied.row(s);
-        let values = match mode {
-            TableValues::Raw => row.to_vec(),
+        let mut values: Vec<Cell> = match mode {
+            TableValues::Raw => row.iter().map(|&v| Cell::Float(v)).collect(),
             TableValues::Accumulated => {
                 over(&mut acc, row, composite);
-                acc.clone()
+                acc.iter().map(|&v| Cell::Float(v)).collect()
             }
         };
+        let source = inputs[sample.input as usize];
+        values.extend(id_planes[sample.input as usize].iter().map(|c| {
+            c.map_or(Cell::Absent, |c| {
+                value(&source.planes[c], sample.index as usize)
+            })
+        }));
         rows.push(TableRow {
             index: sample.index as usize - first_of(&sample),
             input: sample.input as usize,
@@ -242,11 +302,13 @@ fn merged_table(
         });
     }
     let alpha_column = composite.names.iter().position(|n| n == "A");
+    let mut columns = composite.names.clone();
+    columns.extend(id_names);
     Ok(PixelTable {
         title: title.to_string(),
         pixel,
         mode,
-        columns: composite.names.clone(),
+        columns,
         rows,
         alpha_column,
     })
@@ -319,12 +381,18 @@ mod tests {
         let raw = PixelTable::of_input("f", &image, 0, (0, 0), TableValues::Raw).unwrap();
         assert_eq!(raw.columns, vec!["A", "R"]);
         assert_eq!(raw.rows[0].z, 2.0);
-        assert_eq!(raw.rows[0].values, vec![0.5, 0.25]);
+        assert_eq!(
+            raw.rows[0].values,
+            vec![Cell::Float(0.5), Cell::Float(0.25)]
+        );
         let acc = PixelTable::of_input("f", &image, 0, (0, 0), TableValues::Accumulated).unwrap();
         // Merge order puts Z = 1 first: A 0.5, R 0.5; then over the Z = 2 sample.
         assert_eq!(acc.rows[0].index, 1);
-        assert_eq!(acc.rows[0].values, vec![0.5, 0.5]);
-        assert_eq!(acc.rows[1].values, vec![0.75, 0.625]);
+        assert_eq!(acc.rows[0].values, vec![Cell::Float(0.5), Cell::Float(0.5)]);
+        assert_eq!(
+            acc.rows[1].values,
+            vec![Cell::Float(0.75), Cell::Float(0.625)]
+        );
         assert_eq!(acc.alpha_curve(), vec![(1.0, 0.5), (2.0, 0.75)]);
         let text = acc.to_text();
         assert!(
@@ -351,8 +419,8 @@ mod tests {
             .collect();
         assert_eq!(depths, vec![(0.0, 1.0, 0), (1.0, 1.0, 1), (1.0, 2.0, 0)]);
         // Half of alpha .75 is .5; the opaque point makes the rest 1.
-        assert!((merged.rows[0].values[0] - 0.5).abs() < 1e-6);
-        assert_eq!(merged.rows[1].values[0], 1.0);
+        assert!((merged.rows[0].values[0].as_f32() - 0.5).abs() < 1e-6);
+        assert_eq!(merged.rows[1].values[0], Cell::Float(1.0));
         let report = pixel_report(
             &["v".into(), "p".into()],
             &[&volume, &point],
@@ -364,5 +432,33 @@ mod tests {
         // Outside the window: no rows, no error.
         let empty = PixelTable::of_input("v", &volume, 0, (5, 5), TableValues::Raw).unwrap();
         assert!(empty.rows.is_empty());
+    }
+
+    #[test]
+    fn ids_print_exactly_and_the_merged_table_keeps_them() {
+        // 3236172513 is not a float: through f32 it would print as 3236172500.
+        let id = 3_236_172_513u32;
+        let mut with_id = pixel_image(&[(0.5, 0.25, 1.0, 1.0)]);
+        with_id
+            .channels
+            .push(Channel::new("objectId", SampleType::U32));
+        with_id.planes.push(Plane::U32(vec![id]));
+        let plain = pixel_image(&[(0.5, 0.5, 2.0, 2.0)]);
+        let raw = PixelTable::of_input("f", &with_id, 0, (0, 0), TableValues::Raw).unwrap();
+        assert_eq!(raw.rows[0].values[2], Cell::Uint(id));
+        assert!(raw.to_text().contains(" 3236172513\n"), "{}", raw.to_text());
+        for mode in [TableValues::Raw, TableValues::Accumulated] {
+            let merged = PixelTable::of_merge(&[&with_id, &plain], (0, 0), mode).unwrap();
+            assert_eq!(merged.columns, vec!["A", "R", "objectId"]);
+            // Merge order: the id's sample (Z 1) first, then the input without ids.
+            assert_eq!(merged.rows[0].values[2], Cell::Uint(id));
+            assert_eq!(merged.rows[1].values[2], Cell::Absent);
+            let text = merged.to_text();
+            assert!(
+                text.contains(" 3236172513\n") && text.ends_with(" -\n"),
+                "{text}"
+            );
+            assert!(!text.contains("3236172500"), "{text}");
+        }
     }
 }

@@ -23,9 +23,7 @@ use crate::gpu::{GlContext, GlOptions};
 use crate::progress::Progress;
 use crate::run_stats::RunStats;
 use crate::sequence::FramePattern;
-use crate::stream::{
-    merge_parts, plan_parts, MergeEngine, PartPlan, PartRequest, StreamOptions,
-};
+use crate::stream::{merge_parts, plan_parts, MergeEngine, PartPlan, PartRequest, StreamOptions};
 
 /// Everything about a merge but its paths and its engine.
 #[derive(Clone, Debug)]

@@ -8,9 +8,7 @@ use std::process::ExitCode;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use deepmerge::backend::{choose_engine, Backend, Engine};
 use deepmerge::bench::{self, BenchArgs};
-use deepmerge::composite::{
-    holdout, HoldoutMode, MergeOptions, MergeStrategy, OutputKind, SortPolicy,
-};
+use deepmerge::composite::{MergeOptions, MergeStrategy, OutputKind, SortPolicy};
 use deepmerge::exr::ChannelSelection;
 use deepmerge::exr::{
     self, DeepWriteOptions, FlatType, MetadataMode, OutputOptions, PartSelector, ReadOptions,
@@ -46,23 +44,7 @@ struct Cli {
 enum Command {
     /// Hold IN out by HOLDOUT: attenuate IN's samples by the holdout's transmittance at their
     /// depth (splitting volumes where needed), or with --cull drop those behind its opaque depth.
-    Holdout {
-        /// The deep image to hold out.
-        input: PathBuf,
-        /// The deep image that holds it out.
-        holdout: PathBuf,
-        /// Output deep EXR.
-        #[arg(short, long, value_name = "OUT")]
-        output: PathBuf,
-        /// Drop samples behind the holdout's first opaque depth instead of attenuating.
-        #[arg(long)]
-        cull: bool,
-        #[command(flatten)]
-        write: OutputArgs,
-        /// Refuse inputs that would take more than this many GiB once decoded.
-        #[arg(long, value_name = "GIB", default_value_t = 8.0)]
-        max_memory: f64,
-    },
+    Holdout(cli::holdout::HoldoutArgs),
     /// Flatten one deep file into a flat EXR, or a PNG preview for `-o *.png` (the merge of
     /// one input).
     Flatten(cli::ops::FlattenArgs),
@@ -105,7 +87,8 @@ enum Command {
         output: PathBuf,
     },
     /// Draw a deep file's depth complexity as a PNG: blue <=16, green 16-64, yellow 64-128,
-    /// red 128-512 samples per pixel, magenta above, black where empty.
+    /// red 128-512 samples per pixel, magenta above, black where empty; over the display and
+    /// data windows together (overscan included), with the legend and the windows below.
     Heatmap {
         /// Deep EXR input.
         file: PathBuf,
@@ -216,7 +199,7 @@ impl OutputArgs {
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-enum BackendArg {
+pub(crate) enum BackendArg {
     /// The CPU engine, measured faster end to end than OpenGL on llvmpipe and on an NVIDIA
     /// H100 (GPU options such as --layout select OpenGL).
     Auto,
@@ -443,14 +426,7 @@ fn main() -> ExitCode {
             Ok(false) => return ExitCode::FAILURE,
             Err(e) => Err(e),
         },
-        Some(Command::Holdout {
-            input,
-            holdout,
-            output,
-            cull,
-            write,
-            max_memory,
-        }) => run_holdout(&input, &holdout, &output, cull, &write, max_memory),
+        Some(Command::Holdout(args)) => cli::holdout::run_holdout(&args),
         Some(Command::Flatten(args)) => cli::ops::run_flatten(&args),
         Some(Command::Slice(args)) => cli::ops::run_slice(&args),
         Some(Command::Crop(args)) => cli::ops::run_crop(&args),
@@ -559,7 +535,7 @@ fn exit_code(e: &Error) -> ExitCode {
 const DEFAULT_BUDGET_GIB: f64 = 1.0;
 
 /// `gib` GiB in bytes; `flag` names the option in the refusal (`--memory-budget` for merges,
-/// whichever spelling was typed; `--max-memory` for `info` and `holdout`).
+/// whichever spelling was typed; `--max-memory` for `info`).
 fn gib_to_bytes(flag: &str, gib: f64) -> Result<u64> {
     if !(gib > 0.0 && gib.is_finite()) {
         return Err(Error::Usage(format!(
@@ -666,40 +642,6 @@ fn run_info(
             files.len()
         ))),
     }
-}
-
-fn run_holdout(
-    input: &Path,
-    holdout_path: &Path,
-    output: &Path,
-    cull: bool,
-    write: &OutputArgs,
-    max_memory: f64,
-) -> Result<()> {
-    cli_conventions::check_output_is_a_file(output)?;
-    let output_options = write.options()?;
-    let mut deep_write = output_options.deep(true)?;
-    let inputs = [input.to_path_buf(), holdout_path.to_path_buf()];
-    let options = ReadOptions {
-        max_memory: gib_to_bytes("--max-memory", max_memory)?,
-        ..ReadOptions::default()
-    };
-    deepmerge::exr::check_output_is_not_an_input(output, &inputs)?;
-    let images = deepmerge::job::read_inputs(&inputs, &options)?;
-    let mode = if cull {
-        HoldoutMode::Cull
-    } else {
-        HoldoutMode::Attenuate
-    };
-    let result = holdout(&images[0], &images[1], mode)?;
-    // The input's attributes (of the part read: the first deep one).
-    let parts = exr::read_parts_info(input)?;
-    if let Some(part) = parts.iter().find(|p| p.deep) {
-        deep_write
-            .attributes
-            .extend(output_options.attributes_from(&part.attributes));
-    }
-    exr::write_deep_with(output, &result, &deep_write)
 }
 
 /// The GL engine's options from the command line; `None` when none was given.

@@ -38,7 +38,14 @@ fn the_python_module_links_no_front_end_crate() {
         .collect();
     assert!(crates.contains(&"deepmerge"), "{tree}");
     assert!(crates.contains(&"glow"), "the GL engine is in: {tree}");
-    for front_end in ["winit", "egui", "egui-winit", "egui_glow", "clap", "indicatif"] {
+    for front_end in [
+        "winit",
+        "egui",
+        "egui-winit",
+        "egui_glow",
+        "clap",
+        "indicatif",
+    ] {
         assert!(
             !crates.contains(&front_end),
             "{front_end} is in the Python module's tree:\n{tree}"

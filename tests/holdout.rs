@@ -513,3 +513,246 @@ fn tidy_deep_merge_of_infinite_volumes_on_every_backend() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The merge's options on `deepmerge holdout` (issue 20, item 8)
+
+/// The corpus's volumetric pair: IN and the holdout, per-channel alphas, up to 25 samples.
+fn corpus_pair() -> (std::path::PathBuf, std::path::PathBuf) {
+    (
+        common::data("oiio/input-crop.deep.exr"),
+        common::data("oiio/holdout-crop.deep.exr"),
+    )
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Run `deepmerge holdout IN HOLD ARGS... -o OUT`; panics with stderr on failure.
+fn run_holdout(input: &Path, hold: &Path, args: &[&str], out: &Path) {
+    let mut all = vec!["holdout", s(input), s(hold)];
+    all.extend_from_slice(args);
+    all.extend(["-o", s(out)]);
+    let (ok, _, err) = run(&all);
+    assert!(ok, "holdout {args:?}: {err}");
+}
+
+/// The holdout of the whole images, written at once with the CLI's default output options but
+/// no carried metadata: what a streamed `--metadata none` run must equal byte for byte.
+fn whole_image_holdout(mode: HoldoutMode) -> DeepImage {
+    let (a, h) = corpus_pair();
+    holdout(&read(&a, 0), &read(&h, 0), mode).unwrap()
+}
+
+#[test]
+fn streamed_holdout_has_the_bytes_of_the_whole_image_holdout() {
+    use deepmerge::exr::{write_deep_with, OutputOptions};
+    let (a, h) = corpus_pair();
+    let dir = tempfile::tempdir().unwrap();
+    for (mode, flag) in [
+        (HoldoutMode::Attenuate, None),
+        (HoldoutMode::Cull, Some("--cull")),
+    ] {
+        let want = dir.path().join("whole.exr");
+        let deep = OutputOptions::default().deep(true).unwrap();
+        write_deep_with(&want, &whole_image_holdout(mode), &deep).unwrap();
+        // One row per band, three rows per band, and the budget's own bands.
+        for rows in ["1", "3", "0"] {
+            let out = dir.path().join(format!("band{rows}.exr"));
+            let mut args = vec!["--metadata", "none"];
+            if rows != "0" {
+                args.extend(["--band-rows", rows]);
+            }
+            args.extend(flag);
+            run_holdout(&a, &h, &args, &out);
+            assert_eq!(
+                std::fs::read(&out).unwrap(),
+                std::fs::read(&want).unwrap(),
+                "{mode:?}, band rows {rows}"
+            );
+        }
+    }
+}
+
+#[test]
+fn flat_holdout_is_the_flat_composite_of_the_held_out_image() {
+    use deepmerge::exr::{write_flat_with, FlatType, OutputOptions};
+    let (a, h) = corpus_pair();
+    let dir = tempfile::tempdir().unwrap();
+    let held = whole_image_holdout(HoldoutMode::Attenuate);
+    for (args, z, flat_type) in [
+        (vec![], false, FlatType::Half),
+        (
+            vec!["--flat-z", "--flat-type", "float"],
+            true,
+            FlatType::Float,
+        ),
+    ] {
+        let options = MergeOptions {
+            output: OutputKind::Flat { z },
+            ..MergeOptions::default()
+        };
+        let MergeOutput::Flat(composite) = merge_images(&[&held], &options).unwrap() else {
+            unreachable!()
+        };
+        let want = dir.path().join("want.exr");
+        write_flat_with(&want, &composite, &OutputOptions::default().flat(flat_type)).unwrap();
+        let out = dir.path().join("flat.exr");
+        let mut all = vec!["--flat", "--metadata", "none", "--band-rows", "5"];
+        all.extend(&args);
+        run_holdout(&a, &h, &all, &out);
+        assert_eq!(
+            std::fs::read(&out).unwrap(),
+            std::fs::read(&want).unwrap(),
+            "--flat {args:?}"
+        );
+    }
+    // `*.png` is a flat preview without --flat.
+    let png = dir.path().join("preview.png");
+    run_holdout(&a, &h, &[], &png);
+    assert_eq!(&std::fs::read(&png).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
+}
+
+#[test]
+fn holdout_output_options_reach_the_file() {
+    let (a, h) = corpus_pair();
+    let dir = tempfile::tempdir().unwrap();
+    let default = dir.path().join("default.exr");
+    run_holdout(&a, &h, &[], &default);
+    let samples = read(&default, 0);
+    let info = |p: &Path| deepmerge::exr::read_parts_info(p).unwrap().remove(0);
+    let has = |p: &Path, name: &str| info(p).attributes.iter().any(|x| x.name == name);
+    assert!(has(&default, "deepImageState"));
+    // IN's own attributes are carried by default (metadata first), and not with none.
+    // (Less the three every header has, which the writer states when nothing is carried.)
+    let own: Vec<String> = deepmerge::exr::carried_attributes(&info(&a).attributes)
+        .into_iter()
+        .map(|x| x.name)
+        .filter(|n| !deepmerge::exr::REQUIRED_CARRIED.iter().any(|r| r.0 == n))
+        .collect();
+    assert!(
+        !own.is_empty(),
+        "the corpus file carries attributes of its own"
+    );
+    for (args, check) in [
+        (vec!["--no-deep-state"], "no state"),
+        (vec!["--compression", "zstd", "--zstd-level", "3"], "zstd"),
+        (vec!["--compression", "rle"], "rle"),
+        (vec!["--metadata", "none"], "no metadata"),
+        (vec!["--max-memory", "0.5"], "the old budget name"),
+    ] {
+        let out = dir.path().join("out.exr");
+        run_holdout(&a, &h, &args, &out);
+        let got = read(&out, 0);
+        assert_eq!(got.offsets, samples.offsets, "{check}");
+        assert_eq!(got.planes, samples.planes, "{check}");
+        let part = info(&out);
+        match check {
+            "no state" => assert!(!has(&out, "deepImageState")),
+            "zstd" => assert!(part.compression.contains("zstd"), "{}", part.compression),
+            "rle" => assert!(part.compression.contains("rle"), "{}", part.compression),
+            "no metadata" => {
+                for name in &own {
+                    assert!(!has(&out, name), "{name} carried with --metadata none");
+                }
+            }
+            _ => assert_eq!(
+                std::fs::read(&out).unwrap(),
+                std::fs::read(&default).unwrap()
+            ),
+        }
+        if check != "no metadata" {
+            for name in &own {
+                assert!(has(&out, name), "{check}: {name} not carried");
+            }
+        }
+    }
+}
+
+#[test]
+fn holdout_tidy_output_is_tidy_and_composites_the_same() {
+    let (a, h) = corpus_pair();
+    let dir = tempfile::tempdir().unwrap();
+    let (plain, tidy) = (dir.path().join("plain.exr"), dir.path().join("tidy.exr"));
+    run_holdout(&a, &h, &[], &plain);
+    run_holdout(&a, &h, &["--tidy"], &tidy);
+    let (plain, tidy) = (read(&plain, 0), read(&tidy, 0));
+    assert_eq!(tidy.state, DeepState::Tidy);
+    let (p, t) = (flat(&[&plain]), flat(&[&tidy]));
+    for name in ["R", "A", "RA"] {
+        for (i, (x, y)) in p
+            .channel(name)
+            .unwrap()
+            .iter()
+            .zip(t.channel(name).unwrap())
+            .enumerate()
+        {
+            assert!((x - y).abs() < 1e-3, "{name} pixel {i}: {x} vs {y}");
+        }
+    }
+}
+
+#[test]
+fn holdout_reads_the_part_asked_for_in_both_files() {
+    let stereo = common::data("openexr-images/Stereo-Trunks-multipart.exr");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("right.exr");
+    run_holdout(
+        &stereo,
+        &stereo,
+        &["--part", "rgba.right", "--metadata", "none"],
+        &out,
+    );
+    let right = read(&stereo, 1);
+    let want = holdout(&right, &right, HoldoutMode::Attenuate).unwrap();
+    let got = read(&out, 0);
+    assert_eq!(got.data_window, right.data_window);
+    assert_eq!(got.offsets, want.offsets);
+    assert_eq!(got.planes, want.planes);
+    // A part the files lack is one line naming the file.
+    let (ok, _, err) = run(&[
+        "holdout",
+        s(&stereo),
+        s(&stereo),
+        "--part",
+        "7",
+        "-o",
+        s(&out),
+    ]);
+    assert!(
+        !ok && err.lines().count() == 1 && err.contains("has no part 7"),
+        "{err}"
+    );
+}
+
+#[test]
+fn holdout_refusals_are_one_line_and_write_nothing() {
+    let (a, h) = corpus_pair();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.exr");
+    for (args, message) in [
+        (vec!["--backend", "gl"], "holdout has no OpenGL path"),
+        (vec!["--flat", "--tidy"], "apply to deep output"),
+        (vec!["--flat", "--no-deep-state"], "apply to deep output"),
+        (vec!["--flat-z"], "--flat"),
+        (vec!["--compression", "zip"], "zip"),
+    ] {
+        let mut all = vec!["holdout", s(&a), s(&h)];
+        all.extend(&args);
+        all.extend(["-o", s(&out)]);
+        let output = common::deepmerge().args(&all).output().unwrap();
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(message), "{args:?}: {err}");
+        assert!(!out.exists(), "{args:?} wrote {}", out.display());
+    }
+    // An output name that says neither EXR nor PNG.
+    let bad = dir.path().join("out.tif");
+    let (ok, _, err) = run(&["holdout", s(&a), s(&h), "-o", s(&bad)]);
+    assert!(
+        !ok && err.contains("the output format comes from the extension"),
+        "{err}"
+    );
+    assert!(!bad.exists());
+}

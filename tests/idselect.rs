@@ -11,7 +11,7 @@ use std::path::Path;
 use common::{data, read, run};
 use deepmerge::composite::{merge_images, MergeOptions, MergeOutput, OutputKind, SortPolicy};
 use deepmerge::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
-use deepmerge::exr::{write_deep_with, OutputOptions};
+use deepmerge::exr::{write_deep, write_deep_with, Codec, OutputOptions};
 use deepmerge::ops::idselect::id_at;
 use deepmerge::ops::{DeepOp, IdSelect};
 use half::f16;
@@ -412,4 +412,149 @@ fn bad_selections_are_one_line_errors_that_write_nothing() {
     }
     let (ok, _, err) = run(&["idselect", s(&path), "-o", s(&out)]);
     assert!(!ok && err.contains("--id"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ids by name, through the file's id manifest
+
+fn manifest_of(file: &str) -> deepmerge::exr::IdManifest {
+    deepmerge::ops::idselect::read_id_manifest(
+        &data(file),
+        &deepmerge::exr::PartSelector::FirstDeep,
+    )
+    .unwrap()
+    .expect("the corpus file carries an idManifest")
+}
+
+#[test]
+fn the_corpus_manifests_decode_and_name_the_ids_the_files_hold() {
+    for file in ["openexr/11.deep.exr", "openexr/multivariate.deep.exr"] {
+        let manifest = manifest_of(file);
+        let image = read(&data(file), 0);
+        let group = manifest.group_of("id").expect("a group for the id channel");
+        assert_eq!(group.components, vec!["model", "material"], "{file}");
+        assert_eq!(group.hash_scheme, "MurmurHash3_32", "{file}");
+        // Every id the channel holds has its names in the manifest.
+        let named: BTreeSet<u64> = group.entries.iter().map(|e| e.0).collect();
+        for id in distinct_ids(&image, "id") {
+            assert!(named.contains(&(id as u64)), "{file}: id {id} has no name");
+        }
+        assert!(manifest.group_of("particleid").is_some(), "{file}");
+    }
+    // Read by hand from the bytes of 11.deep.exr's manifest: 11 ids; the first, 0x1f33626a,
+    // has string codes 5 and 3, and the table (prefix-coded) is blob/big, blob/medium,
+    // blob/small, blue, circle/big, circle/medium, ...; its mapping is the identity.
+    let eleven = manifest_of("openexr/11.deep.exr");
+    let group = eleven.group_of("id").unwrap();
+    assert_eq!(group.entries.len(), 11);
+    assert_eq!(
+        group.entries[0],
+        (
+            0x1f33_626a,
+            vec!["circle/medium".to_string(), "blue".to_string()]
+        )
+    );
+}
+
+#[test]
+fn names_select_what_their_numbers_select() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["openexr/11.deep.exr", "openexr/multivariate.deep.exr"] {
+        let path = data(file);
+        let group = manifest_of(file).group_of("id").unwrap().clone();
+        for (pattern, invert) in [("blob/*", false), ("circle/*", true), ("green", false)] {
+            // The ids a name stands for: those with a name (model or material) matching it.
+            let ids: Vec<String> = group
+                .entries
+                .iter()
+                .filter(|(_, names)| names.iter().any(|n| glob_match(pattern, n)))
+                .map(|(id, _)| id.to_string())
+                .collect();
+            assert!(!ids.is_empty(), "{file}: {pattern} names ids");
+            let (by_name, by_number) = (dir.path().join("n.exr"), dir.path().join("i.exr"));
+            let flag = if invert { "--invert" } else { "--band-rows" };
+            let extra = if invert { "--invert" } else { "5" };
+            let name_text = format!("id={pattern}");
+            let number_text = format!("id={}", ids.join(","));
+            for (text, out) in [(&name_text, &by_name), (&number_text, &by_number)] {
+                let mut args = vec!["idselect", s(&path), "--id", text, "-o", s(out), flag];
+                if !invert {
+                    args.push(extra);
+                }
+                let (ok, _, err) = run(&args);
+                assert!(ok, "{file} {text}: {err}");
+            }
+            assert_eq!(
+                std::fs::read(&by_name).unwrap(),
+                std::fs::read(&by_number).unwrap(),
+                "{file}: {pattern}"
+            );
+        }
+    }
+    // Names and numbers mix: a name and the number of one id it does not name.
+    let path = data("openexr/11.deep.exr");
+    let (ok, _, err) = run(&[
+        "idselect",
+        s(&path),
+        "--id",
+        "id=blob/*,523461226",
+        "-o",
+        s(&dir.path().join("mixed.exr")),
+    ]);
+    assert!(ok, "{err}");
+}
+
+/// A shell pattern's match, written out for the test: `*` any run, `?` one character (the
+/// patterns used here have no brackets).
+fn glob_match(pattern: &str, text: &str) -> bool {
+    fn go(p: &[char], t: &[char]) -> bool {
+        match p.split_first() {
+            None => t.is_empty(),
+            Some(('*', rest)) => (0..=t.len()).any(|k| go(rest, &t[k..])),
+            Some(('?', rest)) => !t.is_empty() && go(rest, &t[1..]),
+            Some((c, rest)) => t.first() == Some(c) && go(rest, &t[1..]),
+        }
+    }
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    go(&p, &t)
+}
+
+#[test]
+fn unknown_names_are_one_line_errors_naming_file_and_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.exr");
+    let path = data("openexr/11.deep.exr");
+    // A file with ids but no manifest.
+    let bare = dir.path().join("bare.exr");
+    write_deep(&bare, &ids_image(), Codec::None).unwrap();
+    let bare_id = ids_image()
+        .channels
+        .iter()
+        .find(|c| c.sample_type == SampleType::U32)
+        .unwrap()
+        .name
+        .clone();
+    let bare_text = format!("{bare_id}=chair*");
+    for (input, text, says) in [
+        (
+            &path,
+            "id=chair*",
+            "no id of channel \"id\" in its idManifest is named \"chair*\"",
+        ),
+        (
+            &path,
+            "particleid=blob*",
+            "the manifest gives them no names",
+        ),
+        (&bare, bare_text.as_str(), "has no idManifest attribute"),
+    ] {
+        let (ok, _, err) = run(&["idselect", s(input), "--id", text, "-o", s(&out)]);
+        assert!(!ok, "{text}");
+        assert!(
+            err.contains(says) && err.contains(s(input)),
+            "{text}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{text}: {err}");
+        assert!(!out.exists(), "{text} wrote a file");
+    }
 }

@@ -1,10 +1,16 @@
 //! Procedural scenes, heatmaps and the bench harness: determinism, the depth-complexity each
 //! scene is meant to have, heatmap colours, and a whole bench run at a tiny size.
 
+use std::path::Path;
+
 use deepmerge::bench::{self, BenchConfig, Cell, PeerSetting, Unit};
-use deepmerge::deep::{DeepImage, DeepState, Plane};
+use deepmerge::deep::{Bounds, DeepImage, DeepState, Plane};
 use deepmerge::exr::{read_deep, ReadOptions};
-use deepmerge::heatmap::{complexity_colour, encode_png_rgb, heatmap_rgb, write_heatmap};
+use deepmerge::heatmap::legend::SWATCH_WIDTH;
+use deepmerge::heatmap::{
+    complexity_colour, encode_png_rgb, heatmap_rgb, heatmap_with_legend, write_heatmap, Legend,
+    BIN_COLOURS, BIN_FLOOR, LEGEND_BACKGROUND,
+};
 use deepmerge::scene::{self, SceneParams, SCENE_NAMES};
 
 const W: usize = 128;
@@ -229,27 +235,126 @@ fn heatmap_png_holds_the_display_window_in_bin_colours() {
     let path = dir.path().join("heat.png");
     write_heatmap(image, &path).unwrap();
     let png = std::fs::read(&path).unwrap();
-    assert_eq!(png, encode_png_rgb(w, h, &rgb));
+    let (pw, ph, picture) = heatmap_with_legend(image).unwrap();
+    assert_eq!(png, encode_png_rgb(pw, ph, &picture));
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     assert_eq!(&png[12..16], b"IHDR");
     assert_eq!(
         u32::from_be_bytes(png[16..20].try_into().unwrap()),
-        W as u32
+        pw as u32
     );
     assert_eq!(
         u32::from_be_bytes(png[20..24].try_into().unwrap()),
-        H as u32
+        ph as u32
     );
     // The IDAT payload inflates back to filter byte 0 + the row's RGB, row after row.
     let idat_len = u32::from_be_bytes(png[33..37].try_into().unwrap()) as usize;
     assert_eq!(&png[37..41], b"IDAT");
     let raw = miniz_oxide::inflate::decompress_to_vec_zlib(&png[41..41 + idat_len]).unwrap();
-    let rows: Vec<&[u8]> = raw.chunks_exact(W * 3 + 1).collect();
-    assert_eq!(rows.len(), H);
+    let rows: Vec<&[u8]> = raw.chunks_exact(pw * 3 + 1).collect();
+    assert_eq!(rows.len(), ph);
     for (y, row) in rows.iter().enumerate() {
         assert_eq!(row[0], 0);
-        assert_eq!(&row[1..], &rgb[y * W * 3..(y + 1) * W * 3]);
+        assert_eq!(&row[1..], &picture[y * pw * 3..(y + 1) * pw * 3]);
     }
+    // The heatmap is the picture's top left, pixel for pixel.
+    for y in 0..H {
+        assert_eq!(
+            &picture[y * pw * 3..y * pw * 3 + W * 3],
+            &rgb[y * W * 3..(y + 1) * W * 3]
+        );
+    }
+}
+
+/// Pixel (x, y) of an RGB picture `width` wide.
+fn rgb_at(rgb: &[u8], width: usize, x: usize, y: usize) -> [u8; 3] {
+    rgb[(y * width + x) * 3..(y * width + x) * 3 + 3]
+        .try_into()
+        .unwrap()
+}
+
+#[test]
+fn heatmap_legend_shows_every_bin_colour_and_text() {
+    let image = &scene::generate("planes", 24, 16, 1).unwrap()[0];
+    let (w, h, picture) = heatmap_with_legend(image).unwrap();
+    let legend = Legend::for_image(image);
+    // Wider than the 24-pixel frame: the legend's lines set the width, and sit below the map.
+    assert_eq!((w, h), (legend.width().max(24), 16 + legend.height()));
+    assert!(w > 24, "{w}");
+    // Line 0 is the title; lines 1-5 the bins, whose swatches end at the bin's full colour and
+    // start at its floor shade; line 6 is "empty", black.
+    for (bin, colour) in BIN_COLOURS.iter().enumerate() {
+        let (x, y) = Legend::swatch_at(1 + bin, 16);
+        assert_eq!(
+            rgb_at(&picture, w, x + SWATCH_WIDTH - 1, y),
+            *colour,
+            "bin {bin}"
+        );
+        let floor = colour.map(|c| (c as f32 * BIN_FLOOR).round() as u8);
+        assert_eq!(rgb_at(&picture, w, x, y), floor, "bin {bin}");
+    }
+    let (x, y) = Legend::swatch_at(6, 16);
+    assert_eq!(rgb_at(&picture, w, x, y), [0, 0, 0]);
+    // Text is drawn: light pixels right of each swatch, and on the title line.
+    for line in 0..10 {
+        let (_, top) = Legend::swatch_at(line, 16);
+        let lit = (top.saturating_sub(3)..top + 12)
+            .flat_map(|y| (0..w).map(move |x| (x, y)))
+            .filter(|&(x, y)| rgb_at(&picture, w, x, y).iter().all(|&c| c > 150))
+            .filter(|&(x, _)| line == 0 || line > 6 || x > SWATCH_WIDTH + 6)
+            .count();
+        assert!(lit > 5, "line {line}: {lit} text pixels");
+    }
+    // Beside the narrow map and under it: the legend's background.
+    assert_eq!(rgb_at(&picture, w, w - 1, 0), LEGEND_BACKGROUND);
+}
+
+#[test]
+fn heatmap_covers_the_overscan() {
+    // A data window reaching 3 pixels left of and 2 below the display window.
+    let mut image = scene::generate("planes", 20, 12, 1).unwrap().remove(0);
+    image.display_window = Bounds {
+        x0: 3,
+        y0: 0,
+        x1: 19,
+        y1: 9,
+    };
+    let (w, h, rgb) = heatmap_rgb(&image);
+    assert_eq!((w, h), (20, 12), "the frame is the union of the windows");
+    let counts = image.counts();
+    for (p, &n) in counts.iter().enumerate() {
+        assert_eq!(
+            rgb[3 * p..3 * p + 3],
+            complexity_colour(n as usize),
+            "pixel {p}"
+        );
+    }
+    let overscan = (0..counts.len()).filter(|p| p % 20 < 3 || p / 20 > 9);
+    assert!(
+        overscan.clone().any(|p| counts[p] > 0)
+            && overscan
+                .clone()
+                .all(|p| rgb[3 * p..3 * p + 3] == complexity_colour(counts[p] as usize)),
+        "the overscan holds samples, drawn"
+    );
+    // A display window far from the data: both are drawn, black between them.
+    image.display_window = Bounds {
+        x0: 100,
+        y0: 0,
+        x1: 109,
+        y1: 4,
+    };
+    let (w, h, _) = heatmap_rgb(&image);
+    assert_eq!((w, h), (110, 12));
+    // Windows so far apart that the frame would be huge are refused, not allocated.
+    image.display_window = Bounds {
+        x0: 1 << 20,
+        y0: 1 << 20,
+        x1: (1 << 20) + 9,
+        y1: (1 << 20) + 9,
+    };
+    let err = heatmap_with_legend(&image).unwrap_err().to_string();
+    assert!(err.contains("more than the"), "{err}");
 }
 
 #[test]
@@ -343,4 +448,30 @@ fn bench_says_when_the_peer_is_missing() {
         Cell::Text("not installed".into())
     );
     assert!(report.header.iter().any(|l| l == "oiiotool: not installed"));
+}
+
+#[test]
+fn heatmap_of_a_flat_file_points_to_deepen() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("hm.png");
+    let flat =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/openexr-images/composited.exr");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+        .args([
+            "heatmap",
+            flat.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("composited.exr") && err.contains("deepmerge deepen"),
+        "{err}"
+    );
+    assert!(!err.contains("oiiotool"), "{err}");
+    assert!(!out.exists());
 }

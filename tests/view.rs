@@ -778,7 +778,7 @@ fn info_pixel_prints_the_inspector_table_of_every_deep_part() {
     };
     let a = flat_channel(&flat, "A")[flat.data_window.index_of(x, y).unwrap()];
     let alpha = accumulated.alpha_column.unwrap();
-    assert_eq!(accumulated.rows.last().unwrap().values[alpha], a);
+    assert_eq!(accumulated.rows.last().unwrap().values[alpha].as_f32(), a);
     // Malformed pixels are usage errors, on one line.
     let (code, _, err) = info(&["--pixel", "12"]);
     assert_eq!(code, Some(2));

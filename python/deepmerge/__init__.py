@@ -12,6 +12,7 @@ operations under the CLI's and OpenImageIO's names, and they give the same resul
   ``--memory-budget 2``), writes the CLI's bytes and returns a small report dict; without
   ``out`` it returns a ``FlatImage`` or ``DeepImage`` held in memory
 - ``flatten(image)`` -> ``FlatImage``; ``holdout(image, holdout, cull=False)`` -> ``DeepImage``
+  (``out=PATH`` streams to a file as ``deepmerge holdout``)
 - ``deep_slice(input, out, near, far)``, ``crop(input, out, box)``, ``transform(input, out,
   translate, z_offset, z_scale)``: the CLI's ``slice``, ``crop`` and ``transform``, file to
   file with the CLI's bytes; ``merge([path], out=...)`` is the CLI's ``flatten``

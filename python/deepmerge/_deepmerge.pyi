@@ -217,9 +217,25 @@ def flatten(image: Union[DeepImage, PathLike], z: bool = False) -> FlatImage:
     """Composite one deep image front to back."""
 
 def holdout(
-    image: Union[DeepImage, PathLike], holdout: Union[DeepImage, PathLike], cull: bool = False
-) -> DeepImage:
-    """Hold ``image`` out by ``holdout``, as ``deepmerge holdout``."""
+    image: Union[DeepImage, PathLike],
+    holdout: Union[DeepImage, PathLike],
+    cull: bool = False,
+    *,
+    out: Optional[PathLike] = None,
+    flat: bool = False,
+    flat_z: bool = False,
+    flat_type: Optional[Literal["half", "float"]] = None,
+    compression: Optional[Literal["none", "rle", "zips", "zip", "zstd"]] = None,
+    zstd_level: Optional[int] = None,
+    metadata: Optional[Literal["first", "none"]] = None,
+    no_deep_state: bool = False,
+    tidy: bool = False,
+    part: Union[int, str, None] = None,
+    memory_budget: Optional[float] = None,
+    backend: Literal["auto", "cpu", "gl"] = "auto",
+) -> Optional[DeepImage]:
+    """Hold ``image`` out by ``holdout``, as ``deepmerge holdout``: in memory (a ``DeepImage``),
+    or with ``out=PATH`` streamed to a file with the CLI's options and bytes (``None``)."""
 
 def write(
     image: Union[DeepImage, FlatImage],

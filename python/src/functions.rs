@@ -4,12 +4,13 @@
 use std::path::PathBuf;
 
 use deepmerge::backend::Backend;
-use deepmerge::composite::{MergeOutput, OutputKind};
-use deepmerge::exr::ChannelSelection;
-use deepmerge::exr::{DeepWriteOptions, FlatType, OutputOptions, PartSelector};
+use deepmerge::composite::{HoldoutMode, MergeOutput, OutputKind};
+use deepmerge::exr::{ChannelSelection, DeepWriteOptions, FlatType, OutputOptions, PartSelector};
 use deepmerge::gpu::{GlOptions, Layout, MergeMethod};
 use deepmerge::info::COMPLEXITY_BINS;
-use deepmerge::stream::{OutputWindow, PartRequest};
+use deepmerge::ops::holdout::check_backend as check_holdout_backend;
+use deepmerge::ops::{run_holdout, HoldoutOutput};
+use deepmerge::stream::{OutputWindow, PartRequest, DEFAULT_MEMORY_BUDGET};
 use pyo3::exceptions::PyUserWarning;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
@@ -490,21 +491,107 @@ fn flatten(py: Python<'_>, image: &Bound<'_, PyAny>, z: bool) -> PyResult<PyFlat
 /// Hold ``image`` out by ``holdout`` (each a ``DeepImage`` or a path), as ``deepmerge holdout``:
 /// every sample is scaled by the holdout's transmittance at its depth, or with ``cull=True``
 /// samples behind the holdout's opaque depth are dropped. Returns a ``DeepImage``.
+///
+/// With ``out=PATH`` (both inputs paths) this is the CLI's streamed holdout, with its bytes: the
+/// two files are read, held out and written a band of rows at a time within ``memory_budget``
+/// bytes (default 1 GiB), and ``None`` is returned. ``part``, ``compression``, ``zstd_level``,
+/// ``metadata``, ``no_deep_state`` and ``tidy`` are the CLI's options; ``flat=True`` writes the
+/// flat composite of the held-out image (``flat_z``, ``flat_type`` as ``--flat-z``,
+/// ``--flat-type``), as does ``out="*.png"`` (a preview). ``backend`` is ``"auto"`` or
+/// ``"cpu"``; ``"gl"`` is refused with the CLI's line (there is no OpenGL holdout).
 #[pyfunction]
-#[pyo3(signature = (image, holdout, cull=false))]
+#[pyo3(signature = (image, holdout, cull=false, *, out=None, flat=false, flat_z=false, flat_type=None, compression=None, zstd_level=None, metadata=None, no_deep_state=false, tidy=false, part=None, memory_budget=None, backend="auto"))]
+#[allow(clippy::too_many_arguments)]
 fn holdout(
     py: Python<'_>,
     image: &Bound<'_, PyAny>,
     holdout: &Bound<'_, PyAny>,
     cull: bool,
-) -> PyResult<PyDeepImage> {
-    let image = image_of(py, image, "image")?;
-    let holdout = image_of(py, holdout, "holdout")?;
-    let (input, mask) = (&image.get().image, &holdout.get().image);
-    let result = py
-        .detach(|| engine::holdout(input, mask, cull))
-        .map_err(to_py)?;
-    Ok(PyDeepImage::new(result))
+    out: Option<PathBuf>,
+    flat: bool,
+    flat_z: bool,
+    flat_type: Option<&str>,
+    compression: Option<&str>,
+    zstd_level: Option<i32>,
+    metadata: Option<&str>,
+    no_deep_state: bool,
+    tidy: bool,
+    part: Option<PartArg>,
+    memory_budget: Option<&Bound<'_, PyAny>>,
+    backend: &str,
+) -> PyResult<Option<PyDeepImage>> {
+    let backend = match backend {
+        "auto" => Backend::Auto,
+        "cpu" => Backend::Cpu,
+        "gl" => Backend::Gl,
+        other => {
+            return Err(usage(format!(
+                "backend must be \"auto\", \"cpu\" or \"gl\", not {other:?}"
+            )))
+        }
+    };
+    check_holdout_backend(backend).map_err(to_py)?;
+    if !flat && (flat_z || flat_type.is_some()) {
+        return Err(usage(
+            "flat_z and flat_type apply to flat output: pass flat=True",
+        ));
+    }
+    let Some(out) = out else {
+        let file_options = flat
+            || compression.is_some()
+            || zstd_level.is_some()
+            || metadata.is_some()
+            || no_deep_state
+            || tidy
+            || part.is_some()
+            || memory_budget.is_some_and(|b| !b.is_none());
+        if file_options {
+            return Err(usage(
+                "flat, compression, zstd_level, metadata, no_deep_state, tidy, part and \
+                 memory_budget apply when writing: pass out=PATH",
+            ));
+        }
+        let image = image_of(py, image, "image")?;
+        let holdout = image_of(py, holdout, "holdout")?;
+        let (input, mask) = (&image.get().image, &holdout.get().image);
+        let result = py
+            .detach(|| engine::holdout(input, mask, cull))
+            .map_err(to_py)?;
+        return Ok(Some(PyDeepImage::new(result)));
+    };
+    let (PathOrImage::Path(input), PathOrImage::Path(mask)) = (
+        path_or_image(image, "image")?,
+        path_or_image(holdout, "holdout")?,
+    ) else {
+        return Err(usage(
+            "holdout with out=PATH streams files: pass image and holdout as paths \
+             (write a DeepImage's result with write())",
+        ));
+    };
+    let request = HoldoutOutput {
+        output: OutputOptions::parse(compression, zstd_level, metadata).map_err(to_py)?,
+        write_state: !no_deep_state,
+        tidy,
+        flat: if flat {
+            Some((flat_type_of(flat_type)?, flat_z))
+        } else {
+            None
+        },
+        part: part_selector(part),
+        budget: budget_bytes(memory_budget)?.unwrap_or(DEFAULT_MEMORY_BUDGET),
+        band_rows: None,
+    };
+    let mode = if cull {
+        HoldoutMode::Cull
+    } else {
+        HoldoutMode::Attenuate
+    };
+    py.detach(|| {
+        let options = request.stream_options(&out)?;
+        run_holdout(&input, &mask, &out, mode, &options, None)
+    })
+    .map_err(to_py)?;
+    Ok(None)
 }
 
 /// Write ``image`` to ``path`` as the CLI writes its output: a ``DeepImage`` as deep scanline

@@ -65,3 +65,12 @@ def test_refusals_are_the_cli_lines_and_write_nothing(tmp_path, call, message):
     with pytest.raises(dm.Error, match=message):
         call(tmp_path / "x.exr")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_idselect_by_manifest_names_writes_the_cli_bytes(cli, tmp_path):
+    cli("idselect", IDS, "--id", "id=blob/*,green", "-o", tmp_path / "cli.exr")
+    dm.idselect(IDS, tmp_path / "py.exr", "id=blob/*,green")
+    same_bytes(tmp_path / "cli.exr", tmp_path / "py.exr")
+    with pytest.raises(dm.Error, match='is named "chair\\*"'):
+        dm.idselect(IDS, tmp_path / "x.exr", "id=chair*")
+    assert not (tmp_path / "x.exr").exists()

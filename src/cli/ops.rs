@@ -143,8 +143,9 @@ pub struct IdselectArgs {
     /// Deep EXR input.
     input: PathBuf,
     /// CHANNEL=N[,N...]: keep the samples whose CHANNEL holds one of the ids (uint channels, or
-    /// float channels holding whole numbers). Repeat for more channels: all must match.
-    #[arg(long = "id", value_name = "CHANNEL=N[,N...]", required = true)]
+    /// float channels holding whole numbers). With an idManifest, names (shell patterns, e.g.
+    /// "id=blob/*") stand for the ids they name. Repeat for more channels: all must match.
+    #[arg(long = "id", value_name = "CHANNEL=N|NAME[,...]", required = true)]
     ids: Vec<String>,
     /// Keep the samples that are not selected instead.
     #[arg(long)]

@@ -256,7 +256,7 @@ pub(crate) fn select_part(infos: &[PartInfo], selector: &PartSelector) -> Result
         PartSelector::FirstDeep => infos.iter().position(|p| p.deep).ok_or_else(|| {
             Error::format(
                 "is a flat (non-deep) EXR; deepmerge needs deep input \
-                 (make it deep first, e.g. with oiiotool --deepen)",
+                 (make it deep first with `deepmerge deepen`)",
             )
         })?,
         PartSelector::Index(i) if *i < infos.len() => *i,

@@ -15,6 +15,7 @@ mod chunk;
 mod chunks;
 mod compression;
 mod header;
+mod id_manifest;
 mod multipart;
 mod output;
 mod read;
@@ -35,6 +36,7 @@ pub use compression::{
 };
 pub(crate) use header::select_part;
 pub use header::{read_parts_info, PartInfo, PartSelector};
+pub use id_manifest::{IdGroup, IdManifest};
 pub use multipart::{join_parts, PartFile};
 pub use output::OutputOptions;
 pub use read::{decode_deep, read_deep, read_deep_channels, ReadOptions, DEFAULT_MAX_MEMORY};

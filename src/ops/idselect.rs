@@ -16,6 +16,15 @@
 //! - Kept samples are copied bit for bit and in order; the windows, channels and
 //!   `deepImageState` are the input's (dropping samples keeps a sorted or tidy pixel so).
 //! - An id channel the input lacks is an error naming the file and listing its channels.
+//! - **Names.** Where the input carries an id manifest (the `idManifest` attribute,
+//!   [`crate::exr::IdManifest`]), an id may be given by name: `--id "id=blob/*"`. A name is
+//!   a shell-style pattern (`*`, `?`, `[...]`; `*` also matches `/`), and it stands for every
+//!   id of the channel's manifest group one of whose names (one per component of the group,
+//!   e.g. model and material) it matches. Numbers and names mix in one option (`id=3,blob/*`).
+//!   An item is a number when it is an unsigned 32-bit integer; an item made only of digits,
+//!   signs, points and exponents that is not one (`-1`, `1.5`) is refused as a bad id rather
+//!   than looked up. A name that matches no id of the channel, a channel the manifest does not
+//!   name, or a file without a manifest is an error naming the file, the channel and the name.
 //! - The mask ([`IdSelect::mask`]) is the same selection reduced to its alpha and depth
 //!   channels, which the flat output composites into the flat alpha of the selection.
 
@@ -25,6 +34,8 @@ use crate::error::{Error, Result};
 use std::path::Path;
 
 use crate::composite::{MergeOptions, OutputKind};
+use crate::exr::select_part;
+use crate::exr::{read_parts_info, IdManifest, PartSelector};
 use crate::preview::check_output_name;
 use crate::stream::StreamOptions;
 
@@ -38,6 +49,9 @@ pub struct IdCondition {
     pub channel: String,
     /// The ids selected (any of them).
     pub ids: Vec<u32>,
+    /// Names (shell-style patterns) still to be looked up in the input's id manifest; each
+    /// adds the ids it matches ([`IdSelect::with_names_resolved`]).
+    pub names: Vec<String>,
 }
 
 impl IdCondition {
@@ -53,13 +67,26 @@ impl IdCondition {
         if channel.is_empty() {
             return Err(bad("no channel name"));
         }
-        let ids = list
-            .split(',')
-            .map(|n| n.trim().parse::<u32>().map_err(|_| bad("not an id")))
-            .collect::<Result<Vec<_>>>()?;
+        let mut ids = Vec::new();
+        let mut names = Vec::new();
+        for item in list.split(',').map(str::trim) {
+            if let Ok(id) = item.parse::<u32>() {
+                ids.push(id);
+            } else if item.is_empty()
+                || item
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || matches!(c, '+' | '-' | '.' | 'e' | 'E'))
+            {
+                return Err(bad("not an id"));
+            } else {
+                glob::Pattern::new(item).map_err(|e| bad(&format!("bad name pattern: {e}")))?;
+                names.push(item.to_string());
+            }
+        }
         Ok(IdCondition {
             channel: channel.to_string(),
             ids,
+            names,
         })
     }
 }
@@ -93,6 +120,63 @@ impl IdSelect {
         })
     }
 
+    /// Whether some condition names ids rather than numbering them.
+    pub fn has_names(&self) -> bool {
+        self.conditions.iter().any(|c| !c.names.is_empty())
+    }
+
+    /// The selection with every name replaced by the ids it matches in `manifest` (the input's
+    /// id manifest, if it has one). Errors (a format error, for the caller to name the file)
+    /// for a missing manifest, a channel it does not name, or a name matching no id.
+    pub fn with_names_resolved(&self, manifest: Option<&IdManifest>) -> Result<Self> {
+        let mut resolved = self.clone();
+        for condition in &mut resolved.conditions {
+            if condition.names.is_empty() {
+                continue;
+            }
+            let channel = &condition.channel;
+            let manifest = manifest.ok_or_else(|| {
+                Error::format(format!(
+                    "has no idManifest attribute, so the names in --id {channel}={} cannot be \
+                     looked up (give ids as numbers)",
+                    condition.names.join(",")
+                ))
+            })?;
+            let group = manifest.group_of(channel).ok_or_else(|| {
+                let named: Vec<String> = manifest
+                    .groups
+                    .iter()
+                    .flat_map(|g| g.channels.iter().cloned())
+                    .collect();
+                Error::format(format!(
+                    "its idManifest names no ids of channel {channel:?} (it names {})",
+                    named.join(", ")
+                ))
+            })?;
+            for name in std::mem::take(&mut condition.names) {
+                let pattern = glob::Pattern::new(&name).expect("checked when parsed");
+                let matched: Vec<u32> = group
+                    .entries
+                    .iter()
+                    .filter(|(_, names)| names.iter().any(|n| pattern.matches(n)))
+                    .filter_map(|&(id, _)| u32::try_from(id).ok())
+                    .collect();
+                if matched.is_empty() {
+                    return Err(Error::format(format!(
+                        "no id of channel {channel:?} in its idManifest is named {name:?}{}",
+                        if group.components.is_empty() {
+                            " (the manifest gives them no names)".to_string()
+                        } else {
+                            format!(" (names are {})", group.components.join(", "))
+                        }
+                    )));
+                }
+                condition.ids.extend(matched);
+            }
+        }
+        Ok(resolved)
+    }
+
     /// The same selection reduced to its alpha and depth channels: run with flat output, it
     /// writes the flat alpha of the selection.
     pub fn mask(&self) -> Self {
@@ -105,6 +189,11 @@ impl IdSelect {
     /// The index of every condition's channel in `channels`, or the error naming the first
     /// one missing with the channels there are.
     fn resolve(&self, image: &DeepImage) -> Result<Vec<(usize, &[u32])>> {
+        if self.has_names() {
+            return Err(Error::internal(
+                "idselect names must be looked up in the manifest before the run",
+            ));
+        }
         self.conditions
             .iter()
             .map(|c| {
@@ -221,10 +310,23 @@ impl DeepOp for IdSelect {
     }
 }
 
+/// The id manifest of the part `part` of `input`, if it carries one.
+pub fn read_id_manifest(input: &Path, part: &PartSelector) -> Result<Option<IdManifest>> {
+    let parts = read_parts_info(input)?;
+    let index = select_part(&parts, part).map_err(|e| e.in_file(input))?;
+    parts[index]
+        .attributes
+        .iter()
+        .find(|a| a.name == "idManifest" && a.kind == "idmanifest")
+        .map(|a| IdManifest::from_attribute(&a.value).map_err(|e| e.in_file(input)))
+        .transpose()
+}
+
 /// Run `select` on `input`, writing `output` as `request` says and, with `mask`, the flat
 /// alpha of the selection to `mask` (a flat EXR, or `*.png` for a preview): a second pass
-/// over the input, streamed the same way. The mask's name is checked before anything is
-/// written, and it may be neither the output nor the input.
+/// over the input, streamed the same way. Names are looked up in the input's id manifest
+/// first. The mask's name is checked before anything is written, and it may be neither the
+/// output nor the input.
 pub fn run_idselect(
     select: &IdSelect,
     input: &Path,
@@ -260,6 +362,16 @@ pub fn run_idselect(
         None => None,
     };
     let options = request.stream_options(output)?;
+    let resolved;
+    let select = if select.has_names() {
+        let manifest = read_id_manifest(input, &options.part)?;
+        resolved = select
+            .with_names_resolved(manifest.as_ref())
+            .map_err(|e| e.in_file(input))?;
+        &resolved
+    } else {
+        select
+    };
     run_op(select, input, output, &options, None)?;
     if let (Some(mask), Some(mask_options)) = (mask, mask_options) {
         run_op(&select.mask(), input, mask, &mask_options, None)?;
@@ -277,14 +389,21 @@ mod tests {
         let c = IdCondition::parse("object.id=3, 4294967295,0").unwrap();
         assert_eq!(c.channel, "object.id");
         assert_eq!(c.ids, vec![3, u32::MAX, 0]);
+        let named = IdCondition::parse("id=3,blob/*,circle/b?g").unwrap();
+        assert_eq!(
+            (named.ids, named.names),
+            (vec![3], vec!["blob/*".into(), "circle/b?g".into()])
+        );
         for bad in [
             "id",
             "=3",
             "id=",
             "id=-1",
             "id=1.5",
+            "id=1e5",
             "id=4294967296",
             "id=1,,2",
+            "id=[unclosed",
         ] {
             assert!(
                 matches!(IdCondition::parse(bad), Err(Error::Usage(_))),

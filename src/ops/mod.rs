@@ -12,10 +12,13 @@
 //! or, for `*.png`, as a PNG preview ([`crate::preview`]).
 //!
 //! One file per operation, each stating its exact semantics: [`slice`], [`crop`],
-//! [`transform`], [`idselect`], and the merge's [`prune`] options. The flatten is the merge of one input ([`crate::stream::merge_files`] with one
-//! path); [`band`] builds output bands sample by sample.
+//! [`transform`], [`idselect`], and the merge's [`prune`] options. [`holdout`] streams the
+//! holdout of one file by another the same way, reading the two files' bands side by side.
+//! The flatten is the merge of one input ([`crate::stream::merge_files`] with one path);
+//! [`band`] builds output bands sample by sample.
 
 pub mod crop;
+pub mod holdout;
 pub mod idselect;
 pub mod slice;
 pub mod transform;
@@ -36,6 +39,7 @@ use crate::stream::plan::OutputShape;
 use crate::stream::{plan_bands, stream_bands, BandOutput, OutputFormat, StreamOptions};
 
 pub use crop::Crop;
+pub use holdout::{run_holdout, HoldoutOutput};
 pub use idselect::{run_idselect, IdSelect};
 pub use slice::Slice;
 pub use transform::Transform;

@@ -1,0 +1,114 @@
+//! `deepmerge holdout IN HOLDOUT -o OUT`: its arguments and its run function. It takes the
+//! merge's options that apply to it: `--part`, `--memory-budget` (`--max-memory`, its old
+//! name), the output options (`--compression`, `--zstd-level`, `--metadata`), deep output's
+//! `--no-deep-state` and `--tidy`, and `--flat` (with `--flat-z`, `--flat-type`) for the flat
+//! composite of the held-out image. Deep output stays the default, as it always was; `*.png` is
+//! a flat preview. `--backend gl` is refused with the reason (see
+//! [`deepmerge::ops::holdout::check_backend`]).
+
+use std::path::PathBuf;
+
+use clap::Args;
+use deepmerge::backend::Backend;
+use deepmerge::composite::HoldoutMode;
+use deepmerge::exr::{FlatType, PartSelector};
+use deepmerge::ops::holdout::check_backend;
+use deepmerge::ops::{run_holdout as run_streamed_holdout, HoldoutOutput};
+use deepmerge::Result;
+
+use crate::{gib_to_bytes, BackendArg, FlatTypeArg, OutputArgs, DEFAULT_BUDGET_GIB};
+
+/// `deepmerge holdout`.
+#[derive(Args, Debug)]
+pub struct HoldoutArgs {
+    /// The deep image to hold out.
+    input: PathBuf,
+    /// The deep image that holds it out.
+    holdout: PathBuf,
+    /// Output: a deep EXR (the default), a flat EXR with --flat, or `*.png` for an 8-bit sRGB
+    /// preview of the flat composite.
+    #[arg(short, long, value_name = "OUT")]
+    output: PathBuf,
+    /// Drop samples behind the holdout's first opaque depth instead of attenuating.
+    #[arg(long)]
+    cull: bool,
+    /// Write the flat composite of the held-out image instead of deep samples.
+    #[arg(long)]
+    flat: bool,
+    /// With --flat: add a Z channel (depth of the front-most contributing sample).
+    #[arg(long, requires = "flat")]
+    flat_z: bool,
+    /// With --flat: storage type of flat colour and alpha.
+    #[arg(long, value_enum, requires = "flat")]
+    flat_type: Option<FlatTypeArg>,
+    #[command(flatten)]
+    write: OutputArgs,
+    /// Leave `deepImageState` out of deep output.
+    #[arg(long)]
+    no_deep_state: bool,
+    /// Tidy deep output: split overlapping volumes, merge coincident ones.
+    #[arg(long)]
+    tidy: bool,
+    /// Part to read from multi-part files (both): an index or a name (default: the first deep
+    /// part).
+    #[arg(long, value_name = "PART")]
+    part: Option<String>,
+    /// The memory the holdout works in, in GiB: bands of rows are sized from both files' sample
+    /// counts to fit it (`--max-memory` is the old name).
+    #[arg(
+        long = "memory-budget",
+        visible_alias = "max-memory",
+        value_name = "GIB",
+        default_value_t = DEFAULT_BUDGET_GIB
+    )]
+    memory_budget: f64,
+    /// Bands of exactly N rows, whatever the budget says (for tests and measurements).
+    #[arg(long, value_name = "N", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
+    band_rows: Option<u32>,
+    /// Which engine runs the holdout: the CPU (auto, cpu); gl is refused, saying why.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
+}
+
+/// Run `holdout`.
+pub fn run_holdout(args: &HoldoutArgs) -> Result<()> {
+    crate::cli_conventions::check_output_is_a_file(&args.output)?;
+    check_backend(match args.backend {
+        BackendArg::Auto => Backend::Auto,
+        BackendArg::Cpu => Backend::Cpu,
+        BackendArg::Gl => Backend::Gl,
+    })?;
+    let request = HoldoutOutput {
+        output: args.write.options()?,
+        write_state: !args.no_deep_state,
+        tidy: args.tidy,
+        flat: args.flat.then_some((
+            match args.flat_type {
+                Some(FlatTypeArg::Float) => FlatType::Float,
+                Some(FlatTypeArg::Half) | None => FlatType::Half,
+            },
+            args.flat_z,
+        )),
+        part: args
+            .part
+            .as_deref()
+            .map(|p| p.parse().expect("infallible"))
+            .unwrap_or(PartSelector::FirstDeep),
+        budget: gib_to_bytes("--memory-budget", args.memory_budget)?,
+        band_rows: args.band_rows.map(|n| n as usize),
+    };
+    let options = request.stream_options(&args.output)?;
+    let mode = if args.cull {
+        HoldoutMode::Cull
+    } else {
+        HoldoutMode::Attenuate
+    };
+    run_streamed_holdout(
+        &args.input,
+        &args.holdout,
+        &args.output,
+        mode,
+        &options,
+        None,
+    )
+}
