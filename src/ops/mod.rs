@@ -12,13 +12,17 @@
 //! or, for `*.png`, as a PNG preview ([`crate::preview`]).
 //!
 //! One file per operation, each stating its exact semantics: [`slice`], [`crop`],
-//! [`transform`], [`idselect`], and the merge's [`prune`] options. The flatten is the merge of one input ([`crate::stream::merge_files`] with one
+//! [`transform`], [`idselect`], [`recolor`] (a deep and a flat input), [`deepen`] (a flat
+//! input, streamed by its own loop over [`crate::stream::FlatSource`] bands), and the merge's
+//! [`prune`] options. The flatten is the merge of one input ([`crate::stream::merge_files`] with one
 //! path); [`band`] builds output bands sample by sample.
 
 pub mod band;
 pub mod crop;
+pub mod deepen;
 pub mod idselect;
 pub mod prune;
+pub mod recolor;
 pub mod slice;
 pub mod transform;
 
@@ -38,8 +42,10 @@ use crate::stream::{
 };
 
 pub use crop::Crop;
+pub use deepen::{run_deepen, BackDepth, Deepen, FrontDepth};
 pub use idselect::{run_idselect, IdSelect};
 pub use prune::Pruning;
+pub use recolor::{run_recolor, Recolor};
 pub use slice::Slice;
 pub use transform::Transform;
 

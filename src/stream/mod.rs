@@ -3,6 +3,7 @@
 //!
 //! - [`source`]: the chunk reader. Headers, offset tables and sample-count tables first, then
 //!   the chunks a band needs, read with positioned reads and unpacked in parallel.
+//! - [`flat_source`]: the flat twin of the chunk reader, for operations that read a flat image.
 //! - [`plan`]: the band planner. Bands follow from the samples per row (the count tables) and
 //!   the budget: dense rows make thin bands; a single row that does not fit is refused.
 //! - [`pipeline`]: reading band k+1, merging band k (either engine, on the calling thread,
@@ -21,11 +22,13 @@
 //! The library entry point is [`merge_files`].
 
 pub mod bbox;
+pub mod flat_source;
 pub mod pipeline;
 pub mod plan;
 pub mod source;
 
 pub use bbox::OutputWindow;
+pub use flat_source::{FlatRows, FlatSource};
 pub use pipeline::{
     merge_files, stream_bands, BandOutput, MergeEngine, OutputFormat, StreamMerge, StreamReport,
 };

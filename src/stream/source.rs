@@ -755,7 +755,7 @@ fn has_nan_depth(image: &DeepImage) -> bool {
 }
 
 /// The headers (from a growing prefix of the file) and where the offset tables begin.
-fn read_header(path: &Path, file: &File, file_len: u64) -> Result<ParsedHeaders> {
+pub(crate) fn read_header(path: &Path, file: &File, file_len: u64) -> Result<ParsedHeaders> {
     let mut size = HEADER_PREFIX_BYTES;
     loop {
         let len = (file_len as usize).min(size);
