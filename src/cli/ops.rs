@@ -178,7 +178,12 @@ pub struct DeepenArgs {
     #[arg(long, value_name = "NAME")]
     z_channel: Option<String>,
     /// Make volumes: ZBack = Z + T (T >= 0). Without it or --zback-channel, samples are points.
-    #[arg(long, value_name = "T", conflicts_with = "zback_channel")]
+    #[arg(
+        long,
+        value_name = "T",
+        conflicts_with = "zback_channel",
+        allow_hyphen_values = true
+    )]
     thickness: Option<f32>,
     /// Take each sample's ZBack from this channel of the input.
     #[arg(long, value_name = "NAME")]

@@ -391,7 +391,9 @@ impl FlatSource {
             .ok()
             .filter(|&n| (at + head_len as u64).saturating_add(n as u64) <= self.file_len)
             .ok_or_else(|| {
-                Error::format(format!("{what} claims a size past the end of the file"))
+                Error::format(format!(
+                    "file is truncated inside {what} (its size reaches past the end)"
+                ))
             })?;
         let y = self.window.y0 + (row * self.block_height) as i32;
         let placed = match self.tile_width {
