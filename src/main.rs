@@ -59,6 +59,12 @@ enum Command {
     /// Keep the samples whose id channels hold the given ids (OpenEXR's deepidselect):
     /// --id options are ANDed, the ids of one are ORed; --invert keeps the rest.
     Idselect(cli::ops::IdselectArgs),
+    /// Make a flat image deep, one sample per pixel at depth --z or --z-channel, a volume with
+    /// --thickness or --zback-channel (Gaffer FlatToDeep, oiiotool --deepen).
+    Deepen(cli::ops::DeepenArgs),
+    /// Give a deep image a flat image's colour, keeping its opacity (DeepRecolor);
+    /// --target-alpha also scales the opacity to the flat alpha.
+    Recolor(cli::ops::RecolorArgs),
     /// Print the OpenGL device, renderer, version and the limits the engine depends on.
     GpuInfo {
         /// Also compile merge.comp's register-block variants (layouts LA and BIA; stepwise, RBM
@@ -432,6 +438,8 @@ fn main() -> ExitCode {
         Some(Command::Crop(args)) => cli::ops::run_crop(&args),
         Some(Command::Transform(args)) => cli::ops::run_transform(&args),
         Some(Command::Idselect(args)) => cli::ops::run_idselect(&args),
+        Some(Command::Deepen(args)) => cli::ops::run_deepen(&args),
+        Some(Command::Recolor(args)) => cli::ops::run_recolor(&args),
         Some(Command::GpuInfo { programs }) => run_gpu_info(programs.as_deref()),
         Some(Command::Scene {
             name,

@@ -18,6 +18,8 @@ operations under the CLI's and OpenImageIO's names, and they give the same resul
   file with the CLI's bytes; ``merge([path], out=...)`` is the CLI's ``flatten``
 - ``idselect(input, out, ids, invert=False, mask=None)``: the CLI's ``idselect``; ``merge``'s
   ``bbox`` keyword is ``--bbox``
+- ``deepen(input, out, z=None, z_channel=None, thickness=None, zback_channel=None)`` and
+  ``recolor(deep, flat, out, target_alpha=False)``: the CLI's ``deepen`` and ``recolor``
 - ``write(image, path, compression="zips")``; ``info(path)`` -> one dict per part
 
 A ``DeepImage`` exposes ``counts`` (H x W uint32), ``offsets`` (their exclusive prefix sum) and
@@ -49,6 +51,7 @@ from ._deepmerge import (
     __version__,
     crop,
     deep_slice,
+    deepen,
     flatten,
     holdout,
     idselect,
@@ -56,6 +59,7 @@ from ._deepmerge import (
     info_text,
     merge,
     read,
+    recolor,
     transform,
     write,
 )
@@ -76,6 +80,8 @@ __all__ = [
     "crop",
     "transform",
     "idselect",
+    "deepen",
+    "recolor",
     "holdout",
     "write",
     "info",

@@ -272,3 +272,36 @@ def idselect(
     """``deepmerge idselect --id CHANNEL=N[,N...]``: ``ids`` is one such text, a list of them
     (ANDed), or ``{channel: id or [ids]}``; ``invert``, ``mask`` as ``--invert``, ``--mask``.
     The CLI's bytes."""
+
+def deepen(
+    input: PathLike,
+    out: PathLike,
+    z: Optional[float] = None,
+    z_channel: Optional[str] = None,
+    thickness: Optional[float] = None,
+    zback_channel: Optional[str] = None,
+    *,
+    compression: Compression = None,
+    no_deep_state: bool = False,
+    tidy: bool = False,
+    part: Part = None,
+    memory_budget: Optional[Bytes] = None,
+) -> None:
+    """``deepmerge deepen``: a flat EXR made deep, one sample per pixel at ``z`` or the
+    ``z_channel`` depth (exactly one), a volume to ``Z + thickness`` or ``zback_channel``.
+    The CLI's bytes."""
+
+def recolor(
+    deep: PathLike,
+    flat: PathLike,
+    out: PathLike,
+    target_alpha: bool = False,
+    *,
+    compression: Compression = None,
+    no_deep_state: bool = False,
+    tidy: bool = False,
+    part: Part = None,
+    memory_budget: Optional[Bytes] = None,
+) -> None:
+    """``deepmerge recolor [--target-alpha]``: the deep image with the flat image's colour,
+    its opacity kept (or scaled to the flat alpha). The CLI's bytes."""

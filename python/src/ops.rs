@@ -1,5 +1,5 @@
-//! The deep operations as Python functions: `deep_slice`, `crop`, `transform` and `idselect`,
-//! file to file,
+//! The deep operations as Python functions: `deep_slice`, `crop`, `transform`, `idselect`,
+//! `deepen` and `recolor`, file to file,
 //! streamed in bands exactly as the `deepmerge slice|crop|transform` commands run them
 //! ([`deepmerge::ops::run_op`] with the same [`OpOutput`]), so the files have the CLI's bytes.
 //! The flatten of one file is `merge([path], out=...)`, as `deepmerge IN -o OUT`.
@@ -7,7 +7,10 @@
 use std::path::PathBuf;
 
 use deepmerge::exr::OutputOptions;
-use deepmerge::ops::{run_idselect, run_op, Crop, DeepOp, IdSelect, OpOutput, Slice, Transform};
+use deepmerge::ops::{
+    run_deepen, run_idselect, run_op, run_recolor, Crop, DeepOp, Deepen, IdSelect, OpOutput,
+    Recolor, Slice, Transform,
+};
 use deepmerge::stream::DEFAULT_MEMORY_BUDGET;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -21,6 +24,8 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(crop, module)?)?;
     module.add_function(wrap_pyfunction!(transform, module)?)?;
     module.add_function(wrap_pyfunction!(idselect, module)?)?;
+    module.add_function(wrap_pyfunction!(deepen, module)?)?;
+    module.add_function(wrap_pyfunction!(recolor, module)?)?;
     Ok(())
 }
 
@@ -187,5 +192,59 @@ fn idselect(
     let select = IdSelect::parse(&id_texts(ids)?, invert).map_err(to_py)?;
     let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
     py.detach(|| run_idselect(&select, &input, &out, mask.as_deref(), request))
+        .map_err(to_py)
+}
+
+/// Make the flat EXR ``input`` deep, one sample per pixel, and write it to ``out``, as
+/// ``deepmerge deepen``: the depth is the constant ``z`` or the channel ``z_channel`` (exactly
+/// one of them), the back depth ``Z + thickness`` or the channel ``zback_channel`` (neither:
+/// point samples). Pixels whose every channel is zero get no sample; the input needs an alpha
+/// channel. ``part`` picks the flat part; other options as ``deep_slice``.
+#[pyfunction]
+#[pyo3(signature = (input, out, z=None, z_channel=None, thickness=None, zback_channel=None, *, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
+#[allow(clippy::too_many_arguments)]
+fn deepen(
+    py: Python<'_>,
+    input: PathBuf,
+    out: PathBuf,
+    z: Option<f32>,
+    z_channel: Option<&str>,
+    thickness: Option<f32>,
+    zback_channel: Option<&str>,
+    compression: Option<&str>,
+    no_deep_state: bool,
+    tidy: bool,
+    part: Option<PartArg>,
+    memory_budget: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let deepen = Deepen::new(z, z_channel, thickness, zback_channel).map_err(to_py)?;
+    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    py.detach(|| run_deepen(&deepen, &input, &out, request))
+        .map_err(to_py)
+}
+
+/// Give the deep EXR ``deep`` the colour of the flat EXR ``flat`` and write it to ``out``, as
+/// ``deepmerge recolor``: the samples keep their depths and opacity, and each takes the share
+/// ``C * a / A`` of the flat colour ``C`` (``A`` the pixel's flattened alpha), so that ``out``
+/// flattens to the flat colour wherever ``A > 0``. ``target_alpha`` also scales the
+/// opacities so that the flattened alpha is the flat alpha. Other options as ``deep_slice``
+/// (``part`` picks the deep part).
+#[pyfunction]
+#[pyo3(signature = (deep, flat, out, target_alpha=false, *, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
+#[allow(clippy::too_many_arguments)]
+fn recolor(
+    py: Python<'_>,
+    deep: PathBuf,
+    flat: PathBuf,
+    out: PathBuf,
+    target_alpha: bool,
+    compression: Option<&str>,
+    no_deep_state: bool,
+    tidy: bool,
+    part: Option<PartArg>,
+    memory_budget: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    py.detach(|| run_recolor(Recolor { target_alpha }, &deep, &flat, &out, request))
         .map_err(to_py)
 }

@@ -1,5 +1,6 @@
 //! `flatten`, `slice`, `crop`, `transform` and `idselect`: one deep input, one output, streamed in bands
-//! within `--memory-budget` (`deepmerge::ops`). Output options are the merge's: deep output
+//! within `--memory-budget` (`deepmerge::ops`); `deepen` (a flat input) and `recolor` (a deep
+//! and a flat input) likewise. Output options are the merge's: deep output
 //! takes `--compression`, `--no-deep-state` and `--tidy`; an output named `*.png` is an 8-bit
 //! sRGB preview of the flat composite; any other extension than `.exr` or `.png` is refused.
 
@@ -10,7 +11,9 @@ use deepmerge::composite::{MergeOptions, OutputKind};
 use deepmerge::exr::ChannelSelection;
 use deepmerge::exr::{FlatType, MetadataMode, OutputOptions, PartSelector};
 use deepmerge::ops::{
-    run_idselect as run_id_selection, run_op, Crop, DeepOp, IdSelect, OpOutput, Slice, Transform,
+    run_deepen as run_deepening, run_idselect as run_id_selection, run_op,
+    run_recolor as run_recoloring, Crop, DeepOp, Deepen, IdSelect, OpOutput, Recolor, Slice,
+    Transform,
 };
 use deepmerge::preview::check_output_name;
 use deepmerge::stream::{merge_files, MergeEngine, StreamOptions};
@@ -159,6 +162,56 @@ pub struct IdselectArgs {
     read: InputArgs,
 }
 
+/// `deepmerge deepen`.
+#[derive(Args, Debug)]
+pub struct DeepenArgs {
+    /// Flat EXR input (it needs an alpha channel).
+    input: PathBuf,
+    /// Every sample's depth Z.
+    #[arg(
+        long,
+        value_name = "Z",
+        allow_hyphen_values = true,
+        required_unless_present = "z_channel",
+        conflicts_with = "z_channel"
+    )]
+    z: Option<f32>,
+    /// Take each sample's Z from this channel of the input.
+    #[arg(long, value_name = "NAME")]
+    z_channel: Option<String>,
+    /// Make volumes: ZBack = Z + T (T >= 0). Without it or --zback-channel, samples are points.
+    #[arg(
+        long,
+        value_name = "T",
+        conflicts_with = "zback_channel",
+        allow_hyphen_values = true
+    )]
+    thickness: Option<f32>,
+    /// Take each sample's ZBack from this channel of the input.
+    #[arg(long, value_name = "NAME")]
+    zback_channel: Option<String>,
+    #[command(flatten)]
+    out: OpOutputArgs,
+    #[command(flatten)]
+    read: InputArgs,
+}
+
+/// `deepmerge recolor`.
+#[derive(Args, Debug)]
+pub struct RecolorArgs {
+    /// Deep EXR input: its samples, depths and opacity are kept.
+    deep: PathBuf,
+    /// Flat EXR input: the colour the deep image takes (its first flat part).
+    flat: PathBuf,
+    /// Also scale the opacities so that the flattened alpha is the flat image's alpha.
+    #[arg(long)]
+    target_alpha: bool,
+    #[command(flatten)]
+    out: OpOutputArgs,
+    #[command(flatten)]
+    read: InputArgs,
+}
+
 fn part_of(read: &InputArgs) -> PartSelector {
     read.part
         .as_deref()
@@ -245,4 +298,25 @@ pub fn run_idselect(args: &IdselectArgs) -> Result<()> {
         args.mask.as_deref(),
         request_of(&args.out, &args.read)?,
     )
+}
+
+/// Run `deepen`.
+pub fn run_deepen(args: &DeepenArgs) -> Result<()> {
+    let deepen = Deepen::new(
+        args.z,
+        args.z_channel.as_deref(),
+        args.thickness,
+        args.zback_channel.as_deref(),
+    )?;
+    let request = request_of(&args.out, &args.read)?;
+    run_deepening(&deepen, &args.input, &args.out.output, request)
+}
+
+/// Run `recolor`.
+pub fn run_recolor(args: &RecolorArgs) -> Result<()> {
+    let recolor = Recolor {
+        target_alpha: args.target_alpha,
+    };
+    let request = request_of(&args.out, &args.read)?;
+    run_recoloring(recolor, &args.deep, &args.flat, &args.out.output, request)
 }

@@ -7,13 +7,15 @@
 //! Reading has one path: [`header`] reads a file's headers, [`chunk`] parses one chunk's
 //! framing, and [`ChunkSource`] reads a part's chunks with positioned reads ([`ByteSource`]),
 //! a band of rows at a time or (through [`read_deep`]) all of them. [`ChannelSelection`] says
-//! which channels it keeps. Part-by-part output is joined into one multi-part file by
+//! which channels it keeps. [`FlatSource`] is its twin for flat parts (operations that
+//! read a flat image). Part-by-part output is joined into one multi-part file by
 //! [`join_parts`].
 
 mod attributes;
 mod chunk;
 mod chunks;
 mod compression;
+mod flat_chunks;
 mod header;
 mod id_manifest;
 mod multipart;
@@ -34,6 +36,7 @@ pub use compression::{
     check_deep_output, check_plausible, compress, compression_name, decompress, max_unpacked,
     BlockLayout, Codec, ZSTD_DEFAULT_LEVEL, ZSTD_LEVELS,
 };
+pub use flat_chunks::{FlatRows, FlatSource};
 pub(crate) use header::select_part;
 pub use header::{read_parts_info, PartInfo, PartSelector};
 pub use id_manifest::{IdGroup, IdManifest};

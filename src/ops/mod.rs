@@ -12,14 +12,18 @@
 //! or, for `*.png`, as a PNG preview ([`crate::preview`]).
 //!
 //! One file per operation, each stating its exact semantics: [`slice`], [`crop`],
-//! [`transform`], [`idselect`], and the merge's [`prune`] options. [`holdout`] streams the
-//! holdout of one file by another the same way, reading the two files' bands side by side.
-//! The flatten is the merge of one input ([`crate::stream::merge_files`] with one path);
-//! [`band`] builds output bands sample by sample.
+//! [`transform`], [`idselect`], [`recolor`] (a deep and a flat input), [`deepen`] (a flat
+//! input, streamed by its own loop over [`crate::exr::FlatSource`] bands). [`holdout`] streams
+//! the holdout of one file by another the same way, reading the two files' bands side by side.
+//! The flatten is the merge of one input ([`crate::stream::merge_files`] with one path); output
+//! bands are built sample by sample with [`crate::deep::builder`], and the merge's pruning
+//! options live in [`crate::composite::prune`].
 
 pub mod crop;
+pub mod deepen;
 pub mod holdout;
 pub mod idselect;
+pub mod recolor;
 pub mod slice;
 pub mod transform;
 
@@ -39,8 +43,10 @@ use crate::stream::plan::OutputShape;
 use crate::stream::{plan_bands, stream_bands, BandOutput, OutputFormat, StreamOptions};
 
 pub use crop::Crop;
+pub use deepen::{run_deepen, BackDepth, Deepen, FrontDepth};
 pub use holdout::{run_holdout, HoldoutOutput};
 pub use idselect::{run_idselect, IdSelect};
+pub use recolor::{run_recolor, Recolor};
 pub use slice::Slice;
 pub use transform::Transform;
 
