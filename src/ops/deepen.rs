@@ -30,7 +30,6 @@ use crate::deep::{
 };
 use crate::error::{Error, Result};
 use crate::exr::BANDS_IN_FLIGHT;
-use crate::exr::{carried_attributes, MetadataMode};
 use crate::exr::{FlatRows, FlatSource};
 use crate::stream::plan::{Band, MAX_BAND_BYTES};
 use crate::stream::{stream_bands, BandOutput, OutputFormat, StreamOptions};
@@ -353,14 +352,7 @@ pub fn run_deepen(deepen: &Deepen, input: &Path, output: &Path, request: OpOutpu
         Some(rows) => rows.max(1),
         None => band_rows(&source, value_bytes, merged, options.budget)?,
     };
-    let carried = match options.metadata {
-        MetadataMode::First => carried_attributes(&source.attributes),
-        MetadataMode::None => Vec::new(),
-    };
-    let mut deep_write = options.deep_write.clone();
-    deep_write.attributes.extend(carried.iter().cloned());
-    let mut flat_write = options.flat_write.clone();
-    flat_write.attributes.extend(carried);
+    let (deep_write, flat_write) = options.write_options_from(&source.attributes);
     let format = match options.merge.output {
         OutputKind::Deep => OutputFormat::Deep(&deep_write),
         OutputKind::Flat { .. } => OutputFormat::flat_for(output, &flat_write),

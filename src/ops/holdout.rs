@@ -18,10 +18,7 @@ use std::path::{Path, PathBuf};
 use crate::backend::Backend;
 use crate::composite::{holdout, CompositeChannels, HoldoutMode, MergeOptions, OutputKind};
 use crate::error::{Error, Result};
-use crate::exr::{
-    carried_attributes, ChunkSource, DeepWriteOptions, FlatType, MetadataMode, OutputOptions,
-    PartSelector,
-};
+use crate::exr::{ChunkSource, DeepWriteOptions, FlatType, OutputOptions, PartSelector};
 use crate::preview::{check_output_name, is_png_path};
 use crate::run_stats::RunStats;
 use crate::stream::plan::OutputShape;
@@ -68,14 +65,7 @@ pub fn run_holdout(
             .count() as u64,
     };
     let bands = plan_bands(&sources, window, &shape, options)?;
-    let carried = match options.metadata {
-        MetadataMode::First => carried_attributes(&sources[0].attributes),
-        MetadataMode::None => Vec::new(),
-    };
-    let mut deep_write = options.deep_write.clone();
-    deep_write.attributes.extend(carried.iter().cloned());
-    let mut flat_write = options.flat_write.clone();
-    flat_write.attributes.extend(carried);
+    let (deep_write, flat_write) = options.write_options_from(&sources[0].attributes);
     let format = match options.merge.output {
         OutputKind::Deep => OutputFormat::Deep(&deep_write),
         OutputKind::Flat { .. } => OutputFormat::flat_for(output, &flat_write),

@@ -34,9 +34,7 @@ use crate::composite::{
 };
 use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
-use crate::exr::{
-    carried_attributes, ChunkSource, Codec, DeepWriteOptions, MetadataMode, PartSelector,
-};
+use crate::exr::{ChunkSource, Codec, DeepWriteOptions, MetadataMode, PartSelector};
 use crate::preview::{check_output_name, is_png_path};
 use crate::run_stats::RunStats;
 use crate::stream::plan::OutputShape;
@@ -117,14 +115,7 @@ pub fn run_op(
     let bands = plan_bands(&sources, windows.read, &shape, options)?;
     // The input's attributes (of the part read), as `--metadata first` asks: an operation keeps
     // the merge's metadata rules.
-    let carried = match options.metadata {
-        MetadataMode::First => carried_attributes(&sources[0].attributes),
-        MetadataMode::None => Vec::new(),
-    };
-    let mut deep_write = options.deep_write.clone();
-    deep_write.attributes.extend(carried.iter().cloned());
-    let mut flat_write = options.flat_write.clone();
-    flat_write.attributes.extend(carried);
+    let (deep_write, flat_write) = options.write_options_from(&sources[0].attributes);
     let format = match options.merge.output {
         OutputKind::Deep => OutputFormat::Deep(&deep_write),
         OutputKind::Flat { .. } => OutputFormat::flat_for(output, &flat_write),

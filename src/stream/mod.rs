@@ -38,7 +38,8 @@ pub use plan::{plan_bands, Band};
 use crate::composite::MergeOptions;
 use crate::composite::Pruning;
 use crate::exr::{
-    ChannelSelection, DeepWriteOptions, FlatWriteOptions, MetadataMode, PartSelector,
+    carried_attributes, ChannelSelection, DeepWriteOptions, FlatWriteOptions, MetadataMode,
+    PartSelector, RawAttribute,
 };
 
 /// The default memory budget: 1 GiB. A band is at most a third of it (three are alive at
@@ -72,6 +73,26 @@ pub struct StreamOptions {
     pub pruning: Pruning,
     /// The merge's output data window (`--bbox`; operations ignore it).
     pub bbox: OutputWindow,
+}
+
+impl StreamOptions {
+    /// The writers' options for an output made from an input whose header holds `attributes`
+    /// (the first input's, of the part read): the writers' own attributes, then the input's as
+    /// [`Self::metadata`] asks. The merge and every operation keep these metadata rules.
+    pub fn write_options_from(
+        &self,
+        attributes: &[RawAttribute],
+    ) -> (DeepWriteOptions, FlatWriteOptions) {
+        let carried = match self.metadata {
+            MetadataMode::First => carried_attributes(attributes),
+            MetadataMode::None => Vec::new(),
+        };
+        let mut deep_write = self.deep_write.clone();
+        deep_write.attributes.extend(carried.iter().cloned());
+        let mut flat_write = self.flat_write.clone();
+        flat_write.attributes.extend(carried);
+        (deep_write, flat_write)
+    }
 }
 
 impl Default for StreamOptions {

@@ -31,10 +31,7 @@ use crate::composite::{
 use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
 use crate::exr::ChunkSource;
-use crate::exr::{
-    carried_attributes, DeepChunkWriter, DeepWriteOptions, FlatChunkWriter, FlatWriteOptions,
-    MetadataMode,
-};
+use crate::exr::{DeepChunkWriter, DeepWriteOptions, FlatChunkWriter, FlatWriteOptions};
 #[cfg(feature = "gl")]
 use crate::gpu::{merge_images_gl_over, GlContext, GlOptions, GpuStats};
 use crate::preview::PngBandWriter;
@@ -219,14 +216,7 @@ impl<'o> StreamMerge<'o> {
         } = self;
         let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
         // The first input's attributes (of the part read), as `--metadata first` asks.
-        let carried = match options.metadata {
-            MetadataMode::First => carried_attributes(&sources[0].attributes),
-            MetadataMode::None => Vec::new(),
-        };
-        let mut deep_write = options.deep_write.clone();
-        deep_write.attributes.extend(carried.iter().cloned());
-        let mut flat_write = options.flat_write.clone();
-        flat_write.attributes.extend(carried);
+        let (deep_write, flat_write) = options.write_options_from(&sources[0].attributes);
         #[cfg_attr(not(feature = "gl"), allow(unused_mut))]
         let mut report = StreamReport {
             bands: bands.len(),
