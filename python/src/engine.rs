@@ -108,12 +108,9 @@ pub fn read(path: &Path, request: &ReadRequest) -> Result<DeepImage> {
         .saturating_mul(16)
         .saturating_add(total.saturating_mul(source.sample_bytes()));
     if need > budget {
-        return Err(Error::format(format!(
-            "its {total} samples would need {}, over the memory limit of {} (raise it with --max-memory)",
-            human_bytes(need),
-            human_bytes(budget)
-        ))
-        .in_file(path));
+        return Err(
+            Error::over_budget(format_args!("its {total} samples"), need, budget).in_file(path),
+        );
     }
     // `take_rows` checks the depths of what it hands out.
     source.take_rows(window.y0..=window.y1)

@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use super::attributes::{read_headers, RawAttribute};
 use super::compression::{check_plausible, compression_name, decompress, BlockLayout, Codec};
 use crate::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// The default ceiling on the memory one input may take once decoded: 8 GiB.
 pub const DEFAULT_MAX_MEMORY: u64 = 8 << 30;
@@ -128,7 +128,7 @@ pub fn decode_deep(bytes: &[u8], options: &ReadOptions) -> Result<DeepImage> {
     let codec = Codec::for_deep_part(info.compression_id)?;
     if let BlockDescription::Tiles(t) = header.blocks {
         if t.level_mode != LevelMode::Singular {
-            return Err(Error::format(
+            return Err(Error::unsupported(
                 "deep tiled file has mip or rip levels; only single-level deep tiles are supported",
             ));
         }
@@ -189,7 +189,7 @@ pub fn decode_deep(bytes: &[u8], options: &ReadOptions) -> Result<DeepImage> {
         .enumerate()
         .map(|(i, &at)| {
             parse_chunk(bytes, at, multipart, index, header, window, codec)
-                .map_err(|e| Error::format(format!("chunk {i}: {e}")))
+                .map_err(|e| e.context(format_args!("chunk {i}")))
         })
         .collect::<Result<_>>()?;
 
@@ -250,7 +250,7 @@ pub fn decode_deep(bytes: &[u8], options: &ReadOptions) -> Result<DeepImage> {
                     &layout,
                     "sample data",
                 )
-                .map_err(|e| Error::format(format!("block {}: {e}", c.region)))
+                .map_err(|e| e.context(format_args!("block {}", c.region)))
             })
             .collect::<Result<_>>()?;
         for (chunk, data) in group.iter().zip(&unpacked) {
@@ -275,17 +275,14 @@ const PIXEL_BYTES: u64 = 16;
 
 fn check_memory(bytes: u64, limit: u64, what: &str) -> Result<()> {
     if bytes > limit {
-        return Err(Error::format(format!(
-            "{what} would need {}, over the memory limit of {} (raise it with --max-memory)",
-            human_bytes(bytes),
-            human_bytes(limit)
-        )));
+        return Err(Error::over_budget(what, bytes, limit));
     }
     Ok(())
 }
 
-/// Bytes as GiB with two decimals, or MiB below a tenth of a GiB. Sizes are computed with
-/// saturating arithmetic, so `u64::MAX` stands for "too large to count".
+/// Bytes as GiB with two decimals, or MiB below a tenth of a GiB, KiB below a MiB and bytes
+/// below a KiB, so that a small size never reads "0.0". Sizes are computed with saturating
+/// arithmetic, so `u64::MAX` stands for "too large to count".
 pub fn human_bytes(bytes: u64) -> String {
     if bytes == u64::MAX {
         return "more than 16 EiB".into();
@@ -293,8 +290,12 @@ pub fn human_bytes(bytes: u64) -> String {
     let gib = bytes as f64 / (1u64 << 30) as f64;
     if gib >= 0.1 {
         format!("{gib:.2} GiB")
-    } else {
+    } else if bytes >= 1 << 20 {
         format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+    } else if bytes >= 1 << 10 {
+        format!("{:.1} KiB", bytes as f64 / (1u64 << 10) as f64)
+    } else {
+        format!("{bytes} bytes")
     }
 }
 
@@ -345,7 +346,7 @@ pub(crate) fn parse_meta(bytes: &[u8]) -> Result<ParsedHeaders> {
     let parsed =
         std::panic::catch_unwind(|| MetaData::read_from_buffered(&header_bytes[..], false))
             .map_err(|_| Error::format("cannot parse the EXR header (malformed)"))?;
-    let meta = parsed.map_err(|e| Error::format(format!("cannot parse the EXR header: {e}")))?;
+    let meta = parsed.map_err(|e| Error::from_exr("cannot parse the EXR header", e))?;
     if meta.headers.len() != walk.headers.len() {
         return Err(Error::format(
             "cannot parse the EXR header (malformed part list)",
@@ -454,27 +455,31 @@ pub(crate) fn select_part(infos: &[PartInfo], selector: &PartSelector) -> Result
     };
     let index = match selector {
         PartSelector::FirstDeep => infos.iter().position(|p| p.deep).ok_or_else(|| {
-            Error::format(
+            Error::unsupported(
                 "is a flat (non-deep) EXR; deepmerge needs deep input \
                  (make it deep first, e.g. with oiiotool --deepen)",
             )
         })?,
         PartSelector::Index(i) if *i < infos.len() => *i,
         PartSelector::Index(i) => {
-            return Err(Error::format(format!(
-                "has no part {i}; parts are {}",
-                names()
-            )))
+            return Err(Error::of_kind(
+                ErrorKind::Usage,
+                format!("has no part {i}; parts are {}",
+                names()),
+            ))
         }
         PartSelector::Name(n) => infos
             .iter()
             .position(|p| p.name.as_deref() == Some(n.as_str()))
             .ok_or_else(|| {
-                Error::format(format!("has no part named {n:?}; parts are {}", names()))
+                Error::of_kind(
+                    ErrorKind::Usage,
+                    format!("has no part named {n:?}; parts are {}", names()),
+                )
             })?,
     };
     if !infos[index].deep {
-        return Err(Error::format(format!(
+        return Err(Error::unsupported(format!(
             "part {index} is flat (non-deep); deepmerge needs a deep part"
         )));
     }
@@ -573,7 +578,7 @@ pub(crate) fn parse_chunk<'a>(
         head.unpacked_size,
         "sample data",
     )
-    .map_err(|e| Error::format(format!("block {}: {e}", head.region)))?;
+    .map_err(|e| e.context(format_args!("block {}", head.region)))?;
     let counts = chunk_counts(&head, packed_table, header, codec)?;
     Ok(RawChunk {
         region: head.region,
@@ -706,7 +711,7 @@ pub(crate) fn chunk_counts(
             &layout,
             "sample-count table",
         )
-        .map_err(|e| Error::format(format!("block {region}: {e}")))?
+        .map_err(|e| e.context(format_args!("block {region}")))?
     };
     let cumulative: Vec<i32> = table
         .chunks_exact(4)

@@ -35,7 +35,7 @@ use crate::exr::read::{
     chunk_counts, chunk_slot, expected_chunk_count, headers_end, parse_meta, read_chunk_head,
     select_part, ChunkHead, ParsedHeaders, MAX_CHUNK_HEAD_BYTES,
 };
-use crate::exr::{check_plausible, decompress, human_bytes, BlockLayout, Codec, PartSelector};
+use crate::exr::{check_plausible, decompress, BlockLayout, Codec, PartSelector};
 
 /// Bytes per row of a part's window that the reader holds for the whole merge: the offset
 /// table (at most one chunk per row, 8) and the row's sample total (8).
@@ -207,7 +207,7 @@ impl ChunkSource {
         let block_height = match header.blocks {
             BlockDescription::Tiles(t) => {
                 if t.level_mode != LevelMode::Singular {
-                    return Err(Error::format(
+                    return Err(Error::unsupported(
                         "deep tiled file has mip or rip levels; only single-level deep tiles are supported",
                     ));
                 }
@@ -227,14 +227,15 @@ impl ChunkSource {
             .saturating_mul(ROW_TABLE_BYTES)
             .saturating_add((window.width() as u64).saturating_mul(PIXEL_ROW_BYTES));
         if window_bytes > budget {
-            return Err(Error::format(format!(
-                "its data window of {} x {} pixels would need {} to stream, over the memory \
-                 budget of {} (raise it with --memory-budget)",
-                window.width(),
-                window.height(),
-                human_bytes(window_bytes),
-                human_bytes(budget)
-            )));
+            return Err(Error::over_budget(
+                format_args!(
+                    "its data window of {} x {} pixels, streamed,",
+                    window.width(),
+                    window.height()
+                ),
+                window_bytes,
+                budget,
+            ));
         }
         let chunk_count = header.chunk_count;
         let expected = expected_chunk_count(&header, window);
@@ -341,7 +342,7 @@ impl ChunkSource {
             .enumerate()
             .map(|(i, &at)| {
                 self.chunk_entry(at, &keep_left)
-                    .map_err(|e| Error::format(format!("chunk {i}: {e}")).in_file(&self.path))
+                    .map_err(|e| e.context(format_args!("chunk {i}")).in_file(&self.path))
             })
             .collect::<Result<_>>()?;
         let mut seen = vec![false; offsets.len()];
@@ -390,7 +391,7 @@ impl ChunkSource {
             head.unpacked_size,
             "sample data",
         )
-        .map_err(|e| Error::format(format!("block {}: {e}", head.region)))?;
+        .map_err(|e| e.context(format_args!("block {}", head.region)))?;
         let counts = self.read_counts(at, &head, head_len)?;
         let per_row: Vec<u64> = counts
             .chunks(head.region.width().max(1))
@@ -492,7 +493,7 @@ impl ChunkSource {
             &layout,
             "sample data",
         )
-        .map_err(|e| Error::format(format!("block {region}: {e}")))?;
+        .map_err(|e| e.context(format_args!("block {region}")))?;
         Ok(DecodedChunk {
             region,
             counts,
