@@ -363,6 +363,65 @@ mod tests {
     }
 
     #[test]
+    fn foreign_causes_are_kept_as_the_source_and_printed() {
+        let unsupported = exr::error::Error::NotSupported("deep mip maps".into());
+        let err =
+            Error::from_exr("cannot parse the EXR header", unsupported).in_file(Path::new("a.exr"));
+        assert_eq!(err.kind(), ErrorKind::Unsupported);
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "a.exr: cannot parse the EXR header: {}",
+                exr::error::Error::NotSupported("deep mip maps".into())
+            )
+        );
+        let cause = err.source().expect("the exr crate's error");
+        assert!(cause.downcast_ref::<exr::error::Error>().is_some());
+        let invalid = exr::error::Error::Invalid("window".into());
+        assert_eq!(
+            Error::from_exr("header", invalid).kind(),
+            ErrorKind::Malformed
+        );
+    }
+
+    #[test]
+    fn context_keeps_the_kind_and_the_cause() {
+        let inner = Error::unsupported("PIZ compression is not supported for deep parts");
+        let err = inner.context("chunk 3").in_file(Path::new("a.exr"));
+        assert_eq!(err.kind(), ErrorKind::Unsupported);
+        assert_eq!(
+            err.to_string(),
+            "a.exr: chunk 3: PIZ compression is not supported for deep parts"
+        );
+        // An error that is not about an image becomes the cause, of the same kind.
+        let io = Error::read(
+            Path::new("b.exr"),
+            std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "short"),
+        );
+        let err = io.context("block (0, 0)");
+        assert_eq!(err.kind(), ErrorKind::Io);
+        assert_eq!(err.to_string(), "block (0, 0): b.exr: cannot read: short");
+        assert!(err.source().unwrap().downcast_ref::<Error>().is_some());
+    }
+
+    #[test]
+    fn a_budget_refusal_names_no_flag_and_shows_small_sizes() {
+        let err = Error::over_budget("its data window of 4 x 4 pixels", 1536, 512);
+        assert_eq!(err.kind(), ErrorKind::OverBudget);
+        assert_eq!(
+            err.to_string(),
+            "its data window of 4 x 4 pixels would need 1.5 KiB, over the memory budget of \
+             512 bytes"
+        );
+        let merged = err.in_merge(&[Path::new("a.exr")]);
+        assert_eq!(
+            merged.kind(),
+            ErrorKind::OverBudget,
+            "a merge error has its cause's kind"
+        );
+    }
+
+    #[test]
     fn other_errors_have_no_source() {
         assert!(Error::file(Path::new("a.exr"), "malformed")
             .source()

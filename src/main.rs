@@ -11,6 +11,7 @@ use deepmerge::bench::{self, BenchArgs};
 use deepmerge::composite::{
     holdout, HoldoutMode, MergeOptions, MergeStrategy, OutputKind, SortPolicy,
 };
+use deepmerge::error::ErrorKind;
 use deepmerge::exr::{
     self, DeepWriteOptions, FlatType, MetadataMode, OutputOptions, PartSelector, ReadOptions,
 };
@@ -20,7 +21,6 @@ use deepmerge::job::{MergeJob, SequenceSummary};
 use deepmerge::progress::{Progress, ProgressMode, RunStats};
 use deepmerge::sequence::{self, FramePattern};
 use deepmerge::stream::{ChannelSelection, StreamMerge};
-use deepmerge::error::ErrorKind;
 use deepmerge::{cleanup, heatmap, scene, Error, Result};
 
 mod cli;
@@ -514,8 +514,7 @@ fn run_gpu_info(programs: Option<&Path>) -> Result<()> {
     let Some(dir) = programs else {
         return Ok(());
     };
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Error::create_folder(dir, e))?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::create_folder(dir, e))?;
     // A, then B, G, R over A: the scenes' channels.
     let columns = deepmerge::gpu::engine::ColumnSpec {
         alpha_of: vec![None, Some(0), Some(0), Some(0)],
@@ -550,8 +549,7 @@ fn run_gpu_info(programs: Option<&Path>) -> Result<()> {
                         if deep { "deep" } else { "flat" }
                     );
                     let path = dir.join(&name);
-                    std::fs::write(&path, &binary)
-                        .map_err(|e| Error::write(&path, e))?;
+                    std::fs::write(&path, &binary).map_err(|e| Error::write(&path, e))?;
                     let lmem = count_word(&binary, b"lmem");
                     println!(
                         "  {name}: {} bytes, 'lmem' {} times{}",

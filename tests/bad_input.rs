@@ -176,7 +176,10 @@ fn absurd_counts_are_refused_before_allocating() {
         err.contains("Balls.exr: its 162877 samples would need"),
         "{err}"
     );
-    assert!(err.contains("over the memory limit of 5.1 MiB"), "{err}");
+    assert!(
+        err.contains("over the memory budget of 5.1 MiB (raise it with --max-memory)"),
+        "{err}"
+    );
 }
 
 #[test]

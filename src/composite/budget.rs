@@ -23,7 +23,6 @@ use super::tidy::TIDY_BYTES_PER_SAMPLE;
 use crate::deep::{ChannelRole, DeepImage};
 use crate::error::{Error, Result};
 
-
 /// Copies of a flat output pixel alive at once at the peak: the merged rows, the image's
 /// per-channel planes made from them, and the writer's converted samples.
 pub const FLAT_COPIES: u64 = 3;

@@ -25,8 +25,8 @@ pub use read::{
     decode_deep, human_bytes, read_deep, read_parts_info, PartInfo, PartSelector, ReadOptions,
     DEFAULT_MAX_MEMORY,
 };
-pub use sink::{DeepChunkWriter, FlatChunkWriter};
 pub(crate) use sink::{check_rows, span_message};
+pub use sink::{DeepChunkWriter, FlatChunkWriter};
 pub use write::{
     encode_deep, encode_deep_with, mark_run_start, write_atomically, write_deep, write_deep_with,
     write_flat, write_flat_with, AtomicFile, DeepWriteOptions, FlatType, FlatWriteOptions,

@@ -464,8 +464,7 @@ pub(crate) fn select_part(infos: &[PartInfo], selector: &PartSelector) -> Result
         PartSelector::Index(i) => {
             return Err(Error::of_kind(
                 ErrorKind::Usage,
-                format!("has no part {i}; parts are {}",
-                names()),
+                format!("has no part {i}; parts are {}", names()),
             ))
         }
         PartSelector::Name(n) => infos
