@@ -3,6 +3,10 @@ built-in class it is a kind of; none crashes the interpreter."""
 
 import errno
 import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -128,3 +132,55 @@ def test_every_error_class_is_a_deepmerge_error():
     assert issubclass(dm.FileError, OSError) and issubclass(dm.FileError, dm.Error)
     assert issubclass(dm.FormatError, ValueError) and issubclass(dm.UsageError, ValueError)
     assert issubclass(dm.GLError, RuntimeError) and issubclass(dm.GLError, dm.Error)
+
+
+def documented_classes():
+    """Kind -> (exit code, Python class name) from the table of docs/cli.md ("Exit codes")."""
+    doc = (Path(__file__).resolve().parents[2] / "docs/cli.md").read_text()
+    section = doc.split("## Exit codes")[1].split("\n## ")[0]
+    table = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) == 6 and cells[1].isdigit() and cells[2]:
+            table[cells[2]] = (int(cells[1]), cells[3].split("`")[1])
+    return table
+
+
+def test_each_kind_from_a_real_input_raises_its_documented_class(cli, tmp_path):
+    table = documented_classes()
+    flat = data("openexr-images/composited.exr")
+    text = tmp_path / "notes.exr"
+    text.write_text("not an image\n")
+    cases = {
+        "I/O": (lambda: dm.read(tmp_path / "missing.exr"), [tmp_path / "missing.exr", BALLS]),
+        "malformed": (lambda: dm.read(text), [text, BALLS]),
+        "unsupported": (lambda: dm.read(flat), [flat, BALLS]),
+        "usage": (lambda: dm.read(BALLS, part=4), [BALLS, BALLS, "--part", 4]),
+        "over budget": (lambda: dm.read(BALLS, memory_budget=100_000),
+                        [BALLS, BALLS, "--memory-budget", 0.0001]),
+    }
+    for kind, (call, args) in cases.items():
+        code, class_name = table[kind]
+        with pytest.raises(dm.Error) as caught:
+            call()
+        assert type(caught.value).__name__ == class_name, (kind, caught.value)
+        done = cli(*args, "-o", tmp_path / "o.exr", "-q", check=False)
+        assert done.returncode == code, (kind, done.stderr)
+    # the narrower classes are still their broader ones, so older handlers keep working
+    assert issubclass(dm.UnsupportedError, dm.FormatError)
+    assert issubclass(dm.BudgetError, dm.UsageError)
+
+
+def test_no_opengl_is_a_gl_error(tmp_path):
+    """A machine whose EGL finds no vendor library: ``backend="gl"`` raises the GL class."""
+    _, class_name = documented_classes()["OpenGL"]
+    script = (
+        "import sys, deepmerge as dm\n"
+        "try:\n"
+        f"    dm.merge([{BALLS!r}, {BALLS!r}], backend='gl')\n"
+        "except dm.Error as e:\n"
+        "    print(type(e).__name__)\n"
+    )
+    env = dict(os.environ, __EGL_VENDOR_LIBRARY_FILENAMES="/nonexistent")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert done.stdout.strip() == class_name, done

@@ -229,7 +229,7 @@ impl ChunkSource {
         if window_bytes > budget {
             return Err(Error::over_budget(
                 format_args!(
-                    "its data window of {} x {} pixels, streamed,",
+                    "its data window of {} x {} pixels",
                     window.width(),
                     window.height()
                 ),
