@@ -434,7 +434,6 @@ fn main() -> ExitCode {
             part,
             accumulated,
             all_attributes,
-            budget_flag,
         ),
         Some(Command::View(args)) => match deepmerge::view::run(&args) {
             Ok(true) => Ok(()),
@@ -611,7 +610,6 @@ fn run_info(
     part: Option<String>,
     accumulated: bool,
     all_attributes: bool,
-    budget_flag: &str,
 ) -> Result<()> {
     let max_memory = gib_to_bytes("--max-memory", max_memory)?;
     let selection = channels.map(ChannelSelection::parse).transpose()?;
@@ -669,7 +667,7 @@ fn run_info(
                 print!("{text}");
             }
             Err(e) => {
-                eprintln!("deepmerge: error: {}", error_line(&e, budget_flag));
+                eprintln!("deepmerge: error: {}", error_line(&e, "--max-memory"));
                 failed += 1;
             }
         }

@@ -119,7 +119,9 @@ fn each_kind_from_a_real_input_exits_with_its_documented_code() {
     let codes = documented_exit_codes();
     let i = inputs();
     let (balls, leaves, out) = (path_str(&i.balls), path_str(&i.leaves), path_str(&i.out));
-    let cases: Vec<(&str, Vec<&str>, Vec<(&str, &str)>)> = vec![
+    // (kind, arguments, environment)
+    type Case<'a> = (&'a str, Vec<&'a str>, Vec<(&'a str, &'a str)>);
+    let cases: Vec<Case> = vec![
         ("I/O", vec![path_str(&i.missing), balls, "-o", out], vec![]),
         (
             "malformed",

@@ -28,8 +28,8 @@ use deepmerge::composite::{
 };
 use deepmerge::deep::{Bounds, DeepImage, FlatImage};
 use deepmerge::exr::{
-    self, human_bytes, DeepWriteOptions, FlatType, FlatWriteOptions, MetadataMode, OutputOptions,
-    PartInfo, PartSelector, ReadOptions, DEFAULT_MAX_MEMORY,
+    self, DeepWriteOptions, FlatType, FlatWriteOptions, MetadataMode, OutputOptions, PartInfo,
+    PartSelector, ReadOptions, DEFAULT_MAX_MEMORY,
 };
 use deepmerge::gpu::{merge_images_gl_over, GlOptions};
 use deepmerge::info::{sample_stats, SampleStats};
