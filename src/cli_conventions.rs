@@ -74,5 +74,5 @@ pub fn print_manpage(command: clap::Command, subcommand: Option<&str>) -> Result
         .map_err(|e| Error::internal(format!("cannot render the manual page: {e}")))?;
     std::io::stdout()
         .write_all(&page)
-        .map_err(|e| Error::internal(format!("cannot write the manual page: {e}")))
+        .map_err(|e| Error::write(std::path::Path::new("standard output"), e))
 }

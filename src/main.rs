@@ -9,6 +9,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use deepmerge::backend::{choose_engine, Backend, Engine};
 use deepmerge::bench::{self, BenchArgs};
 use deepmerge::composite::{MergeOptions, MergeStrategy, OutputKind, SortPolicy};
+use deepmerge::error::ErrorKind;
 use deepmerge::exr::ChannelSelection;
 use deepmerge::exr::{
     self, DeepWriteOptions, FlatType, MetadataMode, OutputOptions, PartSelector, ReadOptions,
@@ -408,6 +409,11 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let cli = Cli::parse();
+    // The spelling of the memory budget's option in this command, for its refusals.
+    let budget_flag = match &cli.command {
+        Some(Command::Info { .. } | Command::Holdout { .. } | Command::View(_)) => "--max-memory",
+        _ => "--memory-budget",
+    };
     let result = match cli.command {
         Some(Command::Info {
             files,
@@ -462,21 +468,44 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("deepmerge: error: {e}");
-            exit_code(&e)
+            eprintln!("deepmerge: error: {}", error_line(&e, budget_flag));
+            ExitCode::from(exit_code(e.kind()))
         }
     }
 }
 
-/// 2 for options that do not fit together (as clap's own usage errors), 1 for anything else.
+/// The exit status of an error of `kind`: the table of docs/cli.md ("Exit codes"), beside the
+/// Python exception classes (`python/src/errors.rs`). 2 for usage, as clap's own usage errors;
+/// 3 for a refusal of the memory budget, which a larger budget lets run; 1 for the rest.
+fn exit_code(kind: ErrorKind) -> u8 {
+    match kind {
+        ErrorKind::Usage => 2,
+        ErrorKind::OverBudget => 3,
+        ErrorKind::Io
+        | ErrorKind::Malformed
+        | ErrorKind::Unsupported
+        | ErrorKind::Gl
+        | ErrorKind::Internal => 1,
+    }
+}
+
+/// The line printed for `e`: the library's message and, for a refusal of the memory budget,
+/// the option that raises it (`budget_flag`, as this command spells it): the library names no
+/// option.
+fn error_line(e: &Error, budget_flag: &str) -> String {
+    match e.kind() {
+        ErrorKind::OverBudget => format!("{e} (raise it with {budget_flag})"),
+        _ => e.to_string(),
+    }
+}
+
 fn run_gpu_info(programs: Option<&Path>) -> Result<()> {
     let ctx = GlContext::new()?;
     print!("{}", ctx.info());
     let Some(dir) = programs else {
         return Ok(());
     };
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Error::file(dir, format!("cannot create folder: {e}")))?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::create_folder(dir, e))?;
     // A, then B, G, R over A: the scenes' channels.
     let columns = deepmerge::gpu::resident::ColumnSpec {
         alpha_of: vec![None, Some(0), Some(0), Some(0)],
@@ -511,8 +540,7 @@ fn run_gpu_info(programs: Option<&Path>) -> Result<()> {
                         if deep { "deep" } else { "flat" }
                     );
                     let path = dir.join(&name);
-                    std::fs::write(&path, &binary)
-                        .map_err(|e| Error::file(&path, format!("cannot write: {e}")))?;
+                    std::fs::write(&path, &binary).map_err(|e| Error::write(&path, e))?;
                     let lmem = count_word(&binary, b"lmem");
                     println!(
                         "  {name}: {} bytes, 'lmem' {} times{}",
@@ -530,13 +558,6 @@ fn run_gpu_info(programs: Option<&Path>) -> Result<()> {
 /// How often `word` occurs in `bytes`.
 fn count_word(bytes: &[u8], word: &[u8]) -> usize {
     bytes.windows(word.len()).filter(|w| *w == word).count()
-}
-
-fn exit_code(e: &Error) -> ExitCode {
-    match e {
-        Error::Usage(_) => ExitCode::from(2),
-        _ => ExitCode::FAILURE,
-    }
 }
 
 /// `--memory-budget` by default: [`deepmerge::stream::DEFAULT_MEMORY_BUDGET`] in GiB.
@@ -638,14 +659,14 @@ fn run_info(
                 print!("{text}");
             }
             Err(e) => {
-                eprintln!("deepmerge: error: {e}");
+                eprintln!("deepmerge: error: {}", error_line(&e, "--max-memory"));
                 failed += 1;
             }
         }
     }
     match failed {
         0 => Ok(()),
-        _ => Err(Error::Format(format!(
+        _ => Err(Error::format(format!(
             "{failed} of {} file(s) could not be described",
             files.len()
         ))),
@@ -910,7 +931,7 @@ fn sequence_result(summary: SequenceSummary, skip_bad: bool, quiet: bool) -> Res
     match (failed, written, skip_bad) {
         (0, _, _) => Ok(()),
         (_, w, true) if w > 0 => Ok(()),
-        _ => Err(Error::Format(format!(
+        _ => Err(Error::format(format!(
             "{failed} of {} frames {verb}",
             written + failed
         ))),

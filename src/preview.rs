@@ -15,8 +15,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use crate::deep::{Bounds, FlatImage};
-use crate::error::{Error, Result};
-use crate::exr::AtomicFile;
+use crate::error::{Error, ErrorKind, Result};
+use crate::exr::{check_rows, span_message, AtomicFile};
 
 /// True when `path` is named `*.png` (any case).
 pub fn is_png_path(path: &Path) -> bool {
@@ -140,9 +140,14 @@ impl PngBandWriter {
 
     /// Write the rows of `band` (the window's full width, after the previous band's rows).
     pub fn write_band(&mut self, band: &FlatImage) -> Result<()> {
-        assert_eq!(band.data_window.y0, self.next_row, "bands come in order");
-        assert_eq!(band.data_window.x0, self.window.x0, "bands span the window");
-        assert_eq!(band.data_window.x1, self.window.x1, "bands span the window");
+        let (x0, x1) = (band.data_window.x0, band.data_window.x1);
+        let (y0, y1) = (band.data_window.y0, band.data_window.y1);
+        check_rows(self.window, self.next_row, y0, y1)
+            .and_then(|()| match (x0, x1) == (self.window.x0, self.window.x1) {
+                true => Ok(()),
+                false => Err(span_message(x0, x1, self.window)),
+            })
+            .map_err(|m| Error::of_kind(ErrorKind::Usage, m).in_file(self.output.path()))?;
         self.next_row = band.data_window.y1 + 1;
         let (r, g, b) = (band.channel("R"), band.channel("G"), band.channel("B"));
         let alpha = band.channel("A");

@@ -176,7 +176,10 @@ fn absurd_counts_are_refused_before_allocating() {
         err.contains("Balls.exr: its 162877 samples would need"),
         "{err}"
     );
-    assert!(err.contains("over the memory limit of 5.1 MiB"), "{err}");
+    assert!(
+        err.contains("over the memory budget of 5.1 MiB (raise it with --max-memory)"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -349,7 +352,7 @@ fn an_output_window_over_the_budget_is_refused_naming_the_inputs() {
         write(&case, "near.exr", &near),
         write(&case, "far.exr", &far),
     );
-    let window = "merged data window (0, 0)-(3, 268435459), 4 x 268435460 pixels, would need";
+    let window = "merged data window (0, 0)-(3, 268435459), 4 x 268435460 pixels, for";
     case.merge_fails(&[&near, &far], &[&near, &far], &[], window);
     case.merge_fails(
         &[&near, &far],
@@ -473,7 +476,7 @@ fn regression_files_in_tests_data_hostile_fail_on_one_line() {
     let expected = [
         (
             "window-wraps.exr",
-            "its data window of 2147483643 x 2147483643 pixels would need 128.00 GiB to stream",
+            "its data window of 2147483643 x 2147483643 pixels would need 128.00 GiB, over the memory budget",
         ),
         (
             "zlib-checksum.exr",

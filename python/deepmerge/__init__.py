@@ -33,7 +33,8 @@ The engine runs with the GIL released, so merges on several threads overlap. Wit
 for the thread's later ones (a context is bound to the thread that made it).
 
 Errors are ``deepmerge.Error`` s carrying the CLI's one-line message: ``FileError`` (an
-``OSError``), ``FormatError`` and ``UsageError`` (``ValueError`` s), ``GLError`` (a
+``OSError``), ``FormatError`` and ``UsageError`` (``ValueError`` s) with their kinds
+``UnsupportedError`` (a ``FormatError``) and ``BudgetError`` (a ``UsageError``), ``GLError`` (a
 ``RuntimeError``).
 """
 
@@ -63,7 +64,15 @@ from ._deepmerge import (
     transform,
     write,
 )
-from ._errors import Error, FileError, FormatError, GLError, UsageError
+from ._errors import (
+    BudgetError,
+    Error,
+    FileError,
+    FormatError,
+    GLError,
+    UnsupportedError,
+    UsageError,
+)
 
 __all__ = [
     "DeepImage",
@@ -71,7 +80,9 @@ __all__ = [
     "Error",
     "FileError",
     "FormatError",
+    "UnsupportedError",
     "UsageError",
+    "BudgetError",
     "GLError",
     "read",
     "merge",

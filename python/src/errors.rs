@@ -1,10 +1,13 @@
-//! The library's [`deepmerge::Error`] as Python exceptions.
+//! The library's [`deepmerge::Error`] as Python exceptions, by its [`ErrorKind`].
 //!
 //! The classes are defined in Python (`deepmerge/_errors.py`), because each derives from both
 //! `deepmerge.Error` and a built-in (`OSError`, `ValueError`, `RuntimeError`) so that callers can
 //! catch either; a class made in Rust can have only one base. The message is the error's
-//! `Display`, the line the CLI prints after `deepmerge: error: `.
+//! `Display`, the line the CLI prints after `deepmerge: error: `, except that a refusal of the
+//! memory budget names the `memory_budget` keyword where the CLI names its flag. Which class
+//! each kind raises is the table of docs/cli.md ("Exit codes"), beside the CLI's exit codes.
 
+use deepmerge::error::ErrorKind;
 use deepmerge::Error;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -15,10 +18,15 @@ use pyo3::types::PyType;
 pub enum Kind {
     /// A file could not be read or written: `deepmerge.FileError` (an `OSError`).
     File,
-    /// A malformed or unsupported file or array: `deepmerge.FormatError` (a `ValueError`).
+    /// A malformed file or array: `deepmerge.FormatError` (a `ValueError`).
     Format,
+    /// A valid file that uses what deepmerge does not read: `deepmerge.UnsupportedError` (a
+    /// `FormatError`).
+    Unsupported,
     /// Options or inputs that do not fit together: `deepmerge.UsageError` (a `ValueError`).
     Usage,
+    /// A refusal of the memory budget: `deepmerge.BudgetError` (a `UsageError`).
+    Budget,
     /// OpenGL could not be used or failed: `deepmerge.GLError` (a `RuntimeError`).
     Gl,
     /// A bug in deepmerge: `deepmerge.Error` itself.
@@ -27,14 +35,14 @@ pub enum Kind {
 
 impl Kind {
     fn of(error: &Error) -> Kind {
-        match error {
-            Error::Io { .. } => Kind::File,
-            Error::File { .. } | Error::Format(_) => Kind::Format,
-            Error::Usage(_) => Kind::Usage,
-            Error::Gl(_) | Error::GlMemory(_) => Kind::Gl,
-            Error::Internal(_) => Kind::Internal,
-            // What went wrong decides the class; the message still names the inputs.
-            Error::Merge { source, .. } => Kind::of(source),
+        match error.kind() {
+            ErrorKind::Io => Kind::File,
+            ErrorKind::Malformed => Kind::Format,
+            ErrorKind::Unsupported => Kind::Unsupported,
+            ErrorKind::OverBudget => Kind::Budget,
+            ErrorKind::Usage => Kind::Usage,
+            ErrorKind::Gl => Kind::Gl,
+            ErrorKind::Internal => Kind::Internal,
         }
     }
 
@@ -42,7 +50,9 @@ impl Kind {
         match self {
             Kind::File => "FileError",
             Kind::Format => "FormatError",
+            Kind::Unsupported => "UnsupportedError",
             Kind::Usage => "UsageError",
+            Kind::Budget => "BudgetError",
             Kind::Gl => "GLError",
             Kind::Internal => "Error",
         }
@@ -77,7 +87,13 @@ pub fn to_py(error: Error) -> PyErr {
         Error::Io { source, .. } => source.raw_os_error(),
         _ => None,
     };
-    let err = new_error(Kind::of(&error), error.to_string());
+    let kind = Kind::of(&error);
+    let message = match kind {
+        // The library names no option; Python's is the keyword.
+        Kind::Budget => format!("{error} (raise it with the memory_budget keyword)"),
+        _ => error.to_string(),
+    };
+    let err = new_error(kind, message);
     if let Some(errno) = errno {
         // Only `errno`: setting `filename` too would make OSError rewrite the message.
         Python::attach(|py| {

@@ -3,6 +3,10 @@ built-in class it is a kind of; none crashes the interpreter."""
 
 import errno
 import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -45,7 +49,8 @@ def test_hostile_files_fail_with_the_cli_line(cli, tmp_path, name):
     line = cli_error(cli, bad, BALLS, "-o", tmp_path / "o.exr")
     with pytest.raises(dm.Error) as caught:
         dm.merge([bad, BALLS], out=tmp_path / "py.exr")  # the CLI's streamed merge
-    assert str(caught.value) == line
+    # a budget refusal names the CLI's flag there and the keyword here
+    assert str(caught.value) == line.replace("--memory-budget", "the memory_budget keyword")
     assert isinstance(caught.value, (ValueError, OSError))
     assert not (tmp_path / "py.exr").exists()
     # in memory (whole-file reader) they are refused too, in the same file's words
@@ -70,11 +75,11 @@ def test_a_file_that_is_not_exr_is_a_format_error(cli, tmp_path):
 def test_memory_budget_is_the_cli_memory_budget(cli, tmp_path):
     gib = 0.0001
     line = cli_error(cli, BALLS, BALLS, "-o", tmp_path / "o.exr", "--memory-budget", gib)
-    with pytest.raises(dm.Error) as caught:
+    with pytest.raises(dm.BudgetError) as caught:
         dm.merge([BALLS, BALLS], memory_budget=gib * dm.GiB, out=tmp_path / "py.exr")
-    assert str(caught.value) == line
+    assert str(caught.value) == line.replace("--memory-budget", "the memory_budget keyword")
     # In memory the whole inputs are held: the budget refuses a decoded input over it.
-    with pytest.raises(dm.FormatError, match="over the memory limit"):
+    with pytest.raises(dm.BudgetError, match="over the memory budget"):
         dm.merge([BALLS, BALLS], memory_budget=gib * dm.GiB)
 
 
@@ -128,3 +133,55 @@ def test_every_error_class_is_a_deepmerge_error():
     assert issubclass(dm.FileError, OSError) and issubclass(dm.FileError, dm.Error)
     assert issubclass(dm.FormatError, ValueError) and issubclass(dm.UsageError, ValueError)
     assert issubclass(dm.GLError, RuntimeError) and issubclass(dm.GLError, dm.Error)
+
+
+def documented_classes():
+    """Kind -> (exit code, Python class name) from the table of docs/cli.md ("Exit codes")."""
+    doc = (Path(__file__).resolve().parents[2] / "docs/cli.md").read_text()
+    section = doc.split("## Exit codes")[1].split("\n## ")[0]
+    table = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) == 6 and cells[1].isdigit() and cells[2]:
+            table[cells[2]] = (int(cells[1]), cells[3].split("`")[1])
+    return table
+
+
+def test_each_kind_from_a_real_input_raises_its_documented_class(cli, tmp_path):
+    table = documented_classes()
+    flat = data("openexr-images/composited.exr")
+    text = tmp_path / "notes.exr"
+    text.write_text("not an image\n")
+    cases = {
+        "I/O": (lambda: dm.read(tmp_path / "missing.exr"), [tmp_path / "missing.exr", BALLS]),
+        "malformed": (lambda: dm.read(text), [text, BALLS]),
+        "unsupported": (lambda: dm.read(flat), [flat, BALLS]),
+        "usage": (lambda: dm.read(BALLS, part=4), [BALLS, BALLS, "--part", 4]),
+        "over budget": (lambda: dm.read(BALLS, memory_budget=100_000),
+                        [BALLS, BALLS, "--memory-budget", 0.0001]),
+    }
+    for kind, (call, args) in cases.items():
+        code, class_name = table[kind]
+        with pytest.raises(dm.Error) as caught:
+            call()
+        assert type(caught.value).__name__ == class_name, (kind, caught.value)
+        done = cli(*args, "-o", tmp_path / "o.exr", "-q", check=False)
+        assert done.returncode == code, (kind, done.stderr)
+    # the narrower classes are still their broader ones, so older handlers keep working
+    assert issubclass(dm.UnsupportedError, dm.FormatError)
+    assert issubclass(dm.BudgetError, dm.UsageError)
+
+
+def test_no_opengl_is_a_gl_error(tmp_path):
+    """A machine whose EGL finds no vendor library: ``backend="gl"`` raises the GL class."""
+    _, class_name = documented_classes()["OpenGL"]
+    script = (
+        "import sys, deepmerge as dm\n"
+        "try:\n"
+        f"    dm.merge([{BALLS!r}, {BALLS!r}], backend='gl')\n"
+        "except dm.Error as e:\n"
+        "    print(type(e).__name__)\n"
+    )
+    env = dict(os.environ, __EGL_VENDOR_LIBRARY_FILENAMES="/nonexistent")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert done.stdout.strip() == class_name, done

@@ -336,8 +336,7 @@ pub fn run_with(
     }
     let work = match &config.work_dir {
         Some(p) => {
-            std::fs::create_dir_all(p)
-                .map_err(|e| Error::file(p, format!("cannot create folder: {e}")))?;
+            std::fs::create_dir_all(p).map_err(|e| Error::create_folder(p, e))?;
             WorkDir::Given(p.clone())
         }
         None => WorkDir::Temp(

@@ -22,7 +22,6 @@ use super::merge::{channel_conflict, MergeOptions, MergePlan, OutputKind};
 use super::tidy::TIDY_BYTES_PER_SAMPLE;
 use crate::deep::{ChannelRole, DeepImage};
 use crate::error::{Error, Result};
-use crate::size::human_bytes;
 
 /// Copies of a flat output pixel alive at once at the peak: the merged rows, the image's
 /// per-channel planes made from them, and the writer's converted samples.
@@ -142,23 +141,24 @@ pub fn check_merge(
     let needed = output_bytes(&plan, options);
     if needed > max_memory {
         let w = plan.window;
-        return Err(Error::Usage(format!(
-            "{}: the merged data window ({}, {})-({}, {}), {} x {} pixels, would need {} for \
-             {} output, over the memory limit of {} (raise it with --max-memory)",
-            input_names(paths),
-            w.x0,
-            w.y0,
-            w.x1,
-            w.y1,
-            w.width(),
-            w.height(),
-            human_bytes(needed),
-            match options.output {
-                OutputKind::Flat { .. } => "flat",
-                OutputKind::Deep => "deep",
-            },
-            human_bytes(max_memory)
-        )));
+        return Err(Error::over_budget(
+            format_args!(
+                "{}: the merged data window ({}, {})-({}, {}), {} x {} pixels, for {} output,",
+                input_names(paths),
+                w.x0,
+                w.y0,
+                w.x1,
+                w.y1,
+                w.width(),
+                w.height(),
+                match options.output {
+                    OutputKind::Flat { .. } => "flat",
+                    OutputKind::Deep => "deep",
+                },
+            ),
+            needed,
+            max_memory,
+        ));
     }
     Ok(())
 }

@@ -153,7 +153,7 @@ pub(crate) fn chunk_counts(
             &layout,
             "sample-count table",
         )
-        .map_err(|e| Error::format(format!("block {region}: {e}")))?
+        .map_err(|e| e.context(format_args!("block {region}")))?
     };
     let cumulative: Vec<i32> = table
         .chunks_exact(4)

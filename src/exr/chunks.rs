@@ -33,7 +33,6 @@ use super::header::{chunk_slot, expected_chunk_count, read_headers_of, select_pa
 use super::source::ByteSource;
 use crate::deep::{Bounds, Channel, ChannelRole, DeepImage, DeepState, Plane, SampleType};
 use crate::error::{Error, Result};
-use crate::size::human_bytes;
 
 /// Bands a streamed reader serves at once: one being read, one merged, one written. The
 /// reader's per-row tables and the band planner both count on it.
@@ -213,7 +212,7 @@ impl ChunkSource {
         let block_height = match header.blocks {
             BlockDescription::Tiles(t) => {
                 if t.level_mode != LevelMode::Singular {
-                    return Err(Error::format(
+                    return Err(Error::unsupported(
                         "deep tiled file has mip or rip levels; only single-level deep tiles are supported",
                     ));
                 }
@@ -233,14 +232,15 @@ impl ChunkSource {
             .saturating_mul(ROW_TABLE_BYTES)
             .saturating_add((window.width() as u64).saturating_mul(PIXEL_ROW_BYTES));
         if window_bytes > budget {
-            return Err(Error::format(format!(
-                "its data window of {} x {} pixels would need {} to stream, over the memory \
-                 budget of {} (raise it with --memory-budget)",
-                window.width(),
-                window.height(),
-                human_bytes(window_bytes),
-                human_bytes(budget)
-            )));
+            return Err(Error::over_budget(
+                format_args!(
+                    "its data window of {} x {} pixels",
+                    window.width(),
+                    window.height()
+                ),
+                window_bytes,
+                budget,
+            ));
         }
         let chunk_count = header.chunk_count;
         let expected = expected_chunk_count(&header, window);
@@ -342,7 +342,7 @@ impl ChunkSource {
             .enumerate()
             .map(|(i, &at)| {
                 self.chunk_entry(at, &keep_left)
-                    .map_err(|e| self.locate(Error::format(format!("chunk {i}: {e}"))))
+                    .map_err(|e| self.locate(e.context(format_args!("chunk {i}"))))
             })
             .collect::<Result<_>>()?;
         let mut seen = vec![false; offsets.len()];
@@ -390,7 +390,7 @@ impl ChunkSource {
             head.unpacked_size,
             "sample data",
         )
-        .map_err(|e| Error::format(format!("block {}: {e}", head.region)))?;
+        .map_err(|e| e.context(format_args!("block {}", head.region)))?;
         let counts = self.read_counts(at, &head, head_len)?;
         let per_row: Vec<u64> = counts
             .chunks(head.region.width().max(1))
@@ -496,7 +496,7 @@ impl ChunkSource {
             &layout,
             "sample data",
         )
-        .map_err(|e| Error::format(format!("block {region}: {e}")))?;
+        .map_err(|e| e.context(format_args!("block {region}")))?;
         Ok(DecodedChunk {
             region,
             counts,

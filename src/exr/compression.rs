@@ -142,14 +142,14 @@ impl Codec {
                 level: ZSTD_DEFAULT_LEVEL,
             },
             other if (other as usize) < COMPRESSION_NAMES.len() => {
-                return Err(Error::format(format!(
+                return Err(Error::unsupported(format!(
                     "{} compression is not supported for deep parts \
                      (deep data is stored in NONE, RLE, ZIPS or ZSTD)",
                     compression_name(other)
                 )))
             }
             other => {
-                return Err(Error::format(format!(
+                return Err(Error::unsupported(format!(
                     "unknown compression id {other} (OpenEXR 3.5 defines ids 0 to {})",
                     COMPRESSION_NAMES.len() - 1
                 )))

@@ -32,7 +32,6 @@ use super::header::{expected_chunk_count, read_headers_of, PartInfo, PartSelecto
 use super::source::ByteSource;
 use crate::deep::{Bounds, Channel, Plane};
 use crate::error::{Error, Result};
-use crate::size::human_bytes;
 
 /// Bytes per row of the window held for the whole run: the offset table (at most one chunk
 /// per row, 8).
@@ -171,14 +170,15 @@ impl FlatSource {
                     .saturating_mul(2),
             );
         if window_bytes > budget {
-            return Err(Error::format(format!(
-                "its data window of {} x {} pixels would need {} to stream, over the memory \
-                 budget of {} (raise it with --memory-budget)",
-                window.width(),
-                window.height(),
-                human_bytes(window_bytes),
-                human_bytes(budget)
-            )));
+            return Err(Error::over_budget(
+                format_args!(
+                    "its data window of {} x {} pixels",
+                    window.width(),
+                    window.height()
+                ),
+                window_bytes,
+                budget,
+            ));
         }
         // Level 0 comes first in the offset table of a mip-mapped part.
         let level0 = expected_chunk_count(header, window);

@@ -14,7 +14,7 @@ use super::attributes::{read_headers, RawAttribute};
 use super::compression::compression_name;
 use super::source::ByteSource;
 use crate::deep::{Bounds, Channel, DeepState, SampleType};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// First guess at the header's size; doubled until the whole header fits.
 const HEADER_PREFIX_BYTES: usize = 64 << 10;
@@ -144,7 +144,7 @@ pub(crate) fn parse_meta(bytes: &[u8]) -> Result<ParsedHeaders> {
     let parsed =
         std::panic::catch_unwind(|| MetaData::read_from_buffered(&header_bytes[..], false))
             .map_err(|_| Error::format("cannot parse the EXR header (malformed)"))?;
-    let meta = parsed.map_err(|e| Error::format(format!("cannot parse the EXR header: {e}")))?;
+    let meta = parsed.map_err(|e| Error::from_exr("cannot parse the EXR header", e))?;
     if meta.headers.len() != walk.headers.len() {
         return Err(Error::format(
             "cannot parse the EXR header (malformed part list)",
@@ -254,27 +254,30 @@ pub(crate) fn select_part(infos: &[PartInfo], selector: &PartSelector) -> Result
     };
     let index = match selector {
         PartSelector::FirstDeep => infos.iter().position(|p| p.deep).ok_or_else(|| {
-            Error::format(
+            Error::unsupported(
                 "is a flat (non-deep) EXR; deepmerge needs deep input \
                  (make it deep first with `deepmerge deepen`)",
             )
         })?,
         PartSelector::Index(i) if *i < infos.len() => *i,
         PartSelector::Index(i) => {
-            return Err(Error::format(format!(
-                "has no part {i}; parts are {}",
-                names()
-            )))
+            return Err(Error::of_kind(
+                ErrorKind::Usage,
+                format!("has no part {i}; parts are {}", names()),
+            ))
         }
         PartSelector::Name(n) => infos
             .iter()
             .position(|p| p.name.as_deref() == Some(n.as_str()))
             .ok_or_else(|| {
-                Error::format(format!("has no part named {n:?}; parts are {}", names()))
+                Error::of_kind(
+                    ErrorKind::Usage,
+                    format!("has no part named {n:?}; parts are {}", names()),
+                )
             })?,
     };
     if !infos[index].deep {
-        return Err(Error::format(format!(
+        return Err(Error::unsupported(format!(
             "part {index} is flat (non-deep); deepmerge needs a deep part"
         )));
     }

@@ -44,6 +44,7 @@ pub use multipart::{join_parts, PartFile};
 pub use output::OutputOptions;
 pub use read::{decode_deep, read_deep, read_deep_channels, ReadOptions, DEFAULT_MAX_MEMORY};
 pub use selection::ChannelSelection;
+pub(crate) use sink::{check_rows, span_message};
 pub use sink::{DeepChunkWriter, FlatChunkWriter};
 pub use source::ByteSource;
 pub use write::{

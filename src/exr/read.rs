@@ -17,7 +17,6 @@ use super::header::PartSelector;
 use super::selection::ChannelSelection;
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
-use crate::size::human_bytes;
 
 /// The default ceiling on the memory one input may take once decoded: 8 GiB.
 pub const DEFAULT_MAX_MEMORY: u64 = 8 << 30;
@@ -109,11 +108,7 @@ fn read_whole(mut source: ChunkSource, max_memory: u64) -> Result<DeepImage> {
 
 fn check_memory(bytes: u64, limit: u64, what: &str) -> Result<()> {
     if bytes > limit {
-        return Err(Error::format(format!(
-            "{what} would need {}, over the memory limit of {} (raise it with --max-memory)",
-            human_bytes(bytes),
-            human_bytes(limit)
-        )));
+        return Err(Error::over_budget(what, bytes, limit));
     }
     Ok(())
 }

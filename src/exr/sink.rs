@@ -16,6 +16,11 @@
 //! sample ([`DeepChunkWriter::write_empty_rows`], [`FlatChunkWriter::write_empty_rows`]) are
 //! never materialised beyond one partial chunk: an empty chunk is packed once per height and
 //! its bytes written again with each chunk's y, the same bytes packing every such chunk gives.
+//!
+//! A writer used out of order (a band that does not continue the rows written, does not span
+//! the window, has other channels than the first, or `finish` before the last row) is refused
+//! with a usage error ([`ErrorKind::Usage`]) naming the output, before anything is written, and
+//! never panics: a partial file would be a corrupt one.
 
 use std::io::Write;
 use std::os::unix::fs::FileExt;
@@ -30,8 +35,8 @@ use super::write::{
     AtomicFile, DeepHeader, DeepHeaderPatches, FlatWriteOptions,
 };
 use super::{DeepWriteOptions, FlatType};
-use crate::deep::{Bounds, DeepImage, DeepState, FlatImage, FlatValues, Plane, SampleType};
-use crate::error::{Error, Result};
+use crate::deep::{Bounds, Channel, DeepImage, DeepState, FlatImage, FlatValues, Plane, SampleType};
+use crate::error::{Error, ErrorKind, Result};
 
 /// Bytes buffered before they go to the file.
 const WRITE_BUFFER_BYTES: usize = 1 << 20;
@@ -58,6 +63,27 @@ impl ChunkFile {
             table_at: 0,
             offsets: Vec::new(),
         })
+    }
+
+    /// A usage error about this output: the writer was used out of order.
+    fn misuse(&self, message: String) -> Error {
+        Error::of_kind(ErrorKind::Usage, message).in_file(self.output.path())
+    }
+
+    /// Refuse rows `y0..=y1` unless they are the next rows (`next_row` on) inside `window`.
+    fn check_rows(&self, window: Bounds, next_row: i32, y0: i32, y1: i32) -> Result<()> {
+        check_rows(window, next_row, y0, y1).map_err(|m| self.misuse(m))
+    }
+
+    /// Refuse to finish unless every row of `window` was written (`next_row` is the next).
+    fn check_finished(&self, window: Bounds, next_row: i32) -> Result<()> {
+        if next_row <= window.y1 {
+            return Err(self.misuse(format!(
+                "finished with rows {next_row} to {} not written",
+                window.y1
+            )));
+        }
+        Ok(())
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<()> {
@@ -113,6 +139,8 @@ pub struct DeepChunkWriter {
     next_row: i32,
     /// An empty chunk of n lines, encoded once: (n, its bytes from its packed sizes on).
     empty_chunks: Vec<(usize, Vec<u8>)>,
+    /// The channels of the header (the first band's), once written.
+    channels: Option<Vec<Channel>>,
 }
 
 impl DeepChunkWriter {
@@ -135,13 +163,42 @@ impl DeepChunkWriter {
             partial: None,
             next_row: window.y0,
             empty_chunks: Vec::new(),
+            channels: None,
         })
+    }
+
+    /// Refuse `band` (rows `y0..=y1`; only its channels and columns when they are a template's)
+    /// unless it continues the rows written, spans the window and has the header's channels.
+    fn check_band(&self, band: &DeepImage, y0: i32, y1: i32) -> Result<()> {
+        self.file.check_rows(self.window, self.next_row, y0, y1)?;
+        let (x0, x1) = (band.data_window.x0, band.data_window.x1);
+        if (x0, x1) != (self.window.x0, self.window.x1) {
+            return Err(self.file.misuse(span_message(x0, x1, self.window)));
+        }
+        if let Some(channels) = &self.channels {
+            if *channels != band.channels {
+                let names = |c: &[Channel]| {
+                    c.iter()
+                        .map(|c| format!("{} ({})", c.name, c.sample_type.name()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                return Err(self.file.misuse(format!(
+                    "a band with the channels {}, not the first band's {}; every band has the \
+                     same channels",
+                    names(&band.channels),
+                    names(channels)
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The header, from the first band (its channels, display window and state).
     fn start(&mut self, band: &DeepImage) -> Result<()> {
         if self.patches_at.is_none() {
             self.held_state = band.state;
+            self.channels = Some(band.channels.clone());
             let mut header = Vec::new();
             let at = encode_deep_header_patchable(
                 &mut header,
@@ -166,7 +223,7 @@ impl DeepChunkWriter {
     /// display window and state). A chunk of such rows is encoded once and its bytes written
     /// again for every other, so the cost is in chunks, not in pixels.
     pub fn write_empty_rows(&mut self, template: &DeepImage, y0: i32, y1: i32) -> Result<()> {
-        assert_eq!(y0, self.next_row, "bands come in order");
+        self.check_band(template, y0, y1)?;
         self.start(template)?;
         let lines = self.options.codec.lines_per_chunk() as i32;
         let last = self.window.y1;
@@ -209,9 +266,7 @@ impl DeepChunkWriter {
     /// Write the rows of `band`: the output window's full width, the rows after the previous
     /// band's. Its channels and state must be the same in every band.
     pub fn write_band(&mut self, band: &DeepImage) -> Result<()> {
-        assert_eq!(band.data_window.y0, self.next_row, "bands come in order");
-        assert_eq!(band.data_window.x0, self.window.x0, "bands span the window");
-        assert_eq!(band.data_window.x1, self.window.x1, "bands span the window");
+        self.check_band(band, band.data_window.y0, band.data_window.y1)?;
         self.next_row = band.data_window.y1 + 1;
         self.start(band)?;
         self.max_samples = self.max_samples.max(band.max_count());
@@ -269,17 +324,51 @@ impl DeepChunkWriter {
     /// Patch the offset table, `maxSamplesPerPixel` and `deepImageState`, and rename the file
     /// into place.
     pub fn finish(self) -> Result<()> {
-        assert_eq!(self.next_row, self.window.y1 + 1, "every row was written");
-        assert!(self.partial.is_none(), "the last chunk was written");
+        self.file.check_finished(self.window, self.next_row)?;
+        let (None, Some(at)) = (&self.partial, self.patches_at.as_ref()) else {
+            return Err(Error::internal(
+                "every row was written, yet a chunk or the header was not",
+            ));
+        };
         let max = i32::try_from(self.max_samples)
             .map_err(|_| Error::format("a pixel holds more samples than EXR can count"))?;
-        let at = self.patches_at.as_ref().expect("header written");
         let mut patches = vec![(at.max_samples as u64, max.to_le_bytes().to_vec())];
         if let Some(state_at) = at.state {
             patches.push((state_at as u64, vec![self.held_state as u8]));
         }
         self.file.finish(&patches)
     }
+}
+
+/// Why rows `y0..=y1` are not the next rows of an output over `window` whose next row is
+/// `next_row`, if they are not (shared with the PNG preview's writer).
+pub(crate) fn check_rows(
+    window: Bounds,
+    next_row: i32,
+    y0: i32,
+    y1: i32,
+) -> std::result::Result<(), String> {
+    if y0 != next_row {
+        Err(format!(
+            "rows {y0} to {y1} were given where row {next_row} is next; bands come top to \
+             bottom, each after the previous one"
+        ))
+    } else if y1 < y0 || y1 > window.y1 {
+        Err(format!(
+            "rows {y0} to {y1} are not rows of the output's data window {window}"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// The refusal of a band over columns `x0..=x1` for an output over `window`.
+pub(crate) fn span_message(x0: i32, x1: i32, window: Bounds) -> String {
+    format!(
+        "a band over columns {x0} to {x1}, not the output's {} to {}; a band spans the output's \
+         data window",
+        window.x0, window.x1
+    )
 }
 
 /// Rows `y0..=y1` of `window` without samples, with `template`'s channels and state.
@@ -400,6 +489,8 @@ pub struct FlatChunkWriter {
     partial_y: i32,
     /// An all-zero chunk of n lines, packed once: (n, its packed bytes).
     empty_chunks: Vec<(usize, Vec<u8>)>,
+    /// The channels of the header (the first band's names and how each is stored).
+    channels: Option<Vec<(String, SampleType)>>,
 }
 
 impl FlatChunkWriter {
@@ -422,7 +513,49 @@ impl FlatChunkWriter {
             partial: Vec::new(),
             partial_y: window.y0,
             empty_chunks: Vec::new(),
+            channels: None,
         })
+    }
+
+    /// The next row to write.
+    fn next_row(&self) -> i32 {
+        self.partial_y + self.partial.len() as i32
+    }
+
+    /// Each channel of `band` by name with how it is stored.
+    fn stored_channels(&self, band: &FlatImage) -> Vec<(String, SampleType)> {
+        band.channels
+            .iter()
+            .map(|c| (c.name.clone(), self.storage(&c.name, &c.values)))
+            .collect()
+    }
+
+    /// Refuse `band` (rows `y0..=y1`; only its channels and columns when it is a template)
+    /// unless it continues the rows written, spans the window and has the header's channels.
+    fn check_band(&self, band: &FlatImage, y0: i32, y1: i32) -> Result<()> {
+        self.file.check_rows(self.window, self.next_row(), y0, y1)?;
+        let (x0, x1) = (band.data_window.x0, band.data_window.x1);
+        if (x0, x1) != (self.window.x0, self.window.x1) {
+            return Err(self.file.misuse(span_message(x0, x1, self.window)));
+        }
+        if let Some(channels) = &self.channels {
+            let given = self.stored_channels(band);
+            if *channels != given {
+                let names = |c: &[(String, SampleType)]| {
+                    c.iter()
+                        .map(|(n, t)| format!("{n} ({})", t.name()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                return Err(self.file.misuse(format!(
+                    "a band with the channels {}, not the first band's {}; every band has the \
+                     same channels",
+                    names(&given),
+                    names(channels)
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn storage(&self, name: &str, values: &FlatValues) -> SampleType {
@@ -438,6 +571,7 @@ impl FlatChunkWriter {
     /// The header and the placeholder offset table, from the first band's channels.
     fn start(&mut self, band: &FlatImage) -> Result<()> {
         if !self.started {
+            self.channels = Some(self.stored_channels(band));
             let header = self.header(band)?;
             let chunks = self.window.height().div_ceil(self.lines);
             self.file.start(&header, chunks)?;
@@ -457,7 +591,7 @@ impl FlatChunkWriter {
     /// Write the rows of `band` (the window's full width, after the previous band's rows; its
     /// channels sorted by name, the same in every band).
     pub fn write_band(&mut self, band: &FlatImage) -> Result<()> {
-        assert_eq!(band.data_window.width(), self.window.width());
+        self.check_band(band, band.data_window.y0, band.data_window.y1)?;
         self.start(band)?;
         let w = band.data_window.width();
         let types = self.types(band);
@@ -501,6 +635,7 @@ impl FlatChunkWriter {
     /// and display window are used). A chunk of such rows is packed once and its bytes written
     /// again for every other, so the cost is in chunks, not in pixels.
     pub fn write_empty_rows(&mut self, template: &FlatImage, y0: i32, y1: i32) -> Result<()> {
+        self.check_band(template, y0, y1)?;
         self.start(template)?;
         let w = self.window.width();
         let value_sizes: Vec<usize> = self.types(template).iter().map(|t| t.size()).collect();
@@ -520,8 +655,7 @@ impl FlatChunkWriter {
         line_bytes: &(dyn Fn(usize) -> Vec<u8> + Sync),
         empty: bool,
     ) -> Result<()> {
-        let expected_y = self.partial_y + self.partial.len() as i32;
-        assert_eq!(band_y0, expected_y, "bands come in order");
+        debug_assert_eq!(band_y0, self.next_row(), "checked by `check_band`");
         let (codec, lines, w) = (self.codec, self.lines, self.window.width());
         let line_len: usize = value_sizes.iter().sum::<usize>() * w;
         // The lines of one chunk, packed with the output's codec (its layout: the value sizes).
@@ -609,8 +743,12 @@ impl FlatChunkWriter {
 
     /// Patch the offset table and rename the file into place.
     pub fn finish(self) -> Result<()> {
-        assert!(self.partial.is_empty(), "the last chunk was written");
-        assert_eq!(self.partial_y, self.window.y1 + 1, "every row was written");
+        self.file.check_finished(self.window, self.next_row())?;
+        if !self.partial.is_empty() {
+            return Err(Error::internal(
+                "every row was written, yet the last chunk was not",
+            ));
+        }
         self.file.finish(&[])
     }
 }

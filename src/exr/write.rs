@@ -177,6 +177,11 @@ impl AtomicFile {
         })
     }
 
+    /// The output's path, as given (not the temporary file's).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The temporary file.
     pub fn file(&self) -> &std::fs::File {
         self.tmp.as_file()
@@ -333,7 +338,7 @@ pub(super) fn write_attributes(
         match carried_value(name) {
             Some(input) => input.write(out),
             None => attr::write(name.as_bytes(), value, out)
-                .map_err(|e| Error::format(format!("cannot encode attribute {name}: {e}")))?,
+                .map_err(|e| Error::from_exr(format!("cannot encode attribute {name}"), e))?,
         }
         ends.push((*name, out.len()));
     }

@@ -304,15 +304,14 @@ fn band_rows(
     let share = budget / BANDS_IN_FLIGHT;
     let block = source.block_height() as u64;
     if row.saturating_mul(block) > share {
-        return Err(Error::file(
-            source.path(),
-            format!(
-                "a block of {block} rows of {width} pixels needs {} to deepen, over a band's \
-                 share of the memory budget of {} (raise --memory-budget)",
-                crate::size::human_bytes(row.saturating_mul(block)),
-                crate::size::human_bytes(budget)
+        return Err(Error::over_budget(
+            format_args!(
+                "a block of {block} rows of {width} pixels, one of {BANDS_IN_FLIGHT} bands in flight,"
             ),
-        ));
+            row.saturating_mul(block).saturating_mul(BANDS_IN_FLIGHT),
+            budget,
+        )
+        .in_file(source.path()));
     }
     let rows = (share.min(MAX_BAND_BYTES) / row.max(1)).max(block);
     Ok((rows - rows % block) as usize)

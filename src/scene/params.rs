@@ -40,7 +40,7 @@ impl SceneParams {
     /// Parse the text of a scene file.
     pub fn parse(scene: &str, text: &str) -> Result<Self> {
         let table: BTreeMap<String, Entry> = toml::from_str(text).map_err(|e| {
-            Error::Format(format!("scenes/{scene}.toml: {}", e.message().trim_end()))
+            Error::format(format!("scenes/{scene}.toml: {}", e.message().trim_end()))
         })?;
         let mut values = BTreeMap::new();
         flatten("", table, &mut values);
@@ -59,7 +59,7 @@ impl SceneParams {
     pub fn take_count(&mut self, key: &str) -> Result<usize> {
         let v = self.take_f64(key)?;
         if v < 0.0 || v.fract() != 0.0 {
-            return Err(Error::Format(format!(
+            return Err(Error::format(format!(
                 "scenes/{}.toml: {key} must be a whole number, not {v}",
                 self.scene
             )));
@@ -72,7 +72,7 @@ impl SceneParams {
         let lo = self.take(&format!("{key}.min"))?;
         let hi = self.take(&format!("{key}.max"))?;
         if lo > hi {
-            return Err(Error::Format(format!(
+            return Err(Error::format(format!(
                 "scenes/{}.toml: {key}.min {lo} is above {key}.max {hi}",
                 self.scene
             )));
@@ -82,7 +82,7 @@ impl SceneParams {
 
     fn take_f64(&mut self, key: &str) -> Result<f64> {
         self.values.remove(key).ok_or_else(|| {
-            Error::Format(format!(
+            Error::format(format!(
                 "scenes/{}.toml: missing parameter {key}",
                 self.scene
             ))
@@ -93,7 +93,7 @@ impl SceneParams {
     pub fn finish(self) -> Result<()> {
         match self.values.keys().next() {
             None => Ok(()),
-            Some(key) => Err(Error::Format(format!(
+            Some(key) => Err(Error::format(format!(
                 "scenes/{}.toml: unknown parameter {key}",
                 self.scene
             ))),

@@ -25,7 +25,6 @@ use crate::composite::{
 use crate::deep::Bounds;
 use crate::error::{Error, Result};
 use crate::exr::{ChunkSource, BANDS_IN_FLIGHT};
-use crate::size::human_bytes;
 
 /// The most bytes a band is planned to take, whatever the budget allows.
 pub const MAX_BAND_BYTES: u64 = 32 << 20;
@@ -113,23 +112,24 @@ pub fn plan_bands(
         );
     if window_bytes > options.budget {
         let paths: Vec<&std::path::Path> = sources.iter().map(|s| s.path()).collect();
-        return Err(Error::Usage(format!(
-            "{}: the merged data window ({}, {})-({}, {}), {} x {} pixels, would need {} for \
-             {} output, over the memory budget of {} (raise it with --memory-budget)",
-            crate::composite::input_names(&paths),
-            window.x0,
-            window.y0,
-            window.x1,
-            window.y1,
-            window.width(),
-            window.height(),
-            human_bytes(window_bytes),
-            match kind {
-                OutputKind::Flat { .. } => "flat",
-                OutputKind::Deep => "deep",
-            },
-            human_bytes(options.budget)
-        )));
+        return Err(Error::over_budget(
+            format_args!(
+                "{}: the merged data window ({}, {})-({}, {}), {} x {} pixels, for {} output,",
+                crate::composite::input_names(&paths),
+                window.x0,
+                window.y0,
+                window.x1,
+                window.y1,
+                window.width(),
+                window.height(),
+                match kind {
+                    OutputKind::Flat { .. } => "flat",
+                    OutputKind::Deep => "deep",
+                },
+            ),
+            window_bytes,
+            options.budget,
+        ));
     }
     let samples_at = |s: &ChunkSource, y: i32| -> u64 {
         if y < s.window.y0 || y > s.window.y1 {
@@ -199,7 +199,12 @@ pub fn plan_bands(
     for (k, &cost) in costs.iter().enumerate() {
         let y = window.y0 + k as i32;
         if cost > share {
-            return Err(refuse_row(sources, y, cost, options.budget, samples_at));
+            // What the budget must be for this row: three bands of it beside the reserve.
+            let needed = cost
+                .saturating_mul(BANDS_IN_FLIGHT)
+                .saturating_add(reserve)
+                .saturating_add(kept);
+            return Err(refuse_row(sources, y, needed, options.budget, samples_at));
         }
         let empty = empty_row(y);
         let full = !empty && held.saturating_add(cost) > target;
@@ -235,10 +240,11 @@ pub fn plan_bands(
     Ok(bands)
 }
 
+/// The refusal of row `y`, which alone would need `needed` bytes of budget.
 fn refuse_row(
     sources: &[ChunkSource],
     y: i32,
-    cost: u64,
+    needed: u64,
     budget: u64,
     samples_at: impl Fn(&ChunkSource, i32) -> u64,
 ) -> Error {
@@ -247,15 +253,14 @@ fn refuse_row(
         .iter()
         .max_by_key(|s| samples_at(s, y))
         .expect("at least one input");
-    Error::file(
-        densest.path(),
-        format!(
-            "row {y} holds {} samples here ({total} over all inputs), which need {} to merge, \
-             over a band's share of the memory budget of {} (a third: one band is read, one \
-             merged and one written at a time); raise --memory-budget",
+    Error::over_budget(
+        format_args!(
+            "row {y}, with {} samples here ({total} over all inputs) and three bands of rows \
+             held at a time (one read, one merged, one written),",
             samples_at(densest, y),
-            human_bytes(cost),
-            human_bytes(budget)
         ),
+        needed,
+        budget,
     )
+    .in_file(densest.path())
 }
