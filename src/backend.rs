@@ -16,17 +16,7 @@
 use crate::error::{Error, Result};
 use crate::gpu::GlContext;
 
-/// Which engine the user asked for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Backend {
-    /// GL on a hardware device, else the CPU engine (see the module docs).
-    #[default]
-    Auto,
-    /// The CPU engine.
-    Cpu,
-    /// OpenGL compute, or an error.
-    Gl,
-}
+pub use crate::request::Backend;
 
 /// The engine chosen for a merge.
 pub enum Engine {
@@ -45,8 +35,9 @@ pub enum Engine {
 /// `Auto` and are refused with `Cpu`.
 pub fn choose_engine(backend: Backend, gl_options_given: bool) -> Result<Engine> {
     match backend {
+        // `MergeRequest::check` refuses this in the front end's words first.
         Backend::Cpu if gl_options_given => Err(Error::Usage(
-            "--layout, --rbm, --stepwise, --block, --pixel-order, --gpu-stages and --stats choose how the GPU merges; they do not apply to --backend cpu".into(),
+            "GPU options choose how the GPU merges; they do not apply to the CPU backend".into(),
         )),
         Backend::Cpu => Ok(Engine::Cpu {
             reason: String::new(),

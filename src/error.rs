@@ -321,6 +321,27 @@ impl Error {
     }
 }
 
+/// The value named `text` among `choices` (name, value), case-insensitively; else a usage error
+/// that says what `what` takes. Every option enum's `FromStr` is this, so the CLI, Python and
+/// the viewer accept the same names and refuse others in the same words.
+pub(crate) fn parse_name<T: Copy, const N: usize>(
+    what: &str,
+    text: &str,
+    choices: [(&str, T); N],
+) -> Result<T> {
+    choices
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(text))
+        .map(|&(_, value)| value)
+        .ok_or_else(|| {
+            let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+            Error::Usage(format!(
+                "{what} must be one of {}, not {text:?}",
+                names.join(", ")
+            ))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

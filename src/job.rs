@@ -21,6 +21,7 @@ use crate::exr::{
 };
 use crate::gpu::{GlContext, GlOptions};
 use crate::progress::Progress;
+use crate::request::{FieldNames, MergeRequest};
 use crate::run_stats::RunStats;
 use crate::sequence::FramePattern;
 use crate::stream::{merge_parts, plan_parts, MergeEngine, PartPlan, PartRequest, StreamOptions};
@@ -67,6 +68,27 @@ pub struct SequenceSummary {
 }
 
 impl MergeJob {
+    /// The job `request` asks for, over `inputs` inputs; `part_notes` as the field says. The
+    /// request is checked ([`MergeRequest::check`]) by the caller, in its own words.
+    pub fn new(request: &MergeRequest, inputs: usize, part_notes: bool) -> Result<Self> {
+        let (deep_write, flat_write) = request.write_options()?;
+        Ok(MergeJob {
+            parts: request.part_request(inputs, &FieldNames)?,
+            part_notes,
+            merge: request.merge_options(),
+            flat_write,
+            deep_write,
+            metadata: request.metadata.unwrap_or_default(),
+            gl: request.gl.is_given().then(|| request.gl_options()),
+            gl_stats: request.gl.stats,
+            budget: request.memory_budget,
+            channels: request.channels.clone(),
+            band_rows: request.band_rows,
+            pruning: request.pruning,
+            bbox: request.bbox,
+        })
+    }
+
     /// Merge `inputs` into `output` on `engine`, adding stage times to `stats` and a progress
     /// step after each stage. `announce` is printed once the merge has succeeded, so a run that
     /// fails prints its one error line only.

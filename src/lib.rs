@@ -76,6 +76,7 @@ pub mod ops;
 pub mod preview;
 #[cfg(feature = "cli")]
 pub mod progress;
+pub mod request;
 pub mod run_stats;
 pub mod scene;
 pub mod sequence;

@@ -6,24 +6,27 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
-use deepmerge::backend::{choose_engine, Backend, Engine};
+use deepmerge::backend::Engine;
 use deepmerge::bench::{self, BenchArgs};
-use deepmerge::composite::{MergeOptions, MergeStrategy, OutputKind, SortPolicy};
+use deepmerge::composite::{MergeStrategy, Pruning};
 use deepmerge::error::ErrorKind;
 use deepmerge::exr::ChannelSelection;
 use deepmerge::exr::{
-    self, DeepWriteOptions, FlatType, MetadataMode, OutputOptions, PartSelector, ReadOptions,
+    self, Codec, FlatType, MetadataMode, OutputOptions, PartSelector, ReadOptions,
 };
-use deepmerge::gpu::{GlContext, GlOptions, Layout, MergeMethod, PixelOrder, RbmBlocks};
+use deepmerge::gpu::{GlContext, Layout, MergeMethod, PixelOrder, RbmBlocks};
 use deepmerge::inspect::TableValues;
 use deepmerge::job::{MergeJob, SequenceSummary};
 use deepmerge::progress::{Progress, ProgressMode};
+use deepmerge::request::{Backend, GlRequest, MergeRequest};
 use deepmerge::run_stats::RunStats;
 use deepmerge::sequence::{self, FramePattern};
-use deepmerge::stream::{plan_parts, PartPlan, PartRequest, StreamMerge, StreamOptions};
+use deepmerge::stream::{plan_parts, PartPlan, StreamMerge, StreamOptions};
 use deepmerge::{cleanup, heatmap, scene, Error, Result};
 
 mod cli;
+
+use cli::options::{memory_size, named, Flags};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -114,9 +117,10 @@ enum Command {
         /// Files to describe.
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// Refuse inputs that would take more than this many GiB once decoded.
-        #[arg(long, value_name = "GIB", default_value_t = 8.0)]
-        max_memory: f64,
+        /// Refuse inputs that would take more than this once decoded: GiB, or a size with a
+        /// unit (512MiB).
+        #[arg(long, value_name = "SIZE", default_value = "8")]
+        max_memory: String,
         /// Also say what a sample costs when a merge keeps only these channels.
         #[arg(long, value_name = "LIST")]
         channels: Option<String>,
@@ -152,85 +156,32 @@ enum Command {
     },
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum CompressionArg {
-    None,
-    Rle,
-    Zips,
-    /// Flat output only (OpenEXR refuses it for deep parts).
-    Zip,
-    /// OpenEXR 3.5's zstd (level: --zstd-level).
-    Zstd,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-enum MetadataArg {
-    /// The first input's header attributes (its part's), but those the writer states.
-    First,
-    /// Only the attributes the writer states.
-    None,
-}
-
 /// How every command that writes an EXR writes it: compression and carried metadata.
 #[derive(Args, Clone, Debug)]
 pub(crate) struct OutputArgs {
-    /// Compression: none, rle, zips, zstd, and zip for flat output only. Default: zips for
-    /// deep output, zip for flat output.
-    #[arg(long, value_enum)]
-    compression: Option<CompressionArg>,
+    /// Compression: none, rle, zips, zstd (OpenEXR 3.5's; level: --zstd-level), and zip for
+    /// flat output only (OpenEXR refuses it for deep parts). Default: zips for deep output,
+    /// zip for flat output.
+    #[arg(long, value_name = "CODEC", value_parser = named::<Codec>(&["none", "rle", "zips", "zip", "zstd"]))]
+    compression: Option<Codec>,
     /// The zstd level, 1 to 22 (default 5, OpenEXR's), with --compression zstd.
     #[arg(long, value_name = "N")]
     zstd_level: Option<i32>,
-    /// Header attributes of the output: the first input's (first, the default) or none; the
-    /// writer's own (channels, windows, compression...) and `software` are always its own.
-    #[arg(long, value_enum, value_name = "WHICH")]
-    metadata: Option<MetadataArg>,
+    /// Header attributes of the output: the first input's (first, the default: its part's,
+    /// but those the writer states) or none (only the writer's own); the writer's own
+    /// (channels, windows, compression...) and `software` are always its own.
+    #[arg(long, value_name = "WHICH", value_parser = named::<MetadataMode>(&["first", "none"]))]
+    metadata: Option<MetadataMode>,
 }
 
 impl OutputArgs {
     pub(crate) fn options(&self) -> Result<OutputOptions> {
-        let name = self.compression.map(|c| match c {
-            CompressionArg::None => "none",
-            CompressionArg::Rle => "rle",
-            CompressionArg::Zips => "zips",
-            CompressionArg::Zip => "zip",
-            CompressionArg::Zstd => "zstd",
-        });
-        let mut options = OutputOptions::parse(name, self.zstd_level, None)?;
-        options.metadata = match self.metadata {
-            Some(MetadataArg::None) => MetadataMode::None,
-            Some(MetadataArg::First) | None => MetadataMode::First,
-        };
-        Ok(options)
+        OutputOptions::new(self.compression, self.zstd_level, self.metadata)
     }
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum BackendArg {
-    /// The CPU engine, measured faster end to end than OpenGL on llvmpipe and on an NVIDIA
-    /// H100 (GPU options such as --layout select OpenGL).
-    Auto,
-    /// The CPU reference engine.
-    Cpu,
-    /// OpenGL 4.3 compute.
-    Gl,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-enum LayoutArg {
-    Ll,
-    La,
-    Ia,
-    Bia,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-enum PixelOrderArg {
-    /// Pixels along rows.
-    Row,
-    /// 8x4 tiles in the GPU's raster pattern.
-    Tiled,
-}
+/// The storage types of flat colour, as `--flat-type` names them.
+pub(crate) const FLAT_TYPES: &[&str] = &["half", "float"];
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum GpuStagesArg {
@@ -240,12 +191,6 @@ enum GpuStagesArg {
     Gpu,
     /// Always on the host (bit-identical to the CPU engine).
     Host,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum FlatTypeArg {
-    Half,
-    Float,
 }
 
 #[derive(Args, Debug)]
@@ -263,9 +208,9 @@ struct MergeArgs {
     deep: bool,
     #[command(flatten)]
     write: OutputArgs,
-    /// Storage type of flat colour and alpha.
-    #[arg(long, value_enum, default_value_t = FlatTypeArg::Half)]
-    flat_type: FlatTypeArg,
+    /// Storage type of flat colour and alpha: half (the default) or float.
+    #[arg(long, value_name = "TYPE", value_parser = named::<FlatType>(FLAT_TYPES))]
+    flat_type: Option<FlatType>,
     /// Add a Z channel to flat output (depth of the front-most contributing sample).
     #[arg(long)]
     flat_z: bool,
@@ -291,13 +236,15 @@ struct MergeArgs {
         allow_hyphen_values = true
     )]
     bbox: String,
-    /// Which engine runs the merge.
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    backend: BackendArg,
-    /// GPU layout of the inputs and of deep intermediates (GL backend; default la, the fastest
-    /// measured on an H100).
-    #[arg(long, value_enum)]
-    layout: Option<LayoutArg>,
+    /// Which engine runs the merge: auto (the CPU engine, measured faster end to end than
+    /// OpenGL on llvmpipe and on an NVIDIA H100; GPU options such as --layout select OpenGL),
+    /// cpu (the reference engine) or gl (OpenGL 4.3 compute).
+    #[arg(long, value_name = "ENGINE", default_value = "auto", value_parser = named::<Backend>(&["auto", "cpu", "gl"]))]
+    backend: Backend,
+    /// GPU layout of the inputs and of deep intermediates: ll, la, ia or bia (GL backend;
+    /// default la, the fastest measured on an H100).
+    #[arg(long, value_name = "LAYOUT", value_parser = named::<Layout>(&["ll", "la", "ia", "bia"]))]
+    layout: Option<Layout>,
     /// Register-block merging (GL backend; the default).
     #[arg(long, conflicts_with = "stepwise")]
     rbm: bool,
@@ -309,11 +256,11 @@ struct MergeArgs {
     block: Option<u32>,
     /// How register blocks are indexed: shifted (constant indices; the default) or indexed (a
     /// moving index) (GL backend; same output, speed differs by compiler).
-    #[arg(long, value_name = "HOW")]
+    #[arg(long, value_name = "HOW", value_parser = named::<RbmBlocks>(&["shifted", "indexed"]))]
     rbm_blocks: Option<RbmBlocks>,
-    /// Pixel order of GPU layouts: row-major, or 8x4 raster tiles (GL backend).
-    #[arg(long, value_enum)]
-    pixel_order: Option<PixelOrderArg>,
+    /// Pixel order of GPU layouts: row (row-major), or tiled (8x4 raster tiles) (GL backend).
+    #[arg(long, value_name = "ORDER", value_parser = named::<PixelOrder>(&["row", "tiled"]))]
+    pixel_order: Option<PixelOrder>,
     /// Where the GL backend sorts messy inputs and tidies overlapping volumes.
     #[arg(long, value_enum)]
     gpu_stages: Option<GpuStagesArg>,
@@ -322,8 +269,8 @@ struct MergeArgs {
     stats: bool,
     /// How N inputs merge per pixel: all in one pass (kway, the default) or a chain of pairwise
     /// merges (chain, the paper's iterated merging); both engines, same output.
-    #[arg(long, value_enum, value_name = "HOW", default_value_t = StrategyArg::Kway)]
-    merge_strategy: StrategyArg,
+    #[arg(long, value_name = "HOW", default_value = "kway", value_parser = named::<MergeStrategy>(&["kway", "chain"]))]
+    merge_strategy: MergeStrategy,
     /// Sort every input pixel, even where the file says it is sorted.
     #[arg(long, conflicts_with = "assume_sorted")]
     sort: bool,
@@ -339,16 +286,16 @@ struct MergeArgs {
     /// input of the same name or `view`, into a multi-part output; a part missing is an error.
     #[arg(long, conflicts_with = "part")]
     all_parts: bool,
-    /// The memory the merge works in, in GiB: bands of rows are sized from the inputs' sample
-    /// counts to fit it; only a single row over its share is refused (`--max-memory` is the
-    /// old name).
+    /// The memory the merge works in: GiB, or a size with a unit (512MiB, 2G). Bands of rows
+    /// are sized from the inputs' sample counts to fit it; only a single row over its share is
+    /// refused (`--max-memory` is the old name).
     #[arg(
         long = "memory-budget",
         visible_alias = "max-memory",
-        value_name = "GIB",
-        default_value_t = DEFAULT_BUDGET_GIB
+        value_name = "SIZE",
+        default_value = DEFAULT_BUDGET
     )]
-    memory_budget: f64,
+    memory_budget: String,
     /// Keep only these channels (comma-separated), plus Z, ZBack and the alphas they need; the
     /// others are never decoded into memory.
     #[arg(long, value_name = "LIST")]
@@ -382,12 +329,6 @@ struct MergeArgs {
     /// Print the time of each stage (read, merge, write) and the peak memory at the end.
     #[arg(long)]
     runstats: bool,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-enum StrategyArg {
-    Kway,
-    Chain,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -425,7 +366,7 @@ fn main() -> ExitCode {
             all_attributes,
         }) => run_info(
             &files,
-            max_memory,
+            &max_memory,
             channels.as_deref(),
             pixel,
             part,
@@ -560,19 +501,8 @@ fn count_word(bytes: &[u8], word: &[u8]) -> usize {
     bytes.windows(word.len()).filter(|w| *w == word).count()
 }
 
-/// `--memory-budget` by default: [`deepmerge::stream::DEFAULT_MEMORY_BUDGET`] in GiB.
-const DEFAULT_BUDGET_GIB: f64 = 1.0;
-
-/// `gib` GiB in bytes; `flag` names the option in the refusal (`--memory-budget` for merges,
-/// whichever spelling was typed; `--max-memory` for `info`).
-fn gib_to_bytes(flag: &str, gib: f64) -> Result<u64> {
-    if !(gib > 0.0 && gib.is_finite()) {
-        return Err(Error::Usage(format!(
-            "{flag} must be a positive number of GiB, not {gib}"
-        )));
-    }
-    Ok((gib * (1u64 << 30) as f64) as u64)
-}
+/// `--memory-budget` by default: [`deepmerge::stream::DEFAULT_MEMORY_BUDGET`], 1 GiB.
+pub(crate) const DEFAULT_BUDGET: &str = "1";
 
 fn run_scene(name: &str, size: &str, seed: u64, inputs: usize, prefix: &Path) -> Result<()> {
     let (width, height) = scene::parse_size(size)?;
@@ -596,14 +526,14 @@ fn run_heatmap(file: &Path, output: &Path, part: Option<String>) -> Result<()> {
 
 fn run_info(
     files: &[PathBuf],
-    max_memory: f64,
+    max_memory: &str,
     channels: Option<&str>,
     pixel: Option<String>,
     part: Option<String>,
     accumulated: bool,
     all_attributes: bool,
 ) -> Result<()> {
-    let max_memory = gib_to_bytes("--max-memory", max_memory)?;
+    let max_memory = memory_size("--max-memory", max_memory)?;
     let selection = channels.map(ChannelSelection::parse).transpose()?;
     let pixel = pixel
         .map(|p| deepmerge::info::parse_pixel(&p))
@@ -673,72 +603,73 @@ fn run_info(
     }
 }
 
-/// The GL engine's options from the command line; `None` when none was given.
-fn gl_options(args: &MergeArgs) -> Option<GlOptions> {
-    let given = args.layout.is_some()
-        || args.rbm
-        || args.stepwise
-        || args.block.is_some()
-        || args.rbm_blocks.is_some()
-        || args.pixel_order.is_some()
-        || args.gpu_stages.is_some()
-        || args.stats;
-    if !given {
-        return None;
-    }
-    let defaults = GlOptions::default();
-    let stages_on_gpu = match args.gpu_stages {
-        Some(GpuStagesArg::Gpu) => Some(true),
-        Some(GpuStagesArg::Host) => Some(false),
-        Some(GpuStagesArg::Auto) | None => None,
-    };
-    Some(GlOptions {
-        layout: match args.layout {
-            Some(LayoutArg::Ll) => Layout::LinkedList,
-            Some(LayoutArg::La) => Layout::Linearised,
-            Some(LayoutArg::Ia) => Layout::Interleaved,
-            Some(LayoutArg::Bia) => Layout::BlockedInterleaved,
-            None => defaults.layout,
+/// The merge the command line asks for: each flag mapped onto the library's request, which
+/// owns the rules (`MergeRequest::check`).
+fn merge_request(args: &MergeArgs) -> Result<MergeRequest> {
+    Ok(MergeRequest {
+        deep: args.deep,
+        flat_z: args.flat_z,
+        flat_type: args.flat_type,
+        tidy: args.tidy,
+        deep_state: !args.no_deep_state,
+        sort: args.sort,
+        assume_sorted: args.assume_sorted,
+        strategy: args.merge_strategy,
+        pruning: Pruning {
+            drop_transparent: args.drop_transparent,
+            drop_hidden: args.drop_hidden,
         },
-        method: if args.stepwise {
-            MergeMethod::Stepwise
-        } else {
-            MergeMethod::RegisterBlock
+        bbox: args
+            .bbox
+            .parse()
+            .map_err(|e| Error::Usage(format!("--bbox: {e}")))?,
+        part: args
+            .part
+            .iter()
+            .map(|p| p.parse().expect("infallible"))
+            .collect(),
+        all_parts: args.all_parts,
+        channels: args
+            .channels
+            .as_deref()
+            .map(ChannelSelection::parse)
+            .transpose()?,
+        memory_budget: memory_size("--memory-budget", &args.memory_budget)?,
+        band_rows: args.band_rows.map(|n| n as usize),
+        backend: args.backend,
+        gl: GlRequest {
+            layout: args.layout,
+            method: if args.stepwise {
+                Some(MergeMethod::Stepwise)
+            } else if args.rbm {
+                Some(MergeMethod::RegisterBlock)
+            } else {
+                None
+            },
+            block_size: args.block,
+            rbm_blocks: args.rbm_blocks,
+            pixel_order: args.pixel_order,
+            stages_on_gpu: match args.gpu_stages {
+                Some(GpuStagesArg::Gpu) => Some(true),
+                Some(GpuStagesArg::Host) => Some(false),
+                Some(GpuStagesArg::Auto) | None => None,
+            },
+            stats: args.stats,
         },
-        block_size: args.block.unwrap_or(defaults.block_size),
-        pixel_order: match args.pixel_order {
-            Some(PixelOrderArg::Tiled) => PixelOrder::Tiled,
-            Some(PixelOrderArg::Row) => PixelOrder::RowMajor,
-            None => defaults.pixel_order,
-        },
-        sort_on_gpu: stages_on_gpu,
-        tidy_on_gpu: stages_on_gpu,
-        rbm_blocks: args.rbm_blocks.unwrap_or(defaults.rbm_blocks),
-        ..defaults
+        compression: args.write.compression,
+        zstd_level: args.write.zstd_level,
+        metadata: args.write.metadata,
+        writes_file: true,
+        jobs: args.jobs.map(|j| j as usize),
     })
 }
 
 fn run_merge(args: &MergeArgs) -> Result<()> {
     let output = args.output.as_ref().expect("clap requires -o");
     cli_conventions::check_output_is_a_file(output)?;
-    let requested_gl = gl_options(args);
-    if args.deep && (args.flat_z || args.flat_type != FlatTypeArg::Half) {
-        return Err(Error::Usage(
-            "--flat-z and --flat-type apply to flat output, not --deep".into(),
-        ));
-    }
-    if !args.deep && (args.tidy || args.no_deep_state) {
-        return Err(Error::Usage(
-            "--tidy and --no-deep-state apply to deep output; add --deep (flat output is always composited tidily)".into(),
-        ));
-    }
+    let request = merge_request(args)?;
+    request.check(args.inputs.len(), &Flags)?;
     deepmerge::preview::check_output_name(output, args.deep)?;
-    let output_options = args.write.options()?;
-    let deep_write = if args.deep {
-        output_options.deep(!args.no_deep_state)?
-    } else {
-        DeepWriteOptions::default()
-    };
     // Parse the sequence before choosing the engine: a usage error should not wait for GL.
     let output_pattern = FramePattern::parse(output)?;
     let frames = match (&args.frames, &output_pattern) {
@@ -757,7 +688,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         }
         (None, None) => None,
     };
-    if frames.is_none() && args.jobs.is_some() {
+    if frames.is_none() && request.jobs.is_some() {
         return Err(Error::Usage("-j applies to sequences (--frames)".into()));
     }
     // The inputs' patterns too, so a malformed one is a usage error, not a literal path.
@@ -769,56 +700,9 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
     } else {
         Vec::new()
     };
-    let job = MergeJob {
-        parts: PartRequest::from_args(&args.part, args.all_parts, args.inputs.len())?,
-        part_notes: !args.quiet,
-        budget: gib_to_bytes("--memory-budget", args.memory_budget)?,
-        channels: args
-            .channels
-            .as_deref()
-            .map(ChannelSelection::parse)
-            .transpose()?,
-        band_rows: args.band_rows.map(|n| n as usize),
-        pruning: deepmerge::composite::Pruning {
-            drop_transparent: args.drop_transparent,
-            drop_hidden: args.drop_hidden,
-        },
-        bbox: args.bbox.parse()?,
-        merge: MergeOptions {
-            output: if args.deep {
-                OutputKind::Deep
-            } else {
-                OutputKind::Flat { z: args.flat_z }
-            },
-            tidy: args.tidy,
-            sort: if args.sort {
-                SortPolicy::Always
-            } else if args.assume_sorted {
-                SortPolicy::AssumeSorted
-            } else {
-                SortPolicy::Auto
-            },
-            strategy: match args.merge_strategy {
-                StrategyArg::Kway => MergeStrategy::KWay,
-                StrategyArg::Chain => MergeStrategy::Chain,
-            },
-        },
-        flat_write: output_options.flat(match args.flat_type {
-            FlatTypeArg::Half => FlatType::Half,
-            FlatTypeArg::Float => FlatType::Float,
-        }),
-        deep_write,
-        metadata: output_options.metadata,
-        gl: requested_gl,
-        gl_stats: args.stats,
-    };
+    let job = MergeJob::new(&request, args.inputs.len(), !args.quiet)?;
     // Choose the engine before reading, so a `--backend gl` without GL fails fast.
-    let backend = match args.backend {
-        BackendArg::Auto => Backend::Auto,
-        BackendArg::Cpu => Backend::Cpu,
-        BackendArg::Gl => Backend::Gl,
-    };
-    let engine = choose_engine(backend, requested_gl.is_some())?;
+    let engine = request.engine()?;
     let progress_mode = match (args.quiet, args.progress) {
         (true, _) => ProgressMode::None,
         (false, None | Some(ProgressArg::Auto)) => ProgressMode::Auto,
@@ -836,7 +720,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
     let announce = (!args.quiet).then(|| {
         let on = match &engine {
             Engine::Gl(ctx) => {
-                let gl = requested_gl.unwrap_or_default();
+                let gl = request.gl_options();
                 let kway = deepmerge::gpu::uses_kway(job.merge.strategy, args.inputs.len());
                 format!(
                     "with OpenGL on {} ({} {} block {})",
@@ -899,10 +783,6 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if let Some(line) = &announce {
         progress.note(line);
-    }
-    if matches!(engine, Engine::Gl(_)) && args.jobs.is_some_and(|j| j > 1) && !args.quiet {
-        // Said rather than silently ignored: the GL context belongs to one thread.
-        progress.note("deepmerge: -j: the GL engine merges one frame at a time");
     }
     let summary = job.run_sequence(
         &engine,

@@ -186,9 +186,9 @@ fn bad_bboxes_are_refused_with_one_line_and_no_output() {
     let out = dir.path().join("o.exr");
     for (mode, says) in [
         ("intersection", "do not meet"),
-        ("everything", "--bbox takes"),
-        ("5,5,1,1", "--bbox takes"),
-        ("1,2,3", "--bbox takes"),
+        ("everything", "union, intersection, first or X0,Y0,X1,Y1"),
+        ("5,5,1,1", "union, intersection, first or X0,Y0,X1,Y1"),
+        ("1,2,3", "union, intersection, first or X0,Y0,X1,Y1"),
     ] {
         let (ok, _, err) = run(&[s(&a), s(&far_path), "--bbox", mode, "-o", s(&out)]);
         assert!(!ok, "{mode}");

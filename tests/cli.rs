@@ -64,17 +64,36 @@ fn options_that_do_not_apply_are_refused_not_ignored() {
     for (extra, expect) in [
         (
             &["--backend", "cpu", "--layout", "bia"][..],
-            "do not apply to --backend cpu",
+            "--layout chooses how the GPU merges; it does not apply to --backend cpu",
         ),
         (
-            &["--backend", "cpu", "--gpu-stages", "gpu"][..],
-            "do not apply to --backend cpu",
+            &["--backend", "cpu", "--gpu-stages", "gpu", "--stats"][..],
+            "--gpu-stages, --stats choose how the GPU merges; they do not apply to --backend cpu",
         ),
         (
             &["--backend", "cpu", "--deep", "--flat-z"][..],
-            "apply to flat output",
+            "--flat-z applies to flat output, not --deep",
         ),
-        (&["--backend", "cpu", "--tidy"][..], "apply to deep output"),
+        (
+            &["--backend", "cpu", "--tidy"][..],
+            "--tidy applies to deep output; add --deep",
+        ),
+        (
+            &["--backend", "cpu", "--no-deep-state"][..],
+            "--no-deep-state applies to deep output; add --deep",
+        ),
+        (
+            &["--backend", "cpu", "--drop-hidden"][..],
+            "--drop-hidden applies to deep output; add --deep",
+        ),
+        (
+            &["--backend", "cpu", "--channels", "R,G,b"][..],
+            "no input has a channel \"b\" (the inputs' channels: A, B, G, R, Z)",
+        ),
+        (
+            &["--backend", "cpu", "--channels", "r,g,b,a"][..],
+            "no input has a channel \"r\"",
+        ),
         (
             &["--backend", "cpu", "--deep", "--compression", "zip"][..],
             "OpenEXR accepts none, rle, zips and zstd for deep parts",
@@ -92,16 +111,20 @@ fn options_that_do_not_apply_are_refused_not_ignored() {
                 "--zstd-level",
                 "23",
             ][..],
-            "the zstd level must be 1 to 22, not 23",
+            "--zstd-level must be 1 to 22, not 23",
         ),
         // The old spelling is an alias: the refusal names the option by its name.
         (
             &["--backend", "cpu", "--max-memory", "0"][..],
-            "--memory-budget must be a positive",
+            "--memory-budget: a memory size must be positive",
         ),
         (
             &["--backend", "cpu", "--memory-budget", "0"][..],
-            "--memory-budget must be a positive",
+            "--memory-budget: a memory size must be positive",
+        ),
+        (
+            &["--backend", "cpu", "--memory-budget", "lots"][..],
+            "--memory-budget: a memory size is a number of GiB or a number with a unit",
         ),
     ] {
         let mut args = base.to_vec();

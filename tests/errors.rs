@@ -205,7 +205,7 @@ fn every_memory_budget_refusal_has_one_exit_code_and_one_form() {
     let (code, err) = cli_error(&merge("0", &[]), &[]);
     assert_eq!(code, codes["usage"], "{err}");
     assert!(
-        err.contains("--memory-budget must be a positive number"),
+        err.contains("--memory-budget: a memory size must be positive"),
         "{err}"
     );
 }

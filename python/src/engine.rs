@@ -23,19 +23,17 @@ use std::path::{Path, PathBuf};
 
 use deepmerge::backend::{choose_engine, Backend, Engine};
 use deepmerge::composite::{
-    check_merge, holdout as holdout_images, merge_images_over, HoldoutMode, MergeOptions,
-    MergeOutput, OutputKind,
+    check_merge, holdout as holdout_images, merge_images_over, HoldoutMode, MergeOutput,
 };
-use deepmerge::deep::{Bounds, DeepImage, FlatImage};
+use deepmerge::deep::{Bounds, Channel, DeepImage, FlatImage};
 use deepmerge::exr::{
-    self, ChannelSelection, DeepWriteOptions, FlatType, FlatWriteOptions, MetadataMode,
-    OutputOptions, PartInfo, PartSelector, ReadOptions, DEFAULT_MAX_MEMORY,
+    self, ChannelSelection, FlatType, MetadataMode, OutputOptions, PartInfo, PartSelector,
+    ReadOptions, DEFAULT_MAX_MEMORY,
 };
-use deepmerge::gpu::{merge_images_gl_over, GlOptions};
+use deepmerge::gpu::merge_images_gl_over;
 use deepmerge::info::{sample_stats, SampleStats};
-use deepmerge::stream::{
-    self, MergeEngine, OutputWindow, PartPlan, PartRequest, StreamOptions, DEFAULT_MEMORY_BUDGET,
-};
+use deepmerge::request::{FieldNames, MergeRequest};
+use deepmerge::stream::{self, MergeEngine, OutputWindow, PartPlan, PartRequest};
 use deepmerge::{Error, Result};
 
 /// How to read one file.
@@ -88,51 +86,6 @@ pub enum Input<'a> {
     Image { image: &'a DeepImage, name: String },
 }
 
-/// What a merge makes and on which engine.
-#[derive(Clone, Debug)]
-pub struct MergeRequest {
-    /// Flat (with Z or not) or deep output.
-    pub output: OutputKind,
-    /// Tidy deep output.
-    pub tidy: bool,
-    /// The engine asked for.
-    pub backend: Backend,
-    /// GL-only options (layout, method); `Some` selects GL under `Auto`, as the CLI's flags do.
-    pub gl: Option<GlOptions>,
-    /// Part of path inputs: one for all, one per input, or part by part (`--part`,
-    /// `--all-parts`; see [`stream::PartRequest`]).
-    pub parts: PartRequest,
-    /// Bytes: the streamed merge's working budget ([`merge_to_file`], default 1 GiB); the most
-    /// one decoded input or the output may take in memory ([`merge`], default 8 GiB).
-    pub memory_budget: Option<u64>,
-    /// Keep only these channels of path inputs (`--channels`).
-    pub channels: Option<ChannelSelection>,
-    /// The output data window (`--bbox`).
-    pub bbox: OutputWindow,
-}
-
-impl MergeRequest {
-    fn merge_options(&self) -> MergeOptions {
-        MergeOptions {
-            output: self.output,
-            tidy: self.tidy,
-            ..MergeOptions::default()
-        }
-    }
-}
-
-/// How a merge's output file is written (`--compression`, `--zstd-level`, `--metadata`,
-/// `--flat-type`).
-#[derive(Clone, Debug, Default)]
-pub struct WriteRequest {
-    /// Deep output.
-    pub deep: DeepWriteOptions,
-    /// Flat output.
-    pub flat: FlatWriteOptions,
-    /// Which input attributes the output carries.
-    pub metadata: MetadataMode,
-}
-
 /// What [`merge_to_file`] did.
 #[derive(Clone, Debug)]
 pub struct FileReport {
@@ -155,31 +108,19 @@ pub struct FileReport {
 /// Merge the files `inputs` into `output` as `deepmerge IN... -o OUT` does: the engine chosen
 /// first (so a `backend="gl"` without GL fails before reading), then
 /// [`stream::StreamMerge::open`] and [`stream::StreamMerge::run`] within the budget; the same
-/// bytes as the CLI's file.
+/// bytes as the CLI's file. `request` was checked ([`MergeRequest::check`]) by the caller.
 pub fn merge_to_file(
     inputs: &[PathBuf],
     output: &Path,
     request: &MergeRequest,
-    write: &WriteRequest,
 ) -> Result<FileReport> {
-    let options = StreamOptions {
-        part: PartSelector::FirstDeep,
-        input_parts: Vec::new(),
-        merge: request.merge_options(),
-        flat_write: write.flat.clone(),
-        deep_write: write.deep.clone(),
-        metadata: write.metadata,
-        budget: request.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET),
-        channels: request.channels.clone(),
-        band_rows: None,
-        pruning: Default::default(),
-        bbox: request.bbox,
-    };
-    with_engine(request.backend, request.gl.is_some(), |engine| {
+    let options = request.stream_options()?;
+    let parts = request.part_request(inputs.len(), &FieldNames)?;
+    with_engine(request.backend, request.gl.is_given(), |engine| {
         exr::check_output_is_not_an_input(output, inputs)?;
-        let plan = stream::plan_parts(inputs, &request.parts)?;
+        let plan = stream::plan_parts(inputs, &parts)?;
         let (on, name) = match engine {
-            Engine::Gl(ctx) => (MergeEngine::Gl(ctx, request.gl.unwrap_or_default()), "gl"),
+            Engine::Gl(ctx) => (MergeEngine::Gl(ctx, request.gl_options()), "gl"),
             Engine::Cpu { .. } => (MergeEngine::Cpu, "cpu"),
         };
         let reports = stream::merge_parts(inputs, output, &plan, &options, on, None)?;
@@ -204,11 +145,13 @@ pub fn merge_to_file(
 pub fn write_merged(
     output: &Path,
     merged: &MergeOutput,
-    write: &WriteRequest,
+    request: &MergeRequest,
     first_file: Option<(&Path, &PartSelector)>,
 ) -> Result<()> {
+    let (deep_write, flat_write) = request.write_options()?;
     let mut carried = Vec::new();
-    if let (MetadataMode::First, Some((path, part))) = (write.metadata, first_file) {
+    let metadata = request.metadata.unwrap_or_default();
+    if let (MetadataMode::First, Some((path, part))) = (metadata, first_file) {
         let parts = exr::read_parts_info(path)?;
         let chosen = match part {
             PartSelector::FirstDeep => parts.iter().find(|p| p.deep),
@@ -221,12 +164,12 @@ pub fn write_merged(
     }
     match merged {
         MergeOutput::Flat(flat) => {
-            let mut options = write.flat.clone();
+            let mut options = flat_write;
             options.attributes.extend(carried);
             exr::write_flat_with(output, flat, &options)
         }
         MergeOutput::Deep(deep) => {
-            let mut options = write.deep.clone();
+            let mut options = deep_write;
             options.attributes.extend(carried);
             exr::write_deep_with(output, deep, &options)
         }
@@ -249,14 +192,35 @@ pub fn in_memory_part(parts: &PartRequest, i: usize) -> Result<PartSelector> {
 /// Merge `inputs` in memory: read (whole), check against the budget, merge; the result is
 /// what `deepmerge IN... -o OUT` writes.
 pub fn merge(inputs: &[Input], request: &MergeRequest) -> Result<MergeOutput> {
+    let parts = request.part_request(inputs.len(), &FieldNames)?;
+    let budget = request.memory_budget;
+    // A channel name is refused when no input has it, as the streamed merge refuses it; each
+    // input then keeps what the selection keeps of its own channels.
+    let mut selections = Vec::new();
+    if let Some(selection) = &request.channels {
+        let mut channels = Vec::new();
+        for (i, input) in inputs.iter().enumerate() {
+            if let Input::Path(path) = input {
+                let source = exr::ChunkSource::open(path, &in_memory_part(&parts, i)?, budget)?;
+                channels.push((path.as_path(), source.all_channels));
+            }
+        }
+        let listed: Vec<(&Path, &[Channel])> =
+            channels.iter().map(|(p, c)| (*p, c.as_slice())).collect();
+        selection.check_names(&listed)?;
+        selections = channels
+            .iter()
+            .map(|(_, all)| selection.restricted_to(all))
+            .collect();
+    }
     // Files are read first, in order, so a bad file is reported before the engine starts.
     let mut read_images = Vec::new();
     for (i, input) in inputs.iter().enumerate() {
         if let Input::Path(path) = input {
             let read_request = ReadRequest {
-                part: in_memory_part(&request.parts, i)?,
-                channels: request.channels.clone(),
-                memory_budget: request.memory_budget,
+                part: in_memory_part(&parts, i)?,
+                channels: selections.get(read_images.len()).cloned(),
+                memory_budget: Some(budget),
             };
             read_images.push(read(path, &read_request)?);
         }
@@ -280,9 +244,19 @@ pub fn merge(inputs: &[Input], request: &MergeRequest) -> Result<MergeOutput> {
         }
     }
     let paths: Vec<&Path> = names.iter().map(PathBuf::as_path).collect();
+    // `drop_transparent` thins the inputs before the merge, as the streamed merge does per band.
+    let thinned: Vec<DeepImage> = match request.pruning.drop_transparent {
+        Some(_) => images
+            .iter()
+            .map(|i| request.pruning.inputs((*i).clone()))
+            .collect(),
+        None => Vec::new(),
+    };
+    if !thinned.is_empty() {
+        images = thinned.iter().collect();
+    }
     let options = request.merge_options();
-    let max_memory = request.memory_budget.unwrap_or(DEFAULT_MAX_MEMORY);
-    check_merge(&images, &paths, &options, max_memory)?;
+    check_merge(&images, &paths, &options, budget)?;
     // The union is the merge's own window; any other is given to it, as the streamed merge does.
     let window = match request.bbox {
         OutputWindow::Union => None,
@@ -293,22 +267,22 @@ pub fn merge(inputs: &[Input], request: &MergeRequest) -> Result<MergeOutput> {
     };
     with_engine(
         request.backend,
-        request.gl.is_some(),
+        request.gl.is_given(),
         |engine| match engine {
             Engine::Gl(ctx) => {
-                let gl = request.gl.unwrap_or_default();
-                merge_images_gl_over(ctx, &images, &options, &gl, window)
+                merge_images_gl_over(ctx, &images, &options, &request.gl_options(), window)
                     .map(|(merged, _stats)| merged)
             }
             Engine::Cpu { .. } => merge_images_over(&images, &options, window),
         },
     )
+    .map(|merged| request.pruning.output(merged))
     .map_err(|e| e.in_merge(&paths))
 }
 
 /// The engine `request` runs on in this thread: "cpu" or "gl".
 pub fn engine_name(request: &MergeRequest) -> Result<&'static str> {
-    with_engine(request.backend, request.gl.is_some(), |engine| {
+    with_engine(request.backend, request.gl.is_given(), |engine| {
         Ok(match engine {
             Engine::Gl(_) => "gl",
             Engine::Cpu { .. } => "cpu",
@@ -347,14 +321,11 @@ fn with_engine<T>(
 /// Composite one image front to back (`merge` of one input, flat output).
 pub fn flatten(image: &DeepImage, with_z: bool) -> Result<FlatImage> {
     let request = MergeRequest {
-        output: OutputKind::Flat { z: with_z },
-        tidy: false,
+        flat_z: with_z,
         backend: Backend::Cpu,
-        gl: None,
-        parts: PartRequest::Auto,
-        memory_budget: None,
-        channels: None,
-        bbox: OutputWindow::Union,
+        memory_budget: DEFAULT_MAX_MEMORY,
+        writes_file: false,
+        ..MergeRequest::default()
     };
     let input = Input::Image {
         image,
@@ -376,9 +347,15 @@ pub fn holdout(image: &DeepImage, holdout: &DeepImage, cull: bool) -> Result<Dee
     holdout_images(image, holdout, mode)
 }
 
-/// Write a deep image as `deepmerge --deep` does (records `deepImageState`).
-pub fn write_deep(path: &Path, image: &DeepImage, output: &OutputOptions) -> Result<()> {
-    exr::write_deep_with(path, image, &output.deep(true)?)
+/// Write a deep image as `deepmerge --deep` does: `deepImageState` recorded when `deep_state`
+/// (`--no-deep-state` leaves it out, for readers that refuse it).
+pub fn write_deep(
+    path: &Path,
+    image: &DeepImage,
+    output: &OutputOptions,
+    deep_state: bool,
+) -> Result<()> {
+    exr::write_deep_with(path, image, &output.deep(deep_state)?)
 }
 
 /// Write a flat image as `deepmerge` without `--deep` does.

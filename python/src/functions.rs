@@ -4,18 +4,18 @@
 use std::path::PathBuf;
 
 use deepmerge::backend::Backend;
-use deepmerge::composite::{HoldoutMode, MergeOutput, OutputKind};
-use deepmerge::exr::{ChannelSelection, DeepWriteOptions, FlatType, OutputOptions, PartSelector};
-use deepmerge::gpu::{GlOptions, Layout, MergeMethod};
+use deepmerge::composite::{HoldoutMode, MergeOutput, Pruning};
+use deepmerge::exr::{ChannelSelection, FlatType, OutputOptions, PartSelector};
 use deepmerge::info::COMPLEXITY_BINS;
 use deepmerge::ops::holdout::check_backend as check_holdout_backend;
 use deepmerge::ops::{run_holdout, HoldoutOutput};
-use deepmerge::stream::{OutputWindow, PartRequest, DEFAULT_MEMORY_BUDGET};
+use deepmerge::request::{GlRequest, MergeOption, MergeRequest, OptionNames};
+use deepmerge::stream::{OutputWindow, DEFAULT_MEMORY_BUDGET};
 use pyo3::exceptions::PyUserWarning;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
 
-use crate::engine::{self, Input, MergeRequest, ReadRequest, WriteRequest};
+use crate::engine::{self, Input, ReadRequest};
 use crate::errors::{to_py, usage};
 use crate::image::{PyDeepImage, PyFlatImage, Window};
 
@@ -31,6 +31,50 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
+/// An option enum's value from its name (the CLI's names, parsed by the enum's `FromStr`).
+fn parse<T: std::str::FromStr<Err = deepmerge::Error>>(name: Option<&str>) -> PyResult<Option<T>> {
+    name.map(str::parse).transpose().map_err(to_py)
+}
+
+/// The merge's keywords, as the library's refusals name them.
+struct Keywords;
+
+impl OptionNames for Keywords {
+    fn spell(&self, option: MergeOption) -> &'static str {
+        match option {
+            MergeOption::Deep => "output=\"deep\"",
+            MergeOption::FlatZ => "flat_z",
+            MergeOption::FlatType => "flat_type",
+            MergeOption::Tidy => "tidy",
+            MergeOption::NoDeepState => "deep_state=False",
+            MergeOption::Compression => "compression",
+            MergeOption::ZstdLevel => "zstd_level",
+            MergeOption::Metadata => "metadata",
+            MergeOption::OutputFile => "out=PATH (or use write())",
+            MergeOption::Backend => "backend",
+            MergeOption::Layout => "layout",
+            MergeOption::Method => "method",
+            MergeOption::Block => "block",
+            MergeOption::RbmBlocks => "rbm_blocks",
+            MergeOption::PixelOrder => "pixel_order",
+            MergeOption::GpuStages => "gpu_stages",
+            MergeOption::Stats => "stats",
+            MergeOption::Sort => "sort",
+            MergeOption::AssumeSorted => "assume_sorted",
+            MergeOption::Part => "part",
+            MergeOption::AllParts => "all_parts",
+            MergeOption::MemoryBudget => "memory_budget",
+            MergeOption::DropTransparent => "drop_transparent",
+            MergeOption::DropHidden => "drop_hidden",
+            MergeOption::Jobs => "jobs",
+        }
+    }
+
+    fn setting(&self, option: MergeOption, value: &str) -> String {
+        format!("{}=\"{value}\"", self.spell(option))
+    }
+}
+
 /// A part selector from Python: an index, a name, or `None` for the first deep part.
 #[derive(FromPyObject)]
 pub(crate) enum PartArg {
@@ -43,26 +87,6 @@ pub(crate) enum PartArg {
 pub(crate) enum PartsArg {
     Every(PartArg),
     PerInput(Vec<PartArg>),
-}
-
-/// The parts a merge reads, from `part` and `all_parts`, as the CLI's `--part` and
-/// `--all-parts`.
-fn part_request(part: Option<PartsArg>, all_parts: bool, inputs: usize) -> PyResult<PartRequest> {
-    let selector = |p: PartArg| part_selector(Some(p));
-    match (part, all_parts) {
-        (Some(_), true) => Err(usage("all_parts merges every part; it does not take part")),
-        (None, true) => Ok(PartRequest::All),
-        (None, false) => Ok(PartRequest::Auto),
-        (Some(PartsArg::Every(p)), false) => Ok(PartRequest::Every(selector(p))),
-        (Some(PartsArg::PerInput(list)), false) if list.len() == inputs => Ok(
-            PartRequest::PerInput(list.into_iter().map(selector).collect()),
-        ),
-        (Some(PartsArg::PerInput(list)), false) => Err(usage(format!(
-            "part is a list of {} parts for {inputs} inputs: give one part (for every input) or \
-             one per input, in input order",
-            list.len()
-        ))),
-    }
 }
 
 pub(crate) fn part_selector(part: Option<PartArg>) -> PartSelector {
@@ -170,7 +194,7 @@ fn image_of<'py>(
 /// names, or one ``"R,G,B"`` string) keeps what the CLI's ``--channels`` keeps: the named
 /// channels, Z and ZBack always, and every alpha (A, RA, GA, BA) when a colour channel is
 /// named; the others are never stored (the part is read chunk by chunk keeping only these), and
-/// a name the part lacks is a ``FormatError``. ``memory_budget`` (bytes; default 8 GiB, the
+/// a name the part lacks is a ``UsageError`` listing its channels. ``memory_budget`` (bytes; default 8 GiB, the
 /// CLI's ``--max-memory``) refuses files whose decoded counts and (kept) samples would take
 /// more. NaN depths are refused, as the CLI refuses them. Raises ``deepmerge.FileError`` (an
 /// ``OSError``) when the file cannot be read and ``deepmerge.FormatError`` (a ``ValueError``)
@@ -233,8 +257,21 @@ fn read(
 /// ``bbox`` chooses the output data window, as ``--bbox``: ``"union"`` (default) of the
 /// inputs' data windows, ``"intersection"``, ``"first"`` (the first input's), or a box
 /// ``(x0, y0, x1, y1)`` (inclusive); pixels inside are the union merge's.
+///
+/// Every other merge option of the CLI has its keyword, with the CLI's names for values:
+/// ``deep_state=False`` (``--no-deep-state``: leave ``deepImageState`` out of deep output, for
+/// readers such as PyPI ``OpenEXR`` that refuse it), ``sort=True`` (``--sort``: sort every
+/// input pixel whatever its file says) and ``assume_sorted=True`` (``--assume-sorted``),
+/// ``merge_strategy`` (``"kway"`` default, ``"chain"``), ``drop_transparent=EPS`` and
+/// ``drop_hidden=THRESHOLD`` (deep output), and the GPU's ``block`` (1 to 32),
+/// ``rbm_blocks`` (``"shifted"``, ``"indexed"``), ``pixel_order`` (``"row"``, ``"tiled"``) and
+/// ``gpu_stages`` (``"auto"``, ``"gpu"``, ``"host"``), which select GL under ``"auto"`` as
+/// ``layout`` and ``method`` do. Options that do not fit together or do not apply (``tidy``
+/// with flat output, ``layout`` with ``backend="cpu"``, writing options without ``out``) raise
+/// ``UsageError`` naming these keywords; a ``channels`` name no input has raises
+/// ``UsageError`` listing the inputs' channels.
 #[pyfunction]
-#[pyo3(signature = (inputs, output="flat", tidy=false, backend="auto", layout=None, method=None, memory_budget=None, *, part=None, flat_z=false, out=None, compression=None, flat_type=None, channels=None, zstd_level=None, metadata=None, bbox=None, all_parts=false))]
+#[pyo3(signature = (inputs, output="flat", tidy=false, backend="auto", layout=None, method=None, memory_budget=None, *, part=None, flat_z=false, out=None, compression=None, flat_type=None, channels=None, zstd_level=None, metadata=None, bbox=None, all_parts=false, deep_state=true, sort=false, assume_sorted=false, merge_strategy="kway", drop_transparent=None, drop_hidden=None, block=None, rbm_blocks=None, pixel_order=None, gpu_stages=None))]
 #[allow(clippy::too_many_arguments)]
 fn merge<'py>(
     py: Python<'py>,
@@ -255,60 +292,25 @@ fn merge<'py>(
     metadata: Option<&str>,
     bbox: Option<&Bound<'py, PyAny>>,
     all_parts: bool,
+    deep_state: bool,
+    sort: bool,
+    assume_sorted: bool,
+    merge_strategy: &str,
+    drop_transparent: Option<f32>,
+    drop_hidden: Option<f32>,
+    block: Option<u32>,
+    rbm_blocks: Option<&str>,
+    pixel_order: Option<&str>,
+    gpu_stages: Option<&str>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let output = match output {
-        "flat" => OutputKind::Flat { z: flat_z },
-        "deep" if flat_z => {
-            return Err(usage("flat_z applies to flat output, not output=\"deep\""))
-        }
-        "deep" => OutputKind::Deep,
+    let deep = match output {
+        "flat" => false,
+        "deep" => true,
         other => {
             return Err(usage(format!(
                 "output must be \"flat\" or \"deep\", not {other:?}"
             )))
         }
-    };
-    if tidy && output != OutputKind::Deep {
-        return Err(usage(
-            "tidy applies to deep output; pass output=\"deep\" (flat output is always composited tidily)",
-        ));
-    }
-    let backend = match backend {
-        "auto" => Backend::Auto,
-        "cpu" => Backend::Cpu,
-        "gl" => Backend::Gl,
-        other => {
-            return Err(usage(format!(
-                "backend must be \"auto\", \"cpu\" or \"gl\", not {other:?}"
-            )))
-        }
-    };
-    if out.is_none()
-        && (compression.is_some()
-            || flat_type.is_some()
-            || zstd_level.is_some()
-            || metadata.is_some())
-    {
-        return Err(usage(
-            "compression, zstd_level, metadata and flat_type apply when writing: pass out=PATH (or use write())",
-        ));
-    }
-    let output_options = OutputOptions::parse(compression, zstd_level, metadata).map_err(to_py)?;
-    let flat_type = match (output, flat_type) {
-        (OutputKind::Deep, Some(_)) => {
-            return Err(usage(
-                "flat_type applies to flat output, not output=\"deep\"",
-            ))
-        }
-        (_, t) => flat_type_of(t)?,
-    };
-    let write = WriteRequest {
-        deep: match output {
-            OutputKind::Deep => output_options.deep(true).map_err(to_py)?,
-            OutputKind::Flat { .. } => DeepWriteOptions::default(),
-        },
-        flat: output_options.flat(flat_type),
-        metadata: output_options.metadata,
     };
     // A str is iterable too: its characters would be taken for paths.
     if inputs.is_instance_of::<PyString>() {
@@ -325,16 +327,6 @@ fn merge<'py>(
     if items.is_empty() {
         return Err(usage("merge needs at least one input"));
     }
-    let request = MergeRequest {
-        output,
-        tidy,
-        backend,
-        gl: gl_options(layout, method)?,
-        parts: part_request(part, all_parts, items.len())?,
-        memory_budget: budget_bytes(memory_budget)?,
-        channels: channel_list(channels)?,
-        bbox: output_window(bbox)?,
-    };
     let paths: Option<Vec<PathBuf>> = items
         .iter()
         .map(|item| match item {
@@ -342,6 +334,66 @@ fn merge<'py>(
             PathOrImage::Image(_) => None,
         })
         .collect();
+    // Streamed when written with every input a file; else in memory, where the budget only
+    // refuses (default 8 GiB, the most one decoded input or the result may take).
+    let streamed = out.is_some() && paths.is_some();
+    let default_budget = if streamed {
+        DEFAULT_MEMORY_BUDGET
+    } else {
+        deepmerge::exr::DEFAULT_MAX_MEMORY
+    };
+    let part = match part {
+        None => Vec::new(),
+        Some(PartsArg::Every(p)) => vec![part_selector(Some(p))],
+        Some(PartsArg::PerInput(list)) => {
+            list.into_iter().map(|p| part_selector(Some(p))).collect()
+        }
+    };
+    let request = MergeRequest {
+        deep,
+        flat_z,
+        flat_type: parse(flat_type)?,
+        tidy,
+        deep_state,
+        sort,
+        assume_sorted,
+        strategy: merge_strategy.parse().map_err(to_py)?,
+        pruning: Pruning {
+            drop_transparent,
+            drop_hidden,
+        },
+        bbox: output_window(bbox)?,
+        part,
+        all_parts,
+        channels: channel_list(channels)?,
+        memory_budget: budget_bytes(memory_budget)?.unwrap_or(default_budget),
+        band_rows: None,
+        backend: backend.parse().map_err(to_py)?,
+        gl: GlRequest {
+            layout: parse(layout)?,
+            method: parse(method)?,
+            block_size: block,
+            rbm_blocks: parse(rbm_blocks)?,
+            pixel_order: parse(pixel_order)?,
+            stages_on_gpu: match gpu_stages {
+                None | Some("auto") => None,
+                Some("gpu") => Some(true),
+                Some("host") => Some(false),
+                Some(other) => {
+                    return Err(usage(format!(
+                        "gpu_stages must be \"auto\", \"gpu\" or \"host\", not {other:?}"
+                    )))
+                }
+            },
+            stats: false,
+        },
+        compression: parse(compression)?,
+        zstd_level,
+        metadata: parse(metadata)?,
+        writes_file: out.is_some(),
+        jobs: None,
+    };
+    request.check(items.len(), &Keywords).map_err(to_py)?;
     if request.channels.is_some() && paths.is_none() {
         return Err(usage(
             "channels applies to path inputs; read DeepImages with read(path, channels=...)",
@@ -349,7 +401,7 @@ fn merge<'py>(
     }
     if let (Some(out), Some(paths)) = (&out, &paths) {
         let report = py
-            .detach(|| engine::merge_to_file(paths, out, &request, &write))
+            .detach(|| engine::merge_to_file(paths, out, &request))
             .map_err(to_py)?;
         // Which part of an input with several was merged, as the CLI says on stderr.
         for note in &report.notes {
@@ -389,12 +441,15 @@ fn merge<'py>(
             Some(PathOrImage::Path(path)) => Some(path),
             _ => None,
         };
-        let part = engine::in_memory_part(&request.parts, 0).map_err(to_py)?;
+        let parts = request
+            .part_request(items.len(), &Keywords)
+            .map_err(to_py)?;
+        let part = engine::in_memory_part(&parts, 0).map_err(to_py)?;
         py.detach(|| {
             engine::write_merged(
                 out,
                 &merged,
-                &write,
+                &request,
                 first_file.map(|p| (p.as_path(), &part)),
             )
         })
@@ -408,12 +463,7 @@ fn merge<'py>(
         dict.set_item("bands", 1)?;
         dict.set_item("max_band_rows", window.height())?;
         dict.set_item("data_window", window_of(window))?;
-        dict.set_item(
-            "memory_budget",
-            request
-                .memory_budget
-                .unwrap_or(deepmerge::exr::DEFAULT_MAX_MEMORY),
-        )?;
+        dict.set_item("memory_budget", request.memory_budget)?;
         dict.set_item(
             "backend",
             py.detach(|| engine::engine_name(&request)).map_err(to_py)?,
@@ -441,40 +491,6 @@ fn flat_type_of(flat_type: Option<&str>) -> PyResult<FlatType> {
             )))
         }
     })
-}
-
-/// GL options from `layout` and `method`, as the CLI's `--layout`, `--rbm` and `--stepwise`.
-fn gl_options(layout: Option<&str>, method: Option<&str>) -> PyResult<Option<GlOptions>> {
-    if layout.is_none() && method.is_none() {
-        return Ok(None);
-    }
-    let defaults = GlOptions::default();
-    let layout = match layout {
-        None => defaults.layout,
-        Some("ll") => Layout::LinkedList,
-        Some("la") => Layout::Linearised,
-        Some("ia") => Layout::Interleaved,
-        Some("bia") => Layout::BlockedInterleaved,
-        Some(other) => {
-            return Err(usage(format!(
-                "layout must be \"ll\", \"la\", \"ia\" or \"bia\", not {other:?}"
-            )))
-        }
-    };
-    let method = match method {
-        None | Some("rbm") => MergeMethod::RegisterBlock,
-        Some("stepwise") => MergeMethod::Stepwise,
-        Some(other) => {
-            return Err(usage(format!(
-                "method must be \"rbm\" or \"stepwise\", not {other:?}"
-            )))
-        }
-    };
-    Ok(Some(GlOptions {
-        layout,
-        method,
-        ..defaults
-    }))
 }
 
 /// Composite a deep image (or the deep file at a path) front to back into a ``FlatImage``;
@@ -600,7 +616,7 @@ fn holdout(
 /// ``flat_type`` ``"half"`` (default) or ``"float"``. ``zstd_level`` (1 to 22, default 5) goes
 /// with ``"zstd"``. Written to a temporary file beside ``path`` and renamed.
 #[pyfunction]
-#[pyo3(signature = (image, path, compression=None, *, flat_type=None, zstd_level=None))]
+#[pyo3(signature = (image, path, compression=None, *, flat_type=None, zstd_level=None, deep_state=true))]
 fn write(
     py: Python<'_>,
     image: &Bound<'_, PyAny>,
@@ -608,6 +624,7 @@ fn write(
     compression: Option<&str>,
     flat_type: Option<&str>,
     zstd_level: Option<i32>,
+    deep_state: bool,
 ) -> PyResult<()> {
     let output = OutputOptions::parse(compression, zstd_level, None).map_err(to_py)?;
     if let Ok(deep) = image.cast::<PyDeepImage>() {
@@ -616,10 +633,13 @@ fn write(
         }
         let deep = &deep.get().image;
         return py
-            .detach(|| engine::write_deep(&path, deep, &output))
+            .detach(|| engine::write_deep(&path, deep, &output, deep_state))
             .map_err(to_py);
     }
     if let Ok(flat) = image.cast::<PyFlatImage>() {
+        if !deep_state {
+            return Err(usage("deep_state applies to a DeepImage, not a FlatImage"));
+        }
         let flat_type = flat_type_of(flat_type)?;
         let flat = &flat.get().image;
         return py
@@ -714,5 +734,5 @@ fn output_window(bbox: Option<&Bound<'_, PyAny>>) -> PyResult<OutputWindow> {
             "bbox must be \"union\", \"intersection\", \"first\" or (x0, y0, x1, y1)",
         ));
     };
-    text.parse().map_err(to_py)
+    text.parse().map_err(|e| usage(format!("bbox: {e}")))
 }

@@ -102,12 +102,19 @@ def test_an_unwritable_output_is_a_file_error(tmp_path):
 @pytest.mark.parametrize(
     "kwargs,message",
     [
-        (dict(backend="metal"), 'backend must be "auto", "cpu" or "gl", not "metal"'),
+        (dict(backend="metal"), 'the backend must be one of auto, cpu, gl, not "metal"'),
         (dict(output="png"), 'output must be "flat" or "deep", not "png"'),
         (dict(tidy=True), "tidy applies to deep output"),
         (dict(layout="zz"), "layout must be"),
         (dict(method="fast"), "method must be"),
-        (dict(backend="cpu", layout="bia"), "they do not apply to --backend cpu"),
+        (dict(backend="cpu", layout="bia"), 'layout chooses how the GPU merges; it does not apply to backend="cpu"'),
+        (dict(output="deep", deep_state=False, flat_z=True), 'flat_z applies to flat output, not output="deep"'),
+        (dict(deep_state=False), 'deep_state=False applies to deep output; add output="deep"'),
+        (dict(drop_hidden=0.5), 'drop_hidden applies to deep output; add output="deep"'),
+        (dict(sort=True, assume_sorted=True), "sort and assume_sorted cannot be used together"),
+        (dict(block=0, layout="la"), "block must be 1 to 32, not 0"),
+        (dict(gpu_stages="sometimes"), 'gpu_stages must be "auto", "gpu" or "host"'),
+        (dict(merge_strategy="zigzag"), "the merge strategy must be one of kway, chain"),
     ],
 )
 def test_bad_arguments_are_usage_errors(kwargs, message):

@@ -9,14 +9,15 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use deepmerge::backend::Backend;
 use deepmerge::composite::HoldoutMode;
 use deepmerge::exr::{FlatType, PartSelector};
 use deepmerge::ops::holdout::check_backend;
 use deepmerge::ops::{run_holdout as run_streamed_holdout, HoldoutOutput};
+use deepmerge::request::Backend;
 use deepmerge::Result;
 
-use crate::{gib_to_bytes, BackendArg, FlatTypeArg, OutputArgs, DEFAULT_BUDGET_GIB};
+use super::options::{memory_size, named};
+use crate::{OutputArgs, DEFAULT_BUDGET, FLAT_TYPES};
 
 /// `deepmerge holdout`.
 #[derive(Args, Debug)]
@@ -39,8 +40,8 @@ pub struct HoldoutArgs {
     #[arg(long, requires = "flat")]
     flat_z: bool,
     /// With --flat: storage type of flat colour and alpha.
-    #[arg(long, value_enum, requires = "flat")]
-    flat_type: Option<FlatTypeArg>,
+    #[arg(long, value_name = "TYPE", requires = "flat", value_parser = named::<FlatType>(FLAT_TYPES))]
+    flat_type: Option<FlatType>,
     #[command(flatten)]
     write: OutputArgs,
     /// Leave `deepImageState` out of deep output.
@@ -53,48 +54,40 @@ pub struct HoldoutArgs {
     /// part).
     #[arg(long, value_name = "PART")]
     part: Option<String>,
-    /// The memory the holdout works in, in GiB: bands of rows are sized from both files' sample
-    /// counts to fit it (`--max-memory` is the old name).
+    /// The memory the holdout works in (GiB, or a size with a unit: 512MiB): bands of rows are
+    /// sized from both files' sample counts to fit it (`--max-memory` is the old name).
     #[arg(
         long = "memory-budget",
         visible_alias = "max-memory",
-        value_name = "GIB",
-        default_value_t = DEFAULT_BUDGET_GIB
+        value_name = "SIZE",
+        default_value = DEFAULT_BUDGET
     )]
-    memory_budget: f64,
+    memory_budget: String,
     /// Bands of exactly N rows, whatever the budget says (for tests and measurements).
     #[arg(long, value_name = "N", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
     band_rows: Option<u32>,
     /// Which engine runs the holdout: the CPU (auto, cpu); gl is refused, saying why.
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    backend: BackendArg,
+    #[arg(long, value_name = "ENGINE", default_value = "auto", value_parser = named::<Backend>(&["auto", "cpu", "gl"]))]
+    backend: Backend,
 }
 
 /// Run `holdout`.
 pub fn run_holdout(args: &HoldoutArgs) -> Result<()> {
     crate::cli_conventions::check_output_is_a_file(&args.output)?;
-    check_backend(match args.backend {
-        BackendArg::Auto => Backend::Auto,
-        BackendArg::Cpu => Backend::Cpu,
-        BackendArg::Gl => Backend::Gl,
-    })?;
+    check_backend(args.backend)?;
     let request = HoldoutOutput {
         output: args.write.options()?,
         write_state: !args.no_deep_state,
         tidy: args.tidy,
-        flat: args.flat.then_some((
-            match args.flat_type {
-                Some(FlatTypeArg::Float) => FlatType::Float,
-                Some(FlatTypeArg::Half) | None => FlatType::Half,
-            },
-            args.flat_z,
-        )),
+        flat: args
+            .flat
+            .then_some((args.flat_type.unwrap_or_default(), args.flat_z)),
         part: args
             .part
             .as_deref()
             .map(|p| p.parse().expect("infallible"))
             .unwrap_or(PartSelector::FirstDeep),
-        budget: gib_to_bytes("--memory-budget", args.memory_budget)?,
+        budget: memory_size("--memory-budget", &args.memory_budget)?,
         band_rows: args.band_rows.map(|n| n as usize),
     };
     let options = request.stream_options(&args.output)?;

@@ -1,5 +1,5 @@
-//! The command line's subcommands beyond the merge, each with its arguments and its run
-//! function; `main.rs` only lists them.
+//! The command line's subcommands other than the merge, and what they share with it.
 
 pub mod holdout;
 pub mod ops;
+pub mod options;

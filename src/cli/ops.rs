@@ -19,7 +19,8 @@ use deepmerge::preview::check_output_name;
 use deepmerge::stream::{merge_files, MergeEngine, StreamOptions};
 use deepmerge::Result;
 
-use crate::{gib_to_bytes, FlatTypeArg, OutputArgs, DEFAULT_BUDGET_GIB};
+use super::options::{memory_size, named};
+use crate::{OutputArgs, DEFAULT_BUDGET, FLAT_TYPES};
 
 /// What every single-input command reads with.
 #[derive(Args, Debug)]
@@ -27,9 +28,10 @@ pub struct InputArgs {
     /// Part to read from multi-part inputs: an index or a name (default: the first deep part).
     #[arg(long, value_name = "PART")]
     part: Option<String>,
-    /// The memory the command works in, in GiB: bands of rows are sized to fit it.
-    #[arg(long = "memory-budget", value_name = "GIB", default_value_t = DEFAULT_BUDGET_GIB)]
-    memory_budget: f64,
+    /// The memory the command works in (GiB, or a size with a unit: 512MiB): bands of rows are
+    /// sized to fit it.
+    #[arg(long = "memory-budget", value_name = "SIZE", default_value = DEFAULT_BUDGET)]
+    memory_budget: String,
     /// Bands of exactly N rows, whatever the budget says (for tests and measurements).
     #[arg(long, value_name = "N", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
     band_rows: Option<u32>,
@@ -63,9 +65,9 @@ pub struct FlattenArgs {
     /// Add a Z channel (depth of the front-most contributing sample).
     #[arg(long)]
     flat_z: bool,
-    /// Storage type of flat colour and alpha.
-    #[arg(long, value_enum, default_value_t = FlatTypeArg::Half)]
-    flat_type: FlatTypeArg,
+    /// Storage type of flat colour and alpha: half (the default) or float.
+    #[arg(long, value_name = "TYPE", default_value = "half", value_parser = named::<FlatType>(FLAT_TYPES))]
+    flat_type: FlatType,
     /// Keep only these channels (comma-separated), plus Z, ZBack and the alphas they need.
     #[arg(long, value_name = "LIST")]
     channels: Option<String>,
@@ -227,10 +229,7 @@ pub fn run_flatten(args: &FlattenArgs) -> Result<()> {
             output: OutputKind::Flat { z: args.flat_z },
             ..MergeOptions::default()
         },
-        flat_write: OutputOptions::parse(None, None, None)?.flat(match args.flat_type {
-            FlatTypeArg::Half => FlatType::Half,
-            FlatTypeArg::Float => FlatType::Float,
-        }),
+        flat_write: OutputOptions::default().flat(args.flat_type),
         metadata: MetadataMode::First,
         channels: args
             .channels
@@ -238,7 +237,7 @@ pub fn run_flatten(args: &FlattenArgs) -> Result<()> {
             .map(ChannelSelection::parse)
             .transpose()?,
         part: part_of(&args.read),
-        budget: gib_to_bytes("--memory-budget", args.read.memory_budget)?,
+        budget: memory_size("--memory-budget", &args.read.memory_budget)?,
         band_rows: args.read.band_rows.map(|n| n as usize),
         ..StreamOptions::default()
     };
@@ -259,7 +258,7 @@ fn request_of(out: &OpOutputArgs, read: &InputArgs) -> Result<OpOutput> {
         deep_write: output_options.deep(!out.no_deep_state)?,
         tidy: out.tidy,
         part: part_of(read),
-        budget: gib_to_bytes("--memory-budget", read.memory_budget)?,
+        budget: memory_size("--memory-budget", &read.memory_budget)?,
         band_rows: read.band_rows.map(|n| n as usize),
         metadata: output_options.metadata,
     })

@@ -184,7 +184,7 @@ pub fn check_compatible<'a>(
     if matches!(options.output, OutputKind::Flat { .. }) && plan.composite.is_empty() {
         return Err(Error::Usage(format!(
             "{}: the inputs hold no colour or alpha channel, only depth or ids, so a flat \
-             composite has nothing to show; merge them with --deep",
+             composite has nothing to show; merge them as deep output",
             input_names(paths)
         )));
     }

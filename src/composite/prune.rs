@@ -47,12 +47,12 @@ impl Pruning {
             .is_some_and(|e| !e.is_finite() || e < 0.0)
         {
             return Err(Error::Usage(
-                "--drop-transparent takes a finite alpha of at least 0".into(),
+                "the transparent-sample threshold must be a finite alpha of at least 0".into(),
             ));
         }
         if self.drop_hidden.is_some_and(|t| !(t > 0.0 && t <= 1.0)) {
             return Err(Error::Usage(
-                "--drop-hidden takes an accumulated alpha in (0, 1]".into(),
+                "the hidden-sample threshold must be an accumulated alpha in (0, 1]".into(),
             ));
         }
         Ok(())

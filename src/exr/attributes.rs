@@ -201,13 +201,11 @@ pub enum MetadataMode {
 impl std::str::FromStr for MetadataMode {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "first" => Ok(MetadataMode::First),
-            "none" => Ok(MetadataMode::None),
-            other => Err(Error::Usage(format!(
-                "metadata must be \"first\" or \"none\", not {other:?}"
-            ))),
-        }
+        crate::error::parse_name(
+            "the metadata",
+            s,
+            [("first", MetadataMode::First), ("none", MetadataMode::None)],
+        )
     }
 }
 

@@ -34,6 +34,30 @@ pub enum Codec {
     },
 }
 
+impl std::str::FromStr for Codec {
+    type Err = Error;
+
+    /// `none`, `rle`, `zips`, `zip` or `zstd` (at [`ZSTD_DEFAULT_LEVEL`]): the codecs written.
+    fn from_str(s: &str) -> Result<Self> {
+        crate::error::parse_name(
+            "the compression",
+            s,
+            [
+                ("none", Codec::None),
+                ("rle", Codec::Rle),
+                ("zips", Codec::Zips),
+                ("zip", Codec::Zip),
+                (
+                    "zstd",
+                    Codec::Zstd {
+                        level: ZSTD_DEFAULT_LEVEL,
+                    },
+                ),
+            ],
+        )
+    }
+}
+
 /// OpenEXR's default zstd level.
 pub const ZSTD_DEFAULT_LEVEL: i32 = super::zstd::DEFAULT_LEVEL;
 

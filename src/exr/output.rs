@@ -4,7 +4,7 @@
 //! flat writers' options, refusing what OpenEXR would not read (ZIP for deep parts).
 
 use super::attributes::{carried_attributes, software_attribute, MetadataMode, RawAttribute};
-use super::compression::{check_deep_output, Codec, ZSTD_DEFAULT_LEVEL, ZSTD_LEVELS};
+use super::compression::{check_deep_output, Codec, ZSTD_LEVELS};
 use super::write::{DeepWriteOptions, FlatType, FlatWriteOptions};
 use crate::error::{Error, Result};
 
@@ -23,24 +23,21 @@ impl OutputOptions {
     /// at zstd `level` (`None`: OpenEXR's default; only with zstd) and metadata `metadata`
     /// (first, none; `None`: first).
     pub fn parse(name: Option<&str>, level: Option<i32>, metadata: Option<&str>) -> Result<Self> {
-        let codec = match name {
-            None => None,
-            Some("none") => Some(Codec::None),
-            Some("rle") => Some(Codec::Rle),
-            Some("zips") => Some(Codec::Zips),
-            Some("zip") => Some(Codec::Zip),
-            Some("zstd") => Some(Codec::Zstd {
-                level: ZSTD_DEFAULT_LEVEL,
-            }),
-            Some(other) => {
-                return Err(Error::Usage(format!(
-                    "compression must be none, rle, zips, zip or zstd, not {other:?}"
-                )))
-            }
-        };
+        let codec = name.map(str::parse::<Codec>).transpose()?;
+        let metadata = metadata.map(str::parse).transpose()?;
+        Self::new(codec, level, metadata)
+    }
+
+    /// The options for `codec` (`None`: the default of the output's kind) at zstd `level`
+    /// (`None`: OpenEXR's default; only with zstd) carrying `metadata` (`None`: first).
+    pub fn new(
+        codec: Option<Codec>,
+        level: Option<i32>,
+        metadata: Option<MetadataMode>,
+    ) -> Result<Self> {
         Ok(OutputOptions {
             compression: with_zstd_level(codec, level)?,
-            metadata: metadata.map(str::parse).transpose()?.unwrap_or_default(),
+            metadata: metadata.unwrap_or_default(),
         })
     }
 
@@ -89,7 +86,7 @@ fn with_zstd_level(codec: Option<Codec>, level: Option<i32>) -> Result<Option<Co
             ZSTD_LEVELS.end()
         ))),
         (_, Some(_)) => Err(Error::Usage(
-            "--zstd-level applies to --compression zstd".into(),
+            "the zstd level applies to zstd compression".into(),
         )),
     }
 }

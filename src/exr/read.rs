@@ -55,17 +55,7 @@ pub fn read_deep_channels(
     let mut source = ChunkSource::open(path, &options.part, options.max_memory)?;
     if let Some(selection) = selection {
         let all = source.all_channels.clone();
-        if let Some(missing) = selection
-            .names()
-            .iter()
-            .find(|n| !all.iter().any(|c| &c.name == *n))
-        {
-            let have: Vec<&str> = all.iter().map(|c| c.name.as_str()).collect();
-            return Err(Error::file(
-                path,
-                format!("no channel {missing} (channels: {})", have.join(", ")),
-            ));
-        }
+        selection.check_names(&[(path, &all)])?;
         source.keep_channels(|c| selection.keeps(c, &all));
     }
     read_whole(source, options.max_memory).map_err(|e| e.in_file(path))

@@ -1,6 +1,8 @@
 //! Which channels a reader keeps (`--channels`, Python's `channels=`): the names asked for
 //! and the rule that adds what the asked-for channels need to be merged correctly.
 
+use std::path::Path;
+
 use crate::deep::{Channel, ChannelRole};
 use crate::error::{Error, Result};
 
@@ -22,11 +24,53 @@ impl ChannelSelection {
             .map(String::from)
             .collect();
         if names.is_empty() {
-            return Err(Error::Usage(
-                "--channels needs at least one channel name".into(),
-            ));
+            return Err(Error::Usage("the channel list names no channel".into()));
         }
         Ok(ChannelSelection { names })
+    }
+
+    /// Refuse a name that no input has, listing the channels the inputs do have (`inputs`: each
+    /// input's path and channels), so a typo or a wrong case (`b` for `B`) is never dropped in
+    /// silence. A name one input has is enough: inputs need not share their channels.
+    pub fn check_names(&self, inputs: &[(&Path, &[Channel])]) -> Result<()> {
+        let Some(missing) = self.names.iter().find(|n| {
+            !inputs
+                .iter()
+                .any(|(_, all)| all.iter().any(|c| &c.name == *n))
+        }) else {
+            return Ok(());
+        };
+        let mut have: Vec<&str> = Vec::new();
+        for c in inputs.iter().flat_map(|(_, all)| all.iter()) {
+            if !have.contains(&c.name.as_str()) {
+                have.push(&c.name);
+            }
+        }
+        let message = match inputs {
+            [(path, _)] => format!(
+                "{}: no channel {missing:?} (its channels: {})",
+                path.display(),
+                have.join(", ")
+            ),
+            _ => format!(
+                "no input has a channel {missing:?} (the inputs' channels: {})",
+                have.join(", ")
+            ),
+        };
+        Err(Error::Usage(message))
+    }
+
+    /// This selection as it applies to one input whose channels are `all`: the names it has
+    /// (after [`Self::check_names`] over every input, a name only another input has is no error).
+    pub fn restricted_to(&self, all: &[Channel]) -> ChannelSelection {
+        ChannelSelection {
+            names: self
+                .names
+                .iter()
+                .filter(|n| all.iter().any(|c| &c.name == *n))
+                .cloned()
+                .collect(),
+        }
     }
 
     /// The names asked for.

@@ -33,6 +33,19 @@ pub enum FlatType {
     Float,
 }
 
+impl std::str::FromStr for FlatType {
+    type Err = Error;
+
+    /// `half` or `float`.
+    fn from_str(s: &str) -> Result<Self> {
+        crate::error::parse_name(
+            "the flat type",
+            s,
+            [("half", FlatType::Half), ("float", FlatType::Float)],
+        )
+    }
+}
+
 /// When this run started: a temporary file of ours older than this was left by a run that was
 /// killed (or is one still writing, started before us, that a rerun supersedes), and is removed
 /// when this run writes the same output. [`mark_run_start`] sets it; else the first write does.

@@ -48,7 +48,7 @@ pub use merge::{merge_images_gl, merge_images_gl_over, uses_kway, GpuMerger};
 pub use profile::{copy_bandwidth, stage_of_program, GpuProfile, StageTime, STAGES};
 pub use stats::{BufferBytes, GpuStats};
 
-pub use crate::vocab::{Layout, MergeMethod, PixelOrder};
+pub use crate::vocab::{Layout, MergeMethod, PixelOrder, RbmBlocks};
 
 /// How the GL engine lays out and merges images.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,42 +76,6 @@ pub struct GlOptions {
     pub tidy_on_gpu: Option<bool>,
     /// How RBM holds its register blocks (`merge.comp`'s `RBM_SHIFT`).
     pub rbm_blocks: RbmBlocks,
-}
-
-/// How a register-block merge indexes its blocks: both give the same output bit for bit; which
-/// is faster depends on the compiler (see docs/benchmarks.md for the hardware measurement).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RbmBlocks {
-    /// `block[pos]` with a moving position: a dynamic index (about 2x faster than shifting on
-    /// llvmpipe; up to 1.6x slower on an H100).
-    Indexed,
-    /// The head is always `block[0]` and the block shifts down after every emit: constant
-    /// indices only, so a GPU compiler can keep the blocks in registers.
-    Shifted,
-}
-
-impl RbmBlocks {
-    /// Both, in the order benches print them.
-    pub const ALL: [RbmBlocks; 2] = [RbmBlocks::Indexed, RbmBlocks::Shifted];
-
-    /// The CLI's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            RbmBlocks::Indexed => "indexed",
-            RbmBlocks::Shifted => "shifted",
-        }
-    }
-}
-
-impl std::str::FromStr for RbmBlocks {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        RbmBlocks::ALL
-            .into_iter()
-            .find(|b| b.name() == s)
-            .ok_or_else(|| format!("unknown register-block indexing '{s}' (indexed or shifted)"))
-    }
 }
 
 impl GlOptions {

@@ -15,11 +15,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::backend::Backend;
 use crate::composite::{holdout, CompositeChannels, HoldoutMode, MergeOptions, OutputKind};
 use crate::error::{Error, Result};
 use crate::exr::{ChunkSource, DeepWriteOptions, FlatType, OutputOptions, PartSelector};
 use crate::preview::{check_output_name, is_png_path};
+use crate::request::Backend;
 use crate::run_stats::RunStats;
 use crate::stream::plan::OutputShape;
 use crate::stream::{plan_bands, stream_bands, BandOutput, OutputFormat, StreamOptions};

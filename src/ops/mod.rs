@@ -85,6 +85,7 @@ pub fn run_op(
     let mut source = ChunkSource::open(input, &options.part, options.budget)?;
     if let Some(selection) = &options.channels {
         let all = source.all_channels.clone();
+        selection.check_names(&[(input, &all)])?;
         source.keep_channels(|c| selection.keeps(c, &all));
     }
     source.count_rows(options.budget)?;

@@ -46,7 +46,7 @@ impl OutputWindow {
                 if meet.x0 > meet.x1 || meet.y0 > meet.y1 {
                     let list: Vec<String> = windows.iter().map(Bounds::to_string).collect();
                     return Err(Error::Usage(format!(
-                        "--bbox intersection: the inputs' data windows {} do not meet",
+                        "the output window is the inputs' intersection, but their data windows {} do not meet",
                         list.join(", ")
                     )));
                 }
@@ -71,8 +71,8 @@ impl FromStr for OutputWindow {
         }
         let bad = || {
             Error::Usage(format!(
-                "--bbox takes union, intersection, first or X0,Y0,X1,Y1 (inclusive corners, \
-                 X0 <= X1, Y0 <= Y1), not {text:?}"
+                "the output window is union, intersection, first or X0,Y0,X1,Y1 \
+                 (inclusive corners, X0 <= X1, Y0 <= Y1), not {text:?}"
             ))
         };
         let numbers: Vec<i32> = text

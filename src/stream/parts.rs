@@ -35,30 +35,6 @@ pub enum PartRequest {
     All,
 }
 
-impl PartRequest {
-    /// From the `--part` values and `--all-parts`: none (auto), one (every input), or one per
-    /// input; a number selects by index, anything else by name.
-    pub fn from_args(parts: &[String], all: bool, inputs: usize) -> Result<Self> {
-        let selectors: Vec<PartSelector> = parts
-            .iter()
-            .map(|p| p.parse().expect("infallible"))
-            .collect();
-        match (selectors.len(), all) {
-            (0, true) => Ok(PartRequest::All),
-            (_, true) => Err(Error::Usage(
-                "--all-parts merges every part; it does not take --part".into(),
-            )),
-            (0, false) => Ok(PartRequest::Auto),
-            (1, false) => Ok(PartRequest::Every(selectors[0].clone())),
-            (n, false) if n == inputs => Ok(PartRequest::PerInput(selectors)),
-            (n, false) => Err(Error::Usage(format!(
-                "--part is given {n} times for {inputs} inputs: give it once (for every input) \
-                 or once per input, in input order"
-            ))),
-        }
-    }
-}
-
 /// One part of a part-by-part output.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OutputPart {

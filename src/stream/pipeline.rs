@@ -28,7 +28,7 @@ use super::StreamOptions;
 use crate::composite::{
     check_compatible, merge_checked_images_over, merge_images_over, MergeOutput, OutputKind,
 };
-use crate::deep::{Bounds, ChannelRole, DeepImage};
+use crate::deep::{Bounds, Channel, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
 use crate::exr::ChunkSource;
 use crate::exr::{DeepChunkWriter, DeepWriteOptions, FlatChunkWriter, FlatWriteOptions};
@@ -106,7 +106,7 @@ impl<'o> StreamMerge<'o> {
         options.pruning.check()?;
         if options.pruning.drop_hidden.is_some() && options.merge.output != OutputKind::Deep {
             return Err(Error::Usage(
-                "--drop-hidden applies to deep output; add --deep (a flat composite hides them \
+                "dropping hidden samples applies to deep output (a flat composite hides them \
                  anyway)"
                     .into(),
             ));
@@ -129,6 +129,12 @@ impl<'o> StreamMerge<'o> {
                 })
                 .collect::<Result<_>>()?;
             if let Some(selection) = &options.channels {
+                let all: Vec<(&Path, &[Channel])> = sources
+                    .iter()
+                    .zip(inputs)
+                    .map(|(s, p)| (p.as_path(), s.all_channels.as_slice()))
+                    .collect();
+                selection.check_names(&all)?;
                 for s in &mut sources {
                     let all = s.all_channels.clone();
                     s.keep_channels(|c| selection.keeps(c, &all));

@@ -25,9 +25,9 @@ use std::path::PathBuf;
 use clap::Args;
 use winit::event_loop::EventLoop;
 
-use crate::composite::{MergeOptions, SortPolicy};
 use crate::error::{Error, Result};
 use crate::exr::{ChunkSource, PartSelector, ReadOptions};
+use crate::request::{FieldNames, MergeOption, MergeRequest, OptionNames};
 
 /// Inputs the viewer takes: keys 1 to 9 show each.
 pub const MAX_INPUTS: usize = 9;
@@ -48,20 +48,41 @@ pub struct ViewArgs {
     /// Trust that every input's pixels are sorted, whatever the file says.
     #[arg(long)]
     pub assume_sorted: bool,
-    /// Refuse inputs that would take more than this many GiB once decoded.
-    #[arg(long, value_name = "GIB", default_value_t = 8.0)]
-    pub max_memory: f64,
+    /// Refuse inputs that would take more than this once decoded: GiB, or a size with a unit
+    /// (512MiB).
+    #[arg(long, value_name = "SIZE", default_value = "8")]
+    pub max_memory: String,
     /// Window size, WIDTHxHEIGHT pixels.
     #[arg(long, default_value = "1600x900")]
     pub size: String,
-    /// GPU memory the layers may take, in GiB (default: three quarters of what the driver
-    /// reports free, or of the host's available memory on a software rasteriser).
-    #[arg(long, value_name = "GIB")]
-    pub gpu_memory: Option<f64>,
+    /// GPU memory the layers may take: GiB, or a size with a unit (default: three quarters of
+    /// what the driver reports free, or of the host's available memory on a software
+    /// rasteriser).
+    #[arg(long, value_name = "SIZE")]
+    pub gpu_memory: Option<String>,
     /// Bind at most this many bytes per storage buffer, below the driver's limit (for tests
     /// of the banded layers).
     #[arg(long, value_name = "BYTES", hide = true)]
     pub storage_block_limit: Option<u64>,
+}
+
+/// The viewer's flags, as the merge request's refusals name them (those it has; the others
+/// keep the request's field names).
+struct ViewFlags;
+
+impl OptionNames for ViewFlags {
+    fn spell(&self, option: MergeOption) -> &'static str {
+        match option {
+            MergeOption::Sort => "--sort",
+            MergeOption::AssumeSorted => "--assume-sorted",
+            MergeOption::Part => "--part",
+            other => FieldNames.spell(other),
+        }
+    }
+
+    fn setting(&self, option: MergeOption, value: &str) -> String {
+        format!("{} {value}", self.spell(option))
+    }
 }
 
 /// What must hold before a window opens: the inputs' count, every input readable with a deep
@@ -90,21 +111,22 @@ fn check_before_window(args: &ViewArgs, read: &ReadOptions) -> Result<()> {
 /// Open the window and run until it is closed. `Ok(false)` means an error was shown in the
 /// window and already printed on stderr (the exit status should say so).
 pub fn run(args: &ViewArgs) -> Result<bool> {
-    if !(args.max_memory > 0.0 && args.max_memory.is_finite()) {
-        return Err(Error::Usage(format!(
-            "--max-memory must be a positive number of GiB, not {}",
-            args.max_memory
-        )));
-    }
-    let gpu_budget = match args.gpu_memory {
-        None => None,
-        Some(gib) if gib > 0.0 && gib.is_finite() => Some((gib * (1u64 << 30) as f64) as u64),
-        Some(gib) => {
-            return Err(Error::Usage(format!(
-                "--gpu-memory must be a positive number of GiB, not {gib}"
-            )))
-        }
+    let memory = |flag: &str, text: &str| {
+        crate::size::parse_memory(text).map_err(|e| Error::Usage(format!("{flag}: {e}")))
     };
+    let max_memory = memory("--max-memory", &args.max_memory)?;
+    let gpu_budget = args
+        .gpu_memory
+        .as_deref()
+        .map(|text| memory("--gpu-memory", text))
+        .transpose()?;
+    // The viewer's merge options are the merge's: mapped onto the one request and checked there.
+    let merge = MergeRequest {
+        sort: args.sort,
+        assume_sorted: args.assume_sorted,
+        ..MergeRequest::default()
+    };
+    merge.check(args.files.len(), &ViewFlags)?;
     let size = crate::scene::parse_size(&args.size)?;
     let request = load::LoadRequest {
         files: args.files.clone(),
@@ -114,18 +136,9 @@ pub fn run(args: &ViewArgs) -> Result<bool> {
                 .as_deref()
                 .map(|p| p.parse().expect("infallible"))
                 .unwrap_or(PartSelector::FirstDeep),
-            max_memory: (args.max_memory * (1u64 << 30) as f64) as u64,
+            max_memory,
         },
-        merge: MergeOptions {
-            sort: if args.sort {
-                SortPolicy::Always
-            } else if args.assume_sorted {
-                SortPolicy::AssumeSorted
-            } else {
-                SortPolicy::Auto
-            },
-            ..MergeOptions::default()
-        },
+        merge: merge.merge_options(),
     };
     check_before_window(args, &request.read)?;
     let event_loop = EventLoop::<load::LoadEvent>::with_user_event()

@@ -1,7 +1,12 @@
 //! How images are laid out and merged on the GPU, as both engines name it: the four layouts
 //! (docs/architecture.md, "GPU layouts"), the two merge methods, the pixel orders, and the group
 //! and block sizes the shaders are specialised with. The layout ids reach GLSL as `#define`s
-//! ([`glsl_defines`]), so the shaders and Rust cannot disagree on them.
+//! ([`glsl_defines`]), so the shaders and Rust cannot disagree on them. Each option enum parses
+//! its CLI name (`FromStr`, case-insensitive), for the CLI, Python and the viewer alike.
+
+use std::str::FromStr;
+
+use crate::error::{parse_name, Error, Result};
 
 /// Pixels per interleaving group (`G` in docs/architecture.md, "GPU layouts"); also the local size
 /// of per-pixel kernels.
@@ -59,9 +64,16 @@ impl Layout {
 
     /// Parse a short name (case-insensitive).
     pub fn from_name(name: &str) -> Option<Layout> {
-        Layout::ALL
-            .into_iter()
-            .find(|l| l.name().eq_ignore_ascii_case(name))
+        name.parse().ok()
+    }
+}
+
+impl FromStr for Layout {
+    type Err = Error;
+
+    /// `ll`, `la`, `ia` or `bia` (any case).
+    fn from_str(s: &str) -> Result<Self> {
+        parse_name("the layout", s, Layout::ALL.map(|l| (l.name(), l)))
     }
 }
 
@@ -81,6 +93,23 @@ impl MergeMethod {
             MergeMethod::Stepwise => "S",
             MergeMethod::RegisterBlock => "RBM",
         }
+    }
+}
+
+impl FromStr for MergeMethod {
+    type Err = Error;
+
+    /// `rbm` or `stepwise` (also the paper's `s`).
+    fn from_str(s: &str) -> Result<Self> {
+        parse_name(
+            "the merge method",
+            s,
+            [
+                ("rbm", MergeMethod::RegisterBlock),
+                ("stepwise", MergeMethod::Stepwise),
+                ("s", MergeMethod::Stepwise),
+            ],
+        )
     }
 }
 
@@ -113,9 +142,20 @@ impl MergeStrategy {
 
     /// Parse [`Self::name`] (case-insensitive).
     pub fn from_name(name: &str) -> Option<MergeStrategy> {
-        MergeStrategy::ALL
-            .into_iter()
-            .find(|s| s.name().eq_ignore_ascii_case(name))
+        name.parse().ok()
+    }
+}
+
+impl FromStr for MergeStrategy {
+    type Err = Error;
+
+    /// `kway` or `chain`.
+    fn from_str(s: &str) -> Result<Self> {
+        parse_name(
+            "the merge strategy",
+            s,
+            MergeStrategy::ALL.map(|m| (m.name(), m)),
+        )
     }
 }
 
@@ -138,6 +178,19 @@ pub enum PixelOrder {
     RowMajor,
     /// p runs through 8x4 tiles (one group of 32 each), tiles row by row: the raster pattern.
     Tiled,
+}
+
+impl FromStr for PixelOrder {
+    type Err = Error;
+
+    /// `row` or `tiled`.
+    fn from_str(s: &str) -> Result<Self> {
+        parse_name(
+            "the pixel order",
+            s,
+            [("row", PixelOrder::RowMajor), ("tiled", PixelOrder::Tiled)],
+        )
+    }
 }
 
 /// Tile width and height of [`PixelOrder::Tiled`]; their product is [`GROUP_SIZE`].
@@ -172,4 +225,41 @@ pub fn glsl_defines() -> Vec<(String, u32)> {
         .into_iter()
         .map(|layout| (layout.glsl_name(), layout.glsl_id()))
         .collect()
+}
+
+/// How a register-block merge indexes its blocks: both give the same output bit for bit; which
+/// is faster depends on the compiler (see docs/benchmarks.md for the hardware measurement).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RbmBlocks {
+    /// `block[pos]` with a moving position: a dynamic index (about 2x faster than shifting on
+    /// llvmpipe; up to 1.6x slower on an H100).
+    Indexed,
+    /// The head is always `block[0]` and the block shifts down after every emit: constant
+    /// indices only, so a GPU compiler can keep the blocks in registers.
+    Shifted,
+}
+
+impl RbmBlocks {
+    /// Both, in the order benches print them.
+    pub const ALL: [RbmBlocks; 2] = [RbmBlocks::Indexed, RbmBlocks::Shifted];
+
+    /// The CLI's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            RbmBlocks::Indexed => "indexed",
+            RbmBlocks::Shifted => "shifted",
+        }
+    }
+}
+
+impl FromStr for RbmBlocks {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        parse_name(
+            "register-block indexing",
+            s,
+            RbmBlocks::ALL.map(|b| (b.name(), b)),
+        )
+    }
 }
