@@ -30,6 +30,27 @@ pub enum Engine {
     Gl(Box<GlContext>),
 }
 
+impl Engine {
+    /// This engine for one merge with the GL options `gl` (ignored by the CPU engine): the
+    /// streamed merge's [`crate::stream::MergeEngine`] borrows the engine chosen here. One
+    /// meaning, two lifetimes: `Engine` owns the choice (and the GL context) for a run,
+    /// `MergeEngine` lends it to one merge.
+    pub fn merging(&self, gl: crate::gpu::GlOptions) -> crate::stream::MergeEngine<'_> {
+        match self {
+            Engine::Cpu { .. } => crate::stream::MergeEngine::Cpu,
+            Engine::Gl(ctx) => crate::stream::MergeEngine::Gl(ctx, gl),
+        }
+    }
+
+    /// `"cpu"` or `"gl"`, as reports name the engine.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Engine::Cpu { .. } => "cpu",
+            Engine::Gl(_) => "gl",
+        }
+    }
+}
+
 /// Pick the engine for `backend`; `gl_options_given` is true when the caller set GL-only options
 /// (layout, method, block size, pixel order, stage placement, statistics), which select GL under
 /// `Auto` and are refused with `Cpu`.

@@ -509,8 +509,8 @@ impl MergeRequest {
             (1, false) => Ok(PartRequest::Every(self.part[0].clone())),
             (n, false) if n == inputs => Ok(PartRequest::PerInput(self.part.clone())),
             (n, false) => Err(Error::Usage(format!(
-                "{part} is given {n} times for {inputs} inputs: give it once (for every input) \
-                 or once per input, in input order"
+                "{part} names {n} parts for {inputs} inputs: give one part (for every input) \
+                 or one per input, in input order"
             ))),
         }
     }

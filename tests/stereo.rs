@@ -286,7 +286,7 @@ fn a_part_missing_from_an_input_is_an_error_naming_the_file_and_the_part() {
         out_s,
     ]);
     assert!(
-        !ok && err.contains("--part is given 3 times for 2 inputs"),
+        !ok && err.contains("--part names 3 parts for 2 inputs"),
         "{err}"
     );
     // A PNG preview is one image: a part-by-part merge cannot be one.

@@ -33,7 +33,7 @@ use deepmerge::exr::{
 use deepmerge::gpu::merge_images_gl_over;
 use deepmerge::info::{sample_stats, SampleStats};
 use deepmerge::request::{FieldNames, MergeRequest};
-use deepmerge::stream::{self, MergeEngine, OutputWindow, PartPlan, PartRequest};
+use deepmerge::stream::{self, OutputWindow, PartPlan, PartRequest};
 use deepmerge::{Error, Result};
 
 /// How to read one file.
@@ -119,10 +119,7 @@ pub fn merge_to_file(
     with_engine(request.backend, request.gl.is_given(), |engine| {
         exr::check_output_is_not_an_input(output, inputs)?;
         let plan = stream::plan_parts(inputs, &parts)?;
-        let (on, name) = match engine {
-            Engine::Gl(ctx) => (MergeEngine::Gl(ctx, request.gl_options()), "gl"),
-            Engine::Cpu { .. } => (MergeEngine::Cpu, "cpu"),
-        };
+        let (on, name) = (engine.merging(request.gl_options()), engine.name());
         let reports = stream::merge_parts(inputs, output, &plan, &options, on, None)?;
         let (notes, parts) = match plan {
             PartPlan::One { notes, .. } => (notes, Vec::new()),
@@ -283,10 +280,7 @@ pub fn merge(inputs: &[Input], request: &MergeRequest) -> Result<MergeOutput> {
 /// The engine `request` runs on in this thread: "cpu" or "gl".
 pub fn engine_name(request: &MergeRequest) -> Result<&'static str> {
     with_engine(request.backend, request.gl.is_given(), |engine| {
-        Ok(match engine {
-            Engine::Gl(_) => "gl",
-            Engine::Cpu { .. } => "cpu",
-        })
+        Ok(engine.name())
     })
 }
 

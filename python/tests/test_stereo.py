@@ -38,7 +38,7 @@ def test_a_part_per_input_is_the_cli_part_given_once_per_input(cli, tmp_path):
     # In memory too: the right eye, not the left.
     image = dm.merge([STEREO, BALLS], "deep", backend="cpu", part=["rgba.right", 0])
     assert image.data_window == dm.read(tmp_path / "py.exr").data_window
-    with pytest.raises(dm.UsageError, match="list of 3 parts for 2 inputs"):
+    with pytest.raises(dm.UsageError, match="part names 3 parts for 2 inputs"):
         dm.merge([STEREO, BALLS], out=tmp_path / "x.exr", part=[0, 0, 0])
 
 

@@ -180,18 +180,19 @@ def test_read_channels_keeps_z_zback_and_the_alphas_a_colour_needs():
     assert dm.read(LAYERED, channels=["Z"]).channel_names == ["Z", "ZBack"]
     assert dm.read(BALLS, channels=("G",)).channel_names == ["A", "G", "Z"]
     assert dm.read(BALLS, channels="A,Z").channel_names == ["A", "Z"]
-    with pytest.raises(dm.FormatError, match="no channel Q"):
+    with pytest.raises(dm.UsageError, match='no channel "Q"'):
         dm.read(BALLS, channels=["R", "Q"])
     with pytest.raises(dm.UsageError, match="has a comma"):
         dm.read(BALLS, channels=["R,G"])
-    with pytest.raises(dm.UsageError, match="at least one channel"):
+    with pytest.raises(dm.UsageError, match="the channel list names no channel"):
         dm.read(BALLS, channels=[])
 
 
 def test_read_channels_applies_the_memory_budget_to_the_kept_samples():
     full = dm.read(BALLS)
-    # counts and offsets (16 bytes a pixel) plus the kept samples (A, Z: 6 bytes each)
-    kept_bytes = full.width * full.height * 16 + full.sample_count * 6
+    # counts and offsets (16 bytes a pixel) plus the kept samples (A, Z: 6 bytes each) twice:
+    # the planes and the inflated chunks they are copied from are held at once at the peak
+    kept_bytes = full.width * full.height * 16 + full.sample_count * 6 * 2
     assert dm.read(BALLS, channels=["A"], memory_budget=kept_bytes).channel_names == ["A", "Z"]
     with pytest.raises(dm.BudgetError, match="over the memory budget"):
         dm.read(BALLS, channels=["A"], memory_budget=kept_bytes - 1)
