@@ -20,31 +20,36 @@
 //!
 //! [`stream::merge_files`] is steps 1 to 4, file to file, on the engine the caller chooses
 //! ([`stream::MergeEngine`]); [`ops`] runs the deep operations (slice, crop, transform, idselect)
-//! on the same streaming pipeline.
+//! on the same streaming pipeline. The options of a merge, as a user gives them, are one
+//! [`request::MergeRequest`]: it refuses what does not fit together and gives every stage its
+//! options; the CLI, the viewer and the Python module fill one from their arguments.
 //!
 //! ```
-//! use deepmerge::composite::{MergeOptions, OutputKind};
-//! use deepmerge::stream::{merge_files, MergeEngine, StreamOptions};
+//! use deepmerge::request::{FieldNames, MergeRequest};
+//! use deepmerge::stream::{merge_files, MergeEngine};
 //!
 //! # fn main() -> deepmerge::Result<()> {
 //! let dir = tempfile::tempdir().unwrap();
 //! // Two procedural deep inputs, as two renders of one shot would be.
 //! let inputs = deepmerge::scene::write_scene("planes", 64, 32, 7, 2, &dir.path().join("in"))?;
-//! let options = StreamOptions {
-//!     merge: MergeOptions {
-//!         output: OutputKind::Deep,
-//!         tidy: true,
-//!         ..MergeOptions::default()
-//!     },
-//!     budget: 64 << 20,
-//!     ..StreamOptions::default()
+//! let request = MergeRequest {
+//!     deep: true,
+//!     tidy: true,
+//!     memory_budget: 64 << 20,
+//!     ..MergeRequest::default()
 //! };
+//! request.check(inputs.len(), &FieldNames)?;
 //! let output = dir.path().join("merged.exr");
-//! merge_files(&inputs, &output, &options, MergeEngine::Cpu, None)?;
+//! merge_files(&inputs, &output, &request.stream_options()?, MergeEngine::Cpu, None)?;
 //!
 //! let merged = deepmerge::exr::read_deep(&output, &Default::default())?;
 //! let first = deepmerge::exr::read_deep(&inputs[0], &Default::default())?;
 //! assert!(merged.sample_count() >= first.sample_count());
+//!
+//! // A flat-only option with deep output is refused, in the words of the caller's front end.
+//! let wrong = MergeRequest { flat_z: true, ..request };
+//! let refusal = wrong.check(inputs.len(), &FieldNames).unwrap_err();
+//! assert_eq!(refusal.to_string(), "flat_z applies to flat output, not deep");
 //! # Ok(())
 //! # }
 //! ```
