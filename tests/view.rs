@@ -829,7 +829,10 @@ fn a_layer_split_into_bands_slices_as_one_buffer_and_as_the_host_twin() {
     for band in &plan.bands {
         assert_eq!((band.row0, band.sample0), next, "bands leave no gap");
         assert!(band.rows > 0);
-        assert!(band.buffer_bytes(width, stride).iter().all(|&b| b <= limit));
+        assert!(band
+            .buffer_bytes(width, stride, merged.id_stride())
+            .iter()
+            .all(|&b| b <= limit));
         next = (band.row0 + band.rows, band.sample0 + band.samples);
     }
     assert_eq!(next, (merged.data_window.height(), merged.samples()));

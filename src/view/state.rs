@@ -16,6 +16,9 @@ pub enum View {
     Depth,
     /// Samples per pixel in the paper's bins.
     Heatmap,
+    /// False colour per id ([`super::display::id_colour`]) of the layer's id channel `k`
+    /// ([`Layer::id_names`]), from the front-most contributing sample inside the slice.
+    Id(usize),
 }
 
 impl View {
@@ -26,6 +29,7 @@ impl View {
             View::Channel(_) => 1,
             View::Depth => 2,
             View::Heatmap => 3,
+            View::Id(_) => 4,
         }
     }
 }
@@ -142,6 +146,9 @@ pub enum KeyAction {
     Reslice,
     /// Print the inspector table to stdout.
     CopyTable,
+    /// The id view was asked for on a layer without id channels: nothing changed, and the
+    /// window says why ([`ViewState::no_ids_line`]).
+    NoIds,
     /// Close the window.
     Quit,
 }
@@ -154,6 +161,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("r g b a", "one channel (a: alpha)"),
     ("z", "depth (front-most Z)"),
     ("h", "depth-complexity heatmap"),
+    (
+        "d",
+        "id view (false colour per id); again: the next id channel",
+    ),
     ("e / E", "exposure +/- half a stop"),
     ("n / N", "near plane back / forward"),
     ("m / M", "far plane forward / back"),
@@ -181,12 +192,20 @@ impl ViewState {
             "0" | "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9" => {
                 let i: usize = text.parse().unwrap_or(0);
                 if i < layers.len() && i != self.layer {
-                    self.layer = i;
                     // The columns differ between layers: keep the view only where it still means
-                    // the same.
-                    if let View::Channel(_) = self.view {
-                        self.view = View::Composite;
-                    }
+                    // the same (an id channel of the same name).
+                    self.view = match self.view {
+                        View::Channel(_) => View::Composite,
+                        View::Id(k) => {
+                            let name = &layer.id_names[k];
+                            match layers[i].id_names.iter().position(|n| n == name) {
+                                Some(k) => View::Id(k),
+                                None => View::Composite,
+                            }
+                        }
+                        other => other,
+                    };
+                    self.layer = i;
                     KeyAction::Reslice
                 } else {
                     KeyAction::None
@@ -199,6 +218,11 @@ impl ViewState {
             },
             "z" => self.set_view(View::Depth),
             "h" => self.set_view(View::Heatmap),
+            "d" => match (self.view, layer.id_names.len()) {
+                (_, 0) => KeyAction::NoIds,
+                (View::Id(k), n) => self.set_view(View::Id((k + 1) % n)),
+                _ => self.set_view(View::Id(0)),
+            },
             "e" => {
                 self.exposure += 0.5;
                 KeyAction::Redraw
@@ -260,17 +284,7 @@ impl ViewState {
     /// One line saying what is drawn, for stderr (tests and scripts follow it).
     pub fn describe(&self, layers: &[Layer]) -> String {
         let layer = layers.get(self.layer);
-        let view = match self.view {
-            View::Composite => "composite".to_string(),
-            View::Channel(k) => format!(
-                "channel {}",
-                layer
-                    .and_then(|l| l.columns.names.get(k))
-                    .map_or("?", String::as_str)
-            ),
-            View::Depth => "depth".into(),
-            View::Heatmap => "heatmap".into(),
-        };
+        let view = self.view_name(layer);
         let pinned = self
             .pinned
             .map_or("none".to_string(), |(x, y)| format!("({x}, {y})"));
@@ -284,6 +298,39 @@ impl ViewState {
             self.camera.origin[1],
             self.camera.zoom,
             self.table.name()
+        )
+    }
+
+    /// The view as [`ViewState::describe`] names it (`composite`, `channel A`, `id particleid`).
+    fn view_name(&self, layer: Option<&Layer>) -> String {
+        match self.view {
+            View::Composite => "composite".to_string(),
+            View::Channel(k) => format!(
+                "channel {}",
+                layer
+                    .and_then(|l| l.columns.names.get(k))
+                    .map_or("?", String::as_str)
+            ),
+            View::Depth => "depth".into(),
+            View::Heatmap => "heatmap".into(),
+            View::Id(k) => format!(
+                "id {}",
+                layer
+                    .and_then(|l| l.id_names.get(k))
+                    .map_or("?", String::as_str)
+            ),
+        }
+    }
+
+    /// The stderr line for [`KeyAction::NoIds`]: which layer has no id channel, and that the
+    /// view stays as it is.
+    pub fn no_ids_line(&self, layers: &[Layer]) -> String {
+        let layer = layers.get(self.layer);
+        format!(
+            "deepmerge view: layer {} ({}) has no id channel (a uint channel, or a half or float one whose name ends in id); the view stays {}",
+            self.layer,
+            layer.map_or("-", |l| l.name.as_str()),
+            self.view_name(layer)
         )
     }
 }
