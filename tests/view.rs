@@ -1053,3 +1053,207 @@ fn layers_beyond_the_gpu_memory_budget_are_one_line_in_the_window_and_on_stderr(
         .count();
     assert_eq!(errors, 1);
 }
+
+/// A tidy test image of `side`x`side` pixels whose every pixel holds three samples with ids
+/// from a seeded generator (edge values in the first pixels' visible samples): a point at Z 1 with alpha 0 (no view may show
+/// its id), a point at Z 2 with alpha 0.5 and a volume from 3 to 5 with alpha 0.5; `id` is a
+/// uint channel and `objectId` a float one holding the same ids below 2^24 as whole numbers,
+/// and a fraction (no id) in every seventh pixel.
+fn id_test_image(side: usize) -> DeepImage {
+    use deepmerge::deep::{Bounds, Channel, Plane, SampleType};
+    let window = Bounds {
+        x0: 0,
+        y0: 0,
+        x1: side as i32 - 1,
+        y1: side as i32 - 1,
+    };
+    let channels = vec![
+        Channel::new("A", SampleType::F32),
+        Channel::new("Z", SampleType::F32),
+        Channel::new("ZBack", SampleType::F32),
+        Channel::new("id", SampleType::U32),
+        Channel::new("objectId", SampleType::F32),
+    ];
+    let mut image = DeepImage::empty(window, window, channels);
+    let edges = [1u32, 2, u32::MAX, 1 << 31, (1 << 24) + 1, 3_236_172_513, 0];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        // SplitMix64: a fixed seed, so a failure names the same ids every run.
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) as u32
+    };
+    let (mut a, mut z, mut zback, mut id, mut object) = (vec![], vec![], vec![], vec![], vec![]);
+    for p in 0..side * side {
+        for (k, (front, back, alpha)) in [(1.0, 1.0, 0.0), (2.0, 2.0, 0.5), (3.0, 5.0, 0.5)]
+            .into_iter()
+            .enumerate()
+        {
+            let value = if k > 0 && p < edges.len() {
+                edges[p]
+            } else {
+                next()
+            };
+            a.push(alpha);
+            z.push(front);
+            zback.push(back);
+            id.push(value);
+            let whole = (value & 0xff_ffff) as f32;
+            object.push(if p % 7 == 3 { whole + 0.5 } else { whole });
+        }
+    }
+    image.offsets = (0..=side * side).map(|p| 3 * p as u64).collect();
+    image.planes = vec![
+        Plane::F32(a),
+        Plane::F32(z),
+        Plane::F32(zback),
+        Plane::U32(id),
+        Plane::F32(object),
+    ];
+    image
+}
+
+/// Draw `gpu` in `view` at 1:1 into an offscreen `side`x`side` framebuffer on the headless
+/// context and read it back as RGB bytes, top row first.
+fn draw_offscreen(
+    ctx: &GlContext,
+    gpu: &GpuLayer,
+    layer: &deepmerge::view::load::Layer,
+    view: deepmerge::view::state::View,
+    slice: (f32, f32),
+) -> Vec<[u8; 3]> {
+    use deepmerge::view::gpu::DrawParams;
+    use deepmerge::view::state::View;
+    use glow::HasContext;
+    let (w, h) = (
+        layer.data_window.width() as i32,
+        layer.data_window.height() as i32,
+    );
+    gpu.slice(ctx, slice.0, slice.1).unwrap();
+    let gl = &ctx.gl;
+    let mut rgba = vec![0u8; (w * h * 4) as usize];
+    // SAFETY: objects made, used and deleted on the current headless context.
+    unsafe {
+        let vao = gl.create_vertex_array().unwrap();
+        let colour = gl.create_renderbuffer().unwrap();
+        gl.bind_renderbuffer(glow::RENDERBUFFER, Some(colour));
+        gl.renderbuffer_storage(glow::RENDERBUFFER, glow::RGBA8, w, h);
+        let fbo = gl.create_framebuffer().unwrap();
+        gl.bind_framebuffer(glow::FRAMEBUFFER, Some(fbo));
+        gl.framebuffer_renderbuffer(
+            glow::FRAMEBUFFER,
+            glow::COLOR_ATTACHMENT0,
+            glow::RENDERBUFFER,
+            Some(colour),
+        );
+        assert_eq!(
+            gl.check_framebuffer_status(glow::FRAMEBUFFER),
+            glow::FRAMEBUFFER_COMPLETE
+        );
+        let d = layer.display_window;
+        let params = DrawParams {
+            window: (w as u32, h as u32),
+            image_width: w as u32,
+            origin: [0.0, 0.0],
+            zoom: 1.0,
+            display_window: [d.x0, d.y0, d.x1, d.y1],
+            data_window: [d.x0, d.y0, d.x1, d.y1],
+            view: view.shader_id(),
+            rgba: [-1, -1, -1, 0],
+            channel: -1,
+            id_channel: match view {
+                View::Id(k) => k as i32,
+                _ => -1,
+            },
+            exposure: 0.0,
+            depth_range: layer.depth_range,
+            pinned: None,
+            slice,
+        };
+        gpu.draw(ctx, vao, &params).unwrap();
+        gl.read_pixels(
+            0,
+            0,
+            w,
+            h,
+            glow::RGBA,
+            glow::UNSIGNED_BYTE,
+            glow::PixelPackData::Slice(Some(&mut rgba)),
+        );
+        gl.bind_framebuffer(glow::FRAMEBUFFER, None);
+        gl.delete_framebuffer(fbo);
+        gl.delete_renderbuffer(colour);
+        gl.delete_vertex_array(vao);
+    }
+    // GL's rows run bottom-up.
+    (0..h)
+        .rev()
+        .flat_map(|row| {
+            let line = &rgba[(row * w * 4) as usize..((row + 1) * w * 4) as usize];
+            line.chunks(4)
+                .map(|px| [px[0], px[1], px[2]])
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn the_id_view_draws_the_host_twins_colour_of_the_slices_front_id_for_many_ids() {
+    use deepmerge::view::display::id_colour;
+    use deepmerge::view::load::layer_of;
+    use deepmerge::view::state::View;
+    let side = 128;
+    let image = id_test_image(side);
+    let layer = layer_of("ids", &image).unwrap();
+    assert_eq!(layer.id_names, ["id", "objectId"]);
+    let ctx = GlContext::new().unwrap();
+    let plan = plan_layer(&ctx, &layer).unwrap();
+    let gpu = GpuLayer::upload(&ctx, &mut layer.clone(), &plan).unwrap();
+    let inf = f32::INFINITY;
+    // Whole: the point at 2 (the alpha-0 point in front never shows); near 4: the volume's
+    // back half; far 1.5: only the alpha-0 point, so no id (black).
+    for (slice, sample) in [
+        ((-inf, inf), Some(1)),
+        ((4.0, inf), Some(2)),
+        ((-inf, 1.5), None),
+    ] {
+        for k in 0..2 {
+            let drawn = draw_offscreen(&ctx, &gpu, &layer, View::Id(k), slice);
+            let mut distinct = std::collections::HashSet::new();
+            for p in 0..side * side {
+                let id = layer.front_id(p, slice.0, slice.1, k);
+                // The host twin picks the sample the slice's front comes from.
+                let want_id = sample.map_or(0, |s| {
+                    let held = image.planes[3 + k].clone();
+                    deepmerge::ops::idselect::id_at(&held, 3 * p + s).unwrap_or(0)
+                });
+                assert_eq!(id, want_id, "pixel {p} slice {slice:?} channel {k}");
+                assert_eq!(
+                    drawn[p],
+                    id_colour(id),
+                    "pixel {p} (id {id}) slice {slice:?} channel {k}: the GPU's colour differs from id_colour's"
+                );
+                distinct.insert(id);
+            }
+            if sample.is_some() {
+                // Many ids, the edge values among them, and float ids that are no id.
+                assert!(
+                    distinct.len() > side * side * 3 / 4,
+                    "{} ids",
+                    distinct.len()
+                );
+                assert!(distinct.contains(&0));
+                if k == 0 {
+                    for edge in [1u32, u32::MAX, 1 << 31, 3_236_172_513] {
+                        assert!(distinct.contains(&edge), "{edge} not drawn");
+                    }
+                }
+            } else {
+                assert_eq!(distinct.len(), 1);
+            }
+        }
+    }
+    gpu.delete(&ctx);
+}
