@@ -1257,3 +1257,100 @@ fn the_id_view_draws_the_host_twins_colour_of_the_slices_front_id_for_many_ids()
     }
     gpu.delete(&ctx);
 }
+
+#[test]
+fn the_id_view_of_an_id_carrying_render_shows_the_front_ids_colours() {
+    use deepmerge::view::display::id_colour;
+    require("xdotool", &["version"]);
+    require("import", &["-version"]);
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    // A render with uint ids (id, particleid) over a file without any: the merge has both.
+    let files = vec![
+        data.join("openexr/multivariate.deep.exr"),
+        data.join("openexr-images/Balls.exr"),
+    ];
+    let loaded = load_layers(&files);
+    let merged = &loaded.layers[0];
+    assert_eq!(merged.id_names, ["id", "particleid"]);
+    assert!(loaded.layers[2].id_names.is_empty());
+    let window = merged.data_window;
+
+    let x = Xvfb::start();
+    let mut viewer = Viewer::start(&x, &files);
+    viewer.wait_for(|l| l.starts_with("deepmerge view: drawn"));
+    let line = viewer.key(&x, "equal", |l| l.contains("zoom 1 "));
+    let origin = origin_of(&line);
+    let d = merged.display_window;
+    let at = |px: (i32, i32)| {
+        (
+            origin.0 as i64 + (px.0 - d.x0) as i64,
+            origin.1 as i64 + (px.1 - d.y0) as i64,
+        )
+    };
+    // Every third pixel of the display window (256x256, all of it in the image area).
+    let probes: Vec<(i32, i32)> = (d.y0..=d.y1)
+        .step_by(3)
+        .flat_map(|y| (d.x0..=d.x1).step_by(3).map(move |x| (x, y)))
+        .collect();
+    let check = |viewer: &Viewer, k: usize, near: f32, what: &str| -> Vec<u32> {
+        let shot = viewer.screenshot(&x, None);
+        let mut ids = Vec::new();
+        for &px in &probes {
+            let p = window.index_of(px.0, px.1).unwrap();
+            let id = merged.front_id(p, near, f32::INFINITY, k);
+            let got = pixel_rgb(&shot, at(px));
+            assert!(
+                close(got, id_colour(id), 1),
+                "{what} at {px:?}: drawn {got:?}, id {id} is {:?}",
+                id_colour(id)
+            );
+            ids.push(id);
+        }
+        // Different ids in front at different pixels, in different colours: the view tells
+        // objects apart.
+        let distinct: std::collections::HashSet<u32> =
+            ids.iter().copied().filter(|&i| i != 0).collect();
+        let colours: std::collections::HashSet<[u8; 3]> =
+            distinct.iter().map(|&i| id_colour(i)).collect();
+        assert!(distinct.len() >= 3, "{what}: ids {distinct:?}");
+        assert_eq!(
+            colours.len(),
+            distinct.len(),
+            "{what}: two ids share a colour"
+        );
+        ids
+    };
+    viewer.key(&x, "d", |l| l.contains("view id id "));
+    check(&viewer, 0, f32::NEG_INFINITY, "id view of id");
+    viewer.key(&x, "d", |l| l.contains("view id particleid "));
+    let whole = check(&viewer, 1, f32::NEG_INFINITY, "id view of particleid");
+    // A depth slice: the front id is the front-most inside it.
+    let mut slice = deepmerge::view::state::Slice::default();
+    for _ in 0..5 {
+        slice.move_near(1.0, merged.depth_range);
+        let expected = format!("slice {} ", slice.describe());
+        viewer.key(&x, "n", |l| l.contains(&expected));
+    }
+    let sliced = check(&viewer, 1, slice.near, "sliced id view of particleid");
+    assert!(
+        whole.iter().zip(&sliced).any(|(a, b)| a != b),
+        "the slice at {} changed no front id; the test would not see a wrong slice",
+        slice.near
+    );
+    // The input without ids: the view falls back to the composite, and the id key says why
+    // and changes nothing.
+    viewer.key(&x, "2", |l| {
+        l.contains("layer 2 (Balls.exr) view composite ")
+    });
+    let from = viewer.lines_seen();
+    x.run("xdotool", &["key", "d"]);
+    let (_, said) = viewer.wait_for_after(from, |l| l.contains("has no id channel"));
+    assert_eq!(
+        said,
+        "deepmerge view: layer 2 (Balls.exr) has no id channel (a uint channel, or a half or float one whose name ends in id); the view stays composite"
+    );
+    // Back to the merge: still the composite (the key changed nothing).
+    viewer.key(&x, "0", |l| l.contains("layer 0 (merged) view composite "));
+    x.run("xdotool", &["key", "q"]);
+    assert!(wait_exit(&mut viewer.child).success());
+}
