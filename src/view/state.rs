@@ -192,20 +192,7 @@ impl ViewState {
             "0" | "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9" => {
                 let i: usize = text.parse().unwrap_or(0);
                 if i < layers.len() && i != self.layer {
-                    // The columns differ between layers: keep the view only where it still means
-                    // the same (an id channel of the same name).
-                    self.view = match self.view {
-                        View::Channel(_) => View::Composite,
-                        View::Id(k) => {
-                            let name = &layer.id_names[k];
-                            match layers[i].id_names.iter().position(|n| n == name) {
-                                Some(k) => View::Id(k),
-                                None => View::Composite,
-                            }
-                        }
-                        other => other,
-                    };
-                    self.layer = i;
+                    self.switch_layer(i, layers);
                     KeyAction::Reslice
                 } else {
                     KeyAction::None
@@ -255,6 +242,21 @@ impl ViewState {
             "q" => KeyAction::Quit,
             _ => KeyAction::None,
         }
+    }
+
+    /// Show layer `i` (a valid index). The columns and id channels differ between layers: the
+    /// view is kept only where it still means the same (an id channel of the same name), else
+    /// it becomes the composite.
+    pub fn switch_layer(&mut self, i: usize, layers: &[Layer]) {
+        let name_of = |k: usize| layers.get(self.layer).and_then(|l| l.id_names.get(k));
+        self.view = match self.view {
+            View::Channel(_) => View::Composite,
+            View::Id(k) => name_of(k)
+                .and_then(|name| layers[i].id_names.iter().position(|n| n == name))
+                .map_or(View::Composite, View::Id),
+            other => other,
+        };
+        self.layer = i;
     }
 
     fn set_view(&mut self, view: View) -> KeyAction {
@@ -343,6 +345,57 @@ pub fn frame_size(layer: &Layer) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::deep::{Bounds, Channel, DeepImage, SampleType};
+
+    /// A layer of no samples with `A`, `Z` and the uint channels `ids`.
+    fn layer(name: &str, ids: &[&str]) -> Layer {
+        let window = Bounds::from_origin_size(0, 0, 4, 4);
+        let mut channels = vec![
+            Channel::new("A", SampleType::F32),
+            Channel::new("Z", SampleType::F32),
+        ];
+        channels.extend(ids.iter().map(|n| Channel::new(*n, SampleType::U32)));
+        super::super::load::layer_of(name, &DeepImage::empty(window, window, channels)).unwrap()
+    }
+
+    #[test]
+    fn the_id_key_cycles_id_channels_and_layers_keep_the_channel_by_name() {
+        let layers = [
+            layer("merged", &["id", "particleid"]),
+            layer("a.exr", &["particleid"]),
+            layer("b.exr", &[]),
+        ];
+        let area = Area {
+            width: 100.0,
+            height: 100.0,
+        };
+        let mut state = ViewState::default();
+        assert_eq!(state.on_key("d", &layers, area), KeyAction::Redraw);
+        assert_eq!(state.view, View::Id(0));
+        state.on_key("d", &layers, area);
+        assert_eq!(state.view, View::Id(1));
+        assert!(state.describe(&layers).contains("view id particleid "));
+        state.on_key("d", &layers, area);
+        assert_eq!(state.view, View::Id(0));
+        state.on_key("d", &layers, area);
+        // particleid is a.exr's first id channel.
+        state.on_key("1", &layers, area);
+        assert_eq!((state.layer, state.view), (1, View::Id(0)));
+        // b.exr has none: the composite, and `d` there changes nothing.
+        state.on_key("2", &layers, area);
+        assert_eq!(state.view, View::Composite);
+        assert_eq!(state.on_key("d", &layers, area), KeyAction::NoIds);
+        assert_eq!(state.view, View::Composite);
+        assert_eq!(
+            state.no_ids_line(&layers),
+            "deepmerge view: layer 2 (b.exr) has no id channel (a uint channel, or a half or float one whose name ends in id); the view stays composite"
+        );
+        // From `id` on the merge to a layer without `id`: the composite.
+        state.switch_layer(0, &layers);
+        state.view = View::Id(0);
+        state.switch_layer(1, &layers);
+        assert_eq!(state.view, View::Composite);
+    }
 
     #[test]
     fn planes_move_in_steps_and_unclip_at_the_ends() {
