@@ -1222,7 +1222,8 @@ fn the_id_view_draws_the_host_twins_colour_of_the_slices_front_id_for_many_ids()
         for k in 0..2 {
             let drawn = draw_offscreen(&ctx, &gpu, &layer, View::Id(k), slice);
             let mut distinct = std::collections::HashSet::new();
-            for p in 0..side * side {
+            assert_eq!(drawn.len(), side * side);
+            for (p, &got) in drawn.iter().enumerate() {
                 let id = layer.front_id(p, slice.0, slice.1, k);
                 // The host twin picks the sample the slice's front comes from.
                 let want_id = sample.map_or(0, |s| {
@@ -1231,7 +1232,7 @@ fn the_id_view_draws_the_host_twins_colour_of_the_slices_front_id_for_many_ids()
                 });
                 assert_eq!(id, want_id, "pixel {p} slice {slice:?} channel {k}");
                 assert_eq!(
-                    drawn[p],
+                    got,
                     id_colour(id),
                     "pixel {p} (id {id}) slice {slice:?} channel {k}: the GPU's colour differs from id_colour's"
                 );
