@@ -1,8 +1,9 @@
 //! Issue 20's properties on the real corpus where the other test files prove them on random
 //! images only: `transform` with 0 and 1 is the identity and its depth change is exact (one
 //! rounding of `Z·S + D` to the channel's type, half Z included), and `crop` plus `crop
-//! --keep-outside` merge back to the input. Both run the streamed operation the CLI runs
-//! (`ops::run_op`, written to a file and read back). The other properties of the issue are
+//! --keep-outside` merge back to the input; `--drop-hidden` keeps the composite of corpus merges
+//! and only drops the back of each pixel. `transform` and `crop` run the streamed operation the
+//! CLI runs (`ops::run_op`, written to a file and read back). The other properties of the issue are
 //! proved beside each operation's own tests (tests/ops.rs, deepen.rs, recolor.rs, idselect.rs).
 
 mod common;
@@ -171,6 +172,71 @@ fn crop_and_crop_keep_outside_of_the_corpus_merge_to_the_input() {
             assert!(
                 deep_merge(&[&inside, &outside]) == deep_merge(&[&input]),
                 "{file} {area}: crop and its outside do not merge to the input"
+            );
+        }
+    }
+}
+
+fn flat(inputs: &[&DeepImage]) -> deepmerge::deep::FlatImage {
+    let options = MergeOptions {
+        output: OutputKind::Flat { z: false },
+        ..MergeOptions::default()
+    };
+    match merge_images(inputs, &options).unwrap_or_else(|e| panic!("{e}")) {
+        MergeOutput::Flat(f) => f,
+        MergeOutput::Deep(_) => unreachable!(),
+    }
+}
+
+#[test]
+fn drop_hidden_keeps_the_corpus_composite_and_only_drops_the_back_of_each_pixel() {
+    for files in [
+        &[
+            "openexr-images/Balls.exr",
+            "openexr-images/Leaves.exr",
+            "openexr-images/Trunks.exr",
+        ][..],
+        &["oiio/input-crop.deep.exr", "oiio/holdout-crop.deep.exr"][..],
+    ] {
+        let inputs: Vec<DeepImage> = files.iter().map(|f| read(&data(f), 0)).collect();
+        let refs: Vec<&DeepImage> = inputs.iter().collect();
+        let merged = deep_merge(&refs);
+        let pruned = deepmerge::composite::prune::drop_hidden(&merged, 1.0);
+        assert!(
+            pruned.sample_count() < merged.sample_count(),
+            "{files:?}: nothing hidden; the test would prove little"
+        );
+        // Each pixel keeps a prefix of its samples, bit for bit: nothing added or changed.
+        for p in 0..merged.pixel_count() {
+            assert!(pruned.count(p) <= merged.count(p), "{files:?} pixel {p}");
+            for (i, j) in merged.range(p).zip(pruned.range(p)) {
+                for c in 0..merged.channels.len() {
+                    assert_eq!(
+                        merged.planes[c].get_f32(i).to_bits(),
+                        pruned.planes[c].get_f32(j).to_bits(),
+                        "{files:?} pixel {p}"
+                    );
+                }
+            }
+        }
+        let (a, b) = (flat(&[&pruned]), flat(&[&merged]));
+        assert_eq!(a.data_window, b.data_window);
+        for channel in &b.channels {
+            let (x, y) = (
+                a.channel(&channel.name).unwrap(),
+                b.channel(&channel.name).unwrap(),
+            );
+            let worst = x
+                .iter()
+                .zip(y)
+                .map(|(p, q)| (p - q).abs())
+                .fold(0f32, f32::max);
+            // The flat output is stored in half: within half rounding (here the composites
+            // are computed in f32 and agree far closer).
+            assert!(
+                worst < 1e-6,
+                "{files:?} {}: differs by {worst}",
+                channel.name
             );
         }
     }
