@@ -3,7 +3,12 @@
 // are the ones `view::display` states in Rust (the tests compare the two).
 // A layer is held in bands of rows, one sliced buffer each: the pass is drawn once per band,
 // with `u_data` the band's rows and `u_rows` the image rows whose window pixels it draws.
+// The id view also reads the band's samples (the slice pass's bindings 0 to 2) and their ids.
+layout(std430, binding = 0) readonly buffer Offsets { uint offsets[]; };
+layout(std430, binding = 1) readonly buffer Depths { vec2 depths[]; };
+layout(std430, binding = 2) readonly buffer Values { float values[]; };
 layout(std430, binding = 3) readonly buffer Sliced { float sliced[]; };
+layout(std430, binding = 4) readonly buffer Ids { uint ids[]; };
 
 uniform vec2 u_origin;      // window pixel (top-left origin) of the display window's corner
 uniform float u_zoom;       // window pixels per image pixel
@@ -19,6 +24,9 @@ uniform float u_gain;       // 2^exposure
 uniform vec2 u_depth_range; // depths the depth view spans
 uniform ivec2 u_pinned;     // the pinned pixel (absolute), or far outside
 uniform int u_pin_shown;    // 1 when a pixel is pinned
+uniform vec2 u_slice;       // the slice's near and far planes
+uniform int u_id_channel;   // the id channel VIEW_ID shows
+uniform int u_id_stride;    // ids per sample
 
 out vec4 frag;
 
@@ -26,10 +34,12 @@ out vec4 frag;
 #define VIEW_CHANNEL 1
 #define VIEW_DEPTH 2
 #define VIEW_HEATMAP 3
+#define VIEW_ID 4
 #define STRIDE (NUM_COLUMNS + 2)
 
 const uint HEAT_HI[5] = uint[5](HEAT_BIN_LIST);
 const vec3 HEAT_COLOUR[5] = vec3[5](HEAT_COLOUR_LIST);
+const int ID_ALPHAS[NUM_ALPHAS_ALLOC] = int[NUM_ALPHAS_ALLOC](ALPHAS_LIST);
 
 float srgb(float linear) {
     float v = clamp(linear, 0.0, 1.0);
@@ -48,6 +58,57 @@ vec3 heat(uint count) {
     float t = min(float(count - lo) / float(hi - lo), 1.0);
     float k = HEAT_FLOOR + (1.0 - HEAT_FLOOR) * t;
     return floor(HEAT_COLOUR[bin] * k + 0.5);
+}
+
+// display::id_colour, operation for operation (integers only, so the two agree exactly): black
+// for id 0, else hue, saturation and value from murmur3's finalizer of the id.
+uvec3 id_colour(uint id) {
+    if (id == 0u) return uvec3(0u);
+    uint h = id;
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    uint hue = ((h >> 16) * 1536u) >> 16;
+    uint s = 150u + (h & 0xffu) * 105u / 255u;
+    uint v = 180u + ((h >> 8) & 0xffu) * 75u / 255u;
+    uint sector = hue / 256u;
+    uint f = hue % 256u;
+    uint p = v * (255u - s) / 255u;
+    uint q = v * (255u - s * f / 255u) / 255u;
+    uint t = v * (255u - s * (255u - f) / 255u) / 255u;
+    if (sector == 0u) return uvec3(v, t, p);
+    if (sector == 1u) return uvec3(q, v, p);
+    if (sector == 2u) return uvec3(p, v, t);
+    if (sector == 3u) return uvec3(p, q, v);
+    if (sector == 4u) return uvec3(t, p, v);
+    return uvec3(v, p, q);
+}
+
+// The id the id view shows for band pixel p: that of the sample the slice pass took its front
+// depth from (the front-most sample inside the slice with any alpha above 0; Layer::front_id
+// is the host twin), found again by its piece's front depth; 0 where the slice has none.
+uint front_id(uint p, float front) {
+    if (isnan(front) || u_id_stride <= 0) return 0u;
+    for (uint s = offsets[p]; s < offsets[p + 1u]; ++s) {
+        vec2 d = depths[s];
+        bool volume = d.y > d.x;
+        float lo = max(d.x, u_slice.x);
+        float hi = min(d.y, u_slice.y);
+        if (!volume) {
+            if (d.x < u_slice.x || d.x > u_slice.y) continue;
+        } else if (!(hi > lo)) {
+            continue;
+        }
+        if ((volume ? lo : d.x) != front) continue;
+        for (int j = 0; j < NUM_ALPHAS; ++j) {
+            if (values[s * uint(NUM_COLUMNS) + uint(ID_ALPHAS[j])] > 0.0) {
+                return ids[s * uint(u_id_stride) + uint(u_id_channel)];
+            }
+        }
+    }
+    return 0u;
 }
 
 float column(uint base, int c) {
@@ -79,8 +140,10 @@ void main() {
                 float t = clamp((z - u_depth_range.x) / span, 0.0, 1.0);
                 rgb = vec3(1.0 - DEPTH_FAR_DIM * t);
             }
-        } else {
+        } else if (u_view == VIEW_HEATMAP) {
             rgb = heat(uint(sliced[base + uint(NUM_COLUMNS) + 1u])) / 255.0;
+        } else {
+            rgb = vec3(id_colour(front_id(p, sliced[base + uint(NUM_COLUMNS)]))) / 255.0;
         }
     }
     // The pinned pixel: outlined where it is at least 5 window pixels wide, else marked by a

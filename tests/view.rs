@@ -829,7 +829,10 @@ fn a_layer_split_into_bands_slices_as_one_buffer_and_as_the_host_twin() {
     for band in &plan.bands {
         assert_eq!((band.row0, band.sample0), next, "bands leave no gap");
         assert!(band.rows > 0);
-        assert!(band.buffer_bytes(width, stride).iter().all(|&b| b <= limit));
+        assert!(band
+            .buffer_bytes(width, stride, merged.id_stride())
+            .iter()
+            .all(|&b| b <= limit));
         next = (band.row0 + band.rows, band.sample0 + band.samples);
     }
     assert_eq!(next, (merged.data_window.height(), merged.samples()));
@@ -1049,4 +1052,306 @@ fn layers_beyond_the_gpu_memory_budget_are_one_line_in_the_window_and_on_stderr(
         .filter(|l| l.starts_with("deepmerge: error:"))
         .count();
     assert_eq!(errors, 1);
+}
+
+/// A tidy test image of `side`x`side` pixels whose every pixel holds three samples with ids
+/// from a seeded generator (edge values in the first pixels' visible samples): a point at Z 1 with alpha 0 (no view may show
+/// its id), a point at Z 2 with alpha 0.5 and a volume from 3 to 5 with alpha 0.5; `id` is a
+/// uint channel and `objectId` a float one holding the same ids below 2^24 as whole numbers,
+/// and a fraction (no id) in every seventh pixel.
+fn id_test_image(side: usize) -> DeepImage {
+    use deepmerge::deep::{Bounds, Channel, Plane, SampleType};
+    let window = Bounds {
+        x0: 0,
+        y0: 0,
+        x1: side as i32 - 1,
+        y1: side as i32 - 1,
+    };
+    let channels = vec![
+        Channel::new("A", SampleType::F32),
+        Channel::new("Z", SampleType::F32),
+        Channel::new("ZBack", SampleType::F32),
+        Channel::new("id", SampleType::U32),
+        Channel::new("objectId", SampleType::F32),
+    ];
+    let mut image = DeepImage::empty(window, window, channels);
+    let edges = [1u32, 2, u32::MAX, 1 << 31, (1 << 24) + 1, 3_236_172_513, 0];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        // SplitMix64: a fixed seed, so a failure names the same ids every run.
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) as u32
+    };
+    let (mut a, mut z, mut zback, mut id, mut object) = (vec![], vec![], vec![], vec![], vec![]);
+    for p in 0..side * side {
+        for (k, (front, back, alpha)) in [(1.0, 1.0, 0.0), (2.0, 2.0, 0.5), (3.0, 5.0, 0.5)]
+            .into_iter()
+            .enumerate()
+        {
+            let value = if k > 0 && p < edges.len() {
+                edges[p]
+            } else {
+                next()
+            };
+            a.push(alpha);
+            z.push(front);
+            zback.push(back);
+            id.push(value);
+            let whole = (value & 0xff_ffff) as f32;
+            object.push(if p % 7 == 3 { whole + 0.5 } else { whole });
+        }
+    }
+    image.offsets = (0..=side * side).map(|p| 3 * p as u64).collect();
+    image.planes = vec![
+        Plane::F32(a),
+        Plane::F32(z),
+        Plane::F32(zback),
+        Plane::U32(id),
+        Plane::F32(object),
+    ];
+    image
+}
+
+/// Draw `gpu` in `view` at 1:1 into an offscreen `side`x`side` framebuffer on the headless
+/// context and read it back as RGB bytes, top row first.
+fn draw_offscreen(
+    ctx: &GlContext,
+    gpu: &GpuLayer,
+    layer: &deepmerge::view::load::Layer,
+    view: deepmerge::view::state::View,
+    slice: (f32, f32),
+) -> Vec<[u8; 3]> {
+    use deepmerge::view::gpu::DrawParams;
+    use deepmerge::view::state::View;
+    use glow::HasContext;
+    let (w, h) = (
+        layer.data_window.width() as i32,
+        layer.data_window.height() as i32,
+    );
+    gpu.slice(ctx, slice.0, slice.1).unwrap();
+    let gl = &ctx.gl;
+    let mut rgba = vec![0u8; (w * h * 4) as usize];
+    // SAFETY: objects made, used and deleted on the current headless context.
+    unsafe {
+        let vao = gl.create_vertex_array().unwrap();
+        let colour = gl.create_renderbuffer().unwrap();
+        gl.bind_renderbuffer(glow::RENDERBUFFER, Some(colour));
+        gl.renderbuffer_storage(glow::RENDERBUFFER, glow::RGBA8, w, h);
+        let fbo = gl.create_framebuffer().unwrap();
+        gl.bind_framebuffer(glow::FRAMEBUFFER, Some(fbo));
+        gl.framebuffer_renderbuffer(
+            glow::FRAMEBUFFER,
+            glow::COLOR_ATTACHMENT0,
+            glow::RENDERBUFFER,
+            Some(colour),
+        );
+        assert_eq!(
+            gl.check_framebuffer_status(glow::FRAMEBUFFER),
+            glow::FRAMEBUFFER_COMPLETE
+        );
+        let d = layer.display_window;
+        let params = DrawParams {
+            window: (w as u32, h as u32),
+            image_width: w as u32,
+            origin: [0.0, 0.0],
+            zoom: 1.0,
+            display_window: [d.x0, d.y0, d.x1, d.y1],
+            data_window: [d.x0, d.y0, d.x1, d.y1],
+            view: view.shader_id(),
+            rgba: [-1, -1, -1, 0],
+            channel: -1,
+            id_channel: match view {
+                View::Id(k) => k as i32,
+                _ => -1,
+            },
+            exposure: 0.0,
+            depth_range: layer.depth_range,
+            pinned: None,
+            slice,
+        };
+        gpu.draw(ctx, vao, &params).unwrap();
+        gl.read_pixels(
+            0,
+            0,
+            w,
+            h,
+            glow::RGBA,
+            glow::UNSIGNED_BYTE,
+            glow::PixelPackData::Slice(Some(&mut rgba)),
+        );
+        gl.bind_framebuffer(glow::FRAMEBUFFER, None);
+        gl.delete_framebuffer(fbo);
+        gl.delete_renderbuffer(colour);
+        gl.delete_vertex_array(vao);
+    }
+    // GL's rows run bottom-up.
+    (0..h)
+        .rev()
+        .flat_map(|row| {
+            let line = &rgba[(row * w * 4) as usize..((row + 1) * w * 4) as usize];
+            line.chunks(4)
+                .map(|px| [px[0], px[1], px[2]])
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn the_id_view_draws_the_host_twins_colour_of_the_slices_front_id_for_many_ids() {
+    use deepmerge::view::display::id_colour;
+    use deepmerge::view::load::layer_of;
+    use deepmerge::view::state::View;
+    let side = 128;
+    let image = id_test_image(side);
+    let layer = layer_of("ids", &image).unwrap();
+    assert_eq!(layer.id_names, ["id", "objectId"]);
+    let ctx = GlContext::new().unwrap();
+    let plan = plan_layer(&ctx, &layer).unwrap();
+    let gpu = GpuLayer::upload(&ctx, &mut layer.clone(), &plan).unwrap();
+    let inf = f32::INFINITY;
+    // Whole: the point at 2 (the alpha-0 point in front never shows); near 4: the volume's
+    // back half; far 1.5: only the alpha-0 point, so no id (black).
+    for (slice, sample) in [
+        ((-inf, inf), Some(1)),
+        ((4.0, inf), Some(2)),
+        ((-inf, 1.5), None),
+    ] {
+        for k in 0..2 {
+            let drawn = draw_offscreen(&ctx, &gpu, &layer, View::Id(k), slice);
+            let mut distinct = std::collections::HashSet::new();
+            assert_eq!(drawn.len(), side * side);
+            for (p, &got) in drawn.iter().enumerate() {
+                let id = layer.front_id(p, slice.0, slice.1, k);
+                // The host twin picks the sample the slice's front comes from.
+                let want_id = sample.map_or(0, |s| {
+                    let held = image.planes[3 + k].clone();
+                    deepmerge::ops::idselect::id_at(&held, 3 * p + s).unwrap_or(0)
+                });
+                assert_eq!(id, want_id, "pixel {p} slice {slice:?} channel {k}");
+                assert_eq!(
+                    got,
+                    id_colour(id),
+                    "pixel {p} (id {id}) slice {slice:?} channel {k}: the GPU's colour differs from id_colour's"
+                );
+                distinct.insert(id);
+            }
+            if sample.is_some() {
+                // Many ids, the edge values among them, and float ids that are no id.
+                assert!(
+                    distinct.len() > side * side * 3 / 4,
+                    "{} ids",
+                    distinct.len()
+                );
+                assert!(distinct.contains(&0));
+                if k == 0 {
+                    for edge in [1u32, u32::MAX, 1 << 31, 3_236_172_513] {
+                        assert!(distinct.contains(&edge), "{edge} not drawn");
+                    }
+                }
+            } else {
+                assert_eq!(distinct.len(), 1);
+            }
+        }
+    }
+    gpu.delete(&ctx);
+}
+
+#[test]
+fn the_id_view_of_an_id_carrying_render_shows_the_front_ids_colours() {
+    use deepmerge::view::display::id_colour;
+    require("xdotool", &["version"]);
+    require("import", &["-version"]);
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    // A render with uint ids (id, particleid) over a file without any: the merge has both.
+    let files = vec![
+        data.join("openexr/multivariate.deep.exr"),
+        data.join("openexr-images/Balls.exr"),
+    ];
+    let loaded = load_layers(&files);
+    let merged = &loaded.layers[0];
+    assert_eq!(merged.id_names, ["id", "particleid"]);
+    assert!(loaded.layers[2].id_names.is_empty());
+    let window = merged.data_window;
+
+    let x = Xvfb::start();
+    let mut viewer = Viewer::start(&x, &files);
+    viewer.wait_for(|l| l.starts_with("deepmerge view: drawn"));
+    let line = viewer.key(&x, "equal", |l| l.contains("zoom 1 "));
+    let origin = origin_of(&line);
+    let d = merged.display_window;
+    let at = |px: (i32, i32)| {
+        (
+            origin.0 as i64 + (px.0 - d.x0) as i64,
+            origin.1 as i64 + (px.1 - d.y0) as i64,
+        )
+    };
+    // Every third pixel of the display window (256x256, all of it in the image area).
+    let probes: Vec<(i32, i32)> = (d.y0..=d.y1)
+        .step_by(3)
+        .flat_map(|y| (d.x0..=d.x1).step_by(3).map(move |x| (x, y)))
+        .collect();
+    let check = |viewer: &Viewer, k: usize, near: f32, what: &str| -> Vec<u32> {
+        let shot = viewer.screenshot(&x, None);
+        let mut ids = Vec::new();
+        for &px in &probes {
+            let p = window.index_of(px.0, px.1).unwrap();
+            let id = merged.front_id(p, near, f32::INFINITY, k);
+            let got = pixel_rgb(&shot, at(px));
+            assert!(
+                close(got, id_colour(id), 1),
+                "{what} at {px:?}: drawn {got:?}, id {id} is {:?}",
+                id_colour(id)
+            );
+            ids.push(id);
+        }
+        // Different ids in front at different pixels, in different colours: the view tells
+        // objects apart.
+        let distinct: std::collections::HashSet<u32> =
+            ids.iter().copied().filter(|&i| i != 0).collect();
+        let colours: std::collections::HashSet<[u8; 3]> =
+            distinct.iter().map(|&i| id_colour(i)).collect();
+        assert!(distinct.len() >= 3, "{what}: ids {distinct:?}");
+        assert_eq!(
+            colours.len(),
+            distinct.len(),
+            "{what}: two ids share a colour"
+        );
+        ids
+    };
+    viewer.key(&x, "d", |l| l.contains("view id id "));
+    check(&viewer, 0, f32::NEG_INFINITY, "id view of id");
+    viewer.key(&x, "d", |l| l.contains("view id particleid "));
+    let whole = check(&viewer, 1, f32::NEG_INFINITY, "id view of particleid");
+    // A depth slice: the front id is the front-most inside it.
+    let mut slice = deepmerge::view::state::Slice::default();
+    for _ in 0..5 {
+        slice.move_near(1.0, merged.depth_range);
+        let expected = format!("slice {} ", slice.describe());
+        viewer.key(&x, "n", |l| l.contains(&expected));
+    }
+    let sliced = check(&viewer, 1, slice.near, "sliced id view of particleid");
+    assert!(
+        whole.iter().zip(&sliced).any(|(a, b)| a != b),
+        "the slice at {} changed no front id; the test would not see a wrong slice",
+        slice.near
+    );
+    // The input without ids: the view falls back to the composite, and the id key says why
+    // and changes nothing.
+    viewer.key(&x, "2", |l| {
+        l.contains("layer 2 (Balls.exr) view composite ")
+    });
+    let from = viewer.lines_seen();
+    x.run("xdotool", &["key", "d"]);
+    let (_, said) = viewer.wait_for_after(from, |l| l.contains("has no id channel"));
+    assert_eq!(
+        said,
+        "deepmerge view: layer 2 (Balls.exr) has no id channel (a uint channel, or a half or float one whose name ends in id); the view stays composite"
+    );
+    // Back to the merge: still the composite (the key changed nothing).
+    viewer.key(&x, "0", |l| l.contains("layer 0 (merged) view composite "));
+    x.run("xdotool", &["key", "q"]);
+    assert!(wait_exit(&mut viewer.child).success());
 }

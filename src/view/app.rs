@@ -444,6 +444,7 @@ impl App {
             KeyAction::Redraw => self.mark_changed(false),
             KeyAction::Reslice => self.mark_changed(true),
             KeyAction::CopyTable => self.copy_table(),
+            KeyAction::NoIds => eprintln!("{}", self.state.no_ids_line(self.layers())),
             KeyAction::Quit => event_loop.exit(),
         }
         if self.state.table != table_before {
@@ -557,6 +558,11 @@ impl App {
                     View::Channel(k) => k as i32,
                     _ => -1,
                 },
+                id_channel: match self.state.view {
+                    View::Id(k) => k as i32,
+                    _ => -1,
+                },
+                slice: (self.state.slice.near, self.state.slice.far),
                 exposure: self.state.exposure,
                 depth_range: layer.depth_range,
                 pinned: self.state.pinned,

@@ -1,7 +1,8 @@
 //! The viewer's GPU side, on the window's own context: each layer's arrays in storage buffers,
 //! the slice pass (`glsl/slice.comp`: re-flatten only what lies between the near and far
 //! planes, through `over.glsl`) and the image pass (`glsl/view_image.frag`: camera, view and
-//! display transform). Both programs come from the engine's loader ([`GlContext::program`] and
+//! display transform; the id view also reads the band's samples and ids, to find the sample
+//! whose depth the slice found in front). Both programs come from the engine's loader ([`GlContext::program`] and
 //! [`resolve`]), with the same `#define`s the merge stages get.
 
 use glow::HasContext;
@@ -89,9 +90,10 @@ pub struct LayerBand {
 }
 
 impl LayerBand {
-    /// Bytes of the band's four buffers (offsets, depths, values, sliced image) for a data
-    /// window `width` pixels wide and `stride` values per sample, each at least 16.
-    pub fn buffer_bytes(&self, width: usize, stride: usize) -> [u64; 4] {
+    /// Bytes of the band's five buffers (offsets, depths, values, sliced image, ids) for a data
+    /// window `width` pixels wide, `stride` values and `id_stride` ids per sample, each at
+    /// least 16.
+    pub fn buffer_bytes(&self, width: usize, stride: usize, id_stride: usize) -> [u64; 5] {
         let pixels = (self.rows * width) as u64;
         let samples = self.samples as u64;
         [
@@ -99,13 +101,14 @@ impl LayerBand {
             samples * 8,
             samples * stride as u64 * 4,
             pixels * (stride as u64 + 2) * 4,
+            samples * id_stride as u64 * 4,
         ]
         .map(|b| b.max(16))
     }
 }
 
 /// What the buffers of [`LayerBand::buffer_bytes`] hold, for messages.
-const BUFFER_NAMES: [&str; 4] = ["offsets", "depths", "values", "sliced image"];
+const BUFFER_NAMES: [&str; 5] = ["offsets", "depths", "values", "sliced image", "ids"];
 
 /// Cut `layer` into bands of whole rows, as tall as `block_limit` allows for every one of a
 /// band's buffers. A single row that does not fit is an [`Error::GlMemory`].
@@ -113,6 +116,7 @@ pub fn plan_bands(layer: &Layer, block_limit: u64) -> Result<Vec<LayerBand>> {
     let width = layer.data_window.width();
     let height = layer.data_window.height();
     let stride = layer.stride();
+    let id_stride = layer.id_stride();
     let row_start = |row: usize| layer.offsets[row * width] as usize;
     let band = |row0: usize, rows: usize| LayerBand {
         row0,
@@ -121,7 +125,7 @@ pub fn plan_bands(layer: &Layer, block_limit: u64) -> Result<Vec<LayerBand>> {
         samples: row_start(row0 + rows) - row_start(row0),
     };
     let fits = |b: &LayerBand| {
-        b.buffer_bytes(width, stride)
+        b.buffer_bytes(width, stride, id_stride)
             .iter()
             .all(|&n| n <= block_limit)
     };
@@ -130,8 +134,8 @@ pub fn plan_bands(layer: &Layer, block_limit: u64) -> Result<Vec<LayerBand>> {
     while row0 < height {
         let first = band(row0, 1);
         if !fits(&first) {
-            let bytes = first.buffer_bytes(width, stride);
-            let worst = (0..4).max_by_key(|&k| bytes[k]).unwrap_or(0);
+            let bytes = first.buffer_bytes(width, stride, id_stride);
+            let worst = (0..bytes.len()).max_by_key(|&k| bytes[k]).unwrap_or(0);
             return Err(Error::GlMemory(format!(
                 "row {} of the {} layer needs {} bytes for its {} in one buffer, more than the storage-block limit ({block_limit})",
                 layer.data_window.y0 as i64 + row0 as i64,
@@ -165,11 +169,12 @@ pub fn plan_bands(layer: &Layer, block_limit: u64) -> Result<Vec<LayerBand>> {
 pub fn plan_layer(ctx: &GlContext, layer: &Layer) -> Result<LayerPlan> {
     let width = layer.data_window.width();
     let stride = layer.stride();
+    let id_stride = layer.id_stride();
     let mut limit = ctx.info().max_ssbo_bytes;
     loop {
         let bands = plan_bands(layer, limit)?;
         let refused = bands.iter().find_map(|b| {
-            b.buffer_bytes(width, stride)
+            b.buffer_bytes(width, stride, id_stride)
                 .iter()
                 .zip(BUFFER_NAMES)
                 .find_map(|(&bytes, name)| {
@@ -184,7 +189,7 @@ pub fn plan_layer(ctx: &GlContext, layer: &Layer) -> Result<LayerPlan> {
             None => {
                 let bytes = bands
                     .iter()
-                    .flat_map(|b| b.buffer_bytes(width, stride))
+                    .flat_map(|b| b.buffer_bytes(width, stride, id_stride))
                     .sum();
                 return Ok(LayerPlan { bands, bytes });
             }
@@ -218,11 +223,20 @@ struct GpuBand {
     values: glow::Buffer,
     /// Per pixel: the composited columns, the front depth (NaN: none) and the count inside.
     sliced: glow::Buffer,
+    /// Per sample, the layer's ids ([`Layer::id_stride`] each; 16 unused bytes without ids).
+    ids: glow::Buffer,
 }
 
 impl GpuBand {
-    fn buffers(&self) -> [glow::Buffer; 4] {
-        [self.offsets, self.depths, self.values, self.sliced]
+    /// The buffers in binding order: the slice pass binds the first four, the image pass all.
+    fn buffers(&self) -> [glow::Buffer; 5] {
+        [
+            self.offsets,
+            self.depths,
+            self.values,
+            self.sliced,
+            self.ids,
+        ]
     }
 }
 
@@ -233,6 +247,7 @@ pub struct GpuLayer {
     width: usize,
     y0: i32,
     stride: usize,
+    id_stride: usize,
     bytes: u64,
     slice_program: glow::Program,
     image_program: glow::Program,
@@ -259,11 +274,13 @@ impl GpuLayer {
         let image_program = image_program(ctx, &image_defines)?;
         let width = layer.data_window.width();
         let stride = layer.stride();
+        let id_stride = layer.id_stride();
         let mut made = GpuLayer {
             bands: Vec::with_capacity(plan.bands.len()),
             width,
             y0: layer.data_window.y0,
             stride,
+            id_stride,
             bytes: plan.bytes,
             slice_program,
             image_program,
@@ -278,7 +295,8 @@ impl GpuLayer {
                 .collect();
             let s = band.sample0..band.sample0 + band.samples;
             let values = &layer.values[s.start * stride..s.end * stride];
-            let sliced_bytes = band.buffer_bytes(width, stride)[3] as usize;
+            let ids = &layer.ids[s.start * id_stride..s.end * id_stride];
+            let sliced_bytes = band.buffer_bytes(width, stride, id_stride)[3] as usize;
             // SAFETY: buffer creation and upload on the current context; a buffer made before
             // a failure is owned by `made`, whose `delete` frees it.
             unsafe {
@@ -298,12 +316,19 @@ impl GpuLayer {
                     }
                     made.delete(ctx);
                 })?;
+                let ids = upload(gl, ids).inspect_err(|_| {
+                    for b in [offsets, depths, values, sliced] {
+                        gl.delete_buffer(b);
+                    }
+                    made.delete(ctx);
+                })?;
                 made.bands.push(GpuBand {
                     band,
                     offsets,
                     depths,
                     values,
                     sliced,
+                    ids,
                 });
             }
             layer.offsets.truncate(p0 + 1);
@@ -312,6 +337,8 @@ impl GpuLayer {
             layer.depths.shrink_to_fit();
             layer.values.truncate(band.sample0 * stride);
             layer.values.shrink_to_fit();
+            layer.ids.truncate(band.sample0 * id_stride);
+            layer.ids.shrink_to_fit();
         }
         made.bands.reverse();
         layer.release_samples();
@@ -351,7 +378,7 @@ impl GpuLayer {
             let pixels = band.band.rows * self.width;
             // SAFETY: the buffers belong to this context.
             unsafe {
-                for (binding, buffer) in band.buffers().into_iter().enumerate() {
+                for (binding, buffer) in band.buffers().into_iter().take(4).enumerate() {
                     gl.bind_buffer_base(glow::SHADER_STORAGE_BUFFER, binding as u32, Some(buffer));
                 }
             }
@@ -421,6 +448,9 @@ impl GpuLayer {
                 params.depth_range.0,
                 params.depth_range.1,
             );
+            gl.uniform_2_f32(at("u_slice").as_ref(), params.slice.0, params.slice.1);
+            gl.uniform_1_i32(at("u_id_channel").as_ref(), params.id_channel);
+            gl.uniform_1_i32(at("u_id_stride").as_ref(), self.id_stride as i32);
             let pin = params.pinned.unwrap_or((i32::MIN, i32::MIN));
             gl.uniform_2_i32(at("u_pinned").as_ref(), pin.0, pin.1);
             gl.uniform_1_i32(
@@ -463,7 +493,9 @@ impl GpuLayer {
                 );
                 gl.uniform_4_i32(at("u_data").as_ref(), w[0], y0, w[2], y1);
                 gl.uniform_2_i32(at("u_rows").as_ref(), rows.0, rows.1);
-                gl.bind_buffer_base(glow::SHADER_STORAGE_BUFFER, 3, Some(band.sliced));
+                for (binding, buffer) in band.buffers().into_iter().enumerate() {
+                    gl.bind_buffer_base(glow::SHADER_STORAGE_BUFFER, binding as u32, Some(buffer));
+                }
                 gl.draw_arrays(glow::TRIANGLES, 0, 3);
             }
             gl.disable(glow::SCISSOR_TEST);
@@ -505,6 +537,10 @@ pub struct DrawParams {
     pub rgba: [i32; 4],
     /// The column the channel view shows.
     pub channel: i32,
+    /// The id channel the id view shows (an index into [`Layer::id_names`]; -1 otherwise).
+    pub id_channel: i32,
+    /// The slice's near and far planes (the id view finds the slice's front sample again).
+    pub slice: (f32, f32),
     /// Exposure in stops.
     pub exposure: f32,
     /// Depths the depth view spans.

@@ -38,6 +38,11 @@ pub struct Layer {
     pub depth_range: (f32, f32),
     /// Samples held (also once the arrays are released).
     pub sample_count: usize,
+    /// The id channels the id view can show ([`is_id_channel`]), in the image's channel order.
+    pub id_names: Vec<String>,
+    /// Per sample, one id per entry of `id_names` (0 where the sample has no id: a float that
+    /// is not a whole number, or a merged sample from an input without the channel).
+    pub ids: Vec<u32>,
 }
 
 impl Layer {
@@ -62,7 +67,26 @@ impl Layer {
         self.offsets = Vec::new();
         self.depths = Vec::new();
         self.values = Vec::new();
+        self.ids = Vec::new();
     }
+
+    /// Ids per sample on the GPU (0: the layer has no id channel).
+    pub fn id_stride(&self) -> usize {
+        self.id_names.len()
+    }
+}
+
+/// True for a channel the id view offers: a `uint` channel (an id by type), or a `half` or
+/// `float` channel whose name (the part after the last '.') ends in `id` in any case (`id`,
+/// `objectId`, `particle_id`), read with the float-id convention of `idselect` (a whole number
+/// is the id; anything else is no id).
+pub fn is_id_channel(channel: &crate::deep::Channel) -> bool {
+    use crate::deep::ChannelRole;
+    if channel.role == ChannelRole::Id {
+        return true;
+    }
+    let base = channel.name.rsplit('.').next().unwrap_or(&channel.name);
+    channel.role == ChannelRole::Other && base.to_ascii_lowercase().ends_with("id")
 }
 
 /// Everything loaded: the inputs as read (for the inspector) and the layers (0: the merge).
@@ -216,6 +240,13 @@ impl LayerBuilder {
                 values: Vec::with_capacity(samples.saturating_mul(stride)),
                 depth_range: (f32::INFINITY, f32::NEG_INFINITY),
                 sample_count: 0,
+                id_names: first
+                    .channels
+                    .iter()
+                    .filter(|c| is_id_channel(c))
+                    .map(|c| c.name.clone())
+                    .collect(),
+                ids: Vec::new(),
             },
         }
     }
@@ -231,6 +262,11 @@ impl LayerBuilder {
             )));
         }
         let sources = layer.columns.sources_in(image);
+        let id_planes: Vec<Option<&crate::deep::Plane>> = layer
+            .id_names
+            .iter()
+            .map(|n| image.channel_index(n).map(|c| &image.planes[c]))
+            .collect();
         let (z, zback) = image.depth_channels();
         let base = layer.sample_count as u64;
         layer
@@ -253,6 +289,13 @@ impl LayerBuilder {
             }
             if sources.is_empty() {
                 layer.values.push(0.0);
+            }
+            for plane in &id_planes {
+                layer.ids.push(
+                    plane
+                        .and_then(|p| crate::ops::idselect::id_at(p, i))
+                        .unwrap_or(0),
+                );
             }
         }
         layer.depth_range = range;
@@ -280,6 +323,8 @@ pub struct SlicedPixel {
     pub front: Option<f32>,
     /// Samples (whole or cut) inside the slice.
     pub count: usize,
+    /// The layer's index of the sample that supplies `front` (the one the id view shows).
+    pub front_sample: Option<usize>,
 }
 
 impl Layer {
@@ -330,6 +375,16 @@ impl Layer {
             values: flat.values,
             front: flat.front.map(|i| pieces.samples[i].z),
             count: pieces.len(),
+            front_sample: flat.front.map(|i| pieces.samples[i].index as usize),
         }
+    }
+
+    /// What the id view shows at pixel `p` between `near` and `far`: id channel `k` of the
+    /// front-most sample inside the slice with any alpha above 0 (the sample whose depth the
+    /// depth view shows), 0 where there is none. The host twin of `view_image.frag`'s id view.
+    pub fn front_id(&self, p: usize, near: f32, far: f32, k: usize) -> u32 {
+        self.slice_pixel(p, near, far)
+            .front_sample
+            .map_or(0, |s| self.ids[s * self.id_stride() + k])
     }
 }

@@ -16,6 +16,9 @@ pub enum View {
     Depth,
     /// Samples per pixel in the paper's bins.
     Heatmap,
+    /// False colour per id ([`super::display::id_colour`]) of the layer's id channel `k`
+    /// ([`Layer::id_names`]), from the front-most contributing sample inside the slice.
+    Id(usize),
 }
 
 impl View {
@@ -26,6 +29,7 @@ impl View {
             View::Channel(_) => 1,
             View::Depth => 2,
             View::Heatmap => 3,
+            View::Id(_) => 4,
         }
     }
 }
@@ -142,6 +146,9 @@ pub enum KeyAction {
     Reslice,
     /// Print the inspector table to stdout.
     CopyTable,
+    /// The id view was asked for on a layer without id channels: nothing changed, and the
+    /// window says why ([`ViewState::no_ids_line`]).
+    NoIds,
     /// Close the window.
     Quit,
 }
@@ -154,6 +161,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("r g b a", "one channel (a: alpha)"),
     ("z", "depth (front-most Z)"),
     ("h", "depth-complexity heatmap"),
+    (
+        "d",
+        "id view (false colour per id); again: the next id channel",
+    ),
     ("e / E", "exposure +/- half a stop"),
     ("n / N", "near plane back / forward"),
     ("m / M", "far plane forward / back"),
@@ -181,12 +192,7 @@ impl ViewState {
             "0" | "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9" => {
                 let i: usize = text.parse().unwrap_or(0);
                 if i < layers.len() && i != self.layer {
-                    self.layer = i;
-                    // The columns differ between layers: keep the view only where it still means
-                    // the same.
-                    if let View::Channel(_) = self.view {
-                        self.view = View::Composite;
-                    }
+                    self.switch_layer(i, layers);
                     KeyAction::Reslice
                 } else {
                     KeyAction::None
@@ -199,6 +205,11 @@ impl ViewState {
             },
             "z" => self.set_view(View::Depth),
             "h" => self.set_view(View::Heatmap),
+            "d" => match (self.view, layer.id_names.len()) {
+                (_, 0) => KeyAction::NoIds,
+                (View::Id(k), n) => self.set_view(View::Id((k + 1) % n)),
+                _ => self.set_view(View::Id(0)),
+            },
             "e" => {
                 self.exposure += 0.5;
                 KeyAction::Redraw
@@ -233,6 +244,21 @@ impl ViewState {
         }
     }
 
+    /// Show layer `i` (a valid index). The columns and id channels differ between layers: the
+    /// view is kept only where it still means the same (an id channel of the same name), else
+    /// it becomes the composite.
+    pub fn switch_layer(&mut self, i: usize, layers: &[Layer]) {
+        let name_of = |k: usize| layers.get(self.layer).and_then(|l| l.id_names.get(k));
+        self.view = match self.view {
+            View::Channel(_) => View::Composite,
+            View::Id(k) => name_of(k)
+                .and_then(|name| layers[i].id_names.iter().position(|n| n == name))
+                .map_or(View::Composite, View::Id),
+            other => other,
+        };
+        self.layer = i;
+    }
+
     fn set_view(&mut self, view: View) -> KeyAction {
         self.view = view;
         KeyAction::Redraw
@@ -260,17 +286,7 @@ impl ViewState {
     /// One line saying what is drawn, for stderr (tests and scripts follow it).
     pub fn describe(&self, layers: &[Layer]) -> String {
         let layer = layers.get(self.layer);
-        let view = match self.view {
-            View::Composite => "composite".to_string(),
-            View::Channel(k) => format!(
-                "channel {}",
-                layer
-                    .and_then(|l| l.columns.names.get(k))
-                    .map_or("?", String::as_str)
-            ),
-            View::Depth => "depth".into(),
-            View::Heatmap => "heatmap".into(),
-        };
+        let view = self.view_name(layer);
         let pinned = self
             .pinned
             .map_or("none".to_string(), |(x, y)| format!("({x}, {y})"));
@@ -286,6 +302,39 @@ impl ViewState {
             self.table.name()
         )
     }
+
+    /// The view as [`ViewState::describe`] names it (`composite`, `channel A`, `id particleid`).
+    fn view_name(&self, layer: Option<&Layer>) -> String {
+        match self.view {
+            View::Composite => "composite".to_string(),
+            View::Channel(k) => format!(
+                "channel {}",
+                layer
+                    .and_then(|l| l.columns.names.get(k))
+                    .map_or("?", String::as_str)
+            ),
+            View::Depth => "depth".into(),
+            View::Heatmap => "heatmap".into(),
+            View::Id(k) => format!(
+                "id {}",
+                layer
+                    .and_then(|l| l.id_names.get(k))
+                    .map_or("?", String::as_str)
+            ),
+        }
+    }
+
+    /// The stderr line for [`KeyAction::NoIds`]: which layer has no id channel, and that the
+    /// view stays as it is.
+    pub fn no_ids_line(&self, layers: &[Layer]) -> String {
+        let layer = layers.get(self.layer);
+        format!(
+            "deepmerge view: layer {} ({}) has no id channel (a uint channel, or a half or float one whose name ends in id); the view stays {}",
+            self.layer,
+            layer.map_or("-", |l| l.name.as_str()),
+            self.view_name(layer)
+        )
+    }
 }
 
 /// The size of the frame the camera places: the display window.
@@ -296,6 +345,57 @@ pub fn frame_size(layer: &Layer) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::deep::{Bounds, Channel, DeepImage, SampleType};
+
+    /// A layer of no samples with `A`, `Z` and the uint channels `ids`.
+    fn layer(name: &str, ids: &[&str]) -> Layer {
+        let window = Bounds::from_origin_size(0, 0, 4, 4);
+        let mut channels = vec![
+            Channel::new("A", SampleType::F32),
+            Channel::new("Z", SampleType::F32),
+        ];
+        channels.extend(ids.iter().map(|n| Channel::new(*n, SampleType::U32)));
+        super::super::load::layer_of(name, &DeepImage::empty(window, window, channels)).unwrap()
+    }
+
+    #[test]
+    fn the_id_key_cycles_id_channels_and_layers_keep_the_channel_by_name() {
+        let layers = [
+            layer("merged", &["id", "particleid"]),
+            layer("a.exr", &["particleid"]),
+            layer("b.exr", &[]),
+        ];
+        let area = Area {
+            width: 100.0,
+            height: 100.0,
+        };
+        let mut state = ViewState::default();
+        assert_eq!(state.on_key("d", &layers, area), KeyAction::Redraw);
+        assert_eq!(state.view, View::Id(0));
+        state.on_key("d", &layers, area);
+        assert_eq!(state.view, View::Id(1));
+        assert!(state.describe(&layers).contains("view id particleid "));
+        state.on_key("d", &layers, area);
+        assert_eq!(state.view, View::Id(0));
+        state.on_key("d", &layers, area);
+        // particleid is a.exr's first id channel.
+        state.on_key("1", &layers, area);
+        assert_eq!((state.layer, state.view), (1, View::Id(0)));
+        // b.exr has none: the composite, and `d` there changes nothing.
+        state.on_key("2", &layers, area);
+        assert_eq!(state.view, View::Composite);
+        assert_eq!(state.on_key("d", &layers, area), KeyAction::NoIds);
+        assert_eq!(state.view, View::Composite);
+        assert_eq!(
+            state.no_ids_line(&layers),
+            "deepmerge view: layer 2 (b.exr) has no id channel (a uint channel, or a half or float one whose name ends in id); the view stays composite"
+        );
+        // From `id` on the merge to a layer without `id`: the composite.
+        state.switch_layer(0, &layers);
+        state.view = View::Id(0);
+        state.switch_layer(1, &layers);
+        assert_eq!(state.view, View::Composite);
+    }
 
     #[test]
     fn planes_move_in_steps_and_unclip_at_the_ends() {

@@ -114,10 +114,7 @@ fn controls(
                 format!("{i} {}", l.name)
             };
             if ui.selectable_label(state.layer == i, label).clicked() && state.layer != i {
-                state.layer = i;
-                if let View::Channel(_) = state.view {
-                    state.view = View::Composite;
-                }
+                state.switch_layer(i, layers);
                 out.reslice = true;
             }
         }
@@ -137,6 +134,9 @@ fn controls(
         }
         ui.selectable_value(&mut view, View::Depth, "depth");
         ui.selectable_value(&mut view, View::Heatmap, "heatmap");
+        for (k, name) in layer.id_names.iter().enumerate() {
+            ui.selectable_value(&mut view, View::Id(k), format!("id {name}"));
+        }
         if view != state.view {
             state.view = view;
             out.redraw = true;
