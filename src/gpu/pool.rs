@@ -169,9 +169,8 @@ impl GlContext {
         self.pool.clear(&self.gl);
     }
 
-    /// The constant buffer, made on first use: [`ZERO_BLOCK`] bytes of zeros (cleared by
-    /// `fill.comp`, no host upload) followed by one u32 = 1 (copied from the zeros' first word
-    /// plus a 4-byte upload made once per context).
+    /// The constant buffer, made on first use: [`ZERO_BLOCK`] bytes of zeros followed by one
+    /// u32 = 1, uploaded once per context.
     fn constants(&self) -> Result<glow::Buffer> {
         if let Some(buffer) = self.pool.constants.get() {
             return Ok(buffer);
@@ -179,9 +178,11 @@ impl GlContext {
         let bytes = ZERO_BLOCK + 16;
         let buffer = allocate(&self.gl, bytes)?;
         self.pool.update(|s| s.allocations += 1);
-        let view = GpuBuffer::borrowed(&self.gl, buffer, bytes);
-        self.fill_words(&view, bytes / 16)?;
-        view.write_range(ZERO_BLOCK / 4, &[1u32]);
+        // Uploaded, once per context: a fill dispatch here would rebind storage binding 0 in
+        // the middle of whichever stage first asked for zeros.
+        let mut data = vec![0u32; bytes / 4];
+        data[ZERO_BLOCK / 4] = 1;
+        GpuBuffer::borrowed(&self.gl, buffer, bytes).write(&data);
         self.pool.constants.set(Some(buffer));
         Ok(buffer)
     }
