@@ -51,14 +51,13 @@ pub fn compact_flagged<'a>(
     pixels: usize,
     field: FlagField,
 ) -> Result<GpuCompacted<'a>> {
-    let gl = &ctx.gl;
-    let marks = GpuBuffer::uninit(gl, (pixels * 4).max(16))?;
+    let marks = ctx.scratch((pixels * 4).max(16))?;
     if pixels > 0 {
         run_stage(ctx, 0, field, pixels, &[flags, &marks])?;
     }
     let rank = exclusive_scan_buffer(ctx, &marks, pixels)?;
     let count = rank.read_range::<u32>(pixels, 1)[0] as usize;
-    let list = GpuBuffer::uninit(gl, (count * 4).max(16))?;
+    let list = ctx.scratch((count * 4).max(16))?;
     if count > 0 {
         run_stage(ctx, 1, field, pixels, &[flags, &marks, &rank, &list])?;
     }

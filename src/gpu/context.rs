@@ -99,6 +99,8 @@ pub struct GlContext {
     pub(crate) current_stage: Cell<&'static str>,
     /// Bytes the next dispatch reads and writes at least, set by the caller (0: unknown).
     pub(crate) next_dispatch_bytes: Cell<u64>,
+    /// Buffers given back for reuse (`pool.rs`).
+    pub(crate) pool: super::pool::BufferPool,
     // Kept alive (and current) as long as the function table is used; `None` when the caller
     // owns the context (a window's, see [`GlContext::from_current`]).
     _owned: Option<(PossiblyCurrentContext, Display)>,
@@ -234,6 +236,7 @@ impl GlContext {
             profiler: RefCell::new(Default::default()),
             current_stage: Cell::new("other"),
             next_dispatch_bytes: Cell::new(0),
+            pool: Default::default(),
             _owned: None,
         })
     }
@@ -270,6 +273,7 @@ impl GlContext {
 impl Drop for GlContext {
     fn drop(&mut self) {
         self.profiler.borrow_mut().delete(&self.gl);
+        self.pool.clear(&self.gl);
         for (_, program) in self.programs.borrow_mut().drain() {
             // SAFETY: the programs were made on this context, which is still current.
             unsafe { self.gl.delete_program(program) };

@@ -34,6 +34,7 @@ mod buffer;
 pub mod compact;
 mod context;
 mod merge;
+mod pool;
 mod profile;
 pub mod program;
 pub mod resident;
@@ -45,6 +46,7 @@ pub mod tidy;
 pub use buffer::GpuBuffer;
 pub use context::{GlContext, GlInfo};
 pub use merge::{merge_images_gl, merge_images_gl_over, uses_kway, GpuMerger};
+pub use pool::PoolStats;
 pub use profile::{copy_bandwidth, stage_of_program, GpuProfile, StageTime, STAGES};
 pub use stats::{BufferBytes, GpuStats};
 

@@ -202,7 +202,8 @@ fn allocate<'a>(
     let (aux1, aux2) = match layout {
         Layout::LinkedList => {
             let next = ctx.zeroed(slots * 4)?;
-            next.write(&[1u32]); // the node counter starts at 1: node 0 is the null node
+            // The node counter starts at 1 (node 0 is the null node): set on the GPU.
+            ctx.set_u32_one(&next, 0)?;
             (ctx.zeroed(pixels * 4)?, next)
         }
         Layout::Linearised => (ctx.zeroed(4)?, ctx.zeroed(4)?),
@@ -251,18 +252,13 @@ pub fn build_image<'a>(
     stride: usize,
     sort_pixels: bool,
 ) -> Result<GpuImage<'a>> {
-    let gl = &ctx.gl;
     let pixels = counts.len();
     let samples = keys.len();
     if values.len() != samples * stride {
         return Err(Error::internal("stream values do not match its keys"));
     }
     ctx.check_fits((samples + 1) * 16.max(stride * 4), "a deep image")?;
-    let upload = |data: &[u8]| {
-        ctx.timed("upload", data.len() as u64, || {
-            GpuBuffer::from_slice(gl, data)
-        })
-    };
+    let upload = |data: &[u8]| ctx.upload(data);
     let count_buffer = upload(bytemuck::cast_slice(counts))?;
     let offsets = exclusive_scan_buffer(ctx, &count_buffer, pixels)?;
     drop(count_buffer);

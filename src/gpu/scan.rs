@@ -106,7 +106,7 @@ pub(crate) fn copy_u32(
 
 /// Scan `counts` on the GPU and read the `n + 1` offsets back (for tests and small jobs).
 pub fn exclusive_scan(ctx: &GlContext, counts: &[u32]) -> Result<Vec<u32>> {
-    let input = GpuBuffer::from_slice(&ctx.gl, counts)?;
+    let input = ctx.upload(counts)?;
     let output = exclusive_scan_buffer(ctx, &input, counts.len())?;
     Ok(output.read(counts.len() + 1))
 }

@@ -132,7 +132,7 @@ pub fn sort_pixels(
     }
 
     // Short lists, and the chunk counts of the long ones.
-    let chunk_counts = GpuBuffer::uninit(gl, (pixel_count * 4).max(16))?;
+    let chunk_counts = ctx.scratch((pixel_count * 4).max(16))?;
     let stats = ctx.zeroed(16)?;
     program(Stage::Short)?;
     chunk_counts.bind(5);
@@ -150,16 +150,16 @@ pub fn sort_pixels(
     let scratch = if max_passes > 0 {
         let bytes = sample_count * fragment_bytes;
         ctx.check_fits(bytes, "the sort's scratch buffer")?;
-        GpuBuffer::uninit(gl, bytes)?
+        ctx.scratch(bytes)?
     } else {
-        GpuBuffer::uninit(gl, 16)?
+        ctx.scratch(16)?
     };
     let positions = match values {
         Some(_) if max_passes > 0 => {
             ctx.check_fits(sample_count * 8, "the sort's positions")?;
-            GpuBuffer::uninit(gl, sample_count * 8)?
+            ctx.scratch(sample_count * 8)?
         }
-        _ => GpuBuffer::uninit(gl, 16)?,
+        _ => ctx.scratch(16)?,
     };
     // The scan reused bindings 0-3: bind every buffer of the group stages again.
     offsets.bind(0);
@@ -230,9 +230,9 @@ fn sort_uploaded(
 ) -> Result<(Vec<Fragment>, Vec<f32>)> {
     let (values, columns) = values.unwrap_or((&[], 0));
     let pixel_count = check_offsets(offsets, fragments.len())?;
-    let offset_buffer = GpuBuffer::from_slice(&ctx.gl, offsets)?;
-    let fragment_buffer = GpuBuffer::from_slice(&ctx.gl, fragments)?;
-    let value_buffer = GpuBuffer::from_slice(&ctx.gl, values)?;
+    let offset_buffer = ctx.upload(offsets)?;
+    let fragment_buffer = ctx.upload(fragments)?;
+    let value_buffer = ctx.upload(values)?;
     let sort_values = (columns > 0).then_some(SortValues {
         values: &value_buffer,
         columns,

@@ -162,7 +162,7 @@ fn run_walk<'a>(
     let (mut passes, mut too_long) = (0, 0);
     // Pass after pass until no pixel yielded; pixels already finished return at once.
     loop {
-        counters.write(&[0u32, 0, 0, 0]);
+        ctx.zero_small(&counters, 16)?;
         ctx.dispatch(count, GROUP_SIZE as usize)?;
         passes += 1;
         let c: Vec<u32> = counters.read(2);
@@ -276,7 +276,7 @@ pub fn tidy_gate<'a>(
     pixels: usize,
     columns: &ColumnSpec,
 ) -> Result<GpuBuffer<'a>> {
-    let marks = GpuBuffer::uninit(&ctx.gl, (pixels * 4).max(16))?;
+    let marks = ctx.scratch((pixels * 4).max(16))?;
     if pixels > 0 {
         let program = assemble_program(ctx, 0, columns)?;
         ctx.run_per_pixel(program, pixels, &[(0, offsets), (1, keys), (2, &marks)])?;
@@ -323,7 +323,6 @@ pub fn tidy_deep<'a>(
             "tidy_deep needs a linearised, ascending image",
         ));
     }
-    let gl = &ctx.gl;
     let pixels = merged.pixels;
     let stride = merged.stride;
     let marks = tidy_gate(ctx, &merged.offsets, &merged.keys, pixels, columns)?;
@@ -347,7 +346,7 @@ pub fn tidy_deep<'a>(
         emitted.write_range(k, &[lists.0.len() as u32]);
         host_lists.push((p, lists));
     }
-    let counts = GpuBuffer::uninit(gl, (pixels * 4).max(16))?;
+    let counts = ctx.scratch((pixels * 4).max(16))?;
     let program = assemble_program(ctx, 1, columns)?;
     ctx.uniform_u32(program, "u_pixels", pixels as u32);
     merged.offsets.bind(0);
@@ -367,8 +366,8 @@ pub fn tidy_deep<'a>(
         pixels,
         samples,
         stride,
-        keys: GpuBuffer::uninit(gl, (samples * 16).max(16))?,
-        values: GpuBuffer::uninit(gl, (samples * stride * 4).max(16))?,
+        keys: ctx.scratch((samples * 16).max(16))?,
+        values: ctx.scratch((samples * stride * 4).max(16))?,
         offsets,
         aux1: ctx.zeroed(4)?,
         aux2: ctx.zeroed(4)?,
@@ -480,11 +479,10 @@ pub fn tidy_flatten_pixels_host(
             values.len()
         )));
     }
-    let gl = &ctx.gl;
-    let offset_buffer = GpuBuffer::from_slice(gl, offsets)?;
-    let key_buffer = GpuBuffer::from_slice(gl, keys)?;
-    let value_buffer = GpuBuffer::from_slice(gl, values)?;
-    let pixel_buffer = GpuBuffer::from_slice(gl, pixels)?;
+    let offset_buffer = ctx.upload(offsets)?;
+    let key_buffer = ctx.upload(keys)?;
+    let value_buffer = ctx.upload(values)?;
+    let pixel_buffer = ctx.upload(pixels)?;
     let list = WalkList {
         offsets: &offset_buffer,
         keys: &key_buffer,

@@ -47,6 +47,11 @@ pub struct GpuMerger<'a, 'i> {
     descending: Vec<bool>,
     resident: Option<Resident<'a>>,
     pub(super) stats: GpuStats,
+    /// Whether the stages end with `glFinish`, so that the host clocks in the stats time the GPU
+    /// work (the bench API, [`Self::upload`]). A banded merge (`merge_images_gl_over`) does not:
+    /// its only host synchronisation is the readback its output needs, and the per-stage GPU
+    /// times come from timer queries (`--stats`), not from host clocks.
+    sync_timing: bool,
 }
 
 /// Per merge (N - 1 of them, at least 1), whether it runs back to front. The last runs front to
@@ -77,20 +82,34 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
     ) -> Result<Self> {
         let (plan, columns) = prepare(inputs, gl_options)?;
         let band = Band::new(0, plan.window.height(), plan.window.width(), gl_options);
-        Self::upload_band(ctx, plan, columns, band, options, gl_options)
+        Self::build_band(ctx, plan, columns, band, options, gl_options, true)
     }
 
+    /// Build every input of one band of a banded merge on the GPU (no `glFinish`: see
+    /// `sync_timing`).
     pub(super) fn upload_band(
+        ctx: &'a GlContext,
+        plan: MergePlan<'i>,
+        columns: ColumnSpec,
+        band: Band,
+        options: &MergeOptions,
+        gl_options: &GlOptions,
+    ) -> Result<Self> {
+        Self::build_band(ctx, plan, columns, band, options, gl_options, false)
+    }
+
+    fn build_band(
         ctx: &'a GlContext,
         mut plan: MergePlan<'i>,
         columns: ColumnSpec,
         band: Band,
         options: &MergeOptions,
         gl_options: &GlOptions,
+        sync_timing: bool,
     ) -> Result<Self> {
         plan.sort = options.sort;
         if uses_kway(options.strategy, plan.inputs.len()) {
-            return Self::upload_stack(ctx, plan, columns, band, options, gl_options);
+            return Self::upload_stack(ctx, plan, columns, band, options, gl_options, sync_timing);
         }
         let merges = plan.inputs.len().saturating_sub(1).max(1);
         let descending = merge_directions(merges, gl_options.layout);
@@ -123,8 +142,10 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 stride,
                 needs_sort && gpu_sorts,
             )?;
-            // SAFETY: a plain finish on the current context, for honest timing.
-            unsafe { ctx.gl.finish() };
+            if sync_timing {
+                // SAFETY: a plain finish on the current context, for honest timing.
+                unsafe { ctx.gl.finish() };
+            }
             stats.build_s += start.elapsed().as_secs_f64();
             stats.input_samples += keys.len() as u64;
             stats.input_bytes += image.bytes();
@@ -143,6 +164,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             descending,
             resident: None,
             stats,
+            sync_timing,
         })
     }
 
@@ -156,6 +178,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         band: Band,
         options: &MergeOptions,
         gl_options: &GlOptions,
+        sync_timing: bool,
     ) -> Result<Self> {
         let stride = columns.stride();
         let mut stats = GpuStats::new(&ctx.info().renderer, gl_options);
@@ -190,8 +213,10 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             stride,
             gpu_sort,
         )?;
-        // SAFETY: a plain finish on the current context, for honest timing.
-        unsafe { ctx.gl.finish() };
+        if sync_timing {
+            // SAFETY: a plain finish on the current context, for honest timing.
+            unsafe { ctx.gl.finish() };
+        }
         stats.build_s += start.elapsed().as_secs_f64();
         stats.input_samples = keys.len() as u64;
         stats.input_bytes += image.bytes();
@@ -209,6 +234,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             descending: Vec::new(),
             resident: None,
             stats,
+            sync_timing,
         })
     }
 
@@ -295,8 +321,10 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         if !flat {
             self.resident = merged.map(|image| Resident::Deep(image, deep_marks));
         }
-        // SAFETY: a plain finish on the current context, for honest timing.
-        unsafe { self.ctx.gl.finish() };
+        if self.sync_timing {
+            // SAFETY: a plain finish on the current context, for honest timing.
+            unsafe { self.ctx.gl.finish() };
+        }
         let seconds = start.elapsed().as_secs_f64();
         self.stats.merge_s = seconds;
         self.stats.merged_bytes = merged_bytes;
@@ -355,8 +383,10 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             merged_bytes += bytes;
             self.resident = Some(Resident::Deep(out, marks));
         }
-        // SAFETY: a plain finish on the current context, for honest timing.
-        unsafe { self.ctx.gl.finish() };
+        if self.sync_timing {
+            // SAFETY: a plain finish on the current context, for honest timing.
+            unsafe { self.ctx.gl.finish() };
+        }
         let seconds = start.elapsed().as_secs_f64();
         self.stats.merge_s = seconds;
         self.stats.merged_bytes = merged_bytes;

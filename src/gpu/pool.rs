@@ -1,0 +1,278 @@
+//! The buffer pool of a GL context: storage buffers given back when their [`GpuBuffer`] drops
+//! and taken again by the next band or merge, so that a merge after the first few bands
+//! allocates nothing (allocating a buffer object can stall a driver, and fresh storage is
+//! paged in on first touch).
+//!
+//! A request for `bytes` takes the smallest free buffer that holds them and wastes at most half
+//! of itself (`capacity <= 2 * bytes`, small buffers excepted), or allocates one of the next size
+//! class (sizes step by a quarter of a power of two, so at most 25% is wasted and a band a little
+//! larger than the last still finds a buffer). Free buffers are bounded: when they add up to more
+//! than twice the most bytes ever taken at once, the oldest free ones are deleted, so a pool
+//! holds at most what its largest band needed, twice.
+//!
+//! The pool also keeps one small constant buffer (zeros, then a 1): buffers are cleared and
+//! counters set by GPU copies from it, not by host uploads.
+
+use std::cell::{Cell, RefCell};
+
+use glow::HasContext;
+
+use super::buffer::GpuBuffer;
+use super::GlContext;
+use crate::error::{Error, Result};
+
+/// Bytes of zeros in the constant buffer: buffers up to this size are cleared by one copy from
+/// it; larger ones by `fill.comp`.
+pub(crate) const ZERO_BLOCK: usize = 64 << 10;
+
+/// The smallest capacity the pool allocates: counters and tiny tables share one class.
+const MIN_CAPACITY: usize = 256;
+
+/// What a pool has done, for tests and `--stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Buffer objects created (glBufferData), the constant buffer included.
+    pub allocations: u64,
+    /// Requests served by a free buffer.
+    pub reuses: u64,
+    /// Buffers deleted to keep the free ones within bounds.
+    pub evictions: u64,
+    /// Bytes held by free buffers now.
+    pub free_bytes: u64,
+    /// Bytes of the buffers taken now.
+    pub taken_bytes: u64,
+    /// The most bytes taken at once.
+    pub peak_taken_bytes: u64,
+}
+
+/// Free buffers by capacity, with the counts above.
+#[derive(Default)]
+pub(crate) struct BufferPool {
+    /// (capacity in bytes, buffer), oldest first.
+    free: RefCell<Vec<(usize, glow::Buffer)>>,
+    stats: Cell<PoolStats>,
+    /// Zeros ([`ZERO_BLOCK`] bytes) then one u32 = 1.
+    constants: Cell<Option<glow::Buffer>>,
+}
+
+/// The capacity a request of `bytes` is allocated with: a multiple of 16 (the zero fill clears
+/// whole 16-byte words), at least [`MIN_CAPACITY`], rounded up to a quarter of the power of two
+/// below it.
+pub(crate) fn size_class(bytes: usize) -> usize {
+    let bytes = bytes.max(MIN_CAPACITY);
+    let step = (1usize << (usize::BITS - 1 - bytes.leading_zeros())) / 4;
+    bytes.div_ceil(step) * step
+}
+
+impl BufferPool {
+    fn update(&self, f: impl FnOnce(&mut PoolStats)) {
+        let mut stats = self.stats.get();
+        f(&mut stats);
+        self.stats.set(stats);
+    }
+
+    /// Take a free buffer that holds `bytes`, if one fits (see the module docs).
+    fn take(&self, bytes: usize) -> Option<(usize, glow::Buffer)> {
+        let limit = (2 * bytes).max(MIN_CAPACITY);
+        let mut free = self.free.borrow_mut();
+        let best = free
+            .iter()
+            .enumerate()
+            .filter(|(_, (capacity, _))| *capacity >= bytes && *capacity <= limit)
+            .min_by_key(|(_, (capacity, _))| *capacity)
+            .map(|(i, _)| i)?;
+        let (capacity, buffer) = free.remove(best);
+        self.update(|s| {
+            s.reuses += 1;
+            s.free_bytes -= capacity as u64;
+        });
+        Some((capacity, buffer))
+    }
+
+    fn taken(&self, capacity: usize) {
+        self.update(|s| {
+            s.taken_bytes += capacity as u64;
+            s.peak_taken_bytes = s.peak_taken_bytes.max(s.taken_bytes);
+        });
+    }
+
+    /// A buffer comes back: keep it for the next request, deleting the oldest free ones when
+    /// they exceed twice the peak taken.
+    pub(crate) fn give_back(&self, gl: &glow::Context, buffer: glow::Buffer, capacity: usize) {
+        let mut free = self.free.borrow_mut();
+        free.push((capacity, buffer));
+        self.update(|s| {
+            s.taken_bytes -= capacity as u64;
+            s.free_bytes += capacity as u64;
+        });
+        while self.stats.get().free_bytes > 2 * self.stats.get().peak_taken_bytes {
+            let (capacity, oldest) = free.remove(0);
+            // SAFETY: the buffer was made on this context and nothing holds it any more.
+            unsafe { gl.delete_buffer(oldest) };
+            self.update(|s| {
+                s.free_bytes -= capacity as u64;
+                s.evictions += 1;
+            });
+        }
+    }
+
+    /// Delete every free buffer and the constants (the context is being dropped, or asked to
+    /// let its memory go).
+    pub(crate) fn clear(&self, gl: &glow::Context) {
+        for (_, buffer) in self.free.borrow_mut().drain(..) {
+            // SAFETY: as in `give_back`.
+            unsafe { gl.delete_buffer(buffer) };
+        }
+        if let Some(buffer) = self.constants.take() {
+            // SAFETY: as above.
+            unsafe { gl.delete_buffer(buffer) };
+        }
+        self.update(|s| s.free_bytes = 0);
+    }
+}
+
+impl GlContext {
+    /// A pooled buffer of `bytes` whose contents start undefined: for space a shader writes
+    /// before it reads. Taken from the pool when a free buffer fits, else allocated.
+    pub fn scratch(&self, bytes: usize) -> Result<GpuBuffer<'_>> {
+        if let Some((capacity, buffer)) = self.pool.take(bytes) {
+            self.pool.taken(capacity);
+            return Ok(GpuBuffer::pooled(
+                &self.gl, buffer, bytes, capacity, &self.pool,
+            ));
+        }
+        let capacity = size_class(bytes);
+        let buffer = allocate(&self.gl, capacity)?;
+        self.pool.update(|s| s.allocations += 1);
+        self.pool.taken(capacity);
+        Ok(GpuBuffer::pooled(
+            &self.gl, buffer, bytes, capacity, &self.pool,
+        ))
+    }
+
+    /// A pooled buffer holding `data` (an upload, timed as the "upload" stage).
+    pub fn upload<T: bytemuck::Pod>(&self, data: &[T]) -> Result<GpuBuffer<'_>> {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        let buffer = self.scratch(bytes.len().max(16))?;
+        self.timed("upload", bytes.len() as u64, || buffer.write(bytes));
+        Ok(buffer)
+    }
+
+    /// What the pool has done since the context was made.
+    pub fn pool_stats(&self) -> PoolStats {
+        self.pool.stats.get()
+    }
+
+    /// Delete the pool's free buffers (buffers still taken come back later as usual): for a
+    /// long-lived context that wants its GPU memory back between jobs.
+    pub fn release_pooled(&self) {
+        self.pool.clear(&self.gl);
+    }
+
+    /// The constant buffer, made on first use: [`ZERO_BLOCK`] bytes of zeros followed by one
+    /// u32 = 1, uploaded once per context.
+    fn constants(&self) -> Result<glow::Buffer> {
+        if let Some(buffer) = self.pool.constants.get() {
+            return Ok(buffer);
+        }
+        let bytes = ZERO_BLOCK + 16;
+        let buffer = allocate(&self.gl, bytes)?;
+        self.pool.update(|s| s.allocations += 1);
+        // Uploaded, once per context: a fill dispatch here would rebind storage binding 0 in
+        // the middle of whichever stage first asked for zeros.
+        let mut data = vec![0u32; bytes / 4];
+        data[ZERO_BLOCK / 4] = 1;
+        GpuBuffer::borrowed(&self.gl, buffer, bytes).write(&data);
+        self.pool.constants.set(Some(buffer));
+        Ok(buffer)
+    }
+
+    /// Copy `bytes` of the constant buffer from byte `from` into `dst` at byte `to`.
+    fn copy_constant(&self, from: usize, dst: &GpuBuffer, to: usize, bytes: usize) -> Result<()> {
+        let constants = self.constants()?;
+        self.timed("fill", bytes as u64, || {
+            // SAFETY: both ranges lie inside their buffers (the callers check `dst`'s).
+            unsafe {
+                self.gl.bind_buffer(glow::COPY_READ_BUFFER, Some(constants));
+                self.gl
+                    .bind_buffer(glow::COPY_WRITE_BUFFER, Some(dst.buffer));
+                self.gl.copy_buffer_sub_data(
+                    glow::COPY_READ_BUFFER,
+                    glow::COPY_WRITE_BUFFER,
+                    from as i32,
+                    to as i32,
+                    bytes as i32,
+                );
+            }
+        });
+        self.check("glCopyBufferSubData")
+    }
+
+    /// Set u32 element `index` of `buffer` to 1 on the GPU (a counter's start), without a host
+    /// upload.
+    pub(crate) fn set_u32_one(&self, buffer: &GpuBuffer, index: usize) -> Result<()> {
+        if (index + 1) * 4 > buffer.bytes {
+            return Err(Error::internal("a counter outside its buffer"));
+        }
+        self.copy_constant(ZERO_BLOCK, buffer, index * 4, 4)
+    }
+
+    /// Zero the first `bytes` of `buffer` by a copy from the constant zeros (`bytes` at most
+    /// [`ZERO_BLOCK`]).
+    pub(crate) fn zero_small(&self, buffer: &GpuBuffer, bytes: usize) -> Result<()> {
+        if bytes > ZERO_BLOCK || bytes > buffer.capacity() {
+            return Err(Error::internal("a small clear past its buffer"));
+        }
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.copy_constant(0, buffer, 0, bytes)
+    }
+}
+
+/// Create a buffer object of `bytes` (uninitialised storage).
+pub(crate) fn allocate(gl: &glow::Context, bytes: usize) -> Result<glow::Buffer> {
+    let size = i32::try_from(bytes)
+        .map_err(|_| Error::GlMemory(format!("a buffer of {bytes} bytes is too large")))?;
+    // SAFETY: plain object creation on the current context.
+    unsafe {
+        let buffer = gl
+            .create_buffer()
+            .map_err(|e| Error::Gl(format!("cannot create a buffer: {e}")))?;
+        gl.bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(buffer));
+        gl.buffer_data_size(glow::SHADER_STORAGE_BUFFER, size, glow::DYNAMIC_COPY);
+        if gl.get_error() == glow::OUT_OF_MEMORY {
+            gl.delete_buffer(buffer);
+            return Err(Error::GlMemory(format!(
+                "out of memory allocating {bytes} bytes"
+            )));
+        }
+        Ok(buffer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size_class;
+
+    #[test]
+    fn size_classes_waste_at_most_a_quarter_and_hold_whole_words() {
+        for bytes in (0..5000).chain([65535, 65536, 65537, 1 << 20, (1 << 20) + 1, 123_456_789]) {
+            let class = size_class(bytes);
+            assert!(
+                class >= bytes.max(super::MIN_CAPACITY),
+                "{bytes} -> {class}"
+            );
+            assert_eq!(class % 16, 0, "{bytes} -> {class}");
+            if bytes >= super::MIN_CAPACITY {
+                assert!(
+                    class as f64 <= bytes as f64 * 1.25 + 16.0,
+                    "{bytes} -> {class}"
+                );
+            }
+        }
+        // Classes are shared: nearby sizes round to the same capacity.
+        assert_eq!(size_class(1000), size_class(1024));
+        assert_eq!(size_class(16), size_class(200));
+    }
+}
