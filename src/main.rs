@@ -311,6 +311,11 @@ struct MergeArgs {
     /// moving index) (GL backend; same output, speed differs by compiler).
     #[arg(long, value_name = "HOW")]
     rbm_blocks: Option<RbmBlocks>,
+    /// Who merges pixels with long lists: per-pixel (one invocation each; the default) or
+    /// cooperative[=N] (a workgroup for pixels of more than N fragments, 64 if not given; needs
+    /// --merge-strategy chain) (GL backend; same output, speed differs by device).
+    #[arg(long, value_name = "HOW")]
+    gpu_long_lists: Option<deepmerge::gpu::LongLists>,
     /// Pixel order of GPU layouts: row-major, or 8x4 raster tiles (GL backend).
     #[arg(long, value_enum)]
     pixel_order: Option<PixelOrderArg>,
@@ -680,6 +685,7 @@ fn gl_options(args: &MergeArgs) -> Option<GlOptions> {
         || args.stepwise
         || args.block.is_some()
         || args.rbm_blocks.is_some()
+        || args.gpu_long_lists.is_some()
         || args.pixel_order.is_some()
         || args.gpu_stages.is_some()
         || args.stats;
@@ -714,6 +720,7 @@ fn gl_options(args: &MergeArgs) -> Option<GlOptions> {
         sort_on_gpu: stages_on_gpu,
         tidy_on_gpu: stages_on_gpu,
         rbm_blocks: args.rbm_blocks.unwrap_or(defaults.rbm_blocks),
+        long_lists: args.gpu_long_lists.unwrap_or(defaults.long_lists),
         ..defaults
     })
 }

@@ -29,6 +29,7 @@
 
 mod assemble;
 mod band;
+pub(super) mod coop;
 mod gather;
 mod merger;
 
