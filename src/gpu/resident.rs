@@ -476,7 +476,7 @@ pub fn merge_deep_scheduled<'a>(
     ctx.set_dispatch_bytes(a.bytes().total() + b.bytes().total() + out.bytes().total());
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
     if let Some(long) = long {
-        long.merge_listed(ctx, a, b, spec, columns, Some(layout), out.bytes().total())?;
+        long.merge_listed(ctx, a, b, spec, columns, Some(layout))?;
     }
     Ok(out)
 }
@@ -538,7 +538,7 @@ pub fn merge_flat_scheduled<'a>(
     ctx.set_dispatch_bytes(a.bytes().total() + b.bytes().total() + flat.bytes());
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
     if let Some(long) = long {
-        long.merge_listed(ctx, a, b, spec, columns, None, flat.bytes())?;
+        long.merge_listed(ctx, a, b, spec, columns, None)?;
     }
     Ok(flat)
 }

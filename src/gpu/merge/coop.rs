@@ -80,7 +80,6 @@ impl<'a> LongPixels<'a> {
         spec: MergeSpec,
         columns: &ColumnSpec,
         deep_layout: Option<Layout>,
-        out_bytes: u64,
     ) -> Result<()> {
         let defines = columns
             .defines(layout_defines(
@@ -100,9 +99,8 @@ impl<'a> LongPixels<'a> {
         self.buffer.bind(15);
         // merge.comp bound the inputs at 0 and 5 and the caller the output at 10: still bound.
         let groups = a.pixels.clamp(1, MAX_GROUPS);
-        ctx.set_dispatch_bytes(
-            a.bytes().total() + b.bytes().total() + out_bytes + self.buffer.bytes as u64,
-        );
+        // At least: the inputs and the scratch are read (the output's share is not known here).
+        ctx.set_dispatch_bytes(a.bytes().total() + b.bytes().total() + self.buffer.bytes as u64);
         ctx.dispatch(groups * COOP_GROUP as usize, COOP_GROUP as usize)
     }
 
