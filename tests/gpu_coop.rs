@@ -253,3 +253,35 @@ fn cooperative_refuses_the_kway_merge_and_bad_spellings() {
         assert!(bad.parse::<LongLists>().is_err(), "{bad}");
     }
 }
+
+/// The CLI flag end to end on real files (Balls and Trunks, every pixel with a fragment sent to
+/// the workgroups): the same bytes as per-pixel, deep and flat.
+#[test]
+fn cli_cooperative_writes_the_same_bytes_as_per_pixel() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/openexr-images");
+    for deep in [false, true] {
+        let mut written = Vec::new();
+        for how in ["per-pixel", "cooperative=0"] {
+            let out = dir.path().join(format!("{how}-{deep}.exr"));
+            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"));
+            cmd.arg(format!("{data}/Balls.exr"))
+                .arg(format!("{data}/Trunks.exr"))
+                .args(["--backend", "gl", "--merge-strategy", "chain"])
+                .args(["--gpu-stages", "host", "--gpu-long-lists", how])
+                .arg("-o")
+                .arg(&out);
+            if deep {
+                cmd.arg("--deep");
+            }
+            let run = cmd.output().unwrap();
+            assert!(
+                run.status.success(),
+                "{how}: {}",
+                String::from_utf8_lossy(&run.stderr)
+            );
+            written.push(std::fs::read(&out).unwrap());
+        }
+        assert!(written[0] == written[1], "deep {deep}: the files differ");
+    }
+}
