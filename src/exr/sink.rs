@@ -35,9 +35,7 @@ use super::write::{
     AtomicFile, DeepHeader, DeepHeaderPatches, FlatWriteOptions,
 };
 use super::{DeepWriteOptions, FlatType};
-use crate::deep::{
-    Bounds, Channel, DeepImage, DeepState, FlatImage, FlatValues, Plane, SampleType,
-};
+use crate::deep::{Bounds, Channel, DeepImage, DeepState, FlatImage, FlatValues, Plane, SampleType};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Bytes buffered before they go to the file.
