@@ -1,7 +1,8 @@
 // Merge the lists of images A (earlier inputs) and B (the next input) at each pixel (twin:
 // cpu::merge), stepwise (MERGE_METHOD 0) or with register blocks of BLOCK_SIZE (MERGE_METHOD 1;
 // RBM_SHIFT picks constant-index shifting blocks over dynamically indexed ones),
-// into a deep image OUT in any layout (OUTPUT_DEEP) or a flat composite (OUTPUT_FLAT).
+// into a deep image OUT in any layout (OUTPUT_DEEP) or a flat composite (OUTPUT_FLAT). With
+// LONG_LISTS, pixels with long lists are only listed, for merge_coop.comp.
 //
 // Direction: with MERGE_DESC the lists are walked back to front, the largest key is emitted
 // first and ties take B first, which is exactly the ascending merge reversed. A descending merge
@@ -18,30 +19,26 @@ uniform uint u_pixels;
 
 #if OUTPUT_DEEP
 #include_as "image.glsl" OUT
-#else
-// Flat output: NUM_COLUMNS values per pixel, and per pixel (input, index, Z bits, flags) of the
-// front-most sample with any alpha above 0. Flags: 1 = has a front sample, 2 = needs tidying.
-layout(std430, binding = 10) writeonly buffer FlatValues { float flat_values[]; };
-layout(std430, binding = 11) writeonly buffer FlatFront { uvec4 flat_front[]; };
-// How many pixels were flagged 2: when none is, nothing else needs to look at the flags, so
-// inputs made only of points pay one 4-byte read for the tidy path (issue 4).
-layout(std430, binding = 12) buffer FlaggedCount { uint flagged_count; };
 #endif
 
 // The column table (ALPHA_OF: column c's alpha column, or -1 for alphas) and "over" (g_acc).
 #include "over.glsl"
+#if !OUTPUT_DEEP
+// Flat output and the walk that composites it (flat_begin, flat_step, flat_end).
+#include "flat_walk.glsl"
+#endif
+
+#if LONG_LISTS
+// Pixels whose lists hold more than u_long_threshold fragments together are left to
+// merge_coop.comp, a workgroup each: listed here (entry 0 counts them, the pixels follow).
+uniform uint u_long_threshold;
+layout(std430, binding = 15) buffer LongPixels { uint long_pixels[]; };
+#endif
 
 // Per-pixel merge state.
 uint g_pixel;
 uint g_emitted;
 uint g_total;
-#if !OUTPUT_DEEP
-bool g_done;
-bool g_has_front;
-bool g_needs_tidy;
-float g_reach;
-Fragment g_front;
-#endif
 
 void emit(bool from_b, uint slot) {
     Fragment f = from_b ? B_keys[slot] : A_keys[slot];
@@ -60,25 +57,7 @@ void emit(bool from_b, uint slot) {
             from_b ? B_values[slot * NUM_COLUMNS + c] : A_values[slot * NUM_COLUMNS + c];
     }
 #else
-    // composite::tidy::needs_tidy, sample by sample.
-    if (f.z < g_reach) {
-        g_needs_tidy = true;
-    }
-    if (f.zback > f.z) {
-        g_reach = max(g_reach, f.zback);
-    }
-    g_done = g_done || over_opaque();
-    if (!g_done) {
-        float v[NUM_COLUMNS];
-        for (uint c = 0u; c < NUM_COLUMNS; ++c) {
-            v[c] = from_b ? B_values[slot * NUM_COLUMNS + c] : A_values[slot * NUM_COLUMNS + c];
-        }
-        if (!g_has_front && over_contributes(v)) {
-            g_has_front = true;
-            g_front = f;
-        }
-        over(v);
-    }
+    flat_step(f, from_b, slot);
 #endif
     g_emitted += 1u;
 }
@@ -101,14 +80,14 @@ void main() {
     uint na = A_count(p);
     uint nb = B_count(p);
     g_total = na + nb;
-#if !OUTPUT_DEEP
-    for (int c = 0; c < NUM_COLUMNS; ++c) {
-        g_acc[c] = 0.0;
+#if LONG_LISTS
+    if (g_total > u_long_threshold) {
+        long_pixels[1u + atomicAdd(long_pixels[0], 1u)] = p;
+        return;
     }
-    g_done = false;
-    g_has_front = false;
-    g_needs_tidy = false;
-    g_reach = uintBitsToFloat(0xff800000u); // -infinity
+#endif
+#if !OUTPUT_DEEP
+    flat_begin();
 #endif
     uint cursor_a = A_begin(p);
     uint cursor_b = B_begin(p);
@@ -271,13 +250,6 @@ void main() {
 #endif
 
 #if !OUTPUT_DEEP
-    for (int c = 0; c < NUM_COLUMNS; ++c) {
-        flat_values[p * uint(NUM_COLUMNS) + uint(c)] = g_acc[c];
-    }
-    uint flags = (g_has_front ? 1u : 0u) | (g_needs_tidy ? 2u : 0u);
-    if (g_needs_tidy) atomicAdd(flagged_count, 1u);
-    flat_front[p] = g_has_front
-        ? uvec4(g_front.input_index, g_front.sample_index, floatBitsToUint(g_front.z), flags)
-        : uvec4(0u, 0u, 0u, flags);
+    flat_end(p);
 #endif
 }

@@ -258,6 +258,11 @@ struct MergeArgs {
     /// moving index) (GL backend; same output, speed differs by compiler).
     #[arg(long, value_name = "HOW", value_parser = named::<RbmBlocks>(&["shifted", "indexed"]))]
     rbm_blocks: Option<RbmBlocks>,
+    /// Who merges pixels with long lists: per-pixel (one invocation each; the default) or
+    /// cooperative[=N] (a workgroup for pixels of more than N fragments, 64 if not given; needs
+    /// --merge-strategy chain) (GL backend; same output, speed differs by device).
+    #[arg(long, value_name = "HOW")]
+    gpu_long_lists: Option<deepmerge::gpu::LongLists>,
     /// Pixel order of GPU layouts: row (row-major), or tiled (8x4 raster tiles) (GL backend).
     #[arg(long, value_name = "ORDER", value_parser = named::<PixelOrder>(&["row", "tiled"]))]
     pixel_order: Option<PixelOrder>,
@@ -648,6 +653,7 @@ fn merge_request(args: &MergeArgs) -> Result<MergeRequest> {
             },
             block_size: args.block,
             rbm_blocks: args.rbm_blocks,
+            long_lists: args.gpu_long_lists,
             pixel_order: args.pixel_order,
             stages_on_gpu: match args.gpu_stages {
                 Some(GpuStagesArg::Gpu) => Some(true),

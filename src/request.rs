@@ -19,7 +19,9 @@ use crate::exr::{
     MetadataMode, OutputOptions, PartSelector, ZSTD_LEVELS,
 };
 use crate::stream::{OutputWindow, PartRequest, StreamOptions, DEFAULT_MEMORY_BUDGET};
-use crate::vocab::{Layout, MergeMethod, MergeStrategy, PixelOrder, RbmBlocks, MAX_BLOCK_SIZE};
+use crate::vocab::{
+    Layout, LongLists, MergeMethod, MergeStrategy, PixelOrder, RbmBlocks, MAX_BLOCK_SIZE,
+};
 
 /// Which engine the user asked for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -89,12 +91,16 @@ pub enum MergeOption {
     Block,
     /// `--rbm-blocks`.
     RbmBlocks,
+    /// `--gpu-long-lists`.
+    LongLists,
     /// `--pixel-order`.
     PixelOrder,
     /// `--gpu-stages`.
     GpuStages,
     /// `--stats`.
     Stats,
+    /// `--merge-strategy`.
+    Strategy,
     /// `--sort`.
     Sort,
     /// `--assume-sorted`.
@@ -143,9 +149,11 @@ impl OptionNames for FieldNames {
             MergeOption::Method => "gl.method",
             MergeOption::Block => "gl.block_size",
             MergeOption::RbmBlocks => "gl.rbm_blocks",
+            MergeOption::LongLists => "gl.long_lists",
             MergeOption::PixelOrder => "gl.pixel_order",
             MergeOption::GpuStages => "gl.stages_on_gpu",
             MergeOption::Stats => "gl.stats",
+            MergeOption::Strategy => "strategy",
             MergeOption::Sort => "sort",
             MergeOption::AssumeSorted => "assume_sorted",
             MergeOption::Part => "part",
@@ -174,6 +182,8 @@ pub struct GlRequest {
     pub block_size: Option<u32>,
     /// How register blocks are indexed.
     pub rbm_blocks: Option<RbmBlocks>,
+    /// Who merges pixels with long lists in a pairwise merge.
+    pub long_lists: Option<LongLists>,
     /// The pixel order of GPU layouts.
     pub pixel_order: Option<PixelOrder>,
     /// Where the sort and tidy stages run: `Some(true)` on the GPU, `Some(false)` on the host.
@@ -190,6 +200,7 @@ impl GlRequest {
             (self.method.is_some(), MergeOption::Method),
             (self.block_size.is_some(), MergeOption::Block),
             (self.rbm_blocks.is_some(), MergeOption::RbmBlocks),
+            (self.long_lists.is_some(), MergeOption::LongLists),
             (self.pixel_order.is_some(), MergeOption::PixelOrder),
             (self.stages_on_gpu.is_some(), MergeOption::GpuStages),
             (self.stats, MergeOption::Stats),
@@ -216,6 +227,7 @@ impl GlRequest {
             sort_on_gpu: self.stages_on_gpu,
             tidy_on_gpu: self.stages_on_gpu,
             rbm_blocks: self.rbm_blocks.unwrap_or(defaults.rbm_blocks),
+            long_lists: self.long_lists.unwrap_or(defaults.long_lists),
             ..defaults
         }
     }
@@ -408,6 +420,16 @@ impl MergeRequest {
                     name(MergeOption::Block)
                 ));
             }
+        }
+        if matches!(self.gl.long_lists, Some(LongLists::Cooperative { .. }))
+            && self.strategy == MergeStrategy::KWay
+        {
+            return usage(format!(
+                "{} cooperative merges pairwise only: add {} (the k-way kernel has no \
+                 cooperative path yet)",
+                name(MergeOption::LongLists),
+                names.setting(MergeOption::Strategy, "chain")
+            ));
         }
         let gl_given = self.gl.given();
         if self.backend == Backend::Cpu && !gl_given.is_empty() {

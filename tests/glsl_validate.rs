@@ -209,6 +209,21 @@ fn stages() -> Vec<Stage> {
                 image_axis("B", &Layout::ALL, 5, "readonly"),
                 output_axis(),
             ],
+            cycled: vec![block_axis(), columns_axis(), axis("LONG_LISTS", [0, 1])],
+        },
+        // gpu::merge::coop: the long pixels merge.comp listed, a workgroup each.
+        Stage {
+            file: "merge_coop.comp",
+            product: vec![
+                fixed("GROUP_SIZE", GROUP_SIZE),
+                fixed("COOP_GROUP", 64),
+                fixed("MERGE_METHOD", 0),
+                fixed("RBM_SHIFT", 0),
+                axis("MERGE_DESC", [0, 1]),
+                image_axis("A", &Layout::ALL, 0, "readonly"),
+                image_axis("B", &Layout::ALL, 5, "readonly"),
+                output_axis(),
+            ],
             cycled: vec![block_axis(), columns_axis()],
         },
         Stage {

@@ -56,9 +56,11 @@ impl OptionNames for Keywords {
             MergeOption::Method => "method",
             MergeOption::Block => "block",
             MergeOption::RbmBlocks => "rbm_blocks",
+            MergeOption::LongLists => "gpu_long_lists",
             MergeOption::PixelOrder => "pixel_order",
             MergeOption::GpuStages => "gpu_stages",
             MergeOption::Stats => "stats",
+            MergeOption::Strategy => "merge_strategy",
             MergeOption::Sort => "sort",
             MergeOption::AssumeSorted => "assume_sorted",
             MergeOption::Part => "part",
@@ -265,13 +267,14 @@ fn read(
 /// ``merge_strategy`` (``"kway"`` default, ``"chain"``), ``drop_transparent=EPS`` and
 /// ``drop_hidden=THRESHOLD`` (deep output), and the GPU's ``block`` (1 to 32),
 /// ``rbm_blocks`` (``"shifted"``, ``"indexed"``), ``pixel_order`` (``"row"``, ``"tiled"``) and
-/// ``gpu_stages`` (``"auto"``, ``"gpu"``, ``"host"``), which select GL under ``"auto"`` as
+/// ``gpu_stages`` (``"auto"``, ``"gpu"``, ``"host"``) and ``gpu_long_lists`` (``"per-pixel"``,
+/// ``"cooperative"`` or ``"cooperative=N"``), which select GL under ``"auto"`` as
 /// ``layout`` and ``method`` do. Options that do not fit together or do not apply (``tidy``
 /// with flat output, ``layout`` with ``backend="cpu"``, writing options without ``out``) raise
 /// ``UsageError`` naming these keywords; a ``channels`` name no input has raises
 /// ``UsageError`` listing the inputs' channels.
 #[pyfunction]
-#[pyo3(signature = (inputs, output="flat", tidy=false, backend="auto", layout=None, method=None, memory_budget=None, *, part=None, flat_z=false, out=None, compression=None, flat_type=None, channels=None, zstd_level=None, metadata=None, bbox=None, all_parts=false, deep_state=true, sort=false, assume_sorted=false, merge_strategy="kway", drop_transparent=None, drop_hidden=None, block=None, rbm_blocks=None, pixel_order=None, gpu_stages=None))]
+#[pyo3(signature = (inputs, output="flat", tidy=false, backend="auto", layout=None, method=None, memory_budget=None, *, part=None, flat_z=false, out=None, compression=None, flat_type=None, channels=None, zstd_level=None, metadata=None, bbox=None, all_parts=false, deep_state=true, sort=false, assume_sorted=false, merge_strategy="kway", drop_transparent=None, drop_hidden=None, block=None, rbm_blocks=None, pixel_order=None, gpu_stages=None, gpu_long_lists=None))]
 #[allow(clippy::too_many_arguments)]
 fn merge<'py>(
     py: Python<'py>,
@@ -302,6 +305,7 @@ fn merge<'py>(
     rbm_blocks: Option<&str>,
     pixel_order: Option<&str>,
     gpu_stages: Option<&str>,
+    gpu_long_lists: Option<&str>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let deep = match output {
         "flat" => false,
@@ -374,6 +378,10 @@ fn merge<'py>(
             method: parse(method)?,
             block_size: block,
             rbm_blocks: parse(rbm_blocks)?,
+            long_lists: gpu_long_lists
+                .map(str::parse::<deepmerge::gpu::LongLists>)
+                .transpose()
+                .map_err(usage)?,
             pixel_order: parse(pixel_order)?,
             stages_on_gpu: match gpu_stages {
                 None | Some("auto") => None,

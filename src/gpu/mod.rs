@@ -50,7 +50,7 @@ pub use pool::PoolStats;
 pub use profile::{copy_bandwidth, stage_of_program, GpuProfile, StageTime, STAGES};
 pub use stats::{BufferBytes, GpuStats};
 
-pub use crate::vocab::{Layout, MergeMethod, PixelOrder, RbmBlocks};
+pub use crate::vocab::{Layout, LongLists, MergeMethod, PixelOrder, RbmBlocks};
 
 /// How the GL engine lays out and merges images.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +78,9 @@ pub struct GlOptions {
     pub tidy_on_gpu: Option<bool>,
     /// How RBM holds its register blocks (`merge.comp`'s `RBM_SHIFT`).
     pub rbm_blocks: RbmBlocks,
+    /// Who merges a pixel with a long list: its own invocation, or a workgroup
+    /// (`merge_coop.comp`; pairwise merges only).
+    pub long_lists: LongLists,
 }
 
 impl GlOptions {
@@ -109,6 +112,8 @@ impl Default for GlOptions {
             sort_on_gpu: None,
             tidy_on_gpu: None,
             rbm_blocks: RbmBlocks::Shifted,
+            // Not yet measured on hardware: one invocation per pixel, as before the choice.
+            long_lists: LongLists::PerPixel,
         }
     }
 }

@@ -27,7 +27,7 @@ pub const STAGES: [&str; 11] = [
 /// The stage a program file belongs to (`glsl/<file>`).
 pub fn stage_of_program(file: &str) -> &'static str {
     match file {
-        "merge.comp" | "merge_kway.comp" => "merge",
+        "merge.comp" | "merge_kway.comp" | "merge_coop.comp" => "merge",
         "count.comp" | "count_kway.comp" => "count",
         "scan.comp" | "scan_add.comp" => "scan",
         "build.comp" | "min_counts.comp" => "build",

@@ -7,10 +7,11 @@
 use glow::HasContext;
 
 use super::buffer::GpuBuffer;
+use super::merge::coop::LongPixels;
 use super::program::Defines;
 use super::scan::exclusive_scan_buffer;
 use super::stats::BufferBytes;
-use super::GlContext;
+use super::{GlContext, LongLists};
 use crate::error::{Error, Result};
 pub use crate::vocab::kway_stride;
 use crate::vocab::{BuiltImage, Fragment, Layout, MergeMethod, GROUP_SIZE, MAX_KWAY_INPUTS};
@@ -152,7 +153,7 @@ impl<'a> GpuImage<'a> {
     }
 }
 
-fn layout_defines(
+pub(crate) fn layout_defines(
     defines: Defines,
     name: &str,
     layout: Layout,
@@ -316,7 +317,12 @@ pub struct MergeSpec {
 }
 
 impl MergeSpec {
-    fn defines(&self, a: &GpuImage, b: &GpuImage, out: Option<Layout>) -> Result<Defines> {
+    pub(crate) fn defines(
+        &self,
+        a: &GpuImage,
+        b: &GpuImage,
+        out: Option<Layout>,
+    ) -> Result<Defines> {
         for (name, image) in [("A", a), ("B", b)] {
             if image.layout == Layout::LinkedList && image.ascending == self.descending {
                 return Err(Error::internal(format!(
@@ -348,7 +354,8 @@ impl MergeSpec {
 }
 
 /// Make `merge.comp` current for merging `a` with `b` into a deep image in `deep_layout`, or
-/// (`None`) into a flat composite, and bind the two inputs; the caller binds the output.
+/// (`None`) into a flat composite, and bind the two inputs; the caller binds the output. With
+/// `long`, pixels with long lists are listed there for `merge_coop.comp` instead of merged.
 fn use_merge_stage(
     ctx: &GlContext,
     a: &GpuImage,
@@ -356,6 +363,7 @@ fn use_merge_stage(
     spec: MergeSpec,
     columns: &ColumnSpec,
     deep_layout: Option<Layout>,
+    long: Option<&LongPixels>,
 ) -> Result<glow::Program> {
     let out_layout = deep_layout.unwrap_or(Layout::Linearised);
     let defines = columns
@@ -366,11 +374,15 @@ fn use_merge_stage(
             10,
             "",
         ))
-        .set("OUTPUT_DEEP", u32::from(deep_layout.is_some()));
+        .set("OUTPUT_DEEP", u32::from(deep_layout.is_some()))
+        .set("LONG_LISTS", u32::from(long.is_some()));
     let program = ctx.use_stage("merge.comp", &defines)?;
     ctx.uniform_u32(program, "u_pixels", a.pixels as u32);
     a.bind(0);
     b.bind(5);
+    if let Some(long) = long {
+        long.bind_for_listing(ctx, program);
+    }
     Ok(program)
 }
 
@@ -400,7 +412,7 @@ pub fn merge_program_binary(
         )
     };
     let (a, b) = (empty(ctx)?, empty(ctx)?);
-    let program = use_merge_stage(ctx, &a, &b, spec, columns, deep.then_some(layout))?;
+    let program = use_merge_stage(ctx, &a, &b, spec, columns, deep.then_some(layout), None)?;
     // SAFETY: a query of a program made on this context.
     unsafe { ctx.gl.get_program_binary(program) }
         .map(|binary| binary.buffer)
@@ -415,6 +427,19 @@ pub fn merge_deep<'a>(
     layout: Layout,
     spec: MergeSpec,
     columns: &ColumnSpec,
+) -> Result<GpuImage<'a>> {
+    merge_deep_scheduled(ctx, a, b, layout, spec, columns, LongLists::PerPixel)
+}
+
+/// [`merge_deep`] with long lists merged as `long_lists` says (same output).
+pub fn merge_deep_scheduled<'a>(
+    ctx: &'a GlContext,
+    a: &GpuImage<'a>,
+    b: &GpuImage<'a>,
+    layout: Layout,
+    spec: MergeSpec,
+    columns: &ColumnSpec,
+    long_lists: LongLists,
 ) -> Result<GpuImage<'a>> {
     let pixels = a.pixels;
     let samples = a.samples + b.samples;
@@ -441,10 +466,14 @@ pub fn merge_deep<'a>(
         a.stride,
         offsets,
     )?;
-    use_merge_stage(ctx, a, b, spec, columns, Some(layout))?;
+    let long = LongPixels::new(ctx, a, b, long_lists, false)?;
+    use_merge_stage(ctx, a, b, spec, columns, Some(layout), long.as_ref())?;
     out.bind(10);
     ctx.set_dispatch_bytes(a.bytes().total() + b.bytes().total() + out.bytes().total());
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
+    if let Some(long) = long {
+        long.merge_listed(ctx, a, b, spec, columns, Some(layout))?;
+    }
     Ok(out)
 }
 
@@ -475,6 +504,18 @@ pub fn merge_flat<'a>(
     spec: MergeSpec,
     columns: &ColumnSpec,
 ) -> Result<GpuFlat<'a>> {
+    merge_flat_scheduled(ctx, a, b, spec, columns, LongLists::PerPixel)
+}
+
+/// [`merge_flat`] with long lists merged as `long_lists` says (same output).
+pub fn merge_flat_scheduled<'a>(
+    ctx: &'a GlContext,
+    a: &GpuImage<'a>,
+    b: &GpuImage<'a>,
+    spec: MergeSpec,
+    columns: &ColumnSpec,
+    long_lists: LongLists,
+) -> Result<GpuFlat<'a>> {
     if spec.descending {
         return Err(Error::internal("a flat composite must merge front to back"));
     }
@@ -485,12 +526,16 @@ pub fn merge_flat<'a>(
         pixels,
         flagged: ctx.zeroed(16)?,
     };
-    use_merge_stage(ctx, a, b, spec, columns, None)?;
+    let long = LongPixels::new(ctx, a, b, long_lists, true)?;
+    use_merge_stage(ctx, a, b, spec, columns, None, long.as_ref())?;
     flat.values.bind(10);
     flat.front.bind(11);
     flat.flagged.bind(12);
     ctx.set_dispatch_bytes(a.bytes().total() + b.bytes().total() + flat.bytes());
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
+    if let Some(long) = long {
+        long.merge_listed(ctx, a, b, spec, columns, None)?;
+    }
     Ok(flat)
 }
 

@@ -263,3 +263,55 @@ impl FromStr for RbmBlocks {
         )
     }
 }
+
+/// Who merges a pixel's lists in a pairwise merge: both give the same output bit for bit; which
+/// is faster depends on the device and on how long the lists are (docs/benchmarks.md names the
+/// hardware measurement that decides the default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LongLists {
+    /// One invocation per pixel, whatever its length (`merge.comp` alone).
+    PerPixel,
+    /// Pixels whose two lists hold more than `threshold` fragments together are merged by a
+    /// workgroup each (`merge_coop.comp`), the others by their own invocation; 0 sends every
+    /// pixel with a fragment to the workgroups.
+    Cooperative {
+        /// Most fragments a pixel may hold and still be merged by one invocation.
+        threshold: u32,
+    },
+}
+
+impl LongLists {
+    /// The threshold `cooperative` alone stands for: eight register blocks of the default size.
+    pub const DEFAULT_THRESHOLD: u32 = 64;
+
+    /// The CLI's spelling: `per-pixel` or `cooperative=N`.
+    pub fn name(self) -> String {
+        match self {
+            LongLists::PerPixel => "per-pixel".into(),
+            LongLists::Cooperative { threshold } => format!("cooperative={threshold}"),
+        }
+    }
+}
+
+impl std::str::FromStr for LongLists {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let threshold = match s.split_once('=') {
+            None if s == "per-pixel" => return Ok(LongLists::PerPixel),
+            None if s == "cooperative" => LongLists::DEFAULT_THRESHOLD,
+            Some(("cooperative", n)) => n.parse::<u32>().map_err(|_| {
+                format!(
+                    "'{n}' is not a fragment count (cooperative=N, N from 0 to {})",
+                    u32::MAX
+                )
+            })?,
+            _ => {
+                return Err(format!(
+                    "unknown long-list merging '{s}' (per-pixel, cooperative or cooperative=N)"
+                ))
+            }
+        };
+        Ok(LongLists::Cooperative { threshold })
+    }
+}

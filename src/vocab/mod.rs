@@ -19,8 +19,8 @@ mod stages;
 
 pub use built::BuiltImage;
 pub use layout::{
-    glsl_defines, kway_stride, Layout, MergeMethod, MergeStrategy, PixelOrder, RbmBlocks,
-    GROUP_SIZE, MAX_BLOCK_SIZE, MAX_KWAY_INPUTS, TILE,
+    glsl_defines, kway_stride, Layout, LongLists, MergeMethod, MergeStrategy, PixelOrder,
+    RbmBlocks, GROUP_SIZE, MAX_BLOCK_SIZE, MAX_KWAY_INPUTS, TILE,
 };
 pub use sample::{depth_cmp, depth_key, depth_less, Fragment, Sample};
 pub use stages::{

@@ -16,8 +16,8 @@ use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind};
 use crate::deep::DeepImage;
 use crate::error::Result;
 use crate::gpu::resident::{
-    build_image, kway_stride, merge_deep, merge_deep_kway, merge_flat, merge_flat_kway, ColumnSpec,
-    GpuFlat, GpuImage, GpuStack, MergeSpec,
+    build_image, kway_stride, merge_deep_kway, merge_deep_scheduled, merge_flat_kway,
+    merge_flat_scheduled, ColumnSpec, GpuFlat, GpuImage, GpuStack, MergeSpec,
 };
 use crate::gpu::stats::{BufferBytes, GpuStats};
 use crate::gpu::{tidy, GlContext, GlOptions, GpuBuffer};
@@ -109,6 +109,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
     ) -> Result<Self> {
         plan.sort = options.sort;
         if uses_kway(options.strategy, plan.inputs.len()) {
+            super::coop::refuse_kway(gl_options.long_lists)?;
             return Self::upload_stack(ctx, plan, columns, band, options, gl_options, sync_timing);
         }
         let merges = plan.inputs.len().saturating_sub(1).max(1);
@@ -251,6 +252,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         let merges = self.descending.len();
         let flat = matches!(self.options.output, OutputKind::Flat { .. });
         let gpu_tidies = self.gl_options.tidies_on_gpu(self.ctx.info());
+        let long_lists = self.gl_options.long_lists;
         let mut merged: Option<GpuImage<'a>> = None;
         let mut merged_bytes = BufferBytes::default();
         let inputs_bytes: u64 = self.images.iter().map(|i| i.bytes().total()).sum();
@@ -269,11 +271,18 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             let a = merged.as_ref().unwrap_or(&self.images[0]);
             let b = &self.images[m + 1];
             if last && flat {
-                let out = merge_flat(self.ctx, a, b, spec, &self.columns)?;
+                let out = merge_flat_scheduled(self.ctx, a, b, spec, &self.columns, long_lists)?;
                 if gpu_tidies {
                     if let Some(listed) = tidy::flagged_flat_pixels(self.ctx, &out)? {
-                        let lists =
-                            merge_deep(self.ctx, a, b, Layout::Linearised, spec, &self.columns)?;
+                        let lists = merge_deep_scheduled(
+                            self.ctx,
+                            a,
+                            b,
+                            Layout::Linearised,
+                            spec,
+                            &self.columns,
+                            long_lists,
+                        )?;
                         peak = peak.max(
                             inputs_bytes
                                 + lists.bytes().total()
@@ -299,7 +308,8 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 } else {
                     self.gl_options.layout
                 };
-                let mut out = merge_deep(self.ctx, a, b, layout, spec, &self.columns)?;
+                let mut out =
+                    merge_deep_scheduled(self.ctx, a, b, layout, spec, &self.columns, long_lists)?;
                 let mut bytes = out.bytes();
                 if tidy_here {
                     let tidied = tidy::tidy_deep(self.ctx, out, &self.columns)?;

@@ -25,10 +25,12 @@
 //! budget and merged again, down to single rows (`GpuStats::band_retries` counts the retries).
 //!
 //! The parts, a file each: [`band`] planning, the host [`gather`], the GL orchestration of one
-//! band ([`merger`]), output [`assemble`]; statistics add up band by band (`GpuStats: AddAssign`).
+//! band ([`merger`]), the cooperative schedule of long lists ([`coop`]), output [`assemble`];
+//! statistics add up band by band (`GpuStats: AddAssign`).
 
 mod assemble;
 mod band;
+pub(super) mod coop;
 mod gather;
 mod merger;
 
