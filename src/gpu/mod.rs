@@ -34,7 +34,7 @@ mod buffer;
 pub mod compact;
 mod context;
 mod merge;
-mod pool;
+pub(crate) mod pool;
 mod profile;
 pub mod program;
 pub mod resident;

@@ -244,7 +244,7 @@ pub(crate) fn allocate(gl: &glow::Context, bytes: usize) -> Result<glow::Buffer>
         if gl.get_error() == glow::OUT_OF_MEMORY {
             gl.delete_buffer(buffer);
             return Err(Error::GlMemory(format!(
-                "out of memory allocating {bytes} bytes"
+                "out of GPU memory allocating {bytes} bytes"
             )));
         }
         Ok(buffer)

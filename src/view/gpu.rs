@@ -57,22 +57,10 @@ unsafe fn upload<T: bytemuck::Pod>(gl: &glow::Context, data: &[T]) -> Result<glo
     Ok(buffer)
 }
 
-/// A storage buffer of `bytes` (at least 16) that a shader fills before anything reads it.
+/// A storage buffer of `bytes` (at least 16) that a shader fills before anything reads it: the
+/// GL engine's allocation, so both say the same when GPU memory runs out.
 unsafe fn scratch(gl: &glow::Context, bytes: usize) -> Result<glow::Buffer> {
-    let size = i32::try_from(bytes.max(16))
-        .map_err(|_| Error::GlMemory(format!("a buffer of {bytes} bytes is too large")))?;
-    let buffer = gl
-        .create_buffer()
-        .map_err(|e| Error::Gl(format!("cannot create a buffer: {e}")))?;
-    gl.bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(buffer));
-    gl.buffer_data_size(glow::SHADER_STORAGE_BUFFER, size, glow::DYNAMIC_COPY);
-    if gl.get_error() == glow::OUT_OF_MEMORY {
-        gl.delete_buffer(buffer);
-        return Err(Error::GlMemory(format!(
-            "out of GPU memory allocating {bytes} bytes"
-        )));
-    }
-    Ok(buffer)
+    crate::gpu::pool::allocate(gl, bytes.max(16))
 }
 
 /// The rows of a layer's data window that one set of storage buffers holds: a band. Every
