@@ -12,11 +12,11 @@ layout(std430, binding = 11) writeonly buffer FlatFront { uvec4 flat_front[]; };
 // inputs made only of points pay one 4-byte read for the tidy path (issue 4).
 layout(std430, binding = 12) buffer FlaggedCount { uint flagged_count; };
 
-bool g_done;
-bool g_has_front;
-bool g_needs_tidy;
-float g_reach;
-Fragment g_front;
+bool g_done = false;
+bool g_has_front = false;
+bool g_needs_tidy = false;
+float g_reach = 0.0;
+Fragment g_front = Fragment(0.0, 0.0, 0u, 0u);
 
 void flat_begin() {
     for (int c = 0; c < NUM_COLUMNS; ++c) {

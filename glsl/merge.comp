@@ -36,9 +36,9 @@ layout(std430, binding = 15) buffer LongPixels { uint long_pixels[]; };
 #endif
 
 // Per-pixel merge state.
-uint g_pixel;
-uint g_emitted;
-uint g_total;
+uint g_pixel = 0u;
+uint g_emitted = 0u;
+uint g_total = 0u;
 
 void emit(bool from_b, uint slot) {
     Fragment f = from_b ? B_keys[slot] : A_keys[slot];

@@ -41,14 +41,16 @@ layout(std430, binding = 12) buffer FlaggedCount { uint flagged_count; };
 
 #include "over.glsl"
 
-uint g_pixel;
-uint g_emitted;
+// Set per pixel in main(); the initialisers keep Mesa's "used uninitialized" warnings (KHR_debug
+// messages, which strict mode fails on) away from emit().
+uint g_pixel = 0u;
+uint g_emitted = 0u;
 #if !OUTPUT_DEEP
-bool g_done;
-bool g_has_front;
-bool g_needs_tidy;
-float g_reach;
-Fragment g_front;
+bool g_done = false;
+bool g_has_front = false;
+bool g_needs_tidy = false;
+float g_reach = 0.0;
+Fragment g_front = Fragment(0.0, 0.0, 0u, 0u);
 #endif
 
 // merge.comp's emit, for a fragment in IN's slot `slot`.
@@ -126,7 +128,7 @@ void main() {
     for (;;) {
         // The smallest key in hand; a strict comparison keeps the lowest input on ties.
         uint best = uint(NUM_INPUTS);
-        Fragment best_key;
+        Fragment best_key = Fragment(0.0, 0.0, 0u, 0u); // read only once `best` is set
         for (uint k = 0u; k < uint(NUM_INPUTS); ++k) {
             if (left[k] > 0u && (best == uint(NUM_INPUTS) || depth_less(head[k], best_key))) {
                 best = k;

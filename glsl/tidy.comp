@@ -69,8 +69,8 @@ bool is_volume(Fragment f) {
 
 // The tidied piece being composited (g_acc, the running composite, is over.glsl's).
 float g_piece[NUM_COLUMNS];
-bool g_done;
-uvec4 g_front;
+bool g_done = false;
+uvec4 g_front = uvec4(0u);
 
 // flatten_pixel's loop body for g_piece (source f, front depth z).
 void composite(Fragment f, float z) {
@@ -139,8 +139,8 @@ uint slab_piece(uint lo, uint hi, float b, float next, bool at_points) {
     return first;
 }
 
-uint g_emitted;
-uint g_pixel;
+uint g_emitted = 0u;
+uint g_pixel = 0u;
 
 // Counting needs only whether some volume covers the slab starting at b (or, at_points, some
 // point stands at b), not its piece.

@@ -22,7 +22,7 @@ use gpu_common::{assert_merge_matches, crop, Reference, Stages, Synth};
 const BAND_ROWS: i32 = 6;
 
 fn context() -> GlContext {
-    GlContext::new().unwrap_or_else(|e| {
+    GlContext::new_with(true).unwrap_or_else(|e| {
         panic!("a GL context is required (apt-get install libegl1 libgl1-mesa-dri): {e}")
     })
 }

@@ -15,7 +15,8 @@ fn counts(n: usize, seed: u64) -> Vec<u32> {
 
 #[test]
 fn gpu_scan_matches_cpu_scan_at_edge_sizes() {
-    let ctx = GlContext::new().expect("a GL 4.3 context (install libegl1 libgl1-mesa-dri)");
+    let ctx =
+        GlContext::new_with(true).expect("a GL 4.3 context (install libegl1 libgl1-mesa-dri)");
     let g = SCAN_GROUP;
     for n in [
         0,
@@ -38,7 +39,8 @@ fn gpu_scan_matches_cpu_scan_at_edge_sizes() {
 
 #[test]
 fn gpu_scan_matches_cpu_scan_at_ten_million() {
-    let ctx = GlContext::new().expect("a GL 4.3 context (install libegl1 libgl1-mesa-dri)");
+    let ctx =
+        GlContext::new_with(true).expect("a GL 4.3 context (install libegl1 libgl1-mesa-dri)");
     let input = counts(10_000_000, 7);
     let gpu = gpu_scan(&ctx, &input).unwrap();
     let cpu = cpu_scan(&input);
@@ -52,7 +54,7 @@ fn gpu_scan_matches_cpu_scan_at_ten_million() {
 
 #[test]
 fn gl_info_reports_renderer_and_limits() {
-    let ctx = GlContext::new().expect("a GL 4.3 context");
+    let ctx = GlContext::new_with(true).expect("a GL 4.3 context");
     let info = ctx.info();
     assert!(!info.renderer.is_empty());
     assert!(info.max_ssbo_bytes >= 1 << 24, "{info}");
@@ -70,7 +72,8 @@ fn gpu_compaction_matches_its_twin() {
     use deepmerge::gpu::compact::compact_flagged as gpu_compact;
     use deepmerge::gpu::GpuBuffer;
     use deepmerge::vocab::FlagField;
-    let ctx = GlContext::new().expect("a GL 4.3 context (install libegl1 libgl1-mesa-dri)");
+    let ctx =
+        GlContext::new_with(true).expect("a GL 4.3 context (install libegl1 libgl1-mesa-dri)");
     let g = SCAN_GROUP;
     for n in [0, 1, 31, 33, g - 1, g + 1, 3 * g + 7, g * g + 5] {
         for (field, stride) in [(FlagField::WORD, 1), (FlagField::NEEDS_TIDY_IN_FRONT, 4)] {
@@ -89,7 +92,7 @@ fn gpu_compaction_matches_its_twin() {
                     })
                     .collect();
                 let want = cpu_compact(&flags, n, field);
-                let buffer = GpuBuffer::from_slice(&ctx.gl, &flags).unwrap();
+                let buffer = GpuBuffer::from_slice(&ctx, &flags).unwrap();
                 let got = gpu_compact(&ctx, &buffer, n, field).unwrap();
                 let what = format!("n {n} stride {stride} density {density}");
                 assert_eq!(got.count, want.list.len(), "{what}");
@@ -104,10 +107,11 @@ fn gpu_compaction_matches_its_twin() {
 #[test]
 fn gpu_zero_fill_clears_every_word_and_zeroed_buffers_start_at_zero() {
     use deepmerge::gpu::GpuBuffer;
-    let ctx = GlContext::new().expect("a GL 4.3 context (install libegl1 libgl1-mesa-dri)");
+    let ctx =
+        GlContext::new_with(true).expect("a GL 4.3 context (install libegl1 libgl1-mesa-dri)");
     // Sizes around the work group (64 words) and the host-upload threshold (64 KiB).
     for words in [1usize, 63, 64, 65, 4095, 4096, 4097, 100_003] {
-        let dirty = GpuBuffer::from_slice(&ctx.gl, &vec![0xdead_beefu32; words * 4]).unwrap();
+        let dirty = GpuBuffer::from_slice(&ctx, &vec![0xdead_beefu32; words * 4]).unwrap();
         ctx.fill_zero(&dirty).unwrap();
         let back: Vec<u32> = dirty.read(words * 4);
         assert!(back.iter().all(|&w| w == 0), "{words} words not cleared");

@@ -406,12 +406,11 @@ fn long_lists_match_the_reference() {
         ));
         if levels == 1000 {
             let passes = with_gl(move |ctx| {
-                let gl = &ctx.gl;
                 let buffers = [
-                    GpuBuffer::from_slice(gl, &csr.offsets).unwrap(),
-                    GpuBuffer::from_slice(gl, &csr.keys).unwrap(),
-                    GpuBuffer::from_slice(gl, &csr.values).unwrap(),
-                    GpuBuffer::from_slice(gl, &(0..6u32).collect::<Vec<_>>()).unwrap(),
+                    GpuBuffer::from_slice(ctx, &csr.offsets).unwrap(),
+                    GpuBuffer::from_slice(ctx, &csr.keys).unwrap(),
+                    GpuBuffer::from_slice(ctx, &csr.values).unwrap(),
+                    GpuBuffer::from_slice(ctx, &(0..6u32).collect::<Vec<_>>()).unwrap(),
                 ];
                 let spec = ColumnSpec {
                     alpha_of: AR.to_vec(),
@@ -453,12 +452,11 @@ fn pixels_too_long_for_one_pass_are_finished_on_the_host() {
     csr.push(&[(0.0, 2.0, ar(0.6, 0.3)), (1.0, 3.0, ar(0.5, 0.4))]);
     check_all(&csr, &AR, "too long for one pass");
     let too_long = with_gl(move |ctx| {
-        let gl = &ctx.gl;
         let buffers = [
-            GpuBuffer::from_slice(gl, &csr.offsets).unwrap(),
-            GpuBuffer::from_slice(gl, &csr.keys).unwrap(),
-            GpuBuffer::from_slice(gl, &csr.values).unwrap(),
-            GpuBuffer::from_slice(gl, &[0u32, 1]).unwrap(),
+            GpuBuffer::from_slice(ctx, &csr.offsets).unwrap(),
+            GpuBuffer::from_slice(ctx, &csr.keys).unwrap(),
+            GpuBuffer::from_slice(ctx, &csr.values).unwrap(),
+            GpuBuffer::from_slice(ctx, &[0u32, 1]).unwrap(),
         ];
         let spec = ColumnSpec {
             alpha_of: AR.to_vec(),
@@ -704,12 +702,11 @@ fn check_deep_within(csr: &Csr, alpha_of: &[Option<usize>], tolerance: f32, what
         listed.clone(),
     );
     let gpu_counts = with_gl(move |ctx| {
-        let gl = &ctx.gl;
         let buffers = [
-            GpuBuffer::from_slice(gl, &csr2.offsets).unwrap(),
-            GpuBuffer::from_slice(gl, &csr2.keys).unwrap(),
-            GpuBuffer::from_slice(gl, &csr2.values).unwrap(),
-            GpuBuffer::from_slice(gl, &listed2).unwrap(),
+            GpuBuffer::from_slice(ctx, &csr2.offsets).unwrap(),
+            GpuBuffer::from_slice(ctx, &csr2.keys).unwrap(),
+            GpuBuffer::from_slice(ctx, &csr2.values).unwrap(),
+            GpuBuffer::from_slice(ctx, &listed2).unwrap(),
         ];
         let [o, k, v, p] = &buffers;
         let list = walk_list(o, k, v, p, listed2.len());

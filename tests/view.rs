@@ -814,7 +814,7 @@ fn gpu_slice(ctx: &GlContext, gpu: &GpuLayer, near: f32, far: f32) -> Vec<f32> {
 fn a_layer_split_into_bands_slices_as_one_buffer_and_as_the_host_twin() {
     let loaded = load_layers(&inputs());
     let merged = &loaded.layers[0];
-    let ctx = GlContext::new().unwrap();
+    let ctx = GlContext::new_with(true).unwrap();
     let whole_plan = plan_layer(&ctx, merged).unwrap();
     assert_eq!(whole_plan.bands.len(), 1, "the test layer fits one buffer");
     let whole = GpuLayer::upload(&ctx, &mut merged.clone(), &whole_plan).unwrap();
@@ -1026,7 +1026,7 @@ fn layers_beyond_the_gpu_memory_budget_are_one_line_in_the_window_and_on_stderr(
     let x = Xvfb::start();
     let files = inputs();
     let loaded = load_layers(&files);
-    let ctx = GlContext::new().unwrap();
+    let ctx = GlContext::new_with(true).unwrap();
     let merged_bytes = plan_layer(&ctx, &loaded.layers[0]).unwrap().bytes;
     drop(ctx);
     // Room for the merge but not for the merge and the first input.
@@ -1208,7 +1208,7 @@ fn the_id_view_draws_the_host_twins_colour_of_the_slices_front_id_for_many_ids()
     let image = id_test_image(side);
     let layer = layer_of("ids", &image).unwrap();
     assert_eq!(layer.id_names, ["id", "objectId"]);
-    let ctx = GlContext::new().unwrap();
+    let ctx = GlContext::new_with(true).unwrap();
     let plan = plan_layer(&ctx, &layer).unwrap();
     let gpu = GpuLayer::upload(&ctx, &mut layer.clone(), &plan).unwrap();
     let inf = f32::INFINITY;

@@ -272,8 +272,7 @@ pub fn gl_copy_bandwidth(ctx: &GlContext, bytes: usize, repeats: usize) -> Resul
     let gl = &ctx.gl;
     let src = ctx.zeroed(bytes)?;
     let dst = ctx.zeroed(bytes)?;
-    // SAFETY: a plain synchronisation call on this context.
-    unsafe { gl.finish() };
+    ctx.finish();
     let start = std::time::Instant::now();
     for _ in 0..repeats {
         // SAFETY: both ranges lie inside the buffers.
@@ -289,7 +288,7 @@ pub fn gl_copy_bandwidth(ctx: &GlContext, bytes: usize, repeats: usize) -> Resul
             );
         }
     }
-    unsafe { gl.finish() };
+    ctx.finish();
     let copy = (2 * bytes * repeats) as f64 / start.elapsed().as_secs_f64();
     ctx.check("copy benchmark")?;
     Ok((kernel, copy))

@@ -3,22 +3,24 @@
 
 use glow::HasContext;
 
-use super::pool::{allocate, BufferPool, ZERO_BLOCK};
+use super::pool::{allocate, ZERO_BLOCK};
+use super::GlContext;
 use crate::error::Result;
 
 /// What happens to the buffer object when its [`GpuBuffer`] drops.
-enum Owner<'a> {
+enum Owner {
     /// Deleted.
     Own,
-    /// Given back to the pool for the next request.
-    Pool(&'a BufferPool),
+    /// Given back to its context's pool for the next request, with a fence
+    /// (`fence.rs`) that keeps it out of use until the work issued so far is done.
+    Pool,
     /// Nothing: someone else owns it (the pool's constant buffer, while it is filled).
     Borrowed,
 }
 
 /// One buffer object on the GPU.
 pub struct GpuBuffer<'a> {
-    gl: &'a glow::Context,
+    ctx: &'a GlContext,
     /// The GL name.
     pub buffer: glow::Buffer,
     /// Size in bytes that the buffer stands for (bound, read, cleared, reported): at least 16
@@ -27,58 +29,59 @@ pub struct GpuBuffer<'a> {
     /// clears whole 16-byte words). A pooled buffer's storage may be larger ([`Self::capacity`]).
     pub bytes: usize,
     capacity: usize,
-    owner: Owner<'a>,
+    owner: Owner,
 }
 
 impl<'a> GpuBuffer<'a> {
     /// A zero-filled buffer of `bytes` (at least 16), uploaded from the host and not pooled
     /// ([`crate::gpu::GlContext::zeroed`] clears a pooled one on the GPU instead).
-    pub fn zeroed(gl: &'a glow::Context, bytes: usize) -> Result<Self> {
-        Self::from_slice(gl, &vec![0u8; bytes.max(16)])
+    pub fn zeroed(ctx: &'a GlContext, bytes: usize) -> Result<Self> {
+        Self::from_slice(ctx, &vec![0u8; bytes.max(16)])
     }
 
     /// A buffer holding `data`, not pooled ([`crate::gpu::GlContext::upload`] pools it).
-    pub fn from_slice<T: bytemuck::Pod>(gl: &'a glow::Context, data: &[T]) -> Result<Self> {
+    pub fn from_slice<T: bytemuck::Pod>(ctx: &'a GlContext, data: &[T]) -> Result<Self> {
         let bytes: &[u8] = bytemuck::cast_slice(data);
-        let buffer = Self::uninit(gl, bytes.len().max(16))?;
+        let buffer = Self::uninit(ctx, bytes.len().max(16))?;
         buffer.write(bytes);
         Ok(buffer)
     }
 
     /// A buffer of `bytes` whose contents start undefined, not pooled: for scratch space a
-    /// shader writes before it reads (no zero upload).
-    pub fn uninit(gl: &'a glow::Context, bytes: usize) -> Result<Self> {
-        let buffer = allocate(gl, bytes)?;
-        Ok(GpuBuffer {
-            gl,
+    /// shader writes before it reads (no zero upload). Poisoned in strict mode.
+    pub fn uninit(ctx: &'a GlContext, bytes: usize) -> Result<Self> {
+        let buffer = allocate(ctx, bytes)?;
+        let buffer = GpuBuffer {
+            ctx,
             buffer,
             bytes,
             capacity: bytes,
             owner: Owner::Own,
-        })
+        };
+        ctx.poison(&buffer);
+        Ok(buffer)
     }
 
     /// A pooled buffer object of `capacity` bytes standing for `bytes`.
     pub(crate) fn pooled(
-        gl: &'a glow::Context,
+        ctx: &'a GlContext,
         buffer: glow::Buffer,
         bytes: usize,
         capacity: usize,
-        pool: &'a BufferPool,
     ) -> Self {
         GpuBuffer {
-            gl,
+            ctx,
             buffer,
             bytes,
             capacity,
-            owner: Owner::Pool(pool),
+            owner: Owner::Pool,
         }
     }
 
     /// A view of a buffer object owned elsewhere, which dropping leaves alone.
-    pub(crate) fn borrowed(gl: &'a glow::Context, buffer: glow::Buffer, bytes: usize) -> Self {
+    pub(crate) fn borrowed(ctx: &'a GlContext, buffer: glow::Buffer, bytes: usize) -> Self {
         GpuBuffer {
-            gl,
+            ctx,
             buffer,
             bytes,
             capacity: bytes,
@@ -94,21 +97,35 @@ impl<'a> GpuBuffer<'a> {
     /// Bind to storage binding `index`: the first [`Self::bytes`] of it, so a pooled buffer
     /// binds the size it stands for, within the storage-block limit it was checked against.
     pub fn bind(&self, index: u32) {
+        if self.bytes == self.capacity || self.bytes == 0 {
+            // SAFETY: the buffer is alive.
+            unsafe {
+                self.ctx
+                    .gl
+                    .bind_buffer_base(glow::SHADER_STORAGE_BUFFER, index, Some(self.buffer))
+            };
+            self.ctx.with_checker(|c| c.bind(index, id(self.buffer)));
+            self.ctx.gl_called("glBindBufferBase");
+        } else {
+            self.bind_words(index, self.bytes);
+        }
+    }
+
+    /// Bind the first `bytes` of the buffer to storage binding `index`.
+    pub(crate) fn bind_words(&self, index: u32, bytes: usize) {
+        assert!(bytes <= self.capacity, "a binding outside a GPU buffer");
         // SAFETY: the buffer is alive and the range lies inside it.
         unsafe {
-            if self.bytes == self.capacity || self.bytes == 0 {
-                self.gl
-                    .bind_buffer_base(glow::SHADER_STORAGE_BUFFER, index, Some(self.buffer))
-            } else {
-                self.gl.bind_buffer_range(
-                    glow::SHADER_STORAGE_BUFFER,
-                    index,
-                    Some(self.buffer),
-                    0,
-                    self.bytes as i32,
-                )
-            }
+            self.ctx.gl.bind_buffer_range(
+                glow::SHADER_STORAGE_BUFFER,
+                index,
+                Some(self.buffer),
+                0,
+                bytes as i32,
+            )
         };
+        self.ctx.with_checker(|c| c.bind(index, id(self.buffer)));
+        self.ctx.gl_called("glBindBufferRange");
     }
 
     /// Read the first `len` elements back.
@@ -121,11 +138,15 @@ impl<'a> GpuBuffer<'a> {
         let mut out = vec![T::default(); len];
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
         let at = self.bind_range::<T>(first, bytes.len());
+        self.ctx.with_checker(|c| c.readback(id(self.buffer)));
+        self.ctx.fences.issued();
         // SAFETY: the range lies inside the bound buffer.
         unsafe {
-            self.gl
+            self.ctx
+                .gl
                 .get_buffer_sub_data(glow::SHADER_STORAGE_BUFFER, at, bytes)
         };
+        self.ctx.gl_called("glGetBufferSubData");
         out
     }
 
@@ -136,13 +157,26 @@ impl<'a> GpuBuffer<'a> {
 
     /// Overwrite elements from element `first` on with `data`.
     pub fn write_range<T: bytemuck::Pod>(&self, first: usize, data: &[T]) {
+        self.write_range_as(first, data, "host data");
+    }
+
+    /// [`Self::write`], saying what is written (for the hazard checker's messages).
+    pub(crate) fn write_as<T: bytemuck::Pod>(&self, data: &[T], what: &str) {
+        self.write_range_as(0, data, what);
+    }
+
+    fn write_range_as<T: bytemuck::Pod>(&self, first: usize, data: &[T], what: &str) {
         let bytes: &[u8] = bytemuck::cast_slice(data);
         let at = self.bind_range::<T>(first, bytes.len());
+        self.ctx.with_checker(|c| c.upload(id(self.buffer), what));
+        self.ctx.fences.issued();
         // SAFETY: the range lies inside the bound buffer.
         unsafe {
-            self.gl
+            self.ctx
+                .gl
                 .buffer_sub_data_u8_slice(glow::SHADER_STORAGE_BUFFER, at, bytes)
         };
+        self.ctx.gl_called("glBufferSubData");
     }
 
     /// Bind the buffer for a host transfer of `len` bytes from element `first` (of type `T`) on,
@@ -153,11 +187,17 @@ impl<'a> GpuBuffer<'a> {
         assert!(at + len <= self.capacity, "transfer outside a GPU buffer");
         // SAFETY: the buffer is alive.
         unsafe {
-            self.gl
+            self.ctx
+                .gl
                 .bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(self.buffer))
         };
         at as i32
     }
+}
+
+/// The GL name of `buffer` as the hazard checker keys it.
+pub(crate) fn id(buffer: glow::Buffer) -> u32 {
+    buffer.0.get()
 }
 
 impl super::GlContext {
@@ -203,16 +243,7 @@ impl super::GlContext {
         }
         let program = self.use_stage("fill.comp", &super::program::Defines::default())?;
         self.uniform_u32(program, "u_n", words as u32);
-        // SAFETY: the buffer is alive and holds `words` whole words.
-        unsafe {
-            self.gl.bind_buffer_range(
-                glow::SHADER_STORAGE_BUFFER,
-                0,
-                Some(buffer.buffer),
-                0,
-                (words * 16) as i32,
-            )
-        };
+        buffer.bind_words(0, words * 16);
         self.set_dispatch_bytes((words * 16) as u64);
         self.dispatch(words, 64)
     }
@@ -222,10 +253,12 @@ impl Drop for GpuBuffer<'_> {
     fn drop(&mut self) {
         match self.owner {
             Owner::Own => {
-                // SAFETY: the buffer belongs to this context and nothing uses it any more.
-                unsafe { self.gl.delete_buffer(self.buffer) };
+                // SAFETY: the buffer belongs to this context; GL keeps its storage until the
+                // work issued with it is done.
+                unsafe { self.ctx.gl.delete_buffer(self.buffer) };
+                self.ctx.with_checker(|c| c.deleted(id(self.buffer)));
             }
-            Owner::Pool(pool) => pool.give_back(self.gl, self.buffer, self.capacity),
+            Owner::Pool => self.ctx.give_back(self.buffer, self.capacity),
             Owner::Borrowed => {}
         }
     }

@@ -101,6 +101,12 @@ pub struct GlContext {
     pub(crate) next_dispatch_bytes: Cell<u64>,
     /// Buffers given back for reuse (`pool.rs`).
     pub(crate) pool: super::pool::BufferPool,
+    /// The fences pooled buffers are released with (`fence.rs`).
+    pub(crate) fences: super::fence::ReleaseFences,
+    /// Strict mode's checks (`strict.rs`), when on.
+    pub(crate) strict: Option<super::strict::Strict>,
+    /// The program made current last, whose storage blocks a dispatch touches.
+    pub(crate) current_program: Cell<Option<glow::Program>>,
     // Kept alive (and current) as long as the function table is used; `None` when the caller
     // owns the context (a window's, see [`GlContext::from_current`]).
     _owned: Option<(PossiblyCurrentContext, Display)>,
@@ -123,8 +129,15 @@ impl GlContext {
     }
 
     /// Make a context on the best EGL device: a hardware one (no `EGL_MESA_device_software`)
-    /// where present, else the software rasteriser.
+    /// where present, else the software rasteriser. Strict mode (`strict.rs`) is on when
+    /// `DEEPMERGE_GL_STRICT=1` is set.
     pub fn new() -> Result<GlContext> {
+        Self::new_with(super::strict::strict_from_env())
+    }
+
+    /// [`Self::new`] with strict mode on or off (`strict`: a debug context, the hazard checker,
+    /// poison and every GL error a failure), whatever the environment says.
+    pub fn new_with(strict: bool) -> Result<GlContext> {
         let devices: Vec<Device> = Device::query_devices()
             .map_err(|e| {
                 Error::Gl(format!(
@@ -142,7 +155,7 @@ impl GlContext {
         ordered.extend(devices.iter().filter(|d| is_software(d)));
         let mut failures = Vec::new();
         for device in ordered {
-            match Self::on_device(device) {
+            match Self::on_device(device, strict) {
                 Ok(context) => return Ok(context),
                 Err(e) => failures.push(format!(
                     "{}: {e}",
@@ -176,7 +189,7 @@ impl GlContext {
         }
     }
 
-    fn on_device(device: &Device) -> std::result::Result<GlContext, String> {
+    fn on_device(device: &Device, strict: bool) -> std::result::Result<GlContext, String> {
         // SAFETY: no raw display handle is passed, so glutin opens the device itself.
         let display = unsafe { Display::with_device(device, None) }.map_err(|e| e.to_string())?;
         // The default template asks for window surfaces and finds no config on a device display.
@@ -191,6 +204,7 @@ impl GlContext {
         let attributes = ContextAttributesBuilder::new()
             .with_profile(GlProfile::Core)
             .with_context_api(ContextApi::OpenGl(Some(Version::new(4, 3))))
+            .with_debug(strict)
             .build(None);
         // SAFETY: the config came from this display.
         let not_current =
@@ -201,16 +215,18 @@ impl GlContext {
         let gl_display = context.display();
         let software = device.extensions().contains("EGL_MESA_device_software");
         // SAFETY: the context is current on this thread and the loader is the display's own.
-        let mut made =
-            unsafe { Self::from_current(|name| gl_display.get_proc_address(name), software) }
-                .map_err(|e| e.to_string())?;
+        let mut made = unsafe {
+            Self::from_current_with(|name| gl_display.get_proc_address(name), software, strict)
+        }
+        .map_err(|e| e.to_string())?;
         made._owned = Some((context, display));
         Ok(made)
     }
 
     /// The engine on a context someone else made and owns, current on this thread (the viewer's
     /// window context): `loader` resolves GL functions, `software` says whether it is a software
-    /// rasteriser. Refuses contexts without the storage buffers the engine binds.
+    /// rasteriser. Refuses contexts without the storage buffers the engine binds. Strict mode
+    /// as `DEEPMERGE_GL_STRICT` says.
     ///
     /// # Safety
     /// The context must be current on this thread, be core 4.3 or later, and outlive the
@@ -219,7 +235,23 @@ impl GlContext {
         loader: impl FnMut(&std::ffi::CStr) -> *const std::ffi::c_void,
         software: bool,
     ) -> Result<GlContext> {
-        let gl = glow::Context::from_loader_function_cstr(loader);
+        Self::from_current_with(loader, software, super::strict::strict_from_env())
+    }
+
+    /// [`Self::from_current`] with strict mode on or off.
+    ///
+    /// # Safety
+    /// As [`Self::from_current`].
+    pub unsafe fn from_current_with(
+        loader: impl FnMut(&std::ffi::CStr) -> *const std::ffi::c_void,
+        software: bool,
+        strict: bool,
+    ) -> Result<GlContext> {
+        let mut gl = glow::Context::from_loader_function_cstr(loader);
+        let strict = strict.then(super::strict::Strict::default);
+        if let Some(s) = &strict {
+            Self::enable_debug_output(&mut gl, s.debug_messages.clone());
+        }
         let info = query_info(&gl, software);
         // A deep merge binds two inputs and an output of five buffers each (`glsl/image.glsl`).
         if info.max_compute_ssbo_bindings < 15 {
@@ -237,6 +269,9 @@ impl GlContext {
             current_stage: Cell::new("other"),
             next_dispatch_bytes: Cell::new(0),
             pool: Default::default(),
+            fences: Default::default(),
+            strict,
+            current_program: Cell::new(None),
             _owned: None,
         })
     }
@@ -254,12 +289,13 @@ impl GlContext {
         &self.info
     }
 
-    /// Check for a GL error after `what`.
+    /// Check for a GL error after `what`; in strict mode, also report what strict mode found
+    /// ([`Self::strict_report`]).
     pub(crate) fn check(&self, what: &str) -> Result<()> {
         // SAFETY: a plain query on the current context.
         let code = unsafe { self.gl.get_error() };
         if code == glow::NO_ERROR {
-            Ok(())
+            self.strict_report()
         } else if code == glow::OUT_OF_MEMORY {
             Err(Error::GlMemory(format!("{what} ran out of GPU memory")))
         } else {
@@ -273,7 +309,7 @@ impl GlContext {
 impl Drop for GlContext {
     fn drop(&mut self) {
         self.profiler.borrow_mut().delete(&self.gl);
-        self.pool.clear(&self.gl);
+        self.clear_pool();
         for (_, program) in self.programs.borrow_mut().drain() {
             // SAFETY: the programs were made on this context, which is still current.
             unsafe { self.gl.delete_program(program) };

@@ -33,6 +33,8 @@
 mod buffer;
 pub mod compact;
 mod context;
+mod fence;
+mod hazard;
 mod merge;
 pub(crate) mod pool;
 mod profile;
@@ -41,10 +43,12 @@ pub mod resident;
 pub mod scan;
 pub mod sort;
 mod stats;
+pub mod strict;
 pub mod tidy;
 
 pub use buffer::GpuBuffer;
 pub use context::{GlContext, GlInfo};
+pub use fence::FenceStats;
 pub use merge::{merge_images_gl, merge_images_gl_over, uses_kway, GpuMerger};
 pub use pool::PoolStats;
 pub use profile::{copy_bandwidth, stage_of_program, GpuProfile, StageTime, STAGES};

@@ -12,12 +12,17 @@
 //!
 //! The pool also keeps one small constant buffer (zeros, then a 1): buffers are cleared and
 //! counters set by GPU copies from it, not by host uploads.
+//!
+//! A buffer comes back when its owner drops it, which is usually right after the dispatch that
+//! reads it was issued: it is released with a fence and taken again only once the work before
+//! that fence is done or waited for on the GPU (`fence.rs`).
 
 use std::cell::{Cell, RefCell};
 
 use glow::HasContext;
 
-use super::buffer::GpuBuffer;
+use super::buffer::{id, GpuBuffer};
+use super::fence::FenceId;
 use super::GlContext;
 use crate::error::{Error, Result};
 
@@ -48,11 +53,18 @@ pub struct PoolStats {
 /// Free buffers by capacity, with the counts above.
 #[derive(Default)]
 pub(crate) struct BufferPool {
-    /// (capacity in bytes, buffer), oldest first.
-    free: RefCell<Vec<(usize, glow::Buffer)>>,
+    /// Free buffers, oldest first.
+    free: RefCell<Vec<Free>>,
     stats: Cell<PoolStats>,
     /// Zeros ([`ZERO_BLOCK`] bytes) then one u32 = 1.
     constants: Cell<Option<glow::Buffer>>,
+}
+
+/// A free buffer: its capacity in bytes, and the fence it was released with.
+struct Free {
+    capacity: usize,
+    buffer: glow::Buffer,
+    fence: Option<FenceId>,
 }
 
 /// The capacity a request of `bytes` is allocated with: a multiple of 16 (the zero fill clears
@@ -72,21 +84,21 @@ impl BufferPool {
     }
 
     /// Take a free buffer that holds `bytes`, if one fits (see the module docs).
-    fn take(&self, bytes: usize) -> Option<(usize, glow::Buffer)> {
+    fn take(&self, bytes: usize) -> Option<Free> {
         let limit = (2 * bytes).max(MIN_CAPACITY);
         let mut free = self.free.borrow_mut();
         let best = free
             .iter()
             .enumerate()
-            .filter(|(_, (capacity, _))| *capacity >= bytes && *capacity <= limit)
-            .min_by_key(|(_, (capacity, _))| *capacity)
+            .filter(|(_, f)| f.capacity >= bytes && f.capacity <= limit)
+            .min_by_key(|(_, f)| f.capacity)
             .map(|(i, _)| i)?;
-        let (capacity, buffer) = free.remove(best);
+        let taken = free.remove(best);
         self.update(|s| {
             s.reuses += 1;
-            s.free_bytes -= capacity as u64;
+            s.free_bytes -= taken.capacity as u64;
         });
-        Some((capacity, buffer))
+        Some(taken)
     }
 
     fn taken(&self, capacity: usize) {
@@ -96,66 +108,128 @@ impl BufferPool {
         });
     }
 
-    /// A buffer comes back: keep it for the next request, deleting the oldest free ones when
-    /// they exceed twice the peak taken.
-    pub(crate) fn give_back(&self, gl: &glow::Context, buffer: glow::Buffer, capacity: usize) {
+    /// A buffer comes back with the fence it waits on: keep it for the next request, and hand
+    /// back the oldest free ones to delete when they exceed twice the peak taken.
+    fn give_back(
+        &self,
+        buffer: glow::Buffer,
+        capacity: usize,
+        fence: Option<FenceId>,
+    ) -> Vec<Free> {
         let mut free = self.free.borrow_mut();
-        free.push((capacity, buffer));
+        free.push(Free {
+            capacity,
+            buffer,
+            fence,
+        });
         self.update(|s| {
             s.taken_bytes -= capacity as u64;
             s.free_bytes += capacity as u64;
         });
+        let mut evicted = Vec::new();
         while self.stats.get().free_bytes > 2 * self.stats.get().peak_taken_bytes {
-            let (capacity, oldest) = free.remove(0);
-            // SAFETY: the buffer was made on this context and nothing holds it any more.
-            unsafe { gl.delete_buffer(oldest) };
+            let oldest = free.remove(0);
             self.update(|s| {
-                s.free_bytes -= capacity as u64;
+                s.free_bytes -= oldest.capacity as u64;
                 s.evictions += 1;
             });
+            evicted.push(oldest);
         }
-    }
-
-    /// Delete every free buffer and the constants (the context is being dropped, or asked to
-    /// let its memory go).
-    pub(crate) fn clear(&self, gl: &glow::Context) {
-        for (_, buffer) in self.free.borrow_mut().drain(..) {
-            // SAFETY: as in `give_back`.
-            unsafe { gl.delete_buffer(buffer) };
-        }
-        if let Some(buffer) = self.constants.take() {
-            // SAFETY: as above.
-            unsafe { gl.delete_buffer(buffer) };
-        }
-        self.update(|s| s.free_bytes = 0);
+        evicted
     }
 }
 
 impl GlContext {
     /// A pooled buffer of `bytes` whose contents start undefined: for space a shader writes
-    /// before it reads. Taken from the pool when a free buffer fits, else allocated.
+    /// before it reads. Taken from the pool when a free buffer fits, else allocated; poisoned in
+    /// strict mode.
     pub fn scratch(&self, bytes: usize) -> Result<GpuBuffer<'_>> {
-        if let Some((capacity, buffer)) = self.pool.take(bytes) {
-            self.pool.taken(capacity);
-            return Ok(GpuBuffer::pooled(
-                &self.gl, buffer, bytes, capacity, &self.pool,
-            ));
+        let buffer = self.take_pooled(bytes, "scratch")?;
+        self.poison(&buffer);
+        Ok(buffer)
+    }
+
+    /// A pooled buffer of `bytes` for `purpose`, contents undefined and not poisoned (the caller
+    /// fills it at once). A free buffer is reused only once the GPU work issued before its
+    /// release is done, or the GPU waits for it (`fence.rs`).
+    pub(crate) fn take_pooled(&self, bytes: usize, purpose: &str) -> Result<GpuBuffer<'_>> {
+        if let Some(free) = self.pool.take(bytes) {
+            let (_, serial) = self.fences.before_reuse(&self.gl, free.fence);
+            self.with_checker(|c| {
+                if free.fence.is_some() {
+                    c.fence_done(serial);
+                }
+                c.take(id(free.buffer), purpose);
+            });
+            self.gl_called("glWaitSync");
+            self.pool.taken(free.capacity);
+            return Ok(GpuBuffer::pooled(self, free.buffer, bytes, free.capacity));
         }
         let capacity = size_class(bytes);
-        let buffer = allocate(&self.gl, capacity)?;
+        let buffer = allocate(self, capacity)?;
         self.pool.update(|s| s.allocations += 1);
         self.pool.taken(capacity);
-        Ok(GpuBuffer::pooled(
-            &self.gl, buffer, bytes, capacity, &self.pool,
-        ))
+        Ok(GpuBuffer::pooled(self, buffer, bytes, capacity))
+    }
+
+    /// A pooled buffer comes back from its owner (`GpuBuffer`'s drop): released with a fence.
+    pub(crate) fn give_back(&self, buffer: glow::Buffer, capacity: usize) {
+        let fence = self.fences.on_release(&self.gl, self.checker_serial());
+        self.gl_called("glFenceSync");
+        for evicted in self.pool.give_back(buffer, capacity, fence) {
+            self.delete_free(evicted);
+        }
+    }
+
+    fn delete_free(&self, free: Free) {
+        self.fences.forget(&self.gl, free.fence);
+        // SAFETY: the buffer was made on this context and nothing holds it any more; GL keeps
+        // its storage until the work issued with it is done.
+        unsafe { self.gl.delete_buffer(free.buffer) };
+        self.with_checker(|c| c.deleted(id(free.buffer)));
+    }
+
+    /// Delete every free buffer, the constants and the release fences (the context is being
+    /// dropped, or asked to let its memory go).
+    pub(crate) fn clear_pool(&self) {
+        let free: Vec<Free> = self.pool.free.borrow_mut().drain(..).collect();
+        for f in free {
+            self.delete_free(f);
+        }
+        if let Some(buffer) = self.pool.constants.take() {
+            // SAFETY: as in `delete_free`.
+            unsafe { self.gl.delete_buffer(buffer) };
+            self.with_checker(|c| c.deleted(id(buffer)));
+        }
+        self.fences.clear(&self.gl);
+        self.pool.update(|s| s.free_bytes = 0);
     }
 
     /// A pooled buffer holding `data` (an upload, timed as the "upload" stage).
     pub fn upload<T: bytemuck::Pod>(&self, data: &[T]) -> Result<GpuBuffer<'_>> {
         let bytes: &[u8] = bytemuck::cast_slice(data);
-        let buffer = self.scratch(bytes.len().max(16))?;
-        self.timed("upload", bytes.len() as u64, || buffer.write(bytes));
+        let buffer = self.take_pooled(bytes.len().max(16), "an upload")?;
+        if bytes.len() < buffer.capacity() {
+            // Whatever the data leaves is poison in strict mode.
+            self.poison(&buffer);
+        }
+        self.timed("upload", bytes.len() as u64, || {
+            buffer.write_as(bytes, "an upload")
+        });
         Ok(buffer)
+    }
+
+    /// Release pooled buffers without fences (`false`), as the pool did before them, so that a
+    /// test can show strict mode's hazard checker catching the hazard; `true` (the default)
+    /// fences them again. Never for real work: on a GPU it writes wrong pixels.
+    #[doc(hidden)]
+    pub fn use_release_fences(&self, on: bool) {
+        self.fences.disabled.set(!on);
+    }
+
+    /// What the release fences have done since the context was made.
+    pub fn fence_stats(&self) -> super::fence::FenceStats {
+        self.fences.stats.get()
     }
 
     /// What the pool has done since the context was made.
@@ -166,7 +240,7 @@ impl GlContext {
     /// Delete the pool's free buffers (buffers still taken come back later as usual): for a
     /// long-lived context that wants its GPU memory back between jobs.
     pub fn release_pooled(&self) {
-        self.pool.clear(&self.gl);
+        self.clear_pool();
     }
 
     /// The constant buffer, made on first use: [`ZERO_BLOCK`] bytes of zeros followed by one
@@ -176,13 +250,13 @@ impl GlContext {
             return Ok(buffer);
         }
         let bytes = ZERO_BLOCK + 16;
-        let buffer = allocate(&self.gl, bytes)?;
+        let buffer = allocate(self, bytes)?;
         self.pool.update(|s| s.allocations += 1);
         // Uploaded, once per context: a fill dispatch here would rebind storage binding 0 in
         // the middle of whichever stage first asked for zeros.
         let mut data = vec![0u32; bytes / 4];
         data[ZERO_BLOCK / 4] = 1;
-        GpuBuffer::borrowed(&self.gl, buffer, bytes).write(&data);
+        GpuBuffer::borrowed(self, buffer, bytes).write_as(&data, "the constant zeros");
         self.pool.constants.set(Some(buffer));
         Ok(buffer)
     }
@@ -190,22 +264,52 @@ impl GlContext {
     /// Copy `bytes` of the constant buffer from byte `from` into `dst` at byte `to`.
     fn copy_constant(&self, from: usize, dst: &GpuBuffer, to: usize, bytes: usize) -> Result<()> {
         let constants = self.constants()?;
+        let what = if from == ZERO_BLOCK {
+            "a counter set to 1"
+        } else {
+            "a zero fill"
+        };
         self.timed("fill", bytes as u64, || {
-            // SAFETY: both ranges lie inside their buffers (the callers check `dst`'s).
-            unsafe {
-                self.gl.bind_buffer(glow::COPY_READ_BUFFER, Some(constants));
-                self.gl
-                    .bind_buffer(glow::COPY_WRITE_BUFFER, Some(dst.buffer));
-                self.gl.copy_buffer_sub_data(
-                    glow::COPY_READ_BUFFER,
-                    glow::COPY_WRITE_BUFFER,
-                    from as i32,
-                    to as i32,
-                    bytes as i32,
-                );
-            }
-        });
+            self.copy_buffer(constants, from, dst.buffer, to, bytes, what)
+        })
+    }
+
+    /// Copy `bytes` from `src` at byte `from` into `dst` at byte `to` (`glCopyBufferSubData`;
+    /// `what` says why, for the hazard checker). The ranges must lie inside the buffers.
+    pub(crate) fn copy_buffer(
+        &self,
+        src: glow::Buffer,
+        from: usize,
+        dst: glow::Buffer,
+        to: usize,
+        bytes: usize,
+        what: &str,
+    ) -> Result<()> {
+        self.with_checker(|c| c.copy(id(src), id(dst), what));
+        self.fences.issued();
+        // SAFETY: both ranges lie inside their buffers (the callers check).
+        unsafe {
+            self.gl.bind_buffer(glow::COPY_READ_BUFFER, Some(src));
+            self.gl.bind_buffer(glow::COPY_WRITE_BUFFER, Some(dst));
+            self.gl.copy_buffer_sub_data(
+                glow::COPY_READ_BUFFER,
+                glow::COPY_WRITE_BUFFER,
+                from as i32,
+                to as i32,
+                bytes as i32,
+            );
+        }
         self.check("glCopyBufferSubData")
+    }
+
+    /// `glFinish`: wait until the GPU has done everything issued (for honest host timings);
+    /// every release fence and hazard is then behind us.
+    pub fn finish(&self) {
+        // SAFETY: a plain finish on the current context.
+        unsafe { self.gl.finish() };
+        self.fences.finished();
+        self.with_checker(|c| c.finish());
+        self.gl_called("glFinish");
     }
 
     /// Set u32 element `index` of `buffer` to 1 on the GPU (a counter's start), without a host
@@ -231,7 +335,14 @@ impl GlContext {
 }
 
 /// Create a buffer object of `bytes` (uninitialised storage).
-pub(crate) fn allocate(gl: &glow::Context, bytes: usize) -> Result<glow::Buffer> {
+pub(crate) fn allocate(ctx: &GlContext, bytes: usize) -> Result<glow::Buffer> {
+    let buffer = allocate_raw(&ctx.gl, bytes)?;
+    ctx.with_checker(|c| c.allocated(id(buffer)));
+    Ok(buffer)
+}
+
+/// [`allocate`] on a bare function table (the viewer's own buffers, outside the engine).
+pub(crate) fn allocate_raw(gl: &glow::Context, bytes: usize) -> Result<glow::Buffer> {
     let size = i32::try_from(bytes)
         .map_err(|_| Error::GlMemory(format!("a buffer of {bytes} bytes is too large")))?;
     // SAFETY: plain object creation on the current context.

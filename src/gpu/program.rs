@@ -207,6 +207,8 @@ impl GlContext {
             }
             program
         };
+        self.tag_debug_messages(&format!("glsl/{stage} (sources {table})"));
+        self.learn_blocks(program, &text);
         self.programs.borrow_mut().insert(key, program);
         Ok(program)
     }
@@ -216,9 +218,16 @@ impl GlContext {
         let program = self.program(stage, defines)?;
         self.current_stage
             .set(super::profile::stage_of_program(stage));
+        self.use_program(program);
+        Ok(program)
+    }
+
+    /// Make `program` (of this context) the current program.
+    pub(crate) fn use_program(&self, program: glow::Program) {
         // SAFETY: the program belongs to this context.
         unsafe { self.gl.use_program(Some(program)) };
-        Ok(program)
+        self.current_program.set(Some(program));
+        self.gl_called("glUseProgram");
     }
 
     /// Set a `uint` uniform of the bound program (absent uniforms are ignored, as GL does).
@@ -228,6 +237,7 @@ impl GlContext {
             let location = self.gl.get_uniform_location(program, name);
             self.gl.uniform_1_u32(location.as_ref(), value);
         }
+        self.gl_called("glUniform1ui");
     }
 
     /// Run `program` (already in use) once per pixel: set `u_pixels`, bind each buffer to its
@@ -269,13 +279,20 @@ impl GlContext {
                 "{threads} invocations are too many for one dispatch"
             )));
         }
+        if let Some(program) = self.current_program.get() {
+            let blocks = self.blocks_of(program);
+            let stage = self.current_stage.get();
+            self.with_checker(|c| c.dispatch(stage, &blocks));
+        }
+        self.fences.issued();
+        let barrier = glow::SHADER_STORAGE_BARRIER_BIT | glow::BUFFER_UPDATE_BARRIER_BIT;
         // SAFETY: a dispatch with a program in use; barriers make the writes visible to the next
         // stage and to buffer reads.
         unsafe {
             self.gl.dispatch_compute(x as u32, y as u32, 1);
-            self.gl
-                .memory_barrier(glow::SHADER_STORAGE_BARRIER_BIT | glow::BUFFER_UPDATE_BARRIER_BIT);
+            self.gl.memory_barrier(barrier);
         }
+        self.with_checker(|c| c.barrier(barrier));
         self.check("glDispatchCompute")
     }
 }

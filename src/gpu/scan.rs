@@ -2,8 +2,6 @@
 //! work groups of [`SCAN_GROUP`] in shared memory and writes one total per group, the totals are
 //! scanned recursively, and `scan_add.comp` adds them back. Any length works, 0 included.
 
-use glow::HasContext;
-
 use super::buffer::GpuBuffer;
 use super::program::Defines;
 use super::GlContext;
@@ -88,20 +86,14 @@ pub(crate) fn copy_u32(
     to: usize,
     count: usize,
 ) -> Result<()> {
-    // SAFETY: both ranges lie inside their buffers.
-    unsafe {
-        ctx.gl.bind_buffer(glow::COPY_READ_BUFFER, Some(src.buffer));
-        ctx.gl
-            .bind_buffer(glow::COPY_WRITE_BUFFER, Some(dst.buffer));
-        ctx.gl.copy_buffer_sub_data(
-            glow::COPY_READ_BUFFER,
-            glow::COPY_WRITE_BUFFER,
-            (from * 4) as i32,
-            (to * 4) as i32,
-            (count * 4) as i32,
-        );
-    }
-    ctx.check("glCopyBufferSubData")
+    ctx.copy_buffer(
+        src.buffer,
+        from * 4,
+        dst.buffer,
+        to * 4,
+        count * 4,
+        "a scan total",
+    )
 }
 
 /// Scan `counts` on the GPU and read the `n + 1` offsets back (for tests and small jobs).

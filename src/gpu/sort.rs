@@ -36,8 +36,6 @@
 //! group per list of 17-200 samples costs more there than one invocation merging alone would;
 //! it is meant for real GPUs.
 
-use glow::HasContext;
-
 use super::buffer::GpuBuffer;
 use super::program::Defines;
 use super::scan::exclusive_scan_buffer;
@@ -107,7 +105,6 @@ pub fn sort_pixels(
     if pixel_count == 0 || sample_count < 2 {
         return Ok(());
     }
-    let gl = &ctx.gl;
     let columns = values.map_or(1, |v| v.columns);
     let program = |stage: Stage| {
         let defines = Defines::default()
@@ -119,8 +116,7 @@ pub fn sort_pixels(
             .set("WITH_VALUES", u32::from(values.is_some()))
             .set("NUM_COLUMNS", columns);
         let program = ctx.program("sort.comp", &defines)?;
-        // SAFETY: the program belongs to this context.
-        unsafe { gl.use_program(Some(program)) };
+        ctx.use_program(program);
         ctx.uniform_u32(program, "u_pixels", pixel_count as u32);
         ctx.uniform_u32(program, "u_samples", sample_count as u32);
         Ok::<_, Error>(program)

@@ -47,7 +47,10 @@ pub fn oiiotool() -> Command {
 /// first use so that `cargo test --release` needs nothing installed by hand but `python3` with
 /// its `venv` module. Fails the test, naming the `apt-get` line, when those are missing.
 pub fn test_python() -> Command {
-    Command::new(test_venv().join("bin/python"))
+    let mut command = Command::new(test_venv().join("bin/python"));
+    // The module's GL engine in strict mode, as the CLI's in these tests.
+    command.env("DEEPMERGE_GL_STRICT", "1");
+    command
 }
 
 /// A program installed in the test environment's `bin/` (e.g. `openjd` from `openjd-cli`).
@@ -234,9 +237,12 @@ pub fn assert_matches_dump(ours: &DeepImage, dump: &Dump, what: &str) {
     }
 }
 
-/// The CLI binary.
+/// The CLI binary, its GL engine in strict mode (`DEEPMERGE_GL_STRICT`: hazards, poison and GL
+/// errors fail the command, as they would show on a GPU).
 pub fn deepmerge() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_deepmerge"));
+    command.env("DEEPMERGE_GL_STRICT", "1");
+    command
 }
 
 /// Run the CLI, returning (success, stdout, stderr).

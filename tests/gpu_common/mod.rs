@@ -472,9 +472,10 @@ pub fn assert_same_deep_shape(a: &DeepImage, b: &DeepImage, what: &str) {
 
 type GlJob = Box<dyn FnOnce(&GlContext) + Send>;
 
-/// Run `job` on this test binary's one GL thread, which owns one context for all tests, so
-/// the compiled programs are shared (compiling on llvmpipe costs far more than the small merges
-/// these tests run). A panic in the job is re-raised in the calling test.
+/// Run `job` on this test binary's one GL thread, which owns one strict-mode context for all
+/// tests, so the compiled programs are shared (compiling on llvmpipe costs far more than the
+/// small merges these tests run). A panic in the job, or anything strict mode found during it,
+/// is raised in the calling test.
 pub fn with_gl<R: Send + 'static>(job: impl FnOnce(&GlContext) -> R + Send + 'static) -> R {
     use std::sync::mpsc::{channel, Sender};
     use std::sync::{Mutex, OnceLock};
@@ -483,7 +484,9 @@ pub fn with_gl<R: Send + 'static>(job: impl FnOnce(&GlContext) -> R + Send + 'st
         .get_or_init(|| {
             let (tx, rx) = channel::<GlJob>();
             std::thread::spawn(move || {
-                let ctx = GlContext::new().expect(
+                // Strict mode (the hazard checker, poison, GL errors as failures): llvmpipe
+                // as strict as a GPU.
+                let ctx = GlContext::new_with(true).expect(
                     "a GL 4.3 context is required (GL tests fail without it): apt-get install libegl1 libgl1-mesa-dri",
                 );
                 for job in rx {
@@ -498,7 +501,14 @@ pub fn with_gl<R: Send + 'static>(job: impl FnOnce(&GlContext) -> R + Send + 'st
     let (result_tx, result_rx) = std::sync::mpsc::channel();
     sender
         .send(Box::new(move |ctx: &GlContext| {
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(ctx)));
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let value = job(ctx);
+                // Whatever strict mode found and no call reported fails the test here.
+                if let Err(e) = ctx.strict_report() {
+                    panic!("{e}");
+                }
+                value
+            }));
             let _ = result_tx.send(result);
         }))
         .expect("GL thread alive");

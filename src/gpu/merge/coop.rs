@@ -59,7 +59,7 @@ impl<'a> LongPixels<'a> {
         }
         ctx.check_fits(words * 4, "the cooperative merge's scratch")?;
         // Only the count needs a value: the rest is written before it is read.
-        let buffer = GpuBuffer::uninit(&ctx.gl, words * 4)?;
+        let buffer = GpuBuffer::uninit(ctx, words * 4)?;
         buffer.write(&[0u32]);
         Ok(Some(LongPixels {
             threshold,

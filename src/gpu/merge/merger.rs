@@ -6,8 +6,6 @@
 
 use std::time::Instant;
 
-use glow::HasContext;
-
 use super::assemble::Accumulated;
 use super::band::Band;
 use super::gather::gather_stream;
@@ -144,8 +142,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 needs_sort && gpu_sorts,
             )?;
             if sync_timing {
-                // SAFETY: a plain finish on the current context, for honest timing.
-                unsafe { ctx.gl.finish() };
+                ctx.finish();
             }
             stats.build_s += start.elapsed().as_secs_f64();
             stats.input_samples += keys.len() as u64;
@@ -215,8 +212,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             gpu_sort,
         )?;
         if sync_timing {
-            // SAFETY: a plain finish on the current context, for honest timing.
-            unsafe { ctx.gl.finish() };
+            ctx.finish();
         }
         stats.build_s += start.elapsed().as_secs_f64();
         stats.input_samples = keys.len() as u64;
@@ -332,8 +328,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             self.resident = merged.map(|image| Resident::Deep(image, deep_marks));
         }
         if self.sync_timing {
-            // SAFETY: a plain finish on the current context, for honest timing.
-            unsafe { self.ctx.gl.finish() };
+            self.ctx.finish();
         }
         let seconds = start.elapsed().as_secs_f64();
         self.stats.merge_s = seconds;
@@ -394,8 +389,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             self.resident = Some(Resident::Deep(out, marks));
         }
         if self.sync_timing {
-            // SAFETY: a plain finish on the current context, for honest timing.
-            unsafe { self.ctx.gl.finish() };
+            self.ctx.finish();
         }
         let seconds = start.elapsed().as_secs_f64();
         self.stats.merge_s = seconds;
