@@ -72,18 +72,6 @@ float g_piece[NUM_COLUMNS];
 bool g_done = false;
 uvec4 g_front = uvec4(0u);
 
-// flatten_pixel's loop body for g_piece (source f, front depth z).
-void composite(Fragment f, float z) {
-    if (over_opaque()) {
-        g_done = true;
-        return;
-    }
-    if (g_front.w == 0u && over_contributes(g_piece)) {
-        g_front = uvec4(f.input_index, f.sample_index, floatBitsToUint(z), 1u);
-    }
-    over(g_piece);
-}
-
 // The tidied piece of slab [b, next) into g_piece; returns the slot of its first contributor or
 // 0xffffffff when no volume covers the slab. Slots lo..hi are the ones still alive. With
 // at_points, the points at b instead, whole (next unused): the merge of coincident points.
@@ -137,6 +125,19 @@ uint slab_piece(uint lo, uint hi, float b, float next, bool at_points) {
         }
     }
     return first;
+}
+
+// flatten_pixel's loop body for g_piece (source f, front depth z). Defined after slab_piece,
+// which writes g_piece: Mesa warns of a global read above its first write (a KHR_debug message).
+void composite(Fragment f, float z) {
+    if (over_opaque()) {
+        g_done = true;
+        return;
+    }
+    if (g_front.w == 0u && over_contributes(g_piece)) {
+        g_front = uvec4(f.input_index, f.sample_index, floatBitsToUint(z), 1u);
+    }
+    over(g_piece);
 }
 
 uint g_emitted = 0u;

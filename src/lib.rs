@@ -87,6 +87,8 @@ pub mod scene;
 pub mod sequence;
 pub mod size;
 pub mod stream;
+#[cfg(feature = "gl")]
+pub mod verify;
 #[cfg(feature = "view")]
 pub mod view;
 pub mod vocab;

@@ -77,6 +77,20 @@ enum Command {
         /// assembly; `lmem` there means a block left the registers).
         #[arg(long, value_name = "DIR")]
         programs: Option<PathBuf>,
+        /// Check the GL engine against the CPU engine, byte for byte, on the bundled real files
+        /// and procedural cases (long messy lists, overlapping volumes, an empty input, disjoint
+        /// windows, small bands) in every layout, method, strategy, output, stage placement,
+        /// long-list schedule and two block sizes: one line per group; exits 1 listing the
+        /// failing cases. Run it after a driver update. A software rasteriser runs a reduced set.
+        #[arg(long)]
+        verify: bool,
+        /// With --verify: the folder holding Balls.exr, Leaves.exr and Trunks.exr (default: the
+        /// repository's tests/data/openexr-images).
+        #[arg(long, value_name = "DIR", requires = "verify")]
+        data: Option<PathBuf>,
+        /// With --verify: the whole set at full size, on a software rasteriser too.
+        #[arg(long, requires = "verify")]
+        full: bool,
     },
     /// Write a procedural benchmark scene as deep EXR inputs PREFIX_0.exr, PREFIX_1.exr, ...
     Scene {
@@ -392,7 +406,18 @@ fn main() -> ExitCode {
         Some(Command::Idselect(args)) => cli::ops::run_idselect(&args),
         Some(Command::Deepen(args)) => cli::ops::run_deepen(&args),
         Some(Command::Recolor(args)) => cli::ops::run_recolor(&args),
-        Some(Command::GpuInfo { programs }) => run_gpu_info(programs.as_deref()),
+        Some(Command::GpuInfo {
+            programs,
+            verify,
+            data,
+            full,
+        }) => {
+            if verify {
+                run_gpu_verify(data, full)
+            } else {
+                run_gpu_info(programs.as_deref())
+            }
+        }
         Some(Command::Scene {
             name,
             size,
@@ -443,6 +468,36 @@ fn error_line(e: &Error, budget_flag: &str) -> String {
         ErrorKind::OverBudget => format!("{e} (raise it with {budget_flag})"),
         _ => e.to_string(),
     }
+}
+
+/// `gpu-info --verify`: the device, then the table; an error listing every failing case.
+fn run_gpu_verify(data_dir: Option<PathBuf>, full: bool) -> Result<()> {
+    let ctx = GlContext::new()?;
+    print!("{}", ctx.info());
+    let options = deepmerge::verify::VerifyOptions { data_dir, full };
+    let report = deepmerge::verify::verify(&ctx, &options, &mut std::io::stdout())?;
+    let failures = report.failures();
+    let runs: usize = report.groups.iter().map(|g| g.runs).sum();
+    if failures.is_empty() {
+        println!(
+            "all {runs} merges equal the CPU engine's on {}{}",
+            report.device,
+            if report.skipped.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} case sets skipped, above)", report.skipped.len())
+            }
+        );
+        return Ok(());
+    }
+    for f in &failures {
+        eprintln!("deepmerge: verify: {f}");
+    }
+    Err(Error::Gl(format!(
+        "{} of {runs} merges differ from the CPU engine's on {}",
+        failures.len(),
+        report.device
+    )))
 }
 
 fn run_gpu_info(programs: Option<&Path>) -> Result<()> {
