@@ -201,6 +201,18 @@ pub(crate) fn id(buffer: glow::Buffer) -> u32 {
 }
 
 impl super::GlContext {
+    /// Bind a whole buffer object made outside the pool (the viewer's) to storage binding
+    /// `index`, as [`GpuBuffer::bind`] does.
+    pub(crate) fn bind_storage_buffer(&self, index: u32, buffer: glow::Buffer) {
+        // SAFETY: the caller's buffer belongs to this context.
+        unsafe {
+            self.gl
+                .bind_buffer_base(glow::SHADER_STORAGE_BUFFER, index, Some(buffer))
+        };
+        self.with_checker(|c| c.bind(index, id(buffer)));
+        self.gl_called("glBindBufferBase");
+    }
+
     /// A zero-filled pooled buffer of `bytes` (at least 16), cleared on the GPU: large ones by
     /// `fill.comp`, small ones by a copy from the pool's constant zeros. Uploading a host buffer
     /// of zeros costs a bus transfer per byte (hundreds of MiB per merged image at 1080p), which

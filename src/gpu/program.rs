@@ -216,14 +216,15 @@ impl GlContext {
     /// The program for `stage` with `defines` ([`Self::program`]), made the current program.
     pub(crate) fn use_stage(&self, stage: &str, defines: &Defines) -> Result<glow::Program> {
         let program = self.program(stage, defines)?;
-        self.current_stage
-            .set(super::profile::stage_of_program(stage));
-        self.use_program(program);
+        self.use_program(stage, program);
         Ok(program)
     }
 
-    /// Make `program` (of this context) the current program.
-    pub(crate) fn use_program(&self, program: glow::Program) {
+    /// Make `program` (of this context, made from `stage`) the current program: the one the
+    /// next dispatch is timed as and checked against (strict mode).
+    pub(crate) fn use_program(&self, stage: &str, program: glow::Program) {
+        self.current_stage
+            .set(super::profile::stage_of_program(stage));
         // SAFETY: the program belongs to this context.
         unsafe { self.gl.use_program(Some(program)) };
         self.current_program.set(Some(program));

@@ -116,7 +116,7 @@ pub fn sort_pixels(
             .set("WITH_VALUES", u32::from(values.is_some()))
             .set("NUM_COLUMNS", columns);
         let program = ctx.program("sort.comp", &defines)?;
-        ctx.use_program(program);
+        ctx.use_program("sort.comp", program);
         ctx.uniform_u32(program, "u_pixels", pixel_count as u32);
         ctx.uniform_u32(program, "u_samples", sample_count as u32);
         Ok::<_, Error>(program)

@@ -150,8 +150,7 @@ fn run_walk<'a>(
         return Ok((state, 0, 0));
     }
     let counters = ctx.zeroed(16)?;
-    // SAFETY: the program belongs to this context.
-    unsafe { glow::HasContext::use_program(&ctx.gl, Some(program)) };
+    ctx.use_program("tidy.comp", program);
     ctx.uniform_u32(program, "u_count", count as u32);
     keys.bind(0);
     values.bind(1);
@@ -263,8 +262,7 @@ fn assemble_program(ctx: &GlContext, stage: u32, columns: &ColumnSpec) -> Result
             .set("GATE_LIMIT", GATE_LIMIT)
             .set("NUM_COLUMNS", columns.stride()),
     )?;
-    // SAFETY: the program belongs to this context.
-    unsafe { glow::HasContext::use_program(&ctx.gl, Some(program)) };
+    ctx.use_program("tidy_assemble.comp", program);
     Ok(program)
 }
 

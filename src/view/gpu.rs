@@ -350,9 +350,9 @@ impl GpuLayer {
     /// Re-flatten every pixel with only what lies in [near, far], band by band.
     pub fn slice(&self, ctx: &GlContext, near: f32, far: f32) -> Result<()> {
         let gl = &ctx.gl;
-        // SAFETY: the program belongs to this context.
+        ctx.use_program("slice.comp", self.slice_program);
+        // SAFETY: the program belongs to this context and is in use.
         unsafe {
-            gl.use_program(Some(self.slice_program));
             let set = |name: &str, v: f32| {
                 let at = gl.get_uniform_location(self.slice_program, name);
                 gl.uniform_1_f32(at.as_ref(), v);
@@ -360,15 +360,10 @@ impl GpuLayer {
             set("u_near", near);
             set("u_far", far);
         }
-        // The program is made current by hand, so name its stage for a profile.
-        ctx.current_stage.set("slice");
         for band in &self.bands {
             let pixels = band.band.rows * self.width;
-            // SAFETY: the buffers belong to this context.
-            unsafe {
-                for (binding, buffer) in band.buffers().into_iter().take(4).enumerate() {
-                    gl.bind_buffer_base(glow::SHADER_STORAGE_BUFFER, binding as u32, Some(buffer));
-                }
+            for (binding, buffer) in band.buffers().into_iter().take(4).enumerate() {
+                ctx.bind_storage_buffer(binding as u32, buffer);
             }
             ctx.uniform_u32(self.slice_program, "u_pixels", pixels as u32);
             ctx.dispatch(pixels, SLICE_GROUP)?;
