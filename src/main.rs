@@ -91,6 +91,13 @@ enum Command {
         /// With --verify: the whole set at full size, on a software rasteriser too.
         #[arg(long, requires = "verify")]
         full: bool,
+        /// With --verify: only the case sets whose name contains TEXT (e.g. hairball, volumes).
+        #[arg(long, value_name = "TEXT", requires = "verify")]
+        only: Option<String>,
+        /// Release pooled GPU buffers without their fences, as the pool once did: for the test
+        /// that shows --verify and strict mode catch the hazard. Never for real work.
+        #[arg(long, requires = "verify", hide = true)]
+        unfenced_pool: bool,
     },
     /// Write a procedural benchmark scene as deep EXR inputs PREFIX_0.exr, PREFIX_1.exr, ...
     Scene {
@@ -411,9 +418,16 @@ fn main() -> ExitCode {
             verify,
             data,
             full,
+            only,
+            unfenced_pool,
         }) => {
             if verify {
-                run_gpu_verify(data, full)
+                let options = deepmerge::verify::VerifyOptions {
+                    data_dir: data,
+                    full,
+                    only,
+                };
+                run_gpu_verify(&options, unfenced_pool)
             } else {
                 run_gpu_info(programs.as_deref())
             }
@@ -471,11 +485,11 @@ fn error_line(e: &Error, budget_flag: &str) -> String {
 }
 
 /// `gpu-info --verify`: the device, then the table; an error listing every failing case.
-fn run_gpu_verify(data_dir: Option<PathBuf>, full: bool) -> Result<()> {
+fn run_gpu_verify(options: &deepmerge::verify::VerifyOptions, unfenced_pool: bool) -> Result<()> {
     let ctx = GlContext::new()?;
     print!("{}", ctx.info());
-    let options = deepmerge::verify::VerifyOptions { data_dir, full };
-    let report = deepmerge::verify::verify(&ctx, &options, &mut std::io::stdout())?;
+    ctx.use_release_fences(!unfenced_pool);
+    let report = deepmerge::verify::verify(&ctx, options, &mut std::io::stdout())?;
     let failures = report.failures();
     let runs: usize = report.groups.iter().map(|g| g.runs).sum();
     if failures.is_empty() {

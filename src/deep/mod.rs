@@ -36,6 +36,44 @@ pub struct DeepImage {
 }
 
 impl DeepImage {
+    /// The part of the image inside `window` (intersected with the data window), as a new image
+    /// whose data window is that intersection: samples, channels and state unchanged.
+    pub fn cropped(&self, window: Bounds) -> DeepImage {
+        let dw = self.data_window;
+        let window = Bounds {
+            x0: window.x0.max(dw.x0),
+            y0: window.y0.max(dw.y0),
+            x1: window.x1.min(dw.x1),
+            y1: window.y1.min(dw.y1),
+        };
+        let mut counts = Vec::with_capacity(window.area());
+        let mut planes: Vec<Plane> = self
+            .channels
+            .iter()
+            .map(|c| Plane::with_capacity(c.sample_type, 0))
+            .collect();
+        for y in window.y0..=window.y1 {
+            for x in window.x0..=window.x1 {
+                let p = self.pixel_index(x, y).expect("inside the data window");
+                counts.push(self.count(p) as u32);
+                for i in self.range(p) {
+                    for (c, plane) in planes.iter_mut().enumerate() {
+                        plane.push_from(&self.planes[c], i);
+                    }
+                }
+            }
+        }
+        DeepImage::from_counts(
+            self.display_window,
+            window,
+            self.channels.clone(),
+            &counts,
+            planes,
+            self.state,
+        )
+        .expect("a crop of a consistent image is consistent")
+    }
+
     /// An image with the given windows and channels and no samples.
     pub fn empty(display_window: Bounds, data_window: Bounds, channels: Vec<Channel>) -> Self {
         let planes = channels

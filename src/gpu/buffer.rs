@@ -203,6 +203,7 @@ pub(crate) fn id(buffer: glow::Buffer) -> u32 {
 impl super::GlContext {
     /// Bind a whole buffer object made outside the pool (the viewer's) to storage binding
     /// `index`, as [`GpuBuffer::bind`] does.
+    #[cfg(feature = "view")]
     pub(crate) fn bind_storage_buffer(&self, index: u32, buffer: glow::Buffer) {
         // SAFETY: the caller's buffer belongs to this context.
         unsafe {

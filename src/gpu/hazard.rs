@@ -125,10 +125,9 @@ impl HazardChecker {
     pub(crate) fn dispatch(&mut self, stage: &str, blocks: &[(u32, Access)]) {
         let this = self.next(format!("dispatch of {stage}"));
         for &(binding, access) in blocks {
+            // A block a program declares may go unused in a dispatch (stages switch phases with
+            // uniforms), and GL leaves it unbound then: nothing to check.
             let Some(&buffer) = self.bound.get(&binding) else {
-                self.found.push(format!(
-                    "{this} has nothing bound at storage binding {binding}"
-                ));
                 continue;
             };
             let (storage, any) = (self.storage_barrier_after, self.any_barrier_after);
@@ -404,7 +403,7 @@ mod tests {
     fn an_unbound_block_and_a_fresh_buffer() {
         let mut c = HazardChecker::default();
         c.dispatch("merge.comp", &[(3, Access::Read)]);
-        assert_eq!(c.take_found().len(), 1);
+        assert!(c.take_found().is_empty());
         // A deleted name that comes back holds fresh storage: nothing of the old one remains.
         c.allocated(4);
         bound(&mut c, &[(0, 4)]);

@@ -99,6 +99,11 @@ pub struct GpuStats {
     pub merge_s: f64,
     /// Seconds: reading back and assembling the output on the host.
     pub readback_s: f64,
+    /// Fences pooled buffers were released with (`gpu::fence`).
+    pub release_fences: u64,
+    /// Buffer reuses whose release fence had not signalled, so the GPU waited for it
+    /// (`glWaitSync`): the synchronisation's cost shows here on a GPU (0 on llvmpipe).
+    pub reuses_waited: u64,
 }
 
 impl GpuStats {
@@ -124,6 +129,8 @@ impl GpuStats {
             build_s: 0.0,
             merge_s: 0.0,
             readback_s: 0.0,
+            release_fences: 0,
+            reuses_waited: 0,
         }
     }
 }
@@ -147,6 +154,8 @@ impl AddAssign for GpuStats {
         self.build_s += band.build_s;
         self.merge_s += band.merge_s;
         self.readback_s += band.readback_s;
+        self.release_fences += band.release_fences;
+        self.reuses_waited += band.reuses_waited;
     }
 }
 
@@ -186,6 +195,11 @@ impl fmt::Display for GpuStats {
             f,
             "time:           upload {:.3}s, build {:.3}s, merge {:.3}s, readback {:.3}s",
             self.upload_s, self.build_s, self.merge_s, self.readback_s
+        )?;
+        writeln!(
+            f,
+            "buffer reuse:   {} release fences, {} reuses waited on the GPU",
+            self.release_fences, self.reuses_waited
         )
     }
 }

@@ -55,11 +55,11 @@ fn declared_blocks(source: &str) -> Vec<(String, u32, Access)> {
     let defines: HashMap<&str, &str> = source
         .lines()
         .filter_map(|l| l.trim().strip_prefix("#define "))
-        .filter_map(|d| {
+        .map(|d| {
             let d = d.trim();
             match d.split_once(char::is_whitespace) {
-                Some((name, value)) => Some((name, value.trim())),
-                None => Some((d, "")),
+                Some((name, value)) => (name, value.trim()),
+                None => (d, ""),
             }
         })
         .collect();
@@ -95,10 +95,7 @@ fn declared_blocks(source: &str) -> Vec<(String, u32, Access)> {
         else {
             continue;
         };
-        let words: Vec<String> = inner[close + 1..]
-            .split_whitespace()
-            .map(|w| expand(w))
-            .collect();
+        let words: Vec<String> = inner[close + 1..].split_whitespace().map(&expand).collect();
         let Some(at) = words.iter().position(|w| w == "buffer") else {
             continue;
         };

@@ -82,6 +82,63 @@ impl BuiltImage {
 }
 
 impl BuiltImage {
+    /// Whether the image is consistent enough to walk: offsets that only grow and end at the
+    /// slots held, group minimum counts no larger than any count in the group (IA, BIA), and
+    /// linked lists whose nodes stay in range and whose lengths are the pixels' counts. An image
+    /// read back from a GPU is checked before it is walked, so that a driver or synchronisation
+    /// fault gives an error, not a panic or an endless walk.
+    pub fn check(&self) -> Result<(), String> {
+        let pixels = self.pixel_count();
+        if self.offsets.len() != pixels + 1 || self.offsets.windows(2).any(|w| w[0] > w[1]) {
+            return Err("its offsets do not grow".into());
+        }
+        let total = self.offsets[pixels] as usize;
+        let slots = total + usize::from(self.layout == Layout::LinkedList);
+        if self.slots.len() < slots {
+            return Err(format!("{total} samples in {} slots", self.slots.len()));
+        }
+        match self.layout {
+            Layout::LinkedList => {
+                if self.head.len() != pixels || self.next.len() < slots {
+                    return Err("its list heads or links are short".into());
+                }
+                for p in 0..pixels {
+                    let mut node = self.head[p] as usize;
+                    let mut length = 0u32;
+                    while node != 0 {
+                        if node >= slots || length >= self.count(p) {
+                            return Err(format!(
+                                "pixel {p}'s list runs past its {} samples",
+                                self.count(p)
+                            ));
+                        }
+                        length += 1;
+                        node = self.next[node] as usize;
+                    }
+                    if length != self.count(p) {
+                        return Err(format!(
+                            "pixel {p}'s list holds {length} of its {} samples",
+                            self.count(p)
+                        ));
+                    }
+                }
+            }
+            Layout::Interleaved | Layout::BlockedInterleaved => {
+                let group = crate::vocab::GROUP_SIZE as usize;
+                if self.min_counts.len() < pixels.div_ceil(group) {
+                    return Err("its group minimum counts are short".into());
+                }
+                for p in 0..pixels {
+                    if self.min_counts[p / group] > self.count(p) {
+                        return Err(format!("pixel {p}'s group minimum count is past its count"));
+                    }
+                }
+            }
+            Layout::Linearised => {}
+        }
+        Ok(())
+    }
+
     /// Slot of sample `i` of pixel `p` (array layouts only).
     pub fn pixel_address(&self, p: usize, i: u32) -> u32 {
         address(
@@ -93,5 +150,56 @@ impl BuiltImage {
             i,
         )
         .expect("array layout")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two pixels of 2 and 1 samples as linked lists (nodes 1..=3) or linearised.
+    fn image(layout: Layout) -> BuiltImage {
+        let fragment = Fragment::default();
+        BuiltImage {
+            layout,
+            block_size: 1,
+            columns: 0,
+            offsets: vec![0, 2, 3],
+            min_counts: Vec::new(),
+            head: if layout == Layout::LinkedList {
+                vec![2, 3]
+            } else {
+                Vec::new()
+            },
+            next: if layout == Layout::LinkedList {
+                vec![0, 0, 1, 0]
+            } else {
+                Vec::new()
+            },
+            slots: vec![fragment; 4],
+            values: Vec::new(),
+            ascending: true,
+        }
+    }
+
+    #[test]
+    fn a_consistent_image_passes_and_broken_ones_are_named() {
+        assert_eq!(image(Layout::LinkedList).check(), Ok(()));
+        assert_eq!(image(Layout::Linearised).check(), Ok(()));
+        // A cycle would walk forever: it is caught at the pixel's count.
+        let mut cycle = image(Layout::LinkedList);
+        cycle.next[1] = 2;
+        assert!(cycle.check().unwrap_err().contains("runs past"));
+        // A link out of range would index past the slots.
+        let mut wild = image(Layout::LinkedList);
+        wild.head[1] = 99;
+        assert!(wild.check().is_err());
+        // Offsets that shrink, or promise more samples than were read back.
+        let mut shrinking = image(Layout::Linearised);
+        shrinking.offsets = vec![0, 3, 2];
+        assert!(shrinking.check().is_err());
+        let mut short = image(Layout::Linearised);
+        short.slots.truncate(2);
+        assert!(short.check().is_err());
     }
 }

@@ -167,39 +167,7 @@ impl Synth {
 
 /// The part of `image` inside `window` (intersected with its data window).
 pub fn crop(image: &DeepImage, window: Bounds) -> DeepImage {
-    let dw = image.data_window;
-    let window = Bounds {
-        x0: window.x0.max(dw.x0),
-        y0: window.y0.max(dw.y0),
-        x1: window.x1.min(dw.x1),
-        y1: window.y1.min(dw.y1),
-    };
-    let mut counts = Vec::new();
-    let mut planes: Vec<Plane> = image
-        .channels
-        .iter()
-        .map(|c| Plane::with_capacity(c.sample_type, 0))
-        .collect();
-    for y in window.y0..=window.y1 {
-        for x in window.x0..=window.x1 {
-            let p = image.pixel_index(x, y).unwrap();
-            counts.push(image.count(p) as u32);
-            for i in image.range(p) {
-                for (c, plane) in planes.iter_mut().enumerate() {
-                    plane.push_from(&image.planes[c], i);
-                }
-            }
-        }
-    }
-    DeepImage::from_counts(
-        image.display_window,
-        window,
-        image.channels.clone(),
-        &counts,
-        planes,
-        image.state,
-    )
-    .unwrap()
+    image.cropped(window)
 }
 
 /// The stated tolerance of the GPU tidy (`tidy.comp`, f32 with series `log1p`/`expm1`) against
@@ -517,6 +485,15 @@ pub fn with_gl<R: Send + 'static>(job: impl FnOnce(&GlContext) -> R + Send + 'st
         .expect("the GL thread died (no GL context?)")
     {
         Ok(value) => value,
-        Err(panic) => std::panic::resume_unwind(panic),
+        // Raised again here with its message: the GL thread's own panic output is captured
+        // with whichever test first started that thread, not this one.
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "a panic on the GL thread".into());
+            panic!("{message}")
+        }
     }
 }

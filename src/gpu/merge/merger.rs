@@ -12,7 +12,7 @@ use super::gather::gather_stream;
 use super::prepare;
 use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind};
 use crate::deep::DeepImage;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gpu::resident::{
     build_image, kway_stride, merge_deep_kway, merge_deep_scheduled, merge_flat_kway,
     merge_flat_scheduled, ColumnSpec, GpuFlat, GpuImage, GpuStack, MergeSpec,
@@ -444,6 +444,12 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                         marks.as_ref().map_or(Vec::new(), |m| m.read(pixels)),
                     )
                 });
+                built.check().map_err(|why| {
+                    Error::Gl(format!(
+                        "the GPU returned an inconsistent merged image ({why}) on {}; `deepmerge gpu-info --verify` checks this device",
+                        self.ctx.info().renderer
+                    ))
+                })?;
                 let stride = self.columns.stride();
                 let mut inverse = vec![0u32; pixels];
                 for (p, &q) in self.band.perm.iter().enumerate() {

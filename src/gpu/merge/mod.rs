@@ -116,6 +116,7 @@ pub fn merge_images_gl_over(
     let mut bands = plan_bands(&plan, gl_options, limit, stride, growth, 0)?;
     let mut out = Accumulated::new(&plan, options, stride);
     let mut stats = GpuStats::new(&ctx.info().renderer, gl_options);
+    let fences_before = ctx.fence_stats();
     let mut next = 0;
     while next < bands.len() {
         let band = bands[next].clone();
@@ -157,5 +158,10 @@ pub fn merge_images_gl_over(
     let start = Instant::now();
     let output = out.assemble(&plan, options, &mut stats);
     stats.readback_s += start.elapsed().as_secs_f64();
+    let fences = ctx.fence_stats();
+    stats.release_fences = fences.fences - fences_before.fences;
+    stats.reuses_waited = fences.reuses_waited - fences_before.reuses_waited;
+    // In strict mode, whatever the last calls found and no check reported fails the merge.
+    ctx.strict_report()?;
     Ok((output, stats))
 }

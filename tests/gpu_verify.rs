@@ -1,0 +1,105 @@
+//! `deepmerge gpu-info --verify`, as a user runs it after a driver update: on llvmpipe (the
+//! reduced set) every merge equals the CPU engine's, one table line per group; with the pool's
+//! release fences off (a hidden flag), strict mode turns the hazard into failures that the
+//! command lists, naming the renderer, and exits 1.
+
+mod common;
+
+use common::deepmerge;
+
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = deepmerge().args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn verify_passes_every_group_on_this_machine() {
+    let (code, out, err) = run(&["gpu-info", "--verify"]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("renderer:"), "{out}");
+    assert!(
+        out.contains("verifying the GL engine against the CPU engine on"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("skipped"),
+        "the bundled real files are found: {out}"
+    );
+    // Seven case sets, k-way and chain each: one line per group.
+    let groups: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(" runs, ") && l.contains(" ok "))
+        .collect();
+    assert_eq!(groups.len(), 14, "{out}");
+    for case in [
+        "Leaves.exr + Trunks.exr, k-way",
+        "Balls.exr + Leaves.exr + Trunks.exr, chain",
+        "hairball",
+        "overlapping volumes",
+        "an empty input",
+        "disjoint windows",
+        "in small bands",
+    ] {
+        assert!(groups.iter().any(|g| g.contains(case)), "{case}: {out}");
+    }
+    assert!(out.contains("merges equal the CPU engine's on"), "{out}");
+    // The small-bands case is cut into several bands.
+    let small = groups
+        .iter()
+        .find(|g| g.contains("in small bands"))
+        .unwrap();
+    let bands: usize = small
+        .split(" runs, ")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(bands > 1, "{small}");
+}
+
+#[test]
+fn verify_lists_the_failing_cases_and_exits_1() {
+    let (code, out, err) = run(&[
+        "gpu-info",
+        "--verify",
+        "--only",
+        "an empty input",
+        "--unfenced-pool",
+    ]);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(out.contains("FAILED"), "{out}");
+    let listed: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("deepmerge: verify: an empty input, "))
+        .collect();
+    assert!(!listed.is_empty(), "{err}");
+    assert!(
+        listed
+            .iter()
+            .any(|l| l.contains("hazard: pool take of buffer")),
+        "{err}"
+    );
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("merges differ from the CPU engine's on") && last.contains("llvmpipe"),
+        "{last}"
+    );
+}
+
+#[test]
+fn verify_refuses_an_unknown_case_and_flags_without_it() {
+    let (code, _, err) = run(&["gpu-info", "--verify", "--only", "no such case"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("no case set's name contains it"), "{err}");
+    let (code, _, err) = run(&["gpu-info", "--full"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--verify"), "{err}");
+}
