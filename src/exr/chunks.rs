@@ -111,6 +111,9 @@ struct ChunkEntry {
     counts: Option<KeptCounts>,
 }
 
+/// A chunk as the count pass found it, with the samples of each of its rows.
+type CountedChunk = (ChunkEntry, Vec<u64>);
+
 /// A run of rows stored together: one scanline chunk, or every tile of one tile row.
 #[derive(Clone, Debug, Default)]
 struct BlockRow {
@@ -343,7 +346,7 @@ impl ChunkSource {
         // chunks in turn: a window of a million nearly empty one-line chunks then costs a few
         // hundred reads, not two million.
         let runs = runs_of_neighbours(&offsets, self.file_len);
-        let found: Vec<Vec<(usize, Result<(ChunkEntry, Vec<u64>)>)>> = runs
+        let found: Vec<Vec<(usize, Result<CountedChunk>)>> = runs
             .par_iter()
             .map(|run| {
                 let ahead = self.read_ahead(&offsets, run);
@@ -356,7 +359,7 @@ impl ChunkSource {
                     .collect()
             })
             .collect();
-        let mut by_index: Vec<Option<Result<(ChunkEntry, Vec<u64>)>>> =
+        let mut by_index: Vec<Option<Result<CountedChunk>>> =
             (0..offsets.len()).map(|_| None).collect();
         for (i, entry) in found.into_iter().flatten() {
             by_index[i] = Some(entry);
@@ -430,7 +433,7 @@ impl ChunkSource {
         ahead: &ReadAhead,
         memo: &mut CountsMemo,
         keep_left: &AtomicU64,
-    ) -> Result<(ChunkEntry, Vec<u64>)> {
+    ) -> Result<CountedChunk> {
         let (head, head_len) = self.chunk_head(at, ahead)?;
         check_plausible(
             self.codec,
@@ -772,12 +775,16 @@ impl ChunkSource {
     }
 }
 
-/// Chunks whose starts lie at most this far apart are read with one read in the count pass
-/// (the sample data between them is read too, and is at most this large).
-const READ_AHEAD_GAP: u64 = 64 << 10;
+/// Chunks whose starts lie at most this far apart are read with one read in the count pass.
+/// The sample data between them is read too, which the count pass does not need: the gap is
+/// small enough that reading it costs about what a read of its own would, so chunks of real
+/// renders (tens of kilobytes a row) are still read head and table only, and empty or tiny
+/// chunks together.
+const READ_AHEAD_GAP: u64 = 8 << 10;
 
-/// Most bytes one read of the count pass spans, from its first chunk's start to its last's.
-const READ_AHEAD_SPAN: u64 = 1 << 20;
+/// Most bytes one read of the count pass spans, from its first chunk's start to its last's
+/// (one such buffer per worker thread is held at a time).
+const READ_AHEAD_SPAN: u64 = 256 << 10;
 
 /// Bytes read past a run's last chunk start: its head and, usually, its count table.
 const READ_AHEAD_TAIL: u64 = 4 << 10;
