@@ -72,7 +72,46 @@ pub fn print_manpage(command: clap::Command, subcommand: Option<&str>) -> Result
     clap_mangen::Man::new(command)
         .render(&mut page)
         .map_err(|e| Error::internal(format!("cannot render the manual page: {e}")))?;
+    let page = with_exit_status(&String::from_utf8_lossy(&page));
     std::io::stdout()
-        .write_all(&page)
+        .write_all(page.as_bytes())
         .map_err(|e| Error::write(std::path::Path::new("standard output"), e))
+}
+
+/// The EXIT STATUS section of every page (roff), which clap_mangen has no place for: the codes
+/// `exit_code` in `main.rs` gives, as docs/cli.md's "Exit codes" table lists them.
+const EXIT_STATUS: &str = r#".SH "EXIT STATUS"
+.TP
+\fB0\fR
+Success: every output (every frame) was written.
+.TP
+\fB1\fR
+A file cannot be read or written, is corrupt, or uses what deepmerge does not read; OpenGL
+cannot be used; an internal error. A frame sequence with failed frames exits 1 (with
+\fB\-\-skip\-bad\-frames\fR, 0 when at least one frame was written).
+.TP
+\fB2\fR
+A usage error: options that do not exist, do not fit together or do not fit the inputs, or
+bad values.
+.TP
+\fB3\fR
+Refused by the memory budget: a larger \fB\-\-memory\-budget\fR (\fB\-\-max\-memory\fR
+for info, holdout and view) lets it run.
+.PP
+One line on standard error names the file and the problem. Closing standard output early
+ends the program by SIGPIPE (status 141 in a shell).
+"#;
+
+/// `page` with [`EXIT_STATUS`] before its VERSION section (the last but AUTHORS), or at its
+/// end without one.
+fn with_exit_status(page: &str) -> String {
+    let at = page.find("\n.SH VERSION\n").map_or(page.len(), |at| at + 1);
+    let mut out = String::with_capacity(page.len() + EXIT_STATUS.len());
+    out.push_str(&page[..at]);
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(EXIT_STATUS);
+    out.push_str(&page[at..]);
+    out
 }

@@ -182,7 +182,8 @@ enum Command {
 pub(crate) struct OutputArgs {
     /// Compression: none, rle, zips, zstd (OpenEXR 3.5's; level: --zstd-level), and zip for
     /// flat output only (OpenEXR refuses it for deep parts). Default: zips for deep output,
-    /// zip for flat output.
+    /// zip for flat output. ZSTD output needs OpenEXR 3.5 or later to read it: older readers
+    /// refuse it (oiiotool 2.4: "Unknown compression type").
     #[arg(long, value_name = "CODEC", value_parser = named::<Codec>(&["none", "rle", "zips", "zip", "zstd"]))]
     compression: Option<Codec>,
     /// The zstd level, 1 to 22 (default 5, OpenEXR's), with --compression zstd.

@@ -42,6 +42,17 @@ fn the_manual_page_is_roff_with_every_command() {
     for word in ["holdout", "completions", "memory\\-budget"] {
         assert!(out.contains(word), "the manual page lacks {word}");
     }
+    // Its EXIT STATUS section, before VERSION, lists every exit code docs/cli.md lists.
+    let exit = out
+        .find(".SH \"EXIT STATUS\"")
+        .expect("an EXIT STATUS section");
+    assert!(exit < out.find(".SH VERSION").unwrap(), "{out}");
+    for code in ["0", "1", "2", "3"] {
+        assert!(
+            out[exit..].contains(&format!("\n\\fB{code}\\fR\n")),
+            "no exit status {code}"
+        );
+    }
     // The pages the SUBCOMMANDS section points at (deepmerge-holdout(1), ...) exist too.
     let (ok, out, err) = run(&["manpage", "holdout"]);
     assert!(ok, "{err}");
@@ -53,6 +64,7 @@ fn the_manual_page_is_roff_with_every_command() {
         "{out}"
     );
     assert!(out.contains("\\-\\-cull"), "{out}");
+    assert!(out.contains(".SH \"EXIT STATUS\""), "{out}");
     let (ok, _, err) = run(&["manpage", "nonsense"]);
     assert!(!ok && err.contains("nonsense"), "{err}");
 }

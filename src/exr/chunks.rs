@@ -17,6 +17,7 @@
 //! Files are read with positioned reads ([`ByteSource`]); reading a whole image is this reader
 //! asked for every row at once ([`super::read_deep`]), so there is one chunk reader.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -110,6 +111,9 @@ struct ChunkEntry {
     counts: Option<KeptCounts>,
 }
 
+/// A chunk as the count pass found it, with the samples of each of its rows.
+type CountedChunk = (ChunkEntry, Vec<u64>);
+
 /// A run of rows stored together: one scanline chunk, or every tile of one tile row.
 #[derive(Clone, Debug, Default)]
 struct BlockRow {
@@ -129,7 +133,8 @@ struct DecodedChunk {
     line_at: Vec<usize>,
 }
 
-/// A decoded block row: its chunks side by side, left to right.
+/// A decoded block row: its chunks side by side, left to right; none when the block row holds
+/// no sample (its pixels are all empty, and nothing was decoded).
 struct DecodedBlock {
     /// Absolute y of its first and last rows.
     y0: i32,
@@ -337,14 +342,34 @@ impl ChunkSource {
         let offsets = std::mem::take(&mut self.offsets);
         let window = self.window;
         let keep_left = AtomicU64::new(budget / KEPT_COUNTS_SHARE);
-        let heads: Vec<(ChunkEntry, Vec<u64>)> = offsets
+        // Chunks are read in runs of neighbours in the file, one read per run, and each run's
+        // chunks in turn: a window of a million nearly empty one-line chunks then costs a few
+        // hundred reads, not two million.
+        let runs = runs_of_neighbours(&offsets, self.file_len);
+        let found: Vec<Vec<(usize, Result<CountedChunk>)>> = runs
             .par_iter()
-            .enumerate()
-            .map(|(i, &at)| {
-                self.chunk_entry(at, &keep_left)
-                    .map_err(|e| self.locate(e.context(format_args!("chunk {i}"))))
+            .map(|run| {
+                let ahead = self.read_ahead(&offsets, run);
+                let mut memo = CountsMemo::default();
+                run.iter()
+                    .map(|&i| {
+                        let entry = self.chunk_entry(offsets[i], &ahead, &mut memo, &keep_left);
+                        (i, entry)
+                    })
+                    .collect()
             })
-            .collect::<Result<_>>()?;
+            .collect();
+        let mut by_index: Vec<Option<Result<CountedChunk>>> =
+            (0..offsets.len()).map(|_| None).collect();
+        for (i, entry) in found.into_iter().flatten() {
+            by_index[i] = Some(entry);
+        }
+        // The first bad chunk in table order is the one reported.
+        let mut heads = Vec::with_capacity(offsets.len());
+        for (i, entry) in by_index.into_iter().enumerate() {
+            let entry = entry.expect("every chunk is in one run");
+            heads.push(entry.map_err(|e| self.locate(e.context(format_args!("chunk {i}"))))?);
+        }
         let mut seen = vec![false; offsets.len()];
         let mut rows = vec![0u64; window.height()];
         for (entry, per_row) in heads {
@@ -366,9 +391,29 @@ impl ChunkSource {
         Ok(())
     }
 
+    /// The bytes from the first chunk of `run` (indices into `offsets`, in file order) to a
+    /// little past its last chunk's start, read at once; nothing when that read fails (each
+    /// chunk is then read alone, and reports its own error).
+    fn read_ahead(&self, offsets: &[u64], run: &[usize]) -> ReadAhead {
+        let (Some(&first), Some(&last)) = (run.first(), run.last()) else {
+            return ReadAhead::default();
+        };
+        let at = offsets[first];
+        let end = offsets[last]
+            .saturating_add(READ_AHEAD_TAIL)
+            .min(self.file_len);
+        if at >= end {
+            return ReadAhead::default();
+        }
+        match self.read_exact_at(at, (end - at) as usize) {
+            Ok(bytes) => ReadAhead { at, bytes },
+            Err(_) => ReadAhead::default(),
+        }
+    }
+
     /// The head of the chunk at `at` and its length in bytes, checked to lie inside the file.
-    fn chunk_head(&self, at: u64) -> Result<(ChunkHead, usize)> {
-        let head_bytes = self.read_head_bytes(at)?;
+    fn chunk_head(&self, at: u64, ahead: &ReadAhead) -> Result<(ChunkHead, usize)> {
+        let head_bytes = self.read_head_bytes(at, ahead)?;
         let (head, head_len) = read_chunk_head(
             &head_bytes,
             self.multipart,
@@ -382,8 +427,14 @@ impl ChunkSource {
 
     /// The chunk at `at` from its head and count table, with its samples per row; its counts
     /// are kept while `keep_left` bytes of the share for them remain.
-    fn chunk_entry(&self, at: u64, keep_left: &AtomicU64) -> Result<(ChunkEntry, Vec<u64>)> {
-        let (head, head_len) = self.chunk_head(at)?;
+    fn chunk_entry(
+        &self,
+        at: u64,
+        ahead: &ReadAhead,
+        memo: &mut CountsMemo,
+        keep_left: &AtomicU64,
+    ) -> Result<CountedChunk> {
+        let (head, head_len) = self.chunk_head(at, ahead)?;
         check_plausible(
             self.codec,
             head.packed_sample_size,
@@ -391,7 +442,16 @@ impl ChunkSource {
             "sample data",
         )
         .map_err(|e| e.context(format_args!("block {}", head.region)))?;
-        let counts = self.read_counts(at, &head, head_len)?;
+        let table_at = at + head_len as u64;
+        let table = self.read_cow_at(table_at, head.packed_table_size, ahead)?;
+        let counts = match memo.get(&table, &head) {
+            Some(counts) => counts.to_vec(),
+            None => {
+                let counts = chunk_counts(&head, &table, &self.header, self.codec)?;
+                memo.set(&table, &head, &counts);
+                counts
+            }
+        };
         let per_row: Vec<u64> = counts
             .chunks(head.region.width().max(1))
             .map(|row| row.iter().map(|&c| c as u64).sum())
@@ -420,14 +480,22 @@ impl ChunkSource {
         chunk_counts(head, &table, &self.header, self.codec)
     }
 
-    fn read_head_bytes(&self, at: u64) -> Result<Vec<u8>> {
+    fn read_head_bytes<'a>(&self, at: u64, ahead: &'a ReadAhead) -> Result<Cow<'a, [u8]>> {
         if at >= self.file_len {
             return Err(Error::format(
                 "file is truncated: a chunk offset points past the end",
             ));
         }
         let len = (self.file_len - at).min(MAX_CHUNK_HEAD_BYTES as u64) as usize;
-        self.read_exact_at(at, len)
+        self.read_cow_at(at, len, ahead)
+    }
+
+    /// `len` bytes at `at`: from `ahead` when it holds them, else read from the file.
+    fn read_cow_at<'a>(&self, at: u64, len: usize, ahead: &'a ReadAhead) -> Result<Cow<'a, [u8]>> {
+        match ahead.get(at, len) {
+            Some(bytes) => Ok(Cow::Borrowed(bytes)),
+            None => self.read_exact_at(at, len).map(Cow::Owned),
+        }
     }
 
     /// Refuse a chunk whose stated sizes reach past the end of the file, before reading it.
@@ -508,15 +576,16 @@ impl ChunkSource {
 
     /// Decode block rows `blocks` (in parallel, chunk by chunk) into [`Self::pending`].
     fn decode_blocks(&mut self, blocks: std::ops::Range<usize>) -> Result<()> {
-        // Each block row is decoded once: its entries (and their kept counts) go with it.
-        let chunks: Vec<(usize, ChunkEntry)> = blocks
-            .clone()
-            .flat_map(|b| {
-                std::mem::take(&mut self.blocks[b].chunks)
-                    .into_iter()
-                    .map(move |c| (b, c))
-            })
-            .collect();
+        // Each block row is decoded once: its entries (and their kept counts) go with it. A
+        // block row without samples is not decoded at all: it becomes a block without pieces,
+        // so that a sparse window costs per chunk, not per pixel, until its rows are copied.
+        let mut chunks: Vec<(usize, ChunkEntry)> = Vec::new();
+        for b in blocks.clone() {
+            let entries = std::mem::take(&mut self.blocks[b].chunks);
+            if entries.iter().any(|c| c.samples > 0) {
+                chunks.extend(entries.into_iter().map(|c| (b, c)));
+            }
+        }
         let decoded: Vec<(usize, DecodedChunk)> = chunks
             .par_iter()
             .map(|(b, entry)| {
@@ -534,7 +603,9 @@ impl ChunkSource {
             // Tiles of one block row side by side, left to right, make its rows.
             pieces.sort_by_key(|c| c.region.x0);
             let y0 = self.window.y0 + ((blocks.start + k) * self.block_height) as i32;
-            let y1 = pieces.first().map_or(y0 - 1, |c| c.region.y1);
+            // The last row of a block row, as its chunks' regions end (the count pass found
+            // one chunk for every block, so the block row is whole).
+            let y1 = (y0 as i64 + self.block_height as i64 - 1).min(self.window.y1 as i64) as i32;
             self.pending.push_back(DecodedBlock { y0, y1, pieces });
         }
         self.next_block = blocks.end;
@@ -594,19 +665,27 @@ impl ChunkSource {
             x1: self.window.x1,
             y1,
         };
-        // Each row of the band: the block holding it and its line there.
+        // Each row of the band: the block holding it and its line there. The pending blocks are
+        // top to bottom and the rows too, so one cursor walks both: searching the blocks for
+        // each row would cost rows x blocks, hours for a tall window of one-line chunks.
+        let mut cursor = self.pending.iter().peekable();
         let rows: Vec<(&DecodedBlock, usize)> = (y0..=y1)
             .map(|y| {
-                let block = self
-                    .pending
-                    .iter()
-                    .find(|b| b.y0 <= y && y <= b.y1)
+                while cursor.peek().is_some_and(|b| b.y1 < y) {
+                    cursor.next();
+                }
+                let block = *cursor
+                    .peek()
+                    .filter(|b| b.y0 <= y)
                     .expect("the band's rows are decoded");
                 (block, (y - block.y0) as usize)
             })
             .collect();
         let mut counts = Vec::with_capacity(window.area());
         for &(block, line) in &rows {
+            if block.pieces.is_empty() {
+                counts.resize(counts.len() + window.width(), 0);
+            }
             for piece in &block.pieces {
                 let w = piece.region.width();
                 counts.extend_from_slice(&piece.counts[line * w..(line + 1) * w]);
@@ -693,6 +772,102 @@ impl ChunkSource {
         let mut image = DeepImage::empty(self.display_window, empty, self.channels());
         image.state = self.state;
         image
+    }
+}
+
+/// Chunks whose starts lie at most this far apart are read with one read in the count pass.
+/// The sample data between them is read too, which the count pass does not need: the gap is
+/// small enough that reading it costs about what a read of its own would, so chunks of real
+/// renders (tens of kilobytes a row) are still read head and table only, and empty or tiny
+/// chunks together.
+const READ_AHEAD_GAP: u64 = 8 << 10;
+
+/// Most bytes one read of the count pass spans, from its first chunk's start to its last's
+/// (one such buffer per worker thread is held at a time).
+const READ_AHEAD_SPAN: u64 = 256 << 10;
+
+/// Bytes read past a run's last chunk start: its head and, usually, its count table.
+const READ_AHEAD_TAIL: u64 = 4 << 10;
+
+/// The chunks of `offsets` (their indices) in runs of neighbours: sorted by position in the
+/// file, a run ends where the next chunk starts more than [`READ_AHEAD_GAP`] after the one
+/// before it or [`READ_AHEAD_SPAN`] after the run's first. A chunk said to start at or past the
+/// end of the file is a run of its own (its read reports the error).
+fn runs_of_neighbours(offsets: &[u64], file_len: u64) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..offsets.len()).collect();
+    // Stable, and linear on a table already in file order (the usual case).
+    order.sort_by_key(|&i| offsets[i]);
+    let mut runs: Vec<Vec<usize>> = Vec::new();
+    let mut run_start = 0u64;
+    let mut previous = 0u64;
+    for i in order {
+        let at = offsets[i];
+        let joins = !runs.is_empty()
+            && at < file_len
+            && at - previous <= READ_AHEAD_GAP
+            && at - run_start <= READ_AHEAD_SPAN;
+        if joins {
+            runs.last_mut().expect("a run").push(i);
+        } else {
+            runs.push(vec![i]);
+            run_start = at;
+        }
+        previous = at;
+    }
+    runs
+}
+
+/// Bytes of the file read at once for a run of neighbouring chunks (empty: none).
+#[derive(Default)]
+struct ReadAhead {
+    at: u64,
+    bytes: Vec<u8>,
+}
+
+impl ReadAhead {
+    /// `len` bytes at `at`, when they lie inside.
+    fn get(&self, at: u64, len: usize) -> Option<&[u8]> {
+        let start = usize::try_from(at.checked_sub(self.at)?).ok()?;
+        self.bytes.get(start..start.checked_add(len)?)
+    }
+}
+
+/// The count table inflated last in a run of chunks, and what its counts depend on besides the
+/// part (the packed bytes, the block's size and its unpacked data size): the empty chunks of a
+/// sparse window have identical tables, and inflating each again costs more than reading it.
+#[derive(Default)]
+struct CountsMemo {
+    packed: Vec<u8>,
+    size: (usize, usize, usize),
+    counts: Option<Vec<u32>>,
+}
+
+impl CountsMemo {
+    /// Tables larger than this are not kept (they are rarely repeated, and costly to compare).
+    const MAX_PACKED: usize = 4 << 10;
+
+    fn key(head: &ChunkHead) -> (usize, usize, usize) {
+        (
+            head.region.width(),
+            head.region.height(),
+            head.unpacked_size,
+        )
+    }
+
+    /// The counts of a table of `packed` bytes in a chunk like `head`, when it is the last one.
+    fn get(&self, packed: &[u8], head: &ChunkHead) -> Option<&[u32]> {
+        let counts = self.counts.as_deref()?;
+        (self.size == Self::key(head) && self.packed == packed).then_some(counts)
+    }
+
+    fn set(&mut self, packed: &[u8], head: &ChunkHead, counts: &[u32]) {
+        if packed.len() > Self::MAX_PACKED {
+            return;
+        }
+        self.packed.clear();
+        self.packed.extend_from_slice(packed);
+        self.size = Self::key(head);
+        self.counts = Some(counts.to_vec());
     }
 }
 

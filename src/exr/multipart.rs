@@ -23,7 +23,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::attributes::{read_headers, RawAttribute};
-use super::write::AtomicFile;
+use super::write::{in_openexr_order, AtomicFile};
 use crate::error::{Error, Result};
 
 /// The version field's flags (OpenEXR's `ImfVersion.h`).
@@ -126,7 +126,7 @@ fn string_attribute(name: &str, value: &str) -> RawAttribute {
     }
 }
 
-/// The part's header in the multi-part file: the part file's attributes, then `name`, and
+/// The part's header in the multi-part file: the part file's attributes, `name`, and
 /// `type`, `chunkCount` and `view` where the part file has none (flat files have no `type` nor
 /// `chunkCount`; a merge carrying the first input's attributes carries its `view`).
 fn part_header(part: &PartFile, scanned: &ScannedPart) -> Vec<RawAttribute> {
@@ -171,7 +171,11 @@ pub fn join_parts(output: &Path, parts: &[PartFile]) -> Result<()> {
     let mut headers = Vec::new();
     for (part, scan) in parts.iter().zip(&scanned) {
         flags |= scan.flags & (LONG_NAMES_FLAG | NON_IMAGE_FLAG);
-        for attribute in part_header(part, scan) {
+        // In OpenEXR's order, as the single-part writers write them (and as some of OpenEXR's
+        // readers need: see `write_attributes`).
+        let mut attributes = part_header(part, scan);
+        in_openexr_order(&mut attributes, |a| a.name.as_bytes());
+        for attribute in attributes {
             attribute.write(&mut headers);
         }
         headers.push(0);

@@ -241,16 +241,7 @@ impl DeepChunkWriter {
             y = end + 1;
         }
         while y <= y1 && chunk_end(y) <= y1 {
-            let n = (chunk_end(y) - y + 1) as usize;
-            let tail = match self.empty_chunks.iter().find(|(k, _)| *k == n) {
-                Some((_, bytes)) => bytes,
-                None => {
-                    let empty = empty_rows(template, self.window, y, chunk_end(y));
-                    let chunk = encode_chunk(&empty, self.options.codec, 0, n);
-                    self.empty_chunks.push((n, chunk[4..].to_vec()));
-                    &self.empty_chunks.last().expect("just pushed").1
-                }
-            };
+            let tail = self.empty_chunk(template, y, chunk_end(y));
             let mut chunk = Vec::with_capacity(4 + tail.len());
             chunk.extend(y.to_le_bytes());
             chunk.extend_from_slice(tail);
@@ -263,6 +254,23 @@ impl DeepChunkWriter {
         }
         self.next_row = y1 + 1;
         Ok(())
+    }
+
+    /// The bytes of an empty chunk of rows `y0..=y1` (a whole chunk) from its packed sizes on,
+    /// packed the first time a chunk of that height is asked for (`template` gives the
+    /// channels).
+    fn empty_chunk(&mut self, template: &DeepImage, y0: i32, y1: i32) -> &[u8] {
+        let n = (y1 - y0 + 1) as usize;
+        let at = match self.empty_chunks.iter().position(|(k, _)| *k == n) {
+            Some(at) => at,
+            None => {
+                let empty = empty_rows(template, self.window, y0, y1);
+                let chunk = encode_chunk(&empty, self.options.codec, 0, n);
+                self.empty_chunks.push((n, chunk[4..].to_vec()));
+                self.empty_chunks.len() - 1
+            }
+        };
+        &self.empty_chunks[at].1
     }
 
     /// Write the rows of `band`: the output window's full width, the rows after the previous
@@ -302,15 +310,35 @@ impl DeepChunkWriter {
             starts.push(y);
             y = chunk_end(y) + 1;
         }
+        // A chunk without a sample is the packed empty chunk of its height with its own y
+        // (the same bytes packing it gives), so a sparse band costs per chunk, not per pixel.
+        let w = band.data_window.width();
+        let line_at = |y: i32| band.offsets[(y - band.data_window.y0) as usize * w];
+        let is_empty = |s: i32| line_at(s) == line_at(chunk_end(s) + 1);
+        for &s in &starts {
+            if is_empty(s) {
+                self.empty_chunk(band, s, chunk_end(s));
+            }
+        }
+        let empty_chunks = &self.empty_chunks;
         let chunks: Vec<Vec<u8>> = starts
             .par_iter()
             .map(|&s| {
-                encode_chunk(
-                    band,
-                    codec,
-                    (s - band.data_window.y0) as usize,
-                    lines as usize,
-                )
+                let n = (chunk_end(s) - s + 1) as usize;
+                match empty_chunks.iter().find(|(k, _)| *k == n) {
+                    Some((_, tail)) if is_empty(s) => {
+                        let mut chunk = Vec::with_capacity(4 + tail.len());
+                        chunk.extend(s.to_le_bytes());
+                        chunk.extend_from_slice(tail);
+                        chunk
+                    }
+                    _ => encode_chunk(
+                        band,
+                        codec,
+                        (s - band.data_window.y0) as usize,
+                        lines as usize,
+                    ),
+                }
             })
             .collect();
         for chunk in &chunks {

@@ -330,11 +330,17 @@ impl Default for FlatWriteOptions {
     }
 }
 
-/// Encode `attributes` (the writer's own, by name) then `carried`, and the end of the header.
-/// A required attribute the writer states with a default value (`pixelAspectRatio`,
-/// `screenWindowCenter`, `screenWindowWidth`) takes the value `carried` holds for it (with its
-/// type), in the writer's place, so an input with the defaults gives the bytes of an output
-/// that carries nothing. Returns where each of the writer's own attributes' value ends.
+/// Encode `attributes` (the writer's own, by name) and `carried`, in OpenEXR's order, and the
+/// end of the header. A required attribute the writer states with a default value
+/// (`pixelAspectRatio`, `screenWindowCenter`, `screenWindowWidth`) takes the value `carried`
+/// holds for it (with its type), in the writer's place, so an input with the defaults gives the
+/// bytes of an output that carries nothing. Returns where each of the writer's own attributes'
+/// value ends.
+///
+/// OpenEXR's order is by name, byte by byte ([`in_openexr_order`]): its writer keeps a header's
+/// attributes in a map sorted by name, and some of its readers depend on it. OpenEXR 3.1
+/// (oiiotool 2.4) cannot read the sample counts of a deep file whose `idManifest` comes first
+/// or last, as it did after the writer's own attributes here; sorted, it reads them.
 pub(super) fn write_attributes(
     out: &mut Vec<u8>,
     attributes: &[(&'static str, AttributeValue)],
@@ -346,25 +352,45 @@ pub(super) fn write_attributes(
             .find(|&&(n, _)| n == name)
             .and_then(|&(n, kind)| carried.iter().find(|a| a.name == n && a.kind == kind))
     };
-    let mut ends = Vec::with_capacity(attributes.len());
+    // Each attribute encoded on its own, with the writer's own name when it is one of them.
+    let mut encoded: Vec<(&str, Option<&'static str>, Vec<u8>)> = Vec::new();
     for (name, value) in attributes {
+        let mut bytes = Vec::new();
         match carried_value(name) {
-            Some(input) => input.write(out),
-            None => attr::write(name.as_bytes(), value, out)
+            Some(input) => input.write(&mut bytes),
+            None => attr::write(name.as_bytes(), value, &mut bytes)
                 .map_err(|e| Error::from_exr(format!("cannot encode attribute {name}"), e))?,
         }
-        ends.push((*name, out.len()));
+        encoded.push((name, Some(*name), bytes));
     }
     for attribute in carried {
         let written = REQUIRED_CARRIED.iter().any(|&(n, _)| n == attribute.name);
         let owned = WRITER_OWNED.contains(&attribute.name.as_str())
             && !(attribute.name == "software" && attribute.kind == "string");
         if !written && !owned {
-            attribute.write(out);
+            let mut bytes = Vec::new();
+            attribute.write(&mut bytes);
+            encoded.push((&attribute.name, None, bytes));
+        }
+    }
+    in_openexr_order(&mut encoded, |(name, _, _)| name.as_bytes());
+    let mut ends = Vec::with_capacity(attributes.len());
+    for (_, own, bytes) in encoded {
+        out.extend(bytes);
+        if let Some(name) = own {
+            ends.push((name, out.len()));
         }
     }
     out.push(0);
     Ok(ends)
+}
+
+/// Sort a header's attributes into the order OpenEXR writes them: by name, compared byte by
+/// byte as C's `strcmp` compares (its `std::map<Name, Attribute*>`), so upper case comes
+/// before lower case. The sort is stable: attributes of one name (only a malformed input has
+/// them) keep their order.
+pub(super) fn in_openexr_order<T>(attributes: &mut [T], name: impl Fn(&T) -> &[u8]) {
+    attributes.sort_by(|a, b| name(a).cmp(name(b)));
 }
 
 /// Write a deep scanline file with the given codec; `deepImageState` records the part of
