@@ -19,13 +19,13 @@ nv=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 export DEEPMERGE_GL_STRICT=1
 
 # Lay the repository where the binaries were built: tests/data and target/release/deepmerge.
+# (On the machine that built them they are already there.)
 built_at=$(cat .hw/built_at)
 if [ "$built_at" != "$PWD" ]; then
     mkdir -p "$built_at/tests" "$built_at/target/release"
     ln -sfn "$PWD/tests/data" "$built_at/tests/data"
+    cp .hw/deepmerge "$built_at/target/release/deepmerge"
 fi
-mkdir -p "$built_at/target/release"
-cp .hw/deepmerge "$built_at/target/release/deepmerge" 2>/dev/null || true
 chmod +x .hw/*
 B=.hw/deepmerge
 
@@ -35,15 +35,18 @@ status=0
     echo "# Hardware run $(date -u +%Y-%m-%d)"
     echo
     echo "- commit: $(cat .hw/commit)"
-    echo "- device: $(nvidia-smi -L 2>/dev/null | head -1 || echo unknown)"
-    echo "- driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
+    echo "- device (nvidia-smi): $(nvidia-smi -L 2>/dev/null | head -1 || true)"
+    echo "- driver (nvidia-smi): $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1 || true)"
     echo "- host: $(nproc) cores"
     echo
 } > "$summary"
 $B gpu-info > "$out/gpu-info.txt" 2>&1
+# The GL vendor, renderer and version name the device and driver where nvidia-smi does not.
 sed 's/^/    /' "$out/gpu-info.txt" >> "$summary"
+echo >> "$summary"
 
 echo "## gpu-info --verify" >> "$summary"
+echo >> "$summary"
 start=$(date +%s)
 if $B gpu-info --verify --data tests/data/openexr-images > "$out/verify.log" 2>&1; then
     echo "- passed in $(($(date +%s) - start)) s: $(tail -1 "$out/verify.log")" >> "$summary"
@@ -52,9 +55,12 @@ else
     echo "- FAILED in $(($(date +%s) - start)) s (verify.log):" >> "$summary"
     grep "verify:" "$out/verify.log" | head -20 | sed 's/^/    /' >> "$summary"
 fi
+echo >> "$summary"
 grep "^  " "$out/verify.log" | sed 's/^/    /' >> "$summary"
+echo >> "$summary"
 
 echo "## GL tests (strict mode, --test-threads 4)" >> "$summary"
+echo >> "$summary"
 echo "| binary | result |" >> "$summary"
 echo "| --- | --- |" >> "$summary"
 for t in .hw/gpu_*; do
@@ -67,7 +73,7 @@ for t in .hw/gpu_*; do
 done
 
 if $bench; then
-    echo "## benchmark tables" >> "$summary"
+    printf "\n## benchmark tables\n\n" >> "$summary"
     for s in atrium hairball; do
         timeout 170 $B bench --scenes $s --size 1920x1080 --repeats 3 --markdown --no-oiiotool \
             --stages > "$out/bench-$s.md" 2> "$out/bench-$s.err"
