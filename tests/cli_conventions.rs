@@ -279,3 +279,36 @@ fn an_output_that_is_a_directory_is_refused_in_one_line() {
     // Nothing was made, not even the directory the slash named.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// The README's test command is `tests/run`, `.ci/run` runs it, and the one `apt-get` line the
+/// README gives installs exactly the packages `tests/run` installs.
+#[test]
+fn the_readme_test_command_sets_up_what_the_readme_lists() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    let readme = read("README.md");
+    let script = read("tests/run");
+    let ci = read(".ci/run");
+    assert!(
+        readme.contains("```sh\ntests/run\n```"),
+        "README's test command"
+    );
+    assert!(
+        ci.lines().any(|l| l.trim() == "tests/run"),
+        ".ci/run runs it"
+    );
+    let list = script
+        .split("packages=(")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .expect("tests/run lists its packages");
+    let mut from_script: Vec<&str> = list.split_whitespace().collect();
+    let apt = readme
+        .lines()
+        .find(|l| l.starts_with("apt-get install "))
+        .expect("README's apt-get line");
+    let mut from_readme: Vec<&str> = apt.split_whitespace().skip(2).collect();
+    from_script.sort_unstable();
+    from_readme.sort_unstable();
+    assert_eq!(from_script, from_readme);
+}
