@@ -22,6 +22,7 @@ use std::process::Command;
 use deepmerge::gpu::program::{resolve, Defines};
 use deepmerge::gpu::resident::ColumnSpec;
 use deepmerge::gpu::scan::SCAN_GROUP;
+use deepmerge::gpu::stages::GLSL_FILES;
 use deepmerge::gpu::tidy::WORK_BUDGET;
 use deepmerge::vocab::{
     FlagField, Layout, GATE_LIMIT, GROUP_SIZE, LOCAL_GROUP_SIZE, LOCAL_SORT_SIZE, MAX_BLOCK_SIZE,
@@ -394,19 +395,72 @@ fn glsl_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("glsl")
 }
 
-/// Every stage file in `glsl/` (.comp, .vert, .frag) and every include (.glsl).
+/// Every stage (.comp, .vert, .frag) and every include (.glsl), from the registry
+/// (`deepmerge::gpu::stages`), which [`the_registry_lists_every_glsl_file_and_real_twins`]
+/// holds to the folder.
 fn glsl_files() -> (BTreeSet<String>, BTreeSet<String>) {
     let mut stages = BTreeSet::new();
     let mut includes = BTreeSet::new();
-    for entry in std::fs::read_dir(glsl_dir()).unwrap() {
-        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        match name.rsplit_once('.').map(|(_, ext)| ext) {
-            Some("comp" | "vert" | "frag") => stages.insert(name),
-            Some("glsl") => includes.insert(name),
-            _ => false,
-        };
+    for file in GLSL_FILES {
+        let name = file.name.to_string();
+        if name.ends_with(".glsl") {
+            includes.insert(name);
+        } else {
+            stages.insert(name);
+        }
     }
     (stages, includes)
+}
+
+/// The registry names every file in `glsl/` and nothing else, each dispatched stage has a
+/// profile label, and every twin it names exists: `a::b::name` is a `fn name` or a type `name`
+/// in `src/a/b.rs` (or `src/a/b/mod.rs`).
+#[test]
+fn the_registry_lists_every_glsl_file_and_real_twins() {
+    let on_disk: BTreeSet<String> = std::fs::read_dir(glsl_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let listed: BTreeSet<String> = GLSL_FILES.iter().map(|f| f.name.to_string()).collect();
+    assert_eq!(
+        on_disk, listed,
+        "glsl/ and src/gpu/stages.rs must list the same files"
+    );
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    for file in GLSL_FILES {
+        if file.name.ends_with(".comp") {
+            assert!(
+                deepmerge::gpu::STAGES.contains(&file.profile),
+                "{}: profile label {:?}",
+                file.name,
+                file.profile
+            );
+        }
+        for twin in file
+            .twin
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
+            let parts: Vec<&str> = twin.split("::").collect();
+            let (item, module) = parts.split_last().unwrap();
+            let path = module.join("/");
+            let text = std::fs::read_to_string(src.join(format!("{path}.rs")))
+                .or_else(|_| std::fs::read_to_string(src.join(&path).join("mod.rs")))
+                .unwrap_or_else(|_| panic!("{}: twin {twin}: no module src/{path}", file.name));
+            assert!(
+                [
+                    format!("fn {item}("),
+                    format!("struct {item} "),
+                    format!("struct {item}<")
+                ]
+                .iter()
+                .any(|decl| text.contains(decl.as_str())),
+                "{}: twin {twin}: src/{path} has no {item}",
+                file.name
+            );
+        }
+    }
 }
 
 #[test]

@@ -42,6 +42,7 @@ pub mod program;
 pub mod resident;
 pub mod scan;
 pub mod sort;
+pub mod stages;
 mod stats;
 pub mod strict;
 pub mod tidy;

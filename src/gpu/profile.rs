@@ -24,18 +24,10 @@ pub const STAGES: [&str; 11] = [
     "copy",
 ];
 
-/// The stage a program file belongs to (`glsl/<file>`).
+/// The stage a program file belongs to (`glsl/<file>`), from the registry (`stages.rs`).
 pub fn stage_of_program(file: &str) -> &'static str {
-    match file {
-        "merge.comp" | "merge_kway.comp" | "merge_coop.comp" => "merge",
-        "count.comp" | "count_kway.comp" => "count",
-        "scan.comp" | "scan_add.comp" => "scan",
-        "build.comp" | "min_counts.comp" => "build",
-        "sort.comp" => "sort",
-        "tidy.comp" | "tidy_assemble.comp" | "compact.comp" => "tidy",
-        "fill.comp" => "fill",
-        "slice.comp" => "slice",
-        "copy.comp" => "copy",
+    match super::stages::glsl_file(file) {
+        Some(f) if !f.profile.is_empty() => f.profile,
         _ => "other",
     }
 }

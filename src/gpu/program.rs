@@ -12,47 +12,9 @@ use glow::HasContext;
 use super::GlContext;
 use crate::error::{Error, Result};
 
-/// `(name, text)` of GLSL files in `glsl/`, embedded in the binary.
-macro_rules! glsl_files {
-    ($($name:literal),* $(,)?) => {
-        &[$(($name, include_str!(concat!("../../glsl/", $name)))),*]
-    };
-}
-
-/// Every GLSL file, by name.
-const SOURCES: &[(&str, &str)] = glsl_files![
-    "common.glsl",
-    "fragment.glsl",
-    "layout.glsl",
-    "over.glsl",
-    "flat_walk.glsl",
-    "volume_split.glsl",
-    "image.glsl",
-    "scan.comp",
-    "scan_add.comp",
-    "min_counts.comp",
-    "count.comp",
-    "build.comp",
-    "merge.comp",
-    "merge_kway.comp",
-    "merge_coop.comp",
-    "count_kway.comp",
-    "copy.comp",
-    "fill.comp",
-    "sort.comp",
-    "tidy.comp",
-    "tidy_assemble.comp",
-    "compact.comp",
-    "slice.comp",
-    "view_image.vert",
-    "view_image.frag",
-];
-
 fn source(name: &str) -> Result<&'static str> {
-    SOURCES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, s)| *s)
+    super::stages::glsl_file(name)
+        .map(|f| f.text)
         .ok_or_else(|| Error::internal(format!("glsl/{name}: no such shader file")))
 }
 
@@ -301,11 +263,16 @@ impl GlContext {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gpu::stages::GLSL_FILES as SOURCES;
     use crate::vocab::Layout;
 
     #[test]
     fn layout_ids_come_from_rust_once_in_every_stage() {
-        for (name, _) in SOURCES.iter().filter(|(n, _)| n.ends_with(".comp")) {
+        for name in SOURCES
+            .iter()
+            .map(|f| f.name)
+            .filter(|n| n.ends_with(".comp"))
+        {
             let (text, _) = resolve(name, &Defines::default()).unwrap();
             for layout in Layout::ALL {
                 let define = format!("#define {} {}\n", layout.glsl_name(), layout.glsl_id());
@@ -332,11 +299,12 @@ mod tests {
     #[test]
     fn each_rule_has_one_home() {
         for (home, spelling) in RULE_HOMES {
-            for (name, text) in SOURCES {
+            for file in SOURCES {
                 assert_eq!(
-                    text.contains(spelling),
-                    name == home,
-                    "{name}: `{spelling}`"
+                    file.text.contains(spelling),
+                    file.name == *home,
+                    "{}: `{spelling}`",
+                    file.name
                 );
             }
         }
