@@ -51,6 +51,15 @@ impl Engine {
     }
 }
 
+impl crate::request::MergeRequest {
+    /// The engine this request runs on (a GL context is made here when GL is used). It lives
+    /// here, not in `request.rs`, so that the request (which builds without the `gl` feature)
+    /// does not depend on the engine choice that depends on it.
+    pub fn engine(&self) -> Result<Engine> {
+        choose_engine(self.backend, self.gl.is_given())
+    }
+}
+
 /// Pick the engine for `backend`; `gl_options_given` is true when the caller set GL-only options
 /// (layout, method, block size, pixel order, stage placement, statistics), which select GL under
 /// `Auto` and are refused with `Cpu`.

@@ -571,12 +571,6 @@ impl MergeRequest {
     pub fn gl_options(&self) -> crate::gpu::GlOptions {
         self.gl.options()
     }
-
-    /// The engine this request runs on (a GL context is made here when GL is used).
-    #[cfg(feature = "gl")]
-    pub fn engine(&self) -> Result<crate::backend::Engine> {
-        crate::backend::choose_engine(self.backend, self.gl.is_given())
-    }
 }
 
 #[cfg(test)]

@@ -1,11 +1,11 @@
-//! Shader storage buffers that know their size and free themselves, or go back to their
+//! Shader storage buffers: creating buffer objects, and [`GpuBuffer`], which knows its size and
+//! frees itself or goes back to its
 //! context's pool (`pool.rs`).
 
 use glow::HasContext;
 
-use super::pool::{allocate, ZERO_BLOCK};
 use super::GlContext;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// What happens to the buffer object when its [`GpuBuffer`] drops.
 enum Owner {
@@ -213,53 +213,6 @@ impl super::GlContext {
         self.with_checker(|c| c.bind(index, id(buffer)));
         self.gl_called("glBindBufferBase");
     }
-
-    /// A zero-filled pooled buffer of `bytes` (at least 16), cleared on the GPU: large ones by
-    /// `fill.comp`, small ones by a copy from the pool's constant zeros. Uploading a host buffer
-    /// of zeros costs a bus transfer per byte (hundreds of MiB per merged image at 1080p), which
-    /// dominated merge times on a discrete GPU; a dispatch per tiny counter costs more than a
-    /// copy.
-    pub fn zeroed(&self, bytes: usize) -> Result<GpuBuffer<'_>> {
-        let whole = bytes.max(16).div_ceil(16) * 16;
-        // Sizes as they were before the pool (whole words from the fill's size on), so that
-        // `--stats` reports the same buffer bytes.
-        let bytes = if whole < ZERO_BLOCK {
-            bytes.max(16)
-        } else {
-            whole
-        };
-        let buffer = self.scratch(bytes)?;
-        if whole <= ZERO_BLOCK {
-            self.zero_small(&buffer, whole)?;
-        } else {
-            self.fill_words(&buffer, whole / 16)?;
-        }
-        Ok(buffer)
-    }
-
-    /// Set every byte of `buffer` to 0 on the GPU (its whole 16-byte words: pooled buffers hold
-    /// whole words past their size).
-    pub fn fill_zero(&self, buffer: &GpuBuffer) -> Result<()> {
-        let words = buffer.bytes.div_ceil(16).min(buffer.capacity / 16);
-        let whole = words * 16;
-        if whole <= ZERO_BLOCK {
-            self.zero_small(buffer, whole)
-        } else {
-            self.fill_words(buffer, words)
-        }
-    }
-
-    /// Zero the first `words` 16-byte words of `buffer` with `fill.comp`.
-    pub(crate) fn fill_words(&self, buffer: &GpuBuffer, words: usize) -> Result<()> {
-        if words == 0 {
-            return Ok(());
-        }
-        let program = self.use_stage("fill.comp", &super::program::Defines::default())?;
-        self.uniform_u32(program, "u_n", words as u32);
-        buffer.bind_words(0, words * 16);
-        self.set_dispatch_bytes((words * 16) as u64);
-        self.dispatch(words, 64)
-    }
 }
 
 impl Drop for GpuBuffer<'_> {
@@ -274,5 +227,33 @@ impl Drop for GpuBuffer<'_> {
             Owner::Pool => self.ctx.give_back(self.buffer, self.capacity),
             Owner::Borrowed => {}
         }
+    }
+}
+
+/// Create a buffer object of `bytes` (uninitialised storage).
+pub(crate) fn allocate(ctx: &GlContext, bytes: usize) -> Result<glow::Buffer> {
+    let buffer = allocate_raw(&ctx.gl, bytes)?;
+    ctx.with_checker(|c| c.allocated(id(buffer)));
+    Ok(buffer)
+}
+
+/// [`allocate`] on a bare function table (the viewer's own buffers, outside the engine).
+pub(crate) fn allocate_raw(gl: &glow::Context, bytes: usize) -> Result<glow::Buffer> {
+    let size = i32::try_from(bytes)
+        .map_err(|_| Error::GlMemory(format!("a buffer of {bytes} bytes is too large")))?;
+    // SAFETY: plain object creation on the current context.
+    unsafe {
+        let buffer = gl
+            .create_buffer()
+            .map_err(|e| Error::Gl(format!("cannot create a buffer: {e}")))?;
+        gl.bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(buffer));
+        gl.buffer_data_size(glow::SHADER_STORAGE_BUFFER, size, glow::DYNAMIC_COPY);
+        if gl.get_error() == glow::OUT_OF_MEMORY {
+            gl.delete_buffer(buffer);
+            return Err(Error::GlMemory(format!(
+                "out of GPU memory allocating {bytes} bytes"
+            )));
+        }
+        Ok(buffer)
     }
 }

@@ -30,7 +30,7 @@
 //!    it with the `composite` functions instead (faster there, and bit-identical to the CPU
 //!    engine; [`GlOptions::tidy_on_gpu`]).
 
-mod buffer;
+pub(crate) mod buffer;
 pub mod compact;
 mod context;
 mod fence;
@@ -52,7 +52,8 @@ pub use context::{GlContext, GlInfo};
 pub use fence::FenceStats;
 pub use merge::{merge_images_gl, merge_images_gl_over, uses_kway, GpuMerger};
 pub use pool::PoolStats;
-pub use profile::{copy_bandwidth, stage_of_program, GpuProfile, StageTime, STAGES};
+pub use profile::{copy_bandwidth, GpuProfile, StageTime, STAGES};
+pub use stages::stage_of_program;
 pub use stats::{BufferBytes, GpuStats};
 
 pub use crate::vocab::{Layout, LongLists, MergeMethod, PixelOrder, RbmBlocks};

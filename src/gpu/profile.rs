@@ -24,14 +24,6 @@ pub const STAGES: [&str; 11] = [
     "copy",
 ];
 
-/// The stage a program file belongs to (`glsl/<file>`), from the registry (`stages.rs`).
-pub fn stage_of_program(file: &str) -> &'static str {
-    match super::stages::glsl_file(file) {
-        Some(f) if !f.profile.is_empty() => f.profile,
-        _ => "other",
-    }
-}
-
 /// One stage's totals over the profiled work.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StageTime {
@@ -299,18 +291,6 @@ pub fn copy_bandwidth(ctx: &GlContext, bytes: usize, repeats: usize) -> Result<f
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_program_file_has_a_stage() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/glsl");
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let name = entry.unwrap().file_name().into_string().unwrap();
-            if name.ends_with(".comp") {
-                let stage = stage_of_program(&name);
-                assert!(STAGES.contains(&stage), "{name} maps to {stage}");
-            }
-        }
-    }
 
     #[test]
     fn stages_fold_in_pipeline_order() {

@@ -186,7 +186,7 @@ impl GlContext {
     /// next dispatch is timed as and checked against (strict mode).
     pub(crate) fn use_program(&self, stage: &str, program: glow::Program) {
         self.current_stage
-            .set(super::profile::stage_of_program(stage));
+            .set(super::stages::stage_of_program(stage));
         // SAFETY: the program belongs to this context.
         unsafe { self.gl.use_program(Some(program)) };
         self.current_program.set(Some(program));

@@ -7,11 +7,10 @@
 use glow::HasContext;
 
 use super::buffer::GpuBuffer;
-use super::merge::coop::LongPixels;
 use super::program::Defines;
 use super::scan::exclusive_scan_buffer;
 use super::stats::BufferBytes;
-use super::{GlContext, LongLists};
+use super::GlContext;
 use crate::error::{Error, Result};
 pub use crate::vocab::kway_stride;
 use crate::vocab::{BuiltImage, Fragment, Layout, MergeMethod, GROUP_SIZE, MAX_KWAY_INPUTS};
@@ -353,6 +352,16 @@ impl MergeSpec {
     }
 }
 
+/// Where `merge.comp` lists the pixels whose lists hold more than `threshold` fragments, leaving
+/// them to the cooperative merge (`merge/coop.rs`, which owns the buffer and runs that merge
+/// after this one): bound at 15, the count first.
+pub(crate) struct Listing<'r> {
+    /// The list (and the cooperative merge's scratch).
+    pub buffer: &'r GpuBuffer<'r>,
+    /// Pixels of more fragments than this are listed.
+    pub threshold: u32,
+}
+
 /// Make `merge.comp` current for merging `a` with `b` into a deep image in `deep_layout`, or
 /// (`None`) into a flat composite, and bind the two inputs; the caller binds the output. With
 /// `long`, pixels with long lists are listed there for `merge_coop.comp` instead of merged.
@@ -363,7 +372,7 @@ fn use_merge_stage(
     spec: MergeSpec,
     columns: &ColumnSpec,
     deep_layout: Option<Layout>,
-    long: Option<&LongPixels>,
+    long: Option<&Listing>,
 ) -> Result<glow::Program> {
     let out_layout = deep_layout.unwrap_or(Layout::Linearised);
     let defines = columns
@@ -381,7 +390,8 @@ fn use_merge_stage(
     a.bind(0);
     b.bind(5);
     if let Some(long) = long {
-        long.bind_for_listing(ctx, program);
+        ctx.uniform_u32(program, "u_long_threshold", long.threshold);
+        long.buffer.bind(15);
     }
     Ok(program)
 }
@@ -428,18 +438,19 @@ pub fn merge_deep<'a>(
     spec: MergeSpec,
     columns: &ColumnSpec,
 ) -> Result<GpuImage<'a>> {
-    merge_deep_scheduled(ctx, a, b, layout, spec, columns, LongLists::PerPixel)
+    merge_deep_listing(ctx, a, b, layout, spec, columns, None)
 }
 
-/// [`merge_deep`] with long lists merged as `long_lists` says (same output).
-pub fn merge_deep_scheduled<'a>(
+/// [`merge_deep`], listing the long pixels for the cooperative merge when `long` says where
+/// (`merge/coop.rs::merge_deep_scheduled` runs that merge next).
+pub(crate) fn merge_deep_listing<'a>(
     ctx: &'a GlContext,
     a: &GpuImage<'a>,
     b: &GpuImage<'a>,
     layout: Layout,
     spec: MergeSpec,
     columns: &ColumnSpec,
-    long_lists: LongLists,
+    long: Option<&Listing>,
 ) -> Result<GpuImage<'a>> {
     let pixels = a.pixels;
     let samples = a.samples + b.samples;
@@ -466,14 +477,10 @@ pub fn merge_deep_scheduled<'a>(
         a.stride,
         offsets,
     )?;
-    let long = LongPixels::new(ctx, a, b, long_lists, false)?;
-    use_merge_stage(ctx, a, b, spec, columns, Some(layout), long.as_ref())?;
+    use_merge_stage(ctx, a, b, spec, columns, Some(layout), long)?;
     out.bind(10);
     ctx.set_dispatch_bytes(a.bytes().total() + b.bytes().total() + out.bytes().total());
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
-    if let Some(long) = long {
-        long.merge_listed(ctx, a, b, spec, columns, Some(layout))?;
-    }
     Ok(out)
 }
 
@@ -504,17 +511,18 @@ pub fn merge_flat<'a>(
     spec: MergeSpec,
     columns: &ColumnSpec,
 ) -> Result<GpuFlat<'a>> {
-    merge_flat_scheduled(ctx, a, b, spec, columns, LongLists::PerPixel)
+    merge_flat_listing(ctx, a, b, spec, columns, None)
 }
 
-/// [`merge_flat`] with long lists merged as `long_lists` says (same output).
-pub fn merge_flat_scheduled<'a>(
+/// [`merge_flat`], listing the long pixels for the cooperative merge when `long` says where
+/// (`merge/coop.rs::merge_flat_scheduled` runs that merge next).
+pub(crate) fn merge_flat_listing<'a>(
     ctx: &'a GlContext,
     a: &GpuImage<'a>,
     b: &GpuImage<'a>,
     spec: MergeSpec,
     columns: &ColumnSpec,
-    long_lists: LongLists,
+    long: Option<&Listing>,
 ) -> Result<GpuFlat<'a>> {
     if spec.descending {
         return Err(Error::internal("a flat composite must merge front to back"));
@@ -526,16 +534,12 @@ pub fn merge_flat_scheduled<'a>(
         pixels,
         flagged: ctx.zeroed(16)?,
     };
-    let long = LongPixels::new(ctx, a, b, long_lists, true)?;
-    use_merge_stage(ctx, a, b, spec, columns, None, long.as_ref())?;
+    use_merge_stage(ctx, a, b, spec, columns, None, long)?;
     flat.values.bind(10);
     flat.front.bind(11);
     flat.flagged.bind(12);
     ctx.set_dispatch_bytes(a.bytes().total() + b.bytes().total() + flat.bytes());
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
-    if let Some(long) = long {
-        long.merge_listed(ctx, a, b, spec, columns, None)?;
-    }
     Ok(flat)
 }
 

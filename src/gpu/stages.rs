@@ -66,3 +66,30 @@ pub const GLSL_FILES: &[GlslFile] = glsl! {
 pub fn glsl_file(name: &str) -> Option<&'static GlslFile> {
     GLSL_FILES.iter().find(|f| f.name == name)
 }
+
+/// The profile stage a program file belongs to (`glsl/<file>`): its row's label, else "other".
+pub fn stage_of_program(file: &str) -> &'static str {
+    match glsl_file(file) {
+        Some(f) if !f.profile.is_empty() => f.profile,
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_dispatched_stage_has_a_profile_stage() {
+        for file in GLSL_FILES.iter().filter(|f| f.name.ends_with(".comp")) {
+            let stage = stage_of_program(file.name);
+            assert!(
+                super::super::STAGES.contains(&stage),
+                "{} maps to {stage}",
+                file.name
+            );
+        }
+        assert_eq!(stage_of_program("view_image.frag"), "other");
+        assert_eq!(stage_of_program("no-such.comp"), "other");
+    }
+}

@@ -10,7 +10,10 @@
 //! `cpu::merge` (the tests compare all three).
 
 use crate::error::{Error, Result};
-use crate::gpu::resident::{layout_defines, ColumnSpec, GpuImage, MergeSpec};
+use crate::gpu::resident::{
+    layout_defines, merge_deep_listing, merge_flat_listing, ColumnSpec, GpuFlat, GpuImage, Listing,
+    MergeSpec,
+};
 use crate::gpu::{GlContext, GpuBuffer, Layout, LongLists};
 
 /// Invocations that merge one long pixel together.
@@ -104,11 +107,52 @@ impl<'a> LongPixels<'a> {
         ctx.dispatch(groups * COOP_GROUP as usize, COOP_GROUP as usize)
     }
 
-    /// Set `merge.comp`'s threshold and bind the list, with the merge stage in use.
-    pub(crate) fn bind_for_listing(&self, ctx: &GlContext, program: glow::Program) {
-        ctx.uniform_u32(program, "u_long_threshold", self.threshold);
-        self.buffer.bind(15);
+    /// Where `merge.comp` lists the long pixels (the list's buffer and threshold).
+    fn listing(&self) -> Listing<'_> {
+        Listing {
+            buffer: &self.buffer,
+            threshold: self.threshold,
+        }
     }
+}
+
+/// [`merge_deep`](crate::gpu::resident::merge_deep) with long lists merged as `long_lists` says (same output): `merge.comp` lists
+/// the long pixels and merges the rest, then `merge_coop.comp` merges the listed ones.
+pub fn merge_deep_scheduled<'a>(
+    ctx: &'a GlContext,
+    a: &GpuImage<'a>,
+    b: &GpuImage<'a>,
+    layout: Layout,
+    spec: MergeSpec,
+    columns: &ColumnSpec,
+    long_lists: LongLists,
+) -> Result<GpuImage<'a>> {
+    let long = LongPixels::new(ctx, a, b, long_lists, false)?;
+    let listing = long.as_ref().map(LongPixels::listing);
+    let out = merge_deep_listing(ctx, a, b, layout, spec, columns, listing.as_ref())?;
+    if let Some(long) = &long {
+        long.merge_listed(ctx, a, b, spec, columns, Some(layout))?;
+    }
+    Ok(out)
+}
+
+/// [`merge_flat`](crate::gpu::resident::merge_flat) with long lists merged as `long_lists` says (same output), as
+/// [`merge_deep_scheduled`] does.
+pub fn merge_flat_scheduled<'a>(
+    ctx: &'a GlContext,
+    a: &GpuImage<'a>,
+    b: &GpuImage<'a>,
+    spec: MergeSpec,
+    columns: &ColumnSpec,
+    long_lists: LongLists,
+) -> Result<GpuFlat<'a>> {
+    let long = LongPixels::new(ctx, a, b, long_lists, true)?;
+    let listing = long.as_ref().map(LongPixels::listing);
+    let out = merge_flat_listing(ctx, a, b, spec, columns, listing.as_ref())?;
+    if let Some(long) = &long {
+        long.merge_listed(ctx, a, b, spec, columns, None)?;
+    }
+    Ok(out)
 }
 
 /// Refuse a cooperative merge where the k-way kernel would run: it has no cooperative path.

@@ -8,14 +8,15 @@ use std::time::Instant;
 
 use super::assemble::Accumulated;
 use super::band::Band;
+use super::coop::{merge_deep_scheduled, merge_flat_scheduled};
 use super::gather::gather_stream;
 use super::prepare;
 use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind};
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
 use crate::gpu::resident::{
-    build_image, kway_stride, merge_deep_kway, merge_deep_scheduled, merge_flat_kway,
-    merge_flat_scheduled, ColumnSpec, GpuFlat, GpuImage, GpuStack, MergeSpec,
+    build_image, kway_stride, merge_deep_kway, merge_flat_kway, ColumnSpec, GpuFlat, GpuImage,
+    GpuStack, MergeSpec,
 };
 use crate::gpu::stats::{BufferBytes, GpuStats};
 use crate::gpu::{tidy, GlContext, GlOptions, GpuBuffer};
