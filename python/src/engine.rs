@@ -18,22 +18,20 @@
 //!
 //! Nothing here touches Python: every function is safe to run with the GIL released.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use deepmerge::backend::{choose_engine, Backend, Engine};
-use deepmerge::composite::{
-    check_merge, holdout as holdout_images, merge_images_over, HoldoutMode, MergeOutput,
-};
+use deepmerge::composite::{check_merge, holdout as holdout_images, HoldoutMode, MergeOutput};
 use deepmerge::deep::{Bounds, Channel, DeepImage, FlatImage};
 use deepmerge::exr::{
     self, ChannelSelection, FlatType, MetadataMode, OutputOptions, PartInfo, PartSelector,
     ReadOptions, DEFAULT_MAX_MEMORY,
 };
-use deepmerge::gpu::merge_images_gl_over;
 use deepmerge::info::{sample_stats, SampleStats};
 use deepmerge::request::{FieldNames, MergeRequest};
-use deepmerge::stream::{self, OutputWindow, PartPlan, PartRequest};
+use deepmerge::stream::{self, merge_checked, OutputWindow, PartPlan, PartRequest};
 use deepmerge::{Error, Result};
 
 /// How to read one file.
@@ -241,17 +239,6 @@ pub fn merge(inputs: &[Input], request: &MergeRequest) -> Result<MergeOutput> {
         }
     }
     let paths: Vec<&Path> = names.iter().map(PathBuf::as_path).collect();
-    // `drop_transparent` thins the inputs before the merge, as the streamed merge does per band.
-    let thinned: Vec<DeepImage> = match request.pruning.drop_transparent {
-        Some(_) => images
-            .iter()
-            .map(|i| request.pruning.inputs((*i).clone()))
-            .collect(),
-        None => Vec::new(),
-    };
-    if !thinned.is_empty() {
-        images = thinned.iter().collect();
-    }
     let options = request.merge_options();
     check_merge(&images, &paths, &options, budget)?;
     // The union is the merge's own window; any other is given to it, as the streamed merge does.
@@ -262,18 +249,19 @@ pub fn merge(inputs: &[Input], request: &MergeRequest) -> Result<MergeOutput> {
             Some(bbox.resolve(&windows)?)
         }
     };
-    with_engine(
-        request.backend,
-        request.gl.is_given(),
-        |engine| match engine {
-            Engine::Gl(ctx) => {
-                merge_images_gl_over(ctx, &images, &options, &request.gl_options(), window)
-                    .map(|(merged, _stats)| merged)
-            }
-            Engine::Cpu { .. } => merge_images_over(&images, &options, window),
-        },
-    )
-    .map(|merged| request.pruning.output(merged))
+    // The pipeline's own dispatch and pruning (`stream::merge_checked`): the depths of every
+    // input were checked above, as the streamed merge's reader checks each band's.
+    with_engine(request.backend, request.gl.is_given(), |engine| {
+        let images = images.iter().map(|&i| Cow::Borrowed(i)).collect();
+        merge_checked(
+            engine.merging(request.gl_options()),
+            images,
+            &options,
+            &request.pruning,
+            window,
+        )
+        .map(|(merged, _stats)| merged)
+    })
     .map_err(|e| e.in_merge(&paths))
 }
 

@@ -31,7 +31,8 @@ pub mod plan;
 pub use bbox::OutputWindow;
 pub use parts::{merge_parts, plan_parts, OutputPart, PartPlan, PartRequest};
 pub use pipeline::{
-    merge_files, stream_bands, BandOutput, MergeEngine, OutputFormat, StreamMerge, StreamReport,
+    merge_checked, merge_files, stream_bands, BandOutput, EngineOutput, MergeEngine, OutputFormat,
+    StreamMerge, StreamReport,
 };
 pub use plan::{plan_bands, Band};
 

@@ -18,6 +18,7 @@
 //! last band and drops its temporary file), a writer error shows as a failed send. The first
 //! error is the run's one line.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::sync_channel;
 
@@ -26,7 +27,8 @@ use rayon::prelude::*;
 use super::plan::{plan_bands, Band, OutputShape};
 use super::StreamOptions;
 use crate::composite::{
-    check_compatible, merge_checked_images_over, merge_images_over, MergeOutput, OutputKind,
+    check_compatible, merge_checked_images_over, merge_images_over, MergeOptions, MergeOutput,
+    OutputKind, Pruning,
 };
 use crate::deep::{Bounds, Channel, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
@@ -48,6 +50,48 @@ pub enum MergeEngine<'a> {
     /// A build without the `gl` feature has no GL engine: this variant cannot be made.
     #[cfg(not(feature = "gl"))]
     Gl(std::convert::Infallible, std::marker::PhantomData<&'a ()>),
+}
+
+/// What one merge on an engine gives: the output, and the GL engine's statistics when it ran.
+#[cfg(feature = "gl")]
+pub type EngineOutput = (MergeOutput, Option<GpuStats>);
+/// What one merge on an engine gives (a build without the GL engine has no statistics).
+#[cfg(not(feature = "gl"))]
+pub type EngineOutput = (MergeOutput, Option<std::convert::Infallible>);
+
+/// Merge `images`, whose depths are already checked, with `engine` over `window` (`None`: their
+/// union), pruning as `pruning` says: the transparent samples of the inputs before the merge,
+/// the hidden ones of a deep output after it, on the host around either engine, so both give
+/// the same bytes. The one dispatch between the engines: each band of a streamed merge goes
+/// through it, and so do in-memory merges (the Python module's). Inputs that are borrowed are
+/// copied only when pruning thins them.
+pub fn merge_checked(
+    engine: MergeEngine<'_>,
+    images: Vec<Cow<'_, DeepImage>>,
+    merge: &MergeOptions,
+    pruning: &Pruning,
+    window: Option<Bounds>,
+) -> Result<EngineOutput> {
+    let images: Vec<Cow<'_, DeepImage>> = if pruning.drop_transparent.is_some() {
+        images
+            .into_iter()
+            .map(|image| Cow::Owned(pruning.inputs(image.into_owned())))
+            .collect()
+    } else {
+        images
+    };
+    let refs: Vec<&DeepImage> = images.iter().map(|i| i.as_ref()).collect();
+    let (merged, stats) = match engine {
+        MergeEngine::Cpu => (merge_checked_images_over(&refs, merge, window)?, None),
+        #[cfg(feature = "gl")]
+        MergeEngine::Gl(ctx, gl) => {
+            let (out, stats) = merge_images_gl_over(ctx, &refs, merge, &gl, window)?;
+            (out, Some(stats))
+        }
+        #[cfg(not(feature = "gl"))]
+        MergeEngine::Gl(never, _) => match never {},
+    };
+    Ok((pruning.output(merged), stats))
 }
 
 /// What a streamed merge did.
@@ -268,33 +312,24 @@ impl<'o> StreamMerge<'o> {
                 y1: *band.end(),
                 ..window
             };
-            // Pruning runs on the host around either engine, so both give the same bytes.
-            let images: Vec<DeepImage> = images
-                .into_iter()
-                .map(|image| options.pruning.inputs(image))
-                .collect();
-            let refs: Vec<&DeepImage> = images.iter().collect();
-            match engine {
-                // The reader checked every band's depths as it assembled it (pruning only drops
-                // samples).
-                MergeEngine::Cpu => {
-                    merge_checked_images_over(&refs, &options.merge, Some(band_window))
+            // The reader checked every band's depths as it assembled it.
+            let images = images.into_iter().map(Cow::Owned).collect();
+            let merged = merge_checked(
+                engine,
+                images,
+                &options.merge,
+                &options.pruning,
+                Some(band_window),
+            )
+            .map_err(|e| e.in_merge(&paths))?;
+            #[cfg(feature = "gl")]
+            if let Some(band_stats) = merged.1 {
+                match &mut report.gpu_stats {
+                    Some(total) => *total += band_stats,
+                    None => report.gpu_stats = Some(band_stats),
                 }
-                #[cfg(feature = "gl")]
-                MergeEngine::Gl(ctx, gl) => {
-                    let (out, band_stats) =
-                        merge_images_gl_over(ctx, &refs, &options.merge, &gl, Some(band_window))?;
-                    match &mut report.gpu_stats {
-                        Some(total) => *total += band_stats,
-                        None => report.gpu_stats = Some(band_stats),
-                    }
-                    Ok(out)
-                }
-                #[cfg(not(feature = "gl"))]
-                MergeEngine::Gl(never, _) => match never {},
             }
-            .map(|merged| options.pruning.output(merged))
-            .map_err(|e| e.in_merge(&paths))
+            Ok(merged.0)
         })?;
         Ok(report)
     }
