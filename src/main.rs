@@ -180,11 +180,9 @@ enum Command {
 /// How every command that writes an EXR writes it: compression and carried metadata.
 #[derive(Args, Clone, Debug)]
 pub(crate) struct OutputArgs {
-    /// Compression: none, rle, zips, zstd (OpenEXR 3.5's; level: --zstd-level), and zip for
-    /// flat output only (OpenEXR refuses it for deep parts). Default: zips for deep output,
-    /// zip for flat output. ZSTD output needs OpenEXR 3.5 or later to read it: older readers
-    /// refuse it (oiiotool 2.4: "Unknown compression type").
-    #[arg(long, value_name = "CODEC", value_parser = named::<Codec>(&["none", "rle", "zips", "zip", "zstd"]))]
+    // The names and the help are the codec table's (`exr::CODEC_NAMES`, `exr::compression_help`),
+    // so a new codec needs no edit here.
+    #[arg(long, value_name = "CODEC", help = exr::compression_help(), value_parser = named::<Codec>(exr::CODEC_NAMES))]
     compression: Option<Codec>,
     /// The zstd level, 1 to 22 (default 5, OpenEXR's), with --compression zstd.
     #[arg(long, value_name = "N")]

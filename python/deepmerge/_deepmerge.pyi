@@ -165,7 +165,7 @@ def merge(
     ``--channels``; ``bbox`` as ``--bbox``: "union" (default), "intersection", "first" or
     (x0, y0, x1, y1)."""
 
-Compression = Optional[Literal["none", "rle", "zips", "zip"]]
+Compression = Optional[Literal["none", "rle", "zips", "zip", "zstd"]]
 
 def deep_slice(
     input: PathLike,

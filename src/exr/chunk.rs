@@ -5,7 +5,7 @@
 use exr::meta::header::Header;
 use exr::meta::BlockDescription;
 
-use super::compression::{decompress, BlockLayout, Codec};
+use super::codec::{decompress, BlockLayout, Codec};
 use crate::deep::Bounds;
 use crate::error::{Error, Result};
 

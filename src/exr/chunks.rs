@@ -29,7 +29,7 @@ use half::f16;
 use rayon::prelude::*;
 
 use super::chunk::{chunk_counts, read_chunk_head, ChunkHead, MAX_CHUNK_HEAD_BYTES};
-use super::compression::{check_plausible, decompress, BlockLayout, Codec};
+use super::codec::{check_plausible, decompress, BlockLayout, Codec};
 use super::header::{chunk_slot, expected_chunk_count, read_headers_of, select_part, PartSelector};
 use super::source::ByteSource;
 use crate::deep::{Bounds, Channel, ChannelRole, DeepImage, DeepState, Plane, SampleType};

@@ -27,7 +27,7 @@ use exr::meta::MetaData;
 use half::f16;
 use rayon::prelude::*;
 
-use super::compression::{compression_name, decompress, BlockLayout, Codec};
+use super::codec::{compression_name, decompress, BlockLayout, Codec};
 use super::header::{expected_chunk_count, read_headers_of, PartInfo, PartSelector};
 use super::source::ByteSource;
 use crate::deep::{Bounds, Channel, Plane};
@@ -120,10 +120,11 @@ impl FlatSource {
         let index = select_flat_part(&infos, selector)?;
         let info = &infos[index];
         let header = &headers.meta.headers[index];
-        let unpacker = match info.compression_id {
-            id @ (0..=3 | 13) => Unpacker::Own(Codec::for_deep_part(id)?),
-            4..=11 => Unpacker::Exr,
-            id => {
+        // Our own codecs first (every row of the codec table), then those the `exr` crate reads.
+        let unpacker = match (Codec::from_id(info.compression_id), info.compression_id) {
+            (Some(codec), _) => Unpacker::Own(codec),
+            (None, 4..=11) => Unpacker::Exr,
+            (None, id) => {
                 return Err(Error::format(format!(
                     "its flat part is compressed with {}, which deepmerge cannot read",
                     compression_name(id)

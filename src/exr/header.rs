@@ -11,7 +11,7 @@ use exr::meta::header::Header;
 use exr::meta::{BlockDescription, MetaData};
 
 use super::attributes::{read_headers, RawAttribute};
-use super::compression::compression_name;
+use super::codec::compression_name;
 use super::source::ByteSource;
 use crate::deep::{Bounds, Channel, DeepState, SampleType};
 use crate::error::{Error, ErrorKind, Result};

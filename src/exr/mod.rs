@@ -14,7 +14,7 @@
 mod attributes;
 mod chunk;
 mod chunks;
-mod compression;
+mod codec;
 mod flat_chunks;
 mod header;
 mod id_manifest;
@@ -25,16 +25,15 @@ mod selection;
 mod sink;
 mod source;
 mod write;
-mod zstd;
 
 pub use attributes::{
     carried_attributes, software_attribute, MetadataMode, RawAttribute, REQUIRED_CARRIED,
     WRITER_OWNED,
 };
 pub use chunks::{ChunkSource, BANDS_IN_FLIGHT};
-pub use compression::{
-    check_deep_output, check_plausible, compress, compression_name, decompress, max_unpacked,
-    BlockLayout, Codec, ZSTD_DEFAULT_LEVEL, ZSTD_LEVELS,
+pub use codec::{
+    check_deep_output, check_plausible, compress, compression_help, compression_name, decompress,
+    max_unpacked, BlockLayout, Codec, CODEC_NAMES, ZSTD_DEFAULT_LEVEL, ZSTD_LEVELS,
 };
 pub use flat_chunks::{FlatRows, FlatSource};
 pub(crate) use header::select_part;

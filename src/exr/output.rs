@@ -4,7 +4,7 @@
 //! flat writers' options, refusing what OpenEXR would not read (ZIP for deep parts).
 
 use super::attributes::{carried_attributes, software_attribute, MetadataMode, RawAttribute};
-use super::compression::{check_deep_output, Codec, ZSTD_LEVELS};
+use super::codec::{check_deep_output, Codec, DEEP_DEFAULT, FLAT_DEFAULT, ZSTD_LEVELS};
 use super::write::{DeepWriteOptions, FlatType, FlatWriteOptions};
 use crate::error::{Error, Result};
 
@@ -45,7 +45,7 @@ impl OutputOptions {
     /// as `write_state` says, and `software` (a command adds its first input's attributes, see
     /// [`Self::attributes_from`]).
     pub fn deep(&self, write_state: bool) -> Result<DeepWriteOptions> {
-        let codec = self.compression.unwrap_or(Codec::Zips);
+        let codec = self.compression.unwrap_or(DEEP_DEFAULT);
         check_deep_output(codec)?;
         Ok(DeepWriteOptions {
             codec,
@@ -59,7 +59,7 @@ impl OutputOptions {
     pub fn flat(&self, flat_type: FlatType) -> FlatWriteOptions {
         FlatWriteOptions {
             flat_type,
-            codec: self.compression.unwrap_or(Codec::Zip),
+            codec: self.compression.unwrap_or(FLAT_DEFAULT),
             attributes: vec![software_attribute()],
         }
     }

@@ -29,7 +29,7 @@ use std::path::Path;
 use super::attributes as exr_attributes;
 use rayon::prelude::*;
 
-use super::compression::{compress, BlockLayout, Codec};
+use super::codec::{compress, BlockLayout, Codec};
 use super::write::{
     encode_chunk, encode_deep_header_patchable, scanline_header_start, write_attributes,
     AtomicFile, DeepHeader, DeepHeaderPatches, FlatWriteOptions,

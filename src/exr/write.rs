@@ -18,7 +18,7 @@ use exr::prelude::SmallVec;
 use rayon::prelude::*;
 
 use super::attributes::{RawAttribute, REQUIRED_CARRIED, WRITER_OWNED};
-use super::compression::{compress, BlockLayout, Codec};
+use super::codec::{compress, BlockLayout, Codec};
 use crate::cleanup::TempFileGuard;
 use crate::deep::{Bounds, DeepImage, FlatImage, SampleType};
 use crate::error::{Error, Result};

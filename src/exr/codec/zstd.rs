@@ -25,7 +25,7 @@
 
 use std::cell::RefCell;
 
-use super::compression::BlockLayout;
+use super::layout::BlockLayout;
 use crate::error::{Error, Result};
 
 /// The frame's magic number, the bytes `zstd-exr` read as a little-endian u64.
@@ -111,9 +111,15 @@ fn segments(split: usize, total: usize) -> Vec<(std::ops::Range<usize>, usize)> 
     }
 }
 
-/// Pack `raw`, laid out as `layout` says, into a zstd-exr frame at zstd level `level`.
-/// The caller stores the block raw instead when this is not smaller.
-pub(super) fn compress(raw: &[u8], layout: &BlockLayout, level: i32) -> Vec<u8> {
+/// Pack `raw`, laid out as `layout` says, into a zstd-exr frame at zstd level `level`
+/// ([`DEFAULT_LEVEL`] when `None`). The caller stores the block raw instead when this is not
+/// smaller.
+pub(super) fn pack(raw: &[u8], layout: &BlockLayout, level: Option<i32>) -> Option<Vec<u8>> {
+    Some(compress(raw, layout, level.unwrap_or(DEFAULT_LEVEL)))
+}
+
+/// [`pack`] at a stated level.
+fn compress(raw: &[u8], layout: &BlockLayout, level: i32) -> Vec<u8> {
     let sorted_rows = sorted_rows(layout);
     assert_eq!(
         sorted_rows.total,
@@ -164,7 +170,7 @@ pub(super) fn compress(raw: &[u8], layout: &BlockLayout, level: i32) -> Vec<u8> 
 
 /// Unpack a zstd-exr frame into the `expected` bytes of a block laid out as `layout` says.
 /// `what` names the block in errors.
-pub(super) fn decompress(
+pub(super) fn unpack(
     packed: &[u8],
     expected: usize,
     layout: &BlockLayout,
@@ -373,7 +379,7 @@ mod tests {
             let raw: Vec<u8> = (0..total).map(|i| (i * 7 % 13) as u8).collect();
             let packed = compress(&raw, &layout, DEFAULT_LEVEL);
             assert_eq!(&packed[..8], b"zstd-exr");
-            assert_eq!(decompress(&packed, total, &layout, "t").unwrap(), raw);
+            assert_eq!(unpack(&packed, total, &layout, "t").unwrap(), raw);
         }
     }
 
@@ -384,18 +390,18 @@ mod tests {
         let packed = compress(&raw, &layout, DEFAULT_LEVEL);
         let mut wrong_size = packed.clone();
         wrong_size[16] ^= 1;
-        assert!(decompress(&wrong_size, 300, &layout, "t").is_err());
+        assert!(unpack(&wrong_size, 300, &layout, "t").is_err());
         let mut wrong_format = packed.clone();
         wrong_format[8] = 9;
-        let err = decompress(&wrong_format, 300, &layout, "t").unwrap_err();
+        let err = unpack(&wrong_format, 300, &layout, "t").unwrap_err();
         assert!(err.to_string().contains("unknown frame format 9"), "{err}");
         // Counts that disagree with the chunk's size are refused before unpacking.
-        let err = decompress(&packed, 299, &layout, "t").unwrap_err();
+        let err = unpack(&packed, 299, &layout, "t").unwrap_err();
         assert!(err.to_string().contains("need 300 bytes"), "{err}");
         let mut truncated = packed.clone();
         truncated.truncate(packed.len() - 2);
         let n = truncated.len() as u64 - 24;
         truncated[16..24].copy_from_slice(&n.to_le_bytes());
-        assert!(decompress(&truncated, 300, &layout, "t").is_err());
+        assert!(unpack(&truncated, 300, &layout, "t").is_err());
     }
 }
