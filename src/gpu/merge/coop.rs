@@ -116,8 +116,9 @@ impl<'a> LongPixels<'a> {
     }
 }
 
-/// [`merge_deep`](crate::gpu::resident::merge_deep) with long lists merged as `long_lists` says (same output): `merge.comp` lists
-/// the long pixels and merges the rest, then `merge_coop.comp` merges the listed ones.
+/// [`merge_deep`](crate::gpu::resident::merge_deep) with long lists merged as `long_lists`
+/// says (same output): `merge.comp` lists the long pixels and merges the rest, then
+/// `merge_coop.comp` merges the listed ones.
 pub fn merge_deep_scheduled<'a>(
     ctx: &'a GlContext,
     a: &GpuImage<'a>,
@@ -136,8 +137,8 @@ pub fn merge_deep_scheduled<'a>(
     Ok(out)
 }
 
-/// [`merge_flat`](crate::gpu::resident::merge_flat) with long lists merged as `long_lists` says (same output), as
-/// [`merge_deep_scheduled`] does.
+/// [`merge_flat`](crate::gpu::resident::merge_flat) with long lists merged as `long_lists`
+/// says (same output), as [`merge_deep_scheduled`] does.
 pub fn merge_flat_scheduled<'a>(
     ctx: &'a GlContext,
     a: &GpuImage<'a>,
