@@ -1,0 +1,320 @@
+//! The GPU stages on resident buffers: build an image in a layout from a pixel-ordered stream
+//! (upload → scan → min counts → scatter) and merge two images into a third or into a flat
+//! composite, pairwise (`merge.comp`) or all inputs of a stacked image in one pass
+//! (`merge_kway.comp`, [`GpuStack`]). The host-side orchestration (bands, inputs, readback)
+//! lives in `merge/`.
+//!
+//! This file holds what every stage shares (an image on the GPU, its column table, a merge's
+//! specification, the flat composite); builds are in `build.rs`, pairwise merges in
+//! `pairwise.rs` and k-way merges in `kway.rs`.
+
+use glow::HasContext;
+
+use super::buffer::GpuBuffer;
+use super::program::Defines;
+use super::scan::exclusive_scan_buffer;
+use super::stats::BufferBytes;
+use super::GlContext;
+use crate::error::{Error, Result};
+pub use crate::vocab::kway_stride;
+use crate::vocab::{BuiltImage, Fragment, Layout, MergeMethod, GROUP_SIZE, MAX_KWAY_INPUTS};
+
+/// What the flat composite needs to know about the composited columns (from
+/// `composite::CompositeChannels`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColumnSpec {
+    /// Per column, the column of its alpha, or `None` for alpha columns.
+    pub alpha_of: Vec<Option<usize>>,
+}
+
+impl ColumnSpec {
+    /// Values stored per fragment slot (at least 1: GLSL has no empty arrays).
+    pub fn stride(&self) -> usize {
+        self.alpha_of.len().max(1)
+    }
+
+    /// Add the column table to `defines` (`NUM_COLUMNS`, `ALPHA_OF_LIST`, `ALPHAS_LIST`, ...), as
+    /// every stage that composites reads it.
+    pub fn defines(&self, defines: Defines) -> Defines {
+        let mut alpha_of: Vec<String> = self
+            .alpha_of
+            .iter()
+            .map(|a| a.map_or("-1".to_string(), |a| a.to_string()))
+            .collect();
+        if alpha_of.is_empty() {
+            alpha_of.push("-1".into());
+        }
+        let alphas: Vec<String> = self
+            .alpha_of
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.is_none())
+            .map(|(k, _)| k.to_string())
+            .collect();
+        let count = alphas.len();
+        defines
+            .set("NUM_COLUMNS", self.stride())
+            .set("ALPHA_OF_LIST", alpha_of.join(","))
+            .set("NUM_ALPHAS", count)
+            .set("NUM_ALPHAS_ALLOC", count.max(1))
+            .set(
+                "ALPHAS_LIST",
+                if count == 0 {
+                    "0".to_string()
+                } else {
+                    alphas.join(",")
+                },
+            )
+    }
+}
+
+/// One deep image resident on the GPU in a layout.
+pub struct GpuImage<'a> {
+    /// The layout.
+    pub layout: Layout,
+    /// BIA block size (also what RBM merges it with).
+    pub block_size: u32,
+    /// For LL: lists run front to back. Arrays are stored ascending.
+    pub ascending: bool,
+    /// Pixels.
+    pub pixels: usize,
+    /// Fragments.
+    pub samples: usize,
+    /// Values per slot.
+    pub stride: usize,
+    /// Fragment keys, one per slot (LL: node 0 unused).
+    pub keys: GpuBuffer<'a>,
+    /// `stride` values per slot.
+    pub values: GpuBuffer<'a>,
+    /// Exclusive scan of the counts (`pixels + 1`).
+    pub offsets: GpuBuffer<'a>,
+    /// IA/BIA: per-group min counts; LL: heads.
+    pub aux1: GpuBuffer<'a>,
+    /// LL: next pointers, with the node counter in entry 0.
+    pub aux2: GpuBuffer<'a>,
+}
+
+impl<'a> GpuImage<'a> {
+    /// Bytes of each buffer, as `--stats` reports them.
+    pub fn bytes(&self) -> BufferBytes {
+        BufferBytes {
+            keys: self.keys.bytes as u64,
+            values: self.values.bytes as u64,
+            offsets: self.offsets.bytes as u64,
+            min_counts_or_heads: if self.layout == Layout::Linearised {
+                0
+            } else {
+                self.aux1.bytes as u64
+            },
+            next: if self.layout == Layout::LinkedList {
+                self.aux2.bytes as u64
+            } else {
+                0
+            },
+        }
+    }
+
+    fn bind(&self, first: u32) {
+        self.keys.bind(first);
+        self.values.bind(first + 1);
+        self.offsets.bind(first + 2);
+        self.aux1.bind(first + 3);
+        self.aux2.bind(first + 4);
+    }
+
+    /// Read the whole image back into its CPU twin's form (values only when `with_values`).
+    pub fn read_back(&self, with_values: bool) -> BuiltImage {
+        let slots = self.samples + usize::from(self.layout == Layout::LinkedList);
+        let groups = self.pixels.div_ceil(GROUP_SIZE as usize);
+        BuiltImage {
+            layout: self.layout,
+            block_size: self.block_size,
+            columns: self.stride,
+            offsets: self.offsets.read(self.pixels + 1),
+            min_counts: match self.layout {
+                Layout::Interleaved | Layout::BlockedInterleaved => self.aux1.read(groups),
+                _ => Vec::new(),
+            },
+            head: if self.layout == Layout::LinkedList {
+                self.aux1.read(self.pixels)
+            } else {
+                Vec::new()
+            },
+            next: if self.layout == Layout::LinkedList {
+                self.aux2.read(slots)
+            } else {
+                Vec::new()
+            },
+            slots: self.keys.read(slots),
+            values: if with_values {
+                self.values.read(slots * self.stride)
+            } else {
+                Vec::new()
+            },
+            ascending: self.ascending,
+        }
+    }
+}
+
+pub(crate) fn layout_defines(
+    defines: Defines,
+    name: &str,
+    layout: Layout,
+    binding: u32,
+    access: &str,
+) -> Defines {
+    let mut defines = defines
+        .set(&format!("{name}_LAYOUT"), layout.glsl_id())
+        .set(&format!("{name}_ACCESS"), access);
+    for k in 0..5 {
+        defines = defines.set(&format!("{name}_BINDING_{k}"), binding + k);
+    }
+    defines
+}
+
+/// The BLOCK_SIZE a stage on `layout` is specialised with: only BIA depends on it, so the
+/// others share one program (compiling on llvmpipe is slow enough to matter).
+fn block_for(layout: Layout, block_size: u32) -> u32 {
+    if layout == Layout::BlockedInterleaved {
+        block_size
+    } else {
+        1
+    }
+}
+
+fn base_defines(block_size: u32) -> Defines {
+    Defines::default()
+        .set("GROUP_SIZE", GROUP_SIZE)
+        .set("BLOCK_SIZE", block_size)
+}
+
+/// Allocate the buffers of an image with `offsets` already computed (`samples` in all).
+#[allow(clippy::too_many_arguments)]
+fn allocate<'a>(
+    ctx: &'a GlContext,
+    layout: Layout,
+    block_size: u32,
+    ascending: bool,
+    pixels: usize,
+    samples: usize,
+    stride: usize,
+    offsets: GpuBuffer<'a>,
+) -> Result<GpuImage<'a>> {
+    let slots = samples + usize::from(layout == Layout::LinkedList);
+    let keys = ctx.zeroed(slots * std::mem::size_of::<Fragment>())?;
+    let values = ctx.zeroed(slots * stride * 4)?;
+    let (aux1, aux2) = match layout {
+        Layout::LinkedList => {
+            let next = ctx.zeroed(slots * 4)?;
+            // The node counter starts at 1 (node 0 is the null node): set on the GPU.
+            ctx.set_u32_one(&next, 0)?;
+            (ctx.zeroed(pixels * 4)?, next)
+        }
+        Layout::Linearised => (ctx.zeroed(4)?, ctx.zeroed(4)?),
+        Layout::Interleaved | Layout::BlockedInterleaved => {
+            let groups = pixels.div_ceil(GROUP_SIZE as usize);
+            let min_counts = ctx.zeroed(groups * 4)?;
+            let program = ctx.use_stage(
+                "min_counts.comp",
+                &base_defines(block_for(layout, block_size)).set("LAYOUT", layout.glsl_id()),
+            )?;
+            ctx.uniform_u32(program, "u_pixels", pixels as u32);
+            offsets.bind(0);
+            min_counts.bind(1);
+            ctx.set_dispatch_bytes((offsets.bytes + min_counts.bytes) as u64);
+            ctx.dispatch(groups, 64)?;
+            (min_counts, ctx.zeroed(4)?)
+        }
+    };
+    Ok(GpuImage {
+        layout,
+        block_size,
+        ascending: layout != Layout::LinkedList || ascending,
+        pixels,
+        samples,
+        stride,
+        keys,
+        values,
+        offsets,
+        aux1,
+        aux2,
+    })
+}
+
+mod build;
+mod kway;
+mod pairwise;
+
+pub use build::build_image;
+pub use kway::{merge_deep_kway, merge_flat_kway, GpuStack};
+pub use pairwise::{merge_deep, merge_flat, merge_program_binary};
+pub(crate) use pairwise::{merge_deep_listing, merge_flat_listing, Listing};
+
+/// How one merge runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MergeSpec {
+    /// Stepwise or register blocks.
+    pub method: MergeMethod,
+    /// Register block size (and BIA block).
+    pub block_size: u32,
+    /// Walk the lists back to front (see `glsl/merge.comp`).
+    pub descending: bool,
+    /// How RBM indexes its blocks (ignored by stepwise).
+    pub rbm_blocks: super::RbmBlocks,
+}
+
+impl MergeSpec {
+    pub(crate) fn defines(
+        &self,
+        a: &GpuImage,
+        b: &GpuImage,
+        out: Option<Layout>,
+    ) -> Result<Defines> {
+        for (name, image) in [("A", a), ("B", b)] {
+            if image.layout == Layout::LinkedList && image.ascending == self.descending {
+                return Err(Error::internal(format!(
+                    "list {name} runs the other way from the merge"
+                )));
+            }
+        }
+        // A stepwise merge touching no BIA image does not depend on the block size.
+        let uses_block = self.method == MergeMethod::RegisterBlock
+            || a.layout == Layout::BlockedInterleaved
+            || b.layout == Layout::BlockedInterleaved
+            || out == Some(Layout::BlockedInterleaved);
+        let d = base_defines(if uses_block { self.block_size } else { 1 })
+            .set(
+                "MERGE_METHOD",
+                u32::from(self.method == MergeMethod::RegisterBlock),
+            )
+            .set("MERGE_DESC", u32::from(self.descending))
+            .set(
+                "RBM_SHIFT",
+                u32::from(
+                    self.method == MergeMethod::RegisterBlock
+                        && self.rbm_blocks == super::RbmBlocks::Shifted,
+                ),
+            );
+        let d = layout_defines(d, "A", a.layout, 0, "readonly");
+        Ok(layout_defines(d, "B", b.layout, 5, "readonly"))
+    }
+}
+
+/// A flat composite resident on the GPU.
+pub struct GpuFlat<'a> {
+    /// `stride` values per pixel.
+    pub values: GpuBuffer<'a>,
+    /// Per pixel (input, index, Z bits, flags): 1 = has a front sample, 2 = needs tidying.
+    pub front: GpuBuffer<'a>,
+    /// Pixels.
+    pub pixels: usize,
+    /// One u32: how many pixels are flagged 2 (needs tidying).
+    pub flagged: GpuBuffer<'a>,
+}
+
+impl GpuFlat<'_> {
+    /// Bytes of the composite's values and front records.
+    pub fn bytes(&self) -> u64 {
+        (self.values.bytes + self.front.bytes) as u64
+    }
+}
