@@ -1,6 +1,5 @@
 //! Shader storage buffers: creating buffer objects, and [`GpuBuffer`], which knows its size and
-//! frees itself or goes back to its
-//! context's pool (`pool.rs`).
+//! frees itself or goes back to its context's pool (`pool.rs`).
 
 use glow::HasContext;
 
@@ -98,14 +97,7 @@ impl<'a> GpuBuffer<'a> {
     /// binds the size it stands for, within the storage-block limit it was checked against.
     pub fn bind(&self, index: u32) {
         if self.bytes == self.capacity || self.bytes == 0 {
-            // SAFETY: the buffer is alive.
-            unsafe {
-                self.ctx
-                    .gl
-                    .bind_buffer_base(glow::SHADER_STORAGE_BUFFER, index, Some(self.buffer))
-            };
-            self.ctx.with_checker(|c| c.bind(index, id(self.buffer)));
-            self.ctx.gl_called("glBindBufferBase");
+            self.ctx.bind_storage_buffer(index, self.buffer);
         } else {
             self.bind_words(index, self.bytes);
         }
@@ -201,9 +193,8 @@ pub(crate) fn id(buffer: glow::Buffer) -> u32 {
 }
 
 impl super::GlContext {
-    /// Bind a whole buffer object made outside the pool (the viewer's) to storage binding
-    /// `index`, as [`GpuBuffer::bind`] does.
-    #[cfg(feature = "view")]
+    /// Bind the whole of `buffer` (of this context: a [`GpuBuffer`]'s, or one of the viewer's
+    /// own) to storage binding `index`.
     pub(crate) fn bind_storage_buffer(&self, index: u32, buffer: glow::Buffer) {
         // SAFETY: the caller's buffer belongs to this context.
         unsafe {

@@ -6,7 +6,8 @@
 //! `tidy_on_gpu`: `None` is the GPU on hardware, the host on a software rasteriser). So every GL
 //! test states where they run ([`Stages`]), and [`assert_merge_matches`] is the one place that
 //! turns that into a tolerance: bit-identical after the host's tidy (it is the reference's own
-//! code), [`GPU_TIDY_TOLERANCE`] on the pixels the GPU tidied (f32) and exact everywhere else.
+//! code), `deepmerge::verify::GPU_TIDY_TOLERANCE` on the pixels the GPU tidied (f32) and exact
+//! everywhere else.
 //! The same tests then check the same code on llvmpipe and on a hardware GPU.
 #![allow(dead_code)]
 
@@ -170,11 +171,6 @@ pub fn crop(image: &DeepImage, window: Bounds) -> DeepImage {
     image.cropped(window)
 }
 
-/// The stated tolerance of the GPU tidy (`tidy.comp`, f32 with series `log1p`/`expm1`) against
-/// the f64 reference: absolute, relative above magnitude 1. Half channels get one half ulp more
-/// on each side (see `close`), as a tiny difference can flip their rounding.
-pub const GPU_TIDY_TOLERANCE: f32 = 1e-5;
-
 /// Where a GL merge runs its sort (`sort.comp`) and tidy (`tidy.comp`) stages, as a test states
 /// it. Sorting is exact in both places; the tidy is f32 on the GPU and the reference's own f64
 /// code on the host, which decides the tolerance ([`assert_merge_matches`]).
@@ -322,8 +318,8 @@ pub fn assert_gl_matches(
 /// THE tolerance of a GL merge against the reference, from where it tidied:
 /// - host: bit-identical (flat bit for bit: the shaders keep the reference's order of operations
 ///   and `precise` forbids fma; deep: every channel copied from the sources);
-/// - GPU: in the pixels the tidy changed, float values within [`GPU_TIDY_TOLERANCE`] (plus the
-///   rounding of half channels), with counts, depths (Z, ZBack), uint channels (ids) and the front
+/// - GPU: in the pixels the tidy changed, float values within the library's
+///   `GPU_TIDY_TOLERANCE` (plus the rounding of half channels), with counts, depths (Z, ZBack), uint channels (ids) and the front
 ///   sample's Z exact; every other pixel bit-identical.
 pub fn assert_merge_matches(got: &MergeOutput, reference: &Reference, tidy: Stages, what: &str) {
     let tidied = |p: usize| tidy == Stages::Gpu && reference.tidied[p];
@@ -379,15 +375,11 @@ fn is_exact(name: &str, sample_type: SampleType) -> bool {
     )
 }
 
-/// Within [`GPU_TIDY_TOLERANCE`]; where the channel is half, each side was rounded to half by
-/// up to half an ulp, so one ulp of `v` more.
+/// Within the GPU tidy's tolerance, the library's one definition
+/// ([`deepmerge::verify::within_gpu_tidy_tolerance`], which `gpu-info --verify` applies too);
+/// two NaNs match.
 fn close(u: f32, v: f32, half: bool) -> bool {
-    let mut allowed = GPU_TIDY_TOLERANCE * v.abs().max(1.0);
-    if half {
-        let h = f16::from_f32(v);
-        allowed += (f16::from_bits(h.to_bits() + 1).to_f32() - h.to_f32()).abs();
-    }
-    (u - v).abs() <= allowed || (u.is_nan() && v.is_nan())
+    deepmerge::verify::within_gpu_tidy_tolerance(u, v, half) || (u.is_nan() && v.is_nan())
 }
 
 fn assert_flat_matches(a: &FlatImage, b: &FlatImage, tidied: impl Fn(usize) -> bool, what: &str) {
