@@ -176,6 +176,16 @@ fn stages() -> Vec<Stage> {
             cycled: vec![block_axis()],
         },
         Stage {
+            file: "gather_count.comp",
+            product: vec![fixed("GROUP_SIZE", GROUP_SIZE), axis("PERMUTED", [0, 1])],
+            cycled: vec![fixed("NUM_COLUMNS", 1)],
+        },
+        Stage {
+            file: "gather.comp",
+            product: vec![fixed("GROUP_SIZE", GROUP_SIZE), axis("PERMUTED", [0, 1])],
+            cycled: vec![axis("NUM_COLUMNS", [1, 4, 6])],
+        },
+        Stage {
             file: "build.comp",
             product: vec![
                 fixed("GROUP_SIZE", GROUP_SIZE),

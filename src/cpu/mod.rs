@@ -7,6 +7,7 @@
 
 pub mod build;
 pub mod compact;
+pub mod gather;
 pub mod merge;
 pub mod scan;
 pub mod sort;

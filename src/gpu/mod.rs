@@ -34,6 +34,7 @@ pub(crate) mod buffer;
 pub mod compact;
 mod context;
 mod fence;
+pub mod gather;
 mod hazard;
 mod merge;
 pub(crate) mod pool;

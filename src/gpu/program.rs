@@ -203,6 +203,16 @@ impl GlContext {
         self.gl_called("glUniform1ui");
     }
 
+    /// Set an `int` uniform of the bound program (absent uniforms are ignored, as GL does).
+    pub(crate) fn uniform_i32(&self, program: glow::Program, name: &str, value: i32) {
+        // SAFETY: the program belongs to this context and is in use.
+        unsafe {
+            let location = self.gl.get_uniform_location(program, name);
+            self.gl.uniform_1_i32(location.as_ref(), value);
+        }
+        self.gl_called("glUniform1i");
+    }
+
     /// Run `program` (already in use) once per pixel: set `u_pixels`, bind each buffer to its
     /// binding, dispatch `pixels` invocations in groups of [`GROUP_SIZE`](crate::vocab::GROUP_SIZE).
     pub(crate) fn run_per_pixel(

@@ -91,8 +91,10 @@ pub struct GpuStats {
     pub merged_bytes: BufferBytes,
     /// Most bytes of images resident at once in any band.
     pub peak_bytes: u64,
-    /// Seconds: gathering streams on the host and uploading them.
+    /// Seconds: staging the inputs' decoded planes on the host (copies into GL included).
     pub upload_s: f64,
+    /// Bytes staged from the host (planes and per-pixel offsets).
+    pub staged_bytes: u64,
     /// Seconds: GPU builds (scan, min counts, scatter).
     pub build_s: f64,
     /// Seconds: GPU merges (counting, scan and merge kernels).
@@ -126,6 +128,7 @@ impl GpuStats {
             merged_bytes: BufferBytes::default(),
             peak_bytes: 0,
             upload_s: 0.0,
+            staged_bytes: 0,
             build_s: 0.0,
             merge_s: 0.0,
             readback_s: 0.0,
@@ -151,6 +154,7 @@ impl AddAssign for GpuStats {
         self.merged_bytes += band.merged_bytes;
         self.peak_bytes = self.peak_bytes.max(band.peak_bytes);
         self.upload_s += band.upload_s;
+        self.staged_bytes += band.staged_bytes;
         self.build_s += band.build_s;
         self.merge_s += band.merge_s;
         self.readback_s += band.readback_s;

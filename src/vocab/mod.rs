@@ -9,12 +9,14 @@
 //! - [`sample`]: [`Sample`] and [`Fragment`], the one conversion between them, the key rule
 //!   ([`depth_key`]) and the order ([`depth_less`], [`depth_cmp`]);
 //! - [`built`]: an image in a layout as the host sees it ([`BuiltImage`]);
-//! - [`stages`]: constants and records the sort, tidy and compaction stages exchange.
+//! - [`stages`]: constants and records the sort, tidy and compaction stages exchange;
+//! - [`staged`]: one input's band as it is staged for the GPU gather ([`StagedInput`]).
 
 pub mod address;
 mod built;
 pub mod layout;
 pub mod sample;
+mod staged;
 mod stages;
 
 pub use built::BuiltImage;
@@ -23,6 +25,7 @@ pub use layout::{
     RbmBlocks, GROUP_SIZE, MAX_BLOCK_SIZE, MAX_KWAY_INPUTS, TILE,
 };
 pub use sample::{depth_cmp, depth_key, depth_less, Fragment, Sample};
+pub use staged::{SlotSource, StagedInput};
 pub use stages::{
     FlagField, TidiedPixels, GATE_LIMIT, LOCAL_GROUP_SIZE, LOCAL_SORT_SIZE, REG_SORT_SIZE,
     VALUE_ROUND,

@@ -1,55 +1,112 @@
-//! The host gather: one input's samples in one band, pixel by pixel in layout order, as the
-//! stream the GPU builds an image from (counts, fragment keys, composited values), sorted per
-//! pixel on the host when the GPU is not to sort them.
+//! A band's inputs, from the planes the reader decoded to the stream a build scatters, on the
+//! GPU: each input's rows of the band are staged as they are ([`StagedInput`]: half stays
+//! half), the GPU counts each layout pixel's samples, scans the counts and gathers the keys and
+//! values at the scanned offsets (`gpu::gather`). One input gives a chain's image; several are
+//! stacked, each in a slice of [`kway_stride`] pixels, for a k-way merge.
+
+use std::ops::Range;
 
 use super::band::Band;
-use crate::composite::{read_sample, MergePlan};
-use crate::vocab::Fragment;
+use crate::composite::MergePlan;
+use crate::error::Result;
+use crate::gpu::gather::{gather, gather_counts, stage, GatherBand};
+use crate::gpu::resident::{kway_stride, Stream};
+use crate::gpu::scan::exclusive_scan_buffer;
+use crate::gpu::GlContext;
+use crate::vocab::{Fragment, PixelOrder, StagedInput};
 
-/// Input `k`'s samples in `band`, pixel by pixel in layout order: counts, keys, values.
-pub(super) fn gather_stream(
+/// What the gather made, and what staging it cost the host.
+pub(super) struct Gathered<'a> {
+    /// The stream, in layout pixel order (stacked: input after input).
+    pub(super) stream: Stream<'a>,
+    /// Bytes staged from the host.
+    pub(super) staged_bytes: u64,
+    /// Host seconds spent staging.
+    pub(super) staging_s: f64,
+}
+
+/// Gather inputs `inputs` of `plan` over `band` into one stream of `stride` values per key:
+/// one input in the band's own pixel order, or (`stacked`) each input in its own slice of
+/// [`kway_stride`] pixels, the padding empty.
+pub(super) fn gather_band<'a>(
+    ctx: &'a GlContext,
     plan: &MergePlan,
-    k: usize,
+    inputs: Range<usize>,
     band: &Band,
+    order: PixelOrder,
     stride: usize,
-    sort_on_host: bool,
-) -> (Vec<u32>, Vec<Fragment>, Vec<f32>) {
-    let image = plan.inputs[k];
-    let window = plan.window;
-    let depth = plan.depth[k];
-    let sources = &plan.sources[k];
-    let mut counts = Vec::with_capacity(band.pixels());
-    let mut keys = Vec::new();
-    let mut values = Vec::new();
-    let mut order: Vec<usize> = Vec::new();
-    for &q in &band.perm {
-        let x = window.x0 + (q as usize % band.width) as i32;
-        let y = window.y0 + (band.row0 + q as usize / band.width) as i32;
-        let Some(p) = image.pixel_index(x, y) else {
-            counts.push(0);
-            continue;
-        };
-        let range = image.range(p);
-        counts.push(range.len() as u32);
-        let key = |index: usize| {
-            Fragment::try_from(read_sample(image, depth, k as u32, index))
-                .expect("inputs over 2^32 samples are refused before gathering")
-        };
-        order.clear();
-        order.extend(range);
-        if sort_on_host {
-            // Sorted here, stably, so equal depths keep file order (the GPU stage does the same).
-            order.sort_by(|&i, &j| key(i).depth_cmp(&key(j)));
-        }
-        for &index in &order {
-            keys.push(key(index));
-            for c in 0..stride {
-                values.push(match sources.get(c).copied().flatten() {
-                    Some(ch) => image.planes[ch].get_f32(index),
-                    None => 0.0,
-                });
-            }
-        }
+    stacked: bool,
+) -> Result<Gathered<'a>> {
+    let pixels = band.pixels();
+    let slice = if stacked { kway_stride(pixels) } else { pixels };
+    let order_buffer = match order {
+        PixelOrder::RowMajor => None,
+        _ => Some(ctx.upload(&band.perm)?),
+    };
+    let gather_band = GatherBand {
+        pixels,
+        width: band.width,
+        order: order_buffer.as_ref(),
+    };
+    let mut staged = Vec::with_capacity(inputs.len());
+    let (mut staged_bytes, mut staging_s) = (0u64, 0f64);
+    for k in inputs.clone() {
+        let start = std::time::Instant::now();
+        let input = StagedInput::new(
+            plan.inputs[k],
+            k as u32,
+            plan.depth[k],
+            &plan.sources[k],
+            plan.window,
+            band.row0,
+            band.rows,
+        );
+        let buffers = stage(ctx, &input, band.width)?;
+        staging_s += start.elapsed().as_secs_f64();
+        staged_bytes += buffers.bytes;
+        staged.push(buffers);
     }
-    (counts, keys, values)
+    let total_pixels = slice * inputs.len();
+    // Stacked slices leave padding no gather writes: it must count 0.
+    let counts = if slice == pixels {
+        ctx.scratch((total_pixels * 4).max(16))?
+    } else {
+        ctx.zeroed(total_pixels * 4)?
+    };
+    for (j, input) in staged.iter().enumerate() {
+        gather_counts(ctx, input, &gather_band, &counts, j * slice)?;
+    }
+    let offsets = exclusive_scan_buffer(ctx, &counts, total_pixels)?;
+    drop(counts);
+    let samples: usize = staged.iter().map(|s| s.samples).sum();
+    ctx.check_fits(
+        (samples + 1) * std::mem::size_of::<Fragment>().max(stride * 4),
+        "a band's gathered samples",
+    )?;
+    let keys = ctx.scratch((samples * std::mem::size_of::<Fragment>()).max(16))?;
+    let values = ctx.scratch((samples * stride * 4).max(16))?;
+    for (j, input) in staged.iter().enumerate() {
+        gather(
+            ctx,
+            input,
+            &gather_band,
+            &offsets,
+            j * slice,
+            &keys,
+            &values,
+            stride,
+        )?;
+    }
+    Ok(Gathered {
+        stream: Stream {
+            offsets,
+            keys,
+            values,
+            pixels: total_pixels,
+            samples,
+            stride,
+        },
+        staged_bytes,
+        staging_s,
+    })
 }

@@ -1,4 +1,5 @@
-//! The GL orchestration of one band: gather and build every input on the GPU, merge them all in
+//! The GL orchestration of one band: gather (from the decoded planes) and build every input on
+//! the GPU, merge them all in
 //! one pass (`MergeStrategy::KWay`: the inputs stacked into one image, `merge_kway.comp`) or
 //! pairwise with the deep intermediate resident (`MergeStrategy::Chain`, and k-way merges of
 //! more than `MAX_KWAY_INPUTS` inputs), tidying where volumes overlap on the GPU when the
@@ -9,18 +10,19 @@ use std::time::Instant;
 use super::assemble::Accumulated;
 use super::band::Band;
 use super::coop::{merge_deep_scheduled, merge_flat_scheduled};
-use super::gather::gather_stream;
+use super::gather::gather_band;
+use super::host_gather::host_gather;
 use super::prepare;
 use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind};
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
 use crate::gpu::resident::{
-    build_image, kway_stride, merge_deep_kway, merge_flat_kway, ColumnSpec, GpuFlat, GpuImage,
-    GpuStack, MergeSpec,
+    build_from_stream, build_image, kway_stride, merge_deep_kway, merge_flat_kway, upload_stream,
+    ColumnSpec, GpuFlat, GpuImage, GpuStack, MergeSpec,
 };
 use crate::gpu::stats::{BufferBytes, GpuStats};
 use crate::gpu::{tidy, GlContext, GlOptions, GpuBuffer};
-use crate::vocab::{Fragment, Layout, MergeStrategy, MAX_KWAY_INPUTS};
+use crate::vocab::{Layout, MergeStrategy, MAX_KWAY_INPUTS};
 
 /// What is resident after the merges: the flat composite or the merged deep image (with, when
 /// the GPU tidied it, per pixel 1 where the walk made new values).
@@ -120,33 +122,70 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         let mut images = Vec::new();
         let gpu_sorts = gl_options.sorts_on_gpu(ctx.info());
         for k in 0..plan.inputs.len().max(2) {
-            let start = Instant::now();
-            let needs_sort = k < plan.inputs.len() && plan.sort.sorts(plan.inputs[k].state);
-            let (counts, keys, values) = if k < plan.inputs.len() {
-                gather_stream(&plan, k, &band, stride, needs_sort && !gpu_sorts)
-            } else {
-                (vec![0; band.pixels()], Vec::new(), Vec::new())
-            };
-            stats.upload_s += start.elapsed().as_secs_f64();
-            let start = Instant::now();
             // Input 0 is read by merge 0, input k by merge k - 1: build lists the way it walks.
             let ascending = !descending[k.saturating_sub(1)];
-            let image = build_image(
-                ctx,
-                gl_options.layout,
-                gl_options.block_size,
-                ascending,
-                &counts,
-                &keys,
-                &values,
-                stride,
-                needs_sort && gpu_sorts,
-            )?;
+            let needs_sort = k < plan.inputs.len() && plan.sort.sorts(plan.inputs[k].state);
+            let image = if needs_sort && !gpu_sorts {
+                // Sorted on the host as it is gathered (see `host_gather`).
+                let start = Instant::now();
+                let (counts, keys, values) = host_gather(&plan, k, &band, stride, true);
+                stats.upload_s += start.elapsed().as_secs_f64();
+                stats.input_samples += keys.len() as u64;
+                let start = Instant::now();
+                let image = build_image(
+                    ctx,
+                    gl_options.layout,
+                    gl_options.block_size,
+                    ascending,
+                    &counts,
+                    &keys,
+                    &values,
+                    stride,
+                    false,
+                )?;
+                stats.build_s += start.elapsed().as_secs_f64();
+                image
+            } else if k < plan.inputs.len() {
+                let gathered = gather_band(
+                    ctx,
+                    &plan,
+                    k..k + 1,
+                    &band,
+                    gl_options.pixel_order,
+                    stride,
+                    false,
+                )?;
+                stats.upload_s += gathered.staging_s;
+                stats.staged_bytes += gathered.staged_bytes;
+                stats.input_samples += gathered.stream.samples as u64;
+                let start = Instant::now();
+                let image = build_from_stream(
+                    ctx,
+                    gl_options.layout,
+                    gl_options.block_size,
+                    ascending,
+                    gathered.stream,
+                    needs_sort,
+                )?;
+                stats.build_s += start.elapsed().as_secs_f64();
+                image
+            } else {
+                // A single input merges with an empty second image.
+                build_image(
+                    ctx,
+                    gl_options.layout,
+                    gl_options.block_size,
+                    ascending,
+                    &vec![0; band.pixels()],
+                    &[],
+                    &[],
+                    stride,
+                    false,
+                )?
+            };
             if sync_timing {
                 ctx.finish();
             }
-            stats.build_s += start.elapsed().as_secs_f64();
-            stats.input_samples += keys.len() as u64;
             stats.input_bytes += image.bytes();
             images.push(image);
         }
@@ -168,7 +207,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
     }
 
     /// [`Self::upload_band`] for a k-way merge: every input's stream gathered, padded to
-    /// [`kway_stride`] pixels and laid end to end, then built as one image (LL ascending);
+    /// [`crate::vocab::kway_stride`] pixels and laid end to end, then built as one image (LL ascending);
     /// sorted on the GPU when any input needs it (a stable sort leaves sorted pixels as they are).
     fn upload_stack(
         ctx: &'a GlContext,
@@ -184,39 +223,54 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         stats.kway = true;
         stats.bands = 1;
         stats.pixels = band.pixels() as u64;
-        let gpu_sorts = gl_options.sorts_on_gpu(ctx.info());
         let inputs = plan.inputs.len();
-        let padding = kway_stride(band.pixels()) - band.pixels();
+        let sort = (0..inputs).any(|k| plan.sort.sorts(plan.inputs[k].state));
+        let stream = if sort && !gl_options.sorts_on_gpu(ctx.info()) {
+            // Gathered and sorted on the host (see `host_gather`), padded to the slices.
+            let start = Instant::now();
+            let padding = kway_stride(band.pixels()) - band.pixels();
+            let (mut counts, mut keys, mut values) = (Vec::new(), Vec::new(), Vec::new());
+            for k in 0..inputs {
+                let needs_sort = plan.sort.sorts(plan.inputs[k].state);
+                let (c, f, v) = host_gather(&plan, k, &band, stride, needs_sort);
+                counts.extend(c);
+                counts.extend(std::iter::repeat_n(0, padding));
+                keys.extend(f);
+                values.extend(v);
+            }
+            stats.upload_s += start.elapsed().as_secs_f64();
+            stats.input_samples = keys.len() as u64;
+            upload_stream(ctx, &counts, &keys, &values, stride)?
+        } else {
+            let gathered = gather_band(
+                ctx,
+                &plan,
+                0..inputs,
+                &band,
+                gl_options.pixel_order,
+                stride,
+                true,
+            )?;
+            stats.upload_s += gathered.staging_s;
+            stats.staged_bytes += gathered.staged_bytes;
+            stats.input_samples = gathered.stream.samples as u64;
+            gathered.stream
+        };
+        let sort = sort && gl_options.sorts_on_gpu(ctx.info());
         let start = Instant::now();
-        let (mut counts, mut keys, mut values) = (Vec::new(), Vec::<Fragment>::new(), Vec::new());
-        let mut gpu_sort = false;
-        for k in 0..inputs {
-            let needs_sort = plan.sort.sorts(plan.inputs[k].state);
-            gpu_sort |= needs_sort && gpu_sorts;
-            let (c, f, v) = gather_stream(&plan, k, &band, stride, needs_sort && !gpu_sorts);
-            counts.extend(c);
-            counts.extend(std::iter::repeat_n(0, padding));
-            keys.extend(f);
-            values.extend(v);
-        }
-        stats.upload_s += start.elapsed().as_secs_f64();
-        let start = Instant::now();
-        let image = build_image(
+        // A stable sort leaves the inputs that are sorted already as they are.
+        let image = build_from_stream(
             ctx,
             gl_options.layout,
             gl_options.block_size,
             true,
-            &counts,
-            &keys,
-            &values,
-            stride,
-            gpu_sort,
+            stream,
+            sort,
         )?;
         if sync_timing {
             ctx.finish();
         }
         stats.build_s += start.elapsed().as_secs_f64();
-        stats.input_samples = keys.len() as u64;
         stats.input_bytes += image.bytes();
         stats.output_samples = stats.input_samples;
         let stack = GpuStack::new(image, inputs, band.pixels())?;

@@ -1,13 +1,13 @@
 //! The GL merge of whole deep images: cut the union window into row bands that fit the GL limits,
-//! gather each input's band into a pixel-ordered stream on the host, build the inputs on the GPU
+//! stage each input's band as the reader decoded it (its planes and one offset per pixel) and
+//! gather it on the GPU into a pixel-ordered stream ([`gather`]), build the inputs on the GPU
 //! (stacked into one image for a k-way merge, one image each for a chain), merge them all in one
 //! pass (`merge_kway.comp`) or pairwise with the deep intermediate staying resident, read the
 //! band back and assemble the output exactly as `composite::merge_images` would.
 //!
 //! Inputs that need sorting (`MergeOptions::sort`, e.g. no `deepImageState`) are sorted per
-//! pixel by the GPU stage `sort.comp` between upload and build, or on the host while the stream
-//! is gathered where that is faster (a software rasteriser; `GlOptions::sorts_on_gpu`); both are
-//! stable, so the tie rule holds.
+//! pixel by the GPU stage `sort.comp` between gather and build; it is stable, so the tie rule
+//! holds.
 //!
 //! Pixels where volumes overlap (`composite::tidy::needs_tidy`) are tidied on the GPU (within
 //! 1e-5 of the f64 reference), or by the host with the `composite` functions where that is
@@ -24,7 +24,8 @@
 //! storage-block limit) is not the end: the rest of the window is cut into bands of half the
 //! budget and merged again, down to single rows (`GpuStats::band_retries` counts the retries).
 //!
-//! The parts, a file each: [`band`] planning, the host [`gather`], the GL orchestration of one
+//! The parts, a file each: [`band`] planning, the [`gather`] from decoded planes (and the
+//! [`host_gather`] of inputs the host sorts), the GL orchestration of one
 //! band ([`merger`]), the cooperative schedule of long lists ([`coop`]), output [`assemble`];
 //! statistics add up band by band (`GpuStats: AddAssign`).
 
@@ -32,6 +33,7 @@ mod assemble;
 mod band;
 pub(super) mod coop;
 mod gather;
+mod host_gather;
 mod merger;
 
 use std::time::Instant;

@@ -1,5 +1,6 @@
 //! Building an image in a layout on the GPU from a pixel-ordered stream (`build.comp`, twin
-//! `cpu::build::build`): upload, scan, min counts, scatter.
+//! `cpu::build::build`): from a stream on the GPU (the gather's, [`build_from_stream`]) or
+//! uploaded from the host ([`build_image`]): scan, min counts, optional per-pixel sort, scatter.
 
 use super::*;
 
@@ -18,21 +19,77 @@ pub fn build_image<'a>(
     stride: usize,
     sort_pixels: bool,
 ) -> Result<GpuImage<'a>> {
+    let stream = upload_stream(ctx, counts, keys, values, stride)?;
+    build_from_stream(ctx, layout, block_size, ascending, stream, sort_pixels)
+}
+
+/// Upload a pixel-ordered stream made on the host (per-pixel `counts`, `keys` pixel after pixel,
+/// `stride` values per key) and scan its counts on the GPU.
+pub fn upload_stream<'a>(
+    ctx: &'a GlContext,
+    counts: &[u32],
+    keys: &[Fragment],
+    values: &[f32],
+    stride: usize,
+) -> Result<Stream<'a>> {
     let pixels = counts.len();
     let samples = keys.len();
     if values.len() != samples * stride {
         return Err(Error::internal("stream values do not match its keys"));
     }
     ctx.check_fits((samples + 1) * 16.max(stride * 4), "a deep image")?;
-    let upload = |data: &[u8]| ctx.upload(data);
-    let count_buffer = upload(bytemuck::cast_slice(counts))?;
+    let count_buffer = ctx.upload(counts)?;
     let offsets = exclusive_scan_buffer(ctx, &count_buffer, pixels)?;
     drop(count_buffer);
+    Ok(Stream {
+        offsets,
+        keys: ctx.upload(keys)?,
+        values: ctx.upload(values)?,
+        pixels,
+        samples,
+        stride,
+    })
+}
+
+/// A pixel-ordered stream on the GPU: the scanned counts (`pixels + 1` offsets), the fragment
+/// keys and `stride` values per key, as the gather (`gpu::gather`) or an upload leaves them.
+pub struct Stream<'a> {
+    /// Exclusive scan of the per-pixel counts (`pixels + 1` entries).
+    pub offsets: GpuBuffer<'a>,
+    /// Fragment keys, pixel after pixel.
+    pub keys: GpuBuffer<'a>,
+    /// `stride` values per key.
+    pub values: GpuBuffer<'a>,
+    /// Layout pixels.
+    pub pixels: usize,
+    /// Samples (keys).
+    pub samples: usize,
+    /// Values per key.
+    pub stride: usize,
+}
+
+/// Build `layout` from a stream already on the GPU: min counts, an optional per-pixel sort
+/// (`sort_pixels`: each pixel's run sorted in place, stably, values along), scatter.
+pub fn build_from_stream<'a>(
+    ctx: &'a GlContext,
+    layout: Layout,
+    block_size: u32,
+    ascending: bool,
+    stream: Stream<'a>,
+    sort_pixels: bool,
+) -> Result<GpuImage<'a>> {
+    let Stream {
+        offsets,
+        keys: stream_keys,
+        values: stream_values,
+        pixels,
+        samples,
+        stride,
+    } = stream;
+    ctx.check_fits((samples + 1) * 16.max(stride * 4), "a deep image")?;
     let image = allocate(
         ctx, layout, block_size, ascending, pixels, samples, stride, offsets,
     )?;
-    let stream_keys = upload(bytemuck::cast_slice(keys))?;
-    let stream_values = upload(bytemuck::cast_slice(values))?;
     if sort_pixels {
         // The stream is linearised by the scanned counts: sort each pixel's run in place,
         // values along, before it is scattered into the layout.
