@@ -19,7 +19,7 @@ use deepmerge::inspect::TableValues;
 use deepmerge::job::{MergeJob, SequenceSummary};
 use deepmerge::progress::{Progress, ProgressMode};
 use deepmerge::request::{Backend, GlRequest, MergeRequest};
-use deepmerge::run_stats::RunStats;
+use deepmerge::run_stats::{RunStats, Stage};
 use deepmerge::sequence::{self, FramePattern};
 use deepmerge::stream::{plan_parts, PartPlan, StreamMerge, StreamOptions};
 use deepmerge::{cleanup, heatmap, scene, Error, Result};
@@ -333,6 +333,11 @@ struct MergeArgs {
     /// `benches/stream_vs_oiiotool.py` (docs/benchmarks.md, "CPU streaming floor").
     #[arg(long, hide = true, conflicts_with = "frames")]
     decode_only: bool,
+    /// Measure the codec floor around the merge (docs/benchmarks.md, "The codec floor"): decode
+    /// the inputs alone, merge, then encode the output again alone, and print the merge's wall
+    /// time as a multiple of decode + encode.
+    #[arg(long, hide = true, conflicts_with_all = ["frames", "decode_only"])]
+    codec_floor: bool,
     /// Merge a frame sequence: the frames (1-100, 1-100x4, 1-10,20,30-40, -5--1) of paths with
     /// a frame token (#### or @@@@, %04d, $F4); inputs without one are used for every frame.
     #[arg(long, value_name = "RANGE", allow_hyphen_values = true)]
@@ -815,7 +820,8 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             args.inputs.len()
         )
     });
-    if args.decode_only {
+    // Read and inflate every chunk the merge would, and nothing else.
+    let decode_inputs = |stats: &RunStats| -> Result<()> {
         let options = job.stream_options();
         let per_part = match plan_parts(&args.inputs, &job.parts)? {
             PartPlan::One { parts, .. } => vec![parts],
@@ -829,8 +835,31 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
                 input_parts,
                 ..options.clone()
             };
-            StreamMerge::open(&args.inputs, &options, Some(&stats))?.decode_only(Some(&stats))?;
+            StreamMerge::open(&args.inputs, &options, Some(stats))?.decode_only(Some(stats))?;
         }
+        Ok(())
+    };
+    if args.decode_only {
+        decode_inputs(&stats)?;
+        if args.runstats {
+            eprint!("{}", stats.report(1));
+        }
+        return Ok(());
+    }
+    if args.codec_floor {
+        let decode = RunStats::new();
+        decode_inputs(&decode)?;
+        let decode_s = decode.seconds(Stage::Read);
+        let start = std::time::Instant::now();
+        job.run_one(&engine, &args.inputs, output, &stats, &progress, None)?;
+        let merge_s = start.elapsed().as_secs_f64();
+        let encode_s = deepmerge::stream::codec_floor::encode_only(output, &job.stream_options())?;
+        let floor = decode_s + encode_s;
+        eprintln!(
+            "codec floor: decode {decode_s:.3} s + encode {encode_s:.3} s = {floor:.3} s; \
+             the merge took {merge_s:.3} s wall, {:.2}x the floor",
+            merge_s / floor.max(1e-9)
+        );
         if args.runstats {
             eprint!("{}", stats.report(1));
         }

@@ -46,6 +46,11 @@ impl RunStats {
         out
     }
 
+    /// Seconds spent in `stage` so far.
+    pub fn seconds(&self, stage: Stage) -> f64 {
+        self.stages.lock().expect("stats lock")[stage as usize].as_secs_f64()
+    }
+
     /// The report, one stage a line, like oiiotool's `--runstats`.
     pub fn report(&self, frames: usize) -> String {
         let stages = *self.stages.lock().expect("stats lock");

@@ -24,6 +24,7 @@
 //! The library entry point is [`merge_files`].
 
 pub mod bbox;
+pub mod codec_floor;
 pub mod parts;
 pub mod pipeline;
 pub mod plan;

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The end-to-end table (docs/benchmarks.md, "End to end against the codec floor"): for each
+# scene pair, flat and deep output, and the host limited to 2, 4, 8 and all cores (taskset), the
+# CPU engine's and the GL engine's wall time beside the codec floor (decoding the inputs plus
+# encoding the output, each alone, same threads, same process: `deepmerge --codec-floor`), and
+# each engine's peak memory. Median of --repeats runs. GL runs in whatever GL the machine has
+# (llvmpipe here, the GPU's driver on a GPU host).
+#
+#   benches/end_to_end.sh [--bin PATH] [--scenes "powerplant atrium hairball"] [--size 1920x1080]
+#                         [--cores "2 4 8 all"] [--repeats 3] [--dir /tmp/e2e]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=target/release/deepmerge
+scenes="powerplant"
+size=1920x1080
+cores="2 4 8 all"
+repeats=3
+dir=/tmp/deepmerge-e2e
+while [ $# -gt 0 ]; do
+    case $1 in
+        --bin) bin=$2; shift 2 ;;
+        --scenes) scenes=$2; shift 2 ;;
+        --size) size=$2; shift 2 ;;
+        --cores) cores=$2; shift 2 ;;
+        --repeats) repeats=$2; shift 2 ;;
+        --dir) dir=$2; shift 2 ;;
+        *) echo "end_to_end.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+[ -x "$bin" ] || { echo "end_to_end.sh: no $bin (cargo build --release first)" >&2; exit 2; }
+mkdir -p "$dir"
+all=$(nproc)
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# One configuration, $repeats times: prints "merge_s floor_s peak_mib" (medians).
+measure() {
+    local cpus=$1; shift
+    local merges=() floors=() peaks=()
+    for _ in $(seq "$repeats"); do
+        local err
+        err=$(taskset -c "0-$((cpus - 1))" "$bin" "$@" --codec-floor --runstats 2>&1 >/dev/null) || {
+            echo "end_to_end.sh: failed: $bin $*" >&2; echo "$err" >&2; exit 1; }
+        merges+=("$(sed -n 's/.*the merge took \([0-9.]*\) s wall.*/\1/p' <<<"$err")")
+        floors+=("$(sed -n 's/.*encode [0-9.]* s = \([0-9.]*\) s;.*/\1/p' <<<"$err")")
+        peaks+=("$(sed -n 's/.*peak memory *\([0-9.]*\) MiB.*/\1/p' <<<"$err")")
+    done
+    echo "$(printf '%s\n' "${merges[@]}" | median) $(printf '%s\n' "${floors[@]}" | median) $(printf '%s\n' "${peaks[@]}" | median)"
+}
+
+echo "host: $all cores; $("$bin" gpu-info 2>/dev/null | sed -n 's/^renderer: *//p' | head -1)"
+echo
+echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+for scene in $scenes; do
+    base=$dir/$scene-$size
+    [ -f "${base}_1.exr" ] || "$bin" scene "$scene" --size "$size" --seed 3 -o "$base" >/dev/null
+    for kind in flat deep; do
+        extra=()
+        [ "$kind" = deep ] && extra=(--deep)
+        for c in $cores; do
+            [ "$c" = all ] && c=$all
+            [ "$c" -le "$all" ] || continue
+            read -r cpu_s floor_s cpu_peak < <(measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend cpu -o "$dir/out.exr")
+            read -r gl_s _ gl_peak < <(measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
+            printf '| %s %s | %s | %s | %.2f s | %.2f s | %.2f s | %.2fx | %.2fx | %.0f / %.0f MiB |\n' \
+                "$scene" "$size" "$kind" "$c" "$floor_s" "$cpu_s" "$gl_s" \
+                "$(awk "BEGIN {print $cpu_s / $floor_s}")" "$(awk "BEGIN {print $gl_s / $floor_s}")" "$cpu_peak" "$gl_peak"
+        done
+    done
+done
