@@ -32,7 +32,10 @@
 //   longer ones by STAGE_GATHER / STAGE_SCATTER through the (then free) scratch buffer, 4 columns
 //   (its 16 bytes per slot) a round.
 // Paths by length: n <= REG_SORT_SIZE (16) registers, one invocation; up to LOCAL_SORT_SIZE
-//   (512) one work group in shared memory; longer, one group per chunk and global merges.
+//   (512) one work group in shared memory; longer, one group per chunk and global merges. With
+//   SERIAL_SORT_SIZE above REG_SORT_SIZE (the serial shape, chosen on a software rasteriser),
+//   lists up to SERIAL_SORT_SIZE are sorted by their own invocation (serial_sort) instead of a
+//   group, and only longer ones take the group stages.
 // Cost: no loop runs more than a few thousand iterations per invocation (llvmpipe silently ends
 //   an invocation's loops after 65535 iterations in all), whatever the list length: a short list
 //   costs O(n^2) compare-exchanges in registers, a long one O(n log^2 n) work spread over
@@ -131,6 +134,48 @@ void register_block_sort(inout Fragment reg[REG_SORT_SIZE], inout uint pos[REG_S
 }
 
 #if STAGE == STAGE_SHORT
+#if SERIAL_SORT_SIZE > REG_SORT_SIZE
+// A list of REG_SORT_SIZE < n <= SERIAL_SORT_SIZE sorted by this invocation alone (the serial
+// shape, for a software rasteriser, where a work group per list costs far more): a stable
+// insertion sort of the keys in a local array, carrying each one's original position, then
+// each column's values gathered from those positions. At most SERIAL_SORT_SIZE^2 / 2 + 2n ·
+// NUM_COLUMNS loop iterations, far below llvmpipe's limit.
+void serial_sort(uint first, uint n) {
+    Fragment keys[SERIAL_SORT_SIZE];
+    uint pos[SERIAL_SORT_SIZE];
+    for (uint i = 0u; i < n; ++i) {
+        keys[i] = fragments[first + i];
+        pos[i] = i;
+    }
+    for (uint i = 1u; i < n; ++i) {
+        Fragment f = keys[i];
+        uint j = i;
+        // Strictly less only: equal keys keep their order (stable).
+        while (j > 0u && depth_less(f, keys[j - 1u])) {
+            keys[j] = keys[j - 1u];
+            pos[j] = pos[j - 1u];
+            j -= 1u;
+        }
+        keys[j] = f;
+        pos[j] = i;
+    }
+    for (uint i = 0u; i < n; ++i) {
+        fragments[first + i] = keys[i];
+    }
+#if WITH_VALUES
+    for (int c = 0; c < NUM_COLUMNS; ++c) {
+        float held[SERIAL_SORT_SIZE];
+        for (uint i = 0u; i < n; ++i) {
+            held[i] = values[(first + pos[i]) * uint(NUM_COLUMNS) + uint(c)];
+        }
+        for (uint i = 0u; i < n; ++i) {
+            values[(first + i) * uint(NUM_COLUMNS) + uint(c)] = held[i];
+        }
+    }
+#endif
+}
+#endif
+
 void main() {
     uint p = linear_invocation();
     if (p >= u_pixels) {
@@ -138,7 +183,7 @@ void main() {
     }
     uint first = offsets[p];
     uint n = offsets[p + 1u] - first;
-    if (n > uint(REG_SORT_SIZE)) {
+    if (n > uint(max(REG_SORT_SIZE, SERIAL_SORT_SIZE))) {
         uint chunks = (n + uint(LOCAL_SORT_SIZE) - 1u) / uint(LOCAL_SORT_SIZE);
         chunk_counts[p] = chunks;
         atomicAdd(stats[0], chunks);
@@ -156,6 +201,12 @@ void main() {
     if (in_order) {
         return;
     }
+#if SERIAL_SORT_SIZE > REG_SORT_SIZE
+    if (n > uint(REG_SORT_SIZE)) {
+        serial_sort(first, n);
+        return;
+    }
+#endif
     Fragment reg[REG_SORT_SIZE];
     uint pos[REG_SORT_SIZE];
     for (int i = 0; i < REG_SORT_SIZE; ++i) {

@@ -157,6 +157,14 @@ impl MergeJob {
             for gl_stats in reports.iter().filter_map(|r| r.gpu_stats.as_ref()) {
                 eprint!("{gl_stats}");
             }
+            if let Some(ctx) = gl {
+                if let Ok(rate) = crate::gpu::upload_bandwidth(ctx, 64 << 20, 5) {
+                    eprintln!(
+                        "upload reference: {:.2} GB/s (64 MiB host-to-GPU uploads measured in this process)",
+                        rate / 1e9
+                    );
+                }
+            }
             if let Some(profile) = profile {
                 eprintln!("{profile}");
             }

@@ -205,7 +205,8 @@ pub(crate) const FLAT_TYPES: &[&str] = &["half", "float"];
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum GpuStagesArg {
-    /// On the GPU where it is a hardware device, on the host under a software rasteriser.
+    /// Sort on the GPU; tidy on the GPU where it is a hardware device, on the host under a
+    /// software rasteriser.
     Auto,
     /// Always on the GPU (`sort.comp`, `tidy.comp`).
     Gpu,

@@ -254,6 +254,7 @@ fn stages() -> Vec<Stage> {
             product: vec![
                 axis("STAGE", SORT_KEY_STAGES),
                 sort_sizes(),
+                axis("SERIAL_SORT_SIZE", [0, 128]),
                 fixed("WITH_VALUES", 0),
                 fixed("NUM_COLUMNS", 1),
             ],
@@ -269,6 +270,7 @@ fn stages() -> Vec<Stage> {
                         .chain(&["STAGE_GATHER", "STAGE_SCATTER"]),
                 ),
                 sort_sizes(),
+                axis("SERIAL_SORT_SIZE", [0, 128]),
                 fixed("WITH_VALUES", 1),
             ],
             cycled: vec![axis("NUM_COLUMNS", [1, 4, 6])],

@@ -10,7 +10,12 @@
 mod gpu_common;
 
 use deepmerge::cpu::sort::{merge_passes, sort_pixels as cpu_sort, sort_pixels_with_values};
-use deepmerge::gpu::sort::{sort_pixels_host, sort_pixels_host_with_values};
+use deepmerge::gpu::sort::{
+    sort_pixels_host, sort_pixels_host_with_values, SortShape, SERIAL_SORT_SIZE,
+};
+
+/// Both shapes of the GPU sort: work groups (hardware) and serial (software rasterisers).
+const SHAPES: [SortShape; 2] = [SortShape::Groups, SortShape::Serial];
 use deepmerge::vocab::{Fragment, GROUP_SIZE, LOCAL_SORT_SIZE, REG_SORT_SIZE};
 use gpu_common::{test_rng, with_gl};
 
@@ -95,11 +100,38 @@ fn check_columns(offsets: Vec<u32>, fragments: Vec<Fragment>, columns: usize, wh
         bits(&cpu_with_values) == bits(&expected),
         "{what}: CPU twin with values differs from the reference"
     );
+    for shape in SHAPES {
+        check_shape(
+            &offsets, &fragments, &values, columns, &expected, shape, what,
+        );
+    }
+    for (slot, f) in expected.iter().enumerate() {
+        let want: Vec<f32> = (0..columns).map(|c| value_of(f, c)).collect();
+        assert_eq!(
+            cpu_values[slot * columns..(slot + 1) * columns],
+            want[..],
+            "{what}: CPU twin values of slot {slot} did not follow their fragment"
+        );
+    }
+}
+
+/// The GPU sort in `shape` against the reference, fragments and values.
+fn check_shape(
+    offsets: &[u32],
+    fragments: &[Fragment],
+    values: &[f32],
+    columns: usize,
+    expected: &[Fragment],
+    shape: SortShape,
+    what: &str,
+) {
+    let what = format!("{what} ({shape:?})");
+    let (offsets, fragments, values) = (offsets.to_vec(), fragments.to_vec(), values.to_vec());
     let (gpu, gpu_values, gpu_plain) = with_gl(move |ctx| {
         let (gpu, gpu_values) =
-            sort_pixels_host_with_values(ctx, &offsets, &fragments, &values, columns)
+            sort_pixels_host_with_values(ctx, &offsets, &fragments, &values, columns, shape)
                 .expect("GPU sort with values");
-        let plain = sort_pixels_host(ctx, &offsets, &fragments).expect("GPU sort");
+        let plain = sort_pixels_host(ctx, &offsets, &fragments, shape).expect("GPU sort");
         (gpu, gpu_values, plain)
     });
     for (name, got) in [("GPU", &gpu_plain), ("GPU with values", &gpu)] {
@@ -115,15 +147,13 @@ fn check_columns(offsets: Vec<u32>, fragments: Vec<Fragment>, columns: usize, wh
             );
         }
     }
-    for (name, got) in [("GPU", &gpu_values), ("CPU twin", &cpu_values)] {
-        for (slot, f) in expected.iter().enumerate() {
-            let want: Vec<f32> = (0..columns).map(|c| value_of(f, c)).collect();
-            assert_eq!(
-                got[slot * columns..(slot + 1) * columns],
-                want[..],
-                "{what}: {name} values of slot {slot} did not follow their fragment"
-            );
-        }
+    for (slot, f) in expected.iter().enumerate() {
+        let want: Vec<f32> = (0..columns).map(|c| value_of(f, c)).collect();
+        assert_eq!(
+            gpu_values[slot * columns..(slot + 1) * columns],
+            want[..],
+            "{what}: GPU values of slot {slot} did not follow their fragment"
+        );
     }
 }
 
@@ -142,6 +172,9 @@ fn boundary_lengths() -> Vec<usize> {
         2 * r,
         2 * r + 1,
         3 * r + 5,
+        SERIAL_SORT_SIZE - 1,
+        SERIAL_SORT_SIZE,
+        SERIAL_SORT_SIZE + 1,
         500,
         l - 1,
         l,
@@ -320,25 +353,30 @@ fn sorts_a_mixed_image_like_the_twin_and_reports_times() {
     let cpu_time = started.elapsed();
     assert!(bits(&cpu) == bits(&expected), "CPU twin");
     let samples = fragments.len();
-    let (gpu, gpu_values, gpu_time) = with_gl(move |ctx| {
-        // Compile the stages first so the time is the sort's.
-        sort_pixels_host_with_values(ctx, &offsets, &fragments, &values, columns).unwrap();
-        let started = std::time::Instant::now();
-        let (gpu, gpu_values) =
-            sort_pixels_host_with_values(ctx, &offsets, &fragments, &values, columns).unwrap();
-        (gpu, gpu_values, started.elapsed())
-    });
-    assert!(bits(&gpu) == bits(&expected), "GPU");
-    assert!(
-        gpu_values == cpu_values,
-        "GPU values differ from the twin's"
-    );
-    println!(
-        "sort of {samples} samples, 4 columns: GPU {:.3} s, CPU twin {:.3} s, ratio {:.2}",
-        gpu_time.as_secs_f64(),
-        cpu_time.as_secs_f64(),
-        gpu_time.as_secs_f64() / cpu_time.as_secs_f64()
-    );
+    for shape in SHAPES {
+        let (offsets, fragments, values) = (offsets.clone(), fragments.clone(), values.clone());
+        let (gpu, gpu_values, gpu_time) = with_gl(move |ctx| {
+            // Compile the stages first so the time is the sort's.
+            sort_pixels_host_with_values(ctx, &offsets, &fragments, &values, columns, shape)
+                .unwrap();
+            let started = std::time::Instant::now();
+            let (gpu, gpu_values) =
+                sort_pixels_host_with_values(ctx, &offsets, &fragments, &values, columns, shape)
+                    .unwrap();
+            (gpu, gpu_values, started.elapsed())
+        });
+        assert!(bits(&gpu) == bits(&expected), "GPU ({shape:?})");
+        assert!(
+            gpu_values == cpu_values,
+            "GPU values ({shape:?}) differ from the twin's"
+        );
+        println!(
+            "sort of {samples} samples, 4 columns: GPU ({shape:?}) {:.3} s, CPU twin {:.3} s, ratio {:.2}",
+            gpu_time.as_secs_f64(),
+            cpu_time.as_secs_f64(),
+            gpu_time.as_secs_f64() / cpu_time.as_secs_f64()
+        );
+    }
 }
 
 #[test]
@@ -360,13 +398,21 @@ fn sorts_more_pixels_than_one_row_of_work_groups() {
         cpu.iter().zip(&values).all(|(f, &v)| v == f.index as f32),
         "CPU twin values"
     );
-    let gpu = with_gl(move |ctx| sort_pixels_host(ctx, &offsets, &fragments).expect("GPU sort"));
-    assert_eq!(gpu.len(), expected.len());
-    let first_difference = bits(&gpu)
-        .iter()
-        .zip(bits(&expected))
-        .position(|(a, b)| *a != b);
-    assert_eq!(first_difference, None, "GPU differs from the reference");
+    for shape in SHAPES {
+        let (offsets, fragments) = (offsets.clone(), fragments.clone());
+        let gpu = with_gl(move |ctx| {
+            sort_pixels_host(ctx, &offsets, &fragments, shape).expect("GPU sort")
+        });
+        assert_eq!(gpu.len(), expected.len());
+        let first_difference = bits(&gpu)
+            .iter()
+            .zip(bits(&expected))
+            .position(|(a, b)| *a != b);
+        assert_eq!(
+            first_difference, None,
+            "GPU ({shape:?}) differs from the reference"
+        );
+    }
 }
 
 #[test]
@@ -375,12 +421,15 @@ fn rejects_offsets_that_do_not_span_the_fragments() {
     with_gl(move |ctx| {
         // Bad offsets are the caller's bug, reported as an internal error (not as a GL failure).
         for offsets in [&[0, 2][..], &[0, 2, 1, 3]] {
-            let err = sort_pixels_host(ctx, offsets, &fragments).unwrap_err();
+            let err = sort_pixels_host(ctx, offsets, &fragments, SortShape::Groups).unwrap_err();
             assert!(
                 matches!(err, deepmerge::error::Error::Internal(_)),
                 "{offsets:?}: {err}"
             );
         }
-        assert_eq!(sort_pixels_host(ctx, &[0], &[]).unwrap(), Vec::new());
+        assert_eq!(
+            sort_pixels_host(ctx, &[0], &[], SortShape::Serial).unwrap(),
+            Vec::new()
+        );
     });
 }

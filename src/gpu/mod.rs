@@ -53,7 +53,7 @@ pub use context::{GlContext, GlInfo};
 pub use fence::FenceStats;
 pub use merge::{merge_images_gl, merge_images_gl_over, uses_kway, GpuMerger};
 pub use pool::PoolStats;
-pub use profile::{copy_bandwidth, GpuProfile, StageTime, STAGES};
+pub use profile::{copy_bandwidth, upload_bandwidth, GpuProfile, StageTime, STAGES};
 pub use stages::stage_of_program;
 pub use stats::{BufferBytes, GpuStats};
 
@@ -73,9 +73,10 @@ pub struct GlOptions {
     /// Most bytes one merged buffer of a band may take (0: the GL limit
     /// GL_MAX_SHADER_STORAGE_BLOCK_SIZE). Smaller budgets force more bands.
     pub band_budget_bytes: u64,
-    /// Where inputs that need sorting (`MergeOptions::sort`) are sorted: `None` picks the GPU
-    /// stage (`sort.comp`) on hardware and the host on a software rasteriser, where the host is
-    /// about ten times faster (measured on llvmpipe); `Some(true)` forces the GPU stage.
+    /// Where inputs that need sorting (`MergeOptions::sort`) are sorted: `None` and `Some(true)`
+    /// on the GPU (`sort.comp`, after the gather, in the shape for the device:
+    /// `sort::SortShape`), so the host never touches samples; `Some(false)` on the host, which
+    /// then gathers those inputs itself (bit-identical either way: the sort is exact).
     pub sort_on_gpu: Option<bool>,
     /// Where pixels whose volume samples overlap are tidied (and flattened, for flat output;
     /// deep output with `tidy` too): `None` picks the GPU stages (`tidy.comp`, f32, within 1e-5
@@ -91,10 +92,9 @@ pub struct GlOptions {
 }
 
 impl GlOptions {
-    /// Whether inputs that need sorting are sorted by `sort.comp` on this device
-    /// ([`stage_on_gpu`]).
-    pub fn sorts_on_gpu(&self, info: &GlInfo) -> bool {
-        stage_on_gpu(self.sort_on_gpu, info)
+    /// Whether inputs that need sorting are sorted by `sort.comp` (unless the host is asked to).
+    pub fn sorts_on_gpu(&self) -> bool {
+        self.sort_on_gpu.unwrap_or(true)
     }
 
     /// Whether overlapping volumes are tidied by `tidy.comp` on this device

@@ -78,8 +78,43 @@ impl Stage {
     }
 }
 
+/// Longest list the serial shape sorts with one invocation ([`SortShape::Serial`]).
+pub const SERIAL_SORT_SIZE: usize = 128;
+
+/// Who sorts a list of `REG_SORT_SIZE < n <= SERIAL_SORT_SIZE` samples: a work group in shared
+/// memory (the GPU shape), or the pixel's own invocation (the serial shape: on llvmpipe a work
+/// group's barriers cost far more than one invocation sorting alone; measured on the 1080p
+/// powerplant pair, docs/benchmarks.md "The GPU gather"). Longer lists always take the groups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortShape {
+    /// Lists above `REG_SORT_SIZE` go to work groups.
+    Groups,
+    /// Lists up to [`SERIAL_SORT_SIZE`] are sorted by their own invocation.
+    Serial,
+}
+
+impl SortShape {
+    /// The shape for this device: serial on a software rasteriser, groups on hardware (where the
+    /// group shape was the one measured).
+    pub fn for_device(ctx: &GlContext) -> SortShape {
+        if ctx.info().software {
+            SortShape::Serial
+        } else {
+            SortShape::Groups
+        }
+    }
+
+    fn serial_size(self) -> usize {
+        match self {
+            SortShape::Groups => 0,
+            SortShape::Serial => SERIAL_SORT_SIZE,
+        }
+    }
+}
+
 /// Sort each of `pixel_count` pixels of `fragments` (slots `offsets[p]..offsets[p + 1]`,
-/// `sample_count` slots in all) in place, and `values` with them when given.
+/// `sample_count` slots in all) in place, and `values` with them when given, in the shape for
+/// this device ([`SortShape::for_device`]).
 pub fn sort_pixels(
     ctx: &GlContext,
     offsets: &GpuBuffer,
@@ -87,6 +122,28 @@ pub fn sort_pixels(
     pixel_count: usize,
     sample_count: usize,
     values: Option<SortValues>,
+) -> Result<()> {
+    let shape = SortShape::for_device(ctx);
+    sort_pixels_shaped(
+        ctx,
+        offsets,
+        fragments,
+        pixel_count,
+        sample_count,
+        values,
+        shape,
+    )
+}
+
+/// [`sort_pixels`] in the shape given.
+pub fn sort_pixels_shaped(
+    ctx: &GlContext,
+    offsets: &GpuBuffer,
+    fragments: &GpuBuffer,
+    pixel_count: usize,
+    sample_count: usize,
+    values: Option<SortValues>,
+    shape: SortShape,
 ) -> Result<()> {
     let fragment_bytes = std::mem::size_of::<Fragment>();
     if offsets.bytes < (pixel_count + 1) * 4 || fragments.bytes < sample_count * fragment_bytes {
@@ -111,6 +168,7 @@ pub fn sort_pixels(
             .set("STAGE", stage.define())
             .set("GROUP_SIZE", GROUP_SIZE)
             .set("REG_SORT_SIZE", REG_SORT_SIZE)
+            .set("SERIAL_SORT_SIZE", shape.serial_size())
             .set("LOCAL_SORT_SIZE", LOCAL_SORT_SIZE)
             .set("LOCAL_GROUP_SIZE", LOCAL_GROUP_SIZE)
             .set("WITH_VALUES", u32::from(values.is_some()))
@@ -190,13 +248,14 @@ pub fn sort_pixels(
     Ok(())
 }
 
-/// Upload `offsets` and `fragments`, sort on the GPU and read the fragments back.
+/// Upload `offsets` and `fragments`, sort on the GPU in `shape` and read the fragments back.
 pub fn sort_pixels_host(
     ctx: &GlContext,
     offsets: &[u32],
     fragments: &[Fragment],
+    shape: SortShape,
 ) -> Result<Vec<Fragment>> {
-    Ok(sort_uploaded(ctx, offsets, fragments, None)?.0)
+    Ok(sort_uploaded(ctx, offsets, fragments, None, shape)?.0)
 }
 
 /// As [`sort_pixels_host`], permuting `values` (`columns` floats per slot) too.
@@ -206,6 +265,7 @@ pub fn sort_pixels_host_with_values(
     fragments: &[Fragment],
     values: &[f32],
     columns: usize,
+    shape: SortShape,
 ) -> Result<(Vec<Fragment>, Vec<f32>)> {
     if columns == 0 || values.len() != fragments.len() * columns {
         return Err(Error::internal(format!(
@@ -214,7 +274,7 @@ pub fn sort_pixels_host_with_values(
             fragments.len()
         )));
     }
-    sort_uploaded(ctx, offsets, fragments, Some((values, columns)))
+    sort_uploaded(ctx, offsets, fragments, Some((values, columns)), shape)
 }
 
 /// Upload, sort (with `values`, `columns` floats per slot, where given) and read back.
@@ -223,6 +283,7 @@ fn sort_uploaded(
     offsets: &[u32],
     fragments: &[Fragment],
     values: Option<(&[f32], usize)>,
+    shape: SortShape,
 ) -> Result<(Vec<Fragment>, Vec<f32>)> {
     let (values, columns) = values.unwrap_or((&[], 0));
     let pixel_count = check_offsets(offsets, fragments.len())?;
@@ -233,13 +294,14 @@ fn sort_uploaded(
         values: &value_buffer,
         columns,
     });
-    sort_pixels(
+    sort_pixels_shaped(
         ctx,
         &offset_buffer,
         &fragment_buffer,
         pixel_count,
         fragments.len(),
         sort_values,
+        shape,
     )?;
     Ok((
         fragment_buffer.read(fragments.len()),

@@ -202,6 +202,13 @@ impl fmt::Display for GpuStats {
         )?;
         writeln!(
             f,
+            "host staging:   {:.1} MiB in {:.3} s, {:.2} GB/s (decoded planes and offsets)",
+            self.staged_bytes as f64 / (1 << 20) as f64,
+            self.upload_s,
+            self.staged_bytes as f64 / self.upload_s.max(1e-9) / 1e9
+        )?;
+        writeln!(
+            f,
             "buffer reuse:   {} release fences, {} reuses waited on the GPU",
             self.release_fences, self.reuses_waited
         )

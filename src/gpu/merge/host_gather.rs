@@ -1,5 +1,5 @@
-//! The host gather, for inputs that need sorting where the sort runs on the host (a software
-//! rasteriser, where `sort.comp` is many times slower than the host; `GlOptions::sorts_on_gpu`):
+//! The host gather, for inputs that need sorting when the host is asked to sort them
+//! (`GlOptions::sort_on_gpu: Some(false)`, `--gpu-stages host`):
 //! one input's samples in one band, pixel by pixel in layout order, sorted per pixel, as the
 //! stream the GPU builds an image from (counts, fragment keys, composited values). Every other
 //! input is gathered on the GPU from its decoded planes ([`super::gather`]).

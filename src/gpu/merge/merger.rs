@@ -120,7 +120,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         stats.bands = 1;
         stats.pixels = band.pixels() as u64;
         let mut images = Vec::new();
-        let gpu_sorts = gl_options.sorts_on_gpu(ctx.info());
+        let gpu_sorts = gl_options.sorts_on_gpu();
         for k in 0..plan.inputs.len().max(2) {
             // Input 0 is read by merge 0, input k by merge k - 1: build lists the way it walks.
             let ascending = !descending[k.saturating_sub(1)];
@@ -225,7 +225,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         stats.pixels = band.pixels() as u64;
         let inputs = plan.inputs.len();
         let sort = (0..inputs).any(|k| plan.sort.sorts(plan.inputs[k].state));
-        let stream = if sort && !gl_options.sorts_on_gpu(ctx.info()) {
+        let stream = if sort && !gl_options.sorts_on_gpu() {
             // Gathered and sorted on the host (see `host_gather`), padded to the slices.
             let start = Instant::now();
             let padding = kway_stride(band.pixels()) - band.pixels();
@@ -256,7 +256,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             stats.input_samples = gathered.stream.samples as u64;
             gathered.stream
         };
-        let sort = sort && gl_options.sorts_on_gpu(ctx.info());
+        let sort = sort && gl_options.sorts_on_gpu();
         let start = Instant::now();
         // A stable sort leaves the inputs that are sorted already as they are.
         let image = build_from_stream(
