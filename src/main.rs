@@ -290,6 +290,10 @@ struct MergeArgs {
     /// Where the GL backend sorts messy inputs and tidies overlapping volumes.
     #[arg(long, value_enum)]
     gpu_stages: Option<GpuStagesArg>,
+    /// GPU memory the GL backend may use (e.g. 8G, 512M): its bands are sized to it (default:
+    /// three quarters of what the driver reports free; under llvmpipe, the host's).
+    #[arg(long, value_name = "SIZE")]
+    gpu_memory: Option<String>,
     /// Print GPU statistics: buffers per layout (bytes), bands, timings (GL backend).
     #[arg(long)]
     stats: bool,
@@ -735,6 +739,11 @@ fn merge_request(args: &MergeArgs) -> Result<MergeRequest> {
                 Some(GpuStagesArg::Auto) | None => None,
             },
             stats: args.stats,
+            gpu_memory: args
+                .gpu_memory
+                .as_deref()
+                .map(|text| memory_size("--gpu-memory", text))
+                .transpose()?,
         },
         compression: args.write.compression,
         zstd_level: args.write.zstd_level,

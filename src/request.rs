@@ -99,6 +99,8 @@ pub enum MergeOption {
     GpuStages,
     /// `--stats`.
     Stats,
+    /// `--gpu-memory`.
+    GpuMemory,
     /// `--merge-strategy`.
     Strategy,
     /// `--sort`.
@@ -153,6 +155,7 @@ impl OptionNames for FieldNames {
             MergeOption::PixelOrder => "gl.pixel_order",
             MergeOption::GpuStages => "gl.stages_on_gpu",
             MergeOption::Stats => "gl.stats",
+            MergeOption::GpuMemory => "gl.gpu_memory",
             MergeOption::Strategy => "strategy",
             MergeOption::Sort => "sort",
             MergeOption::AssumeSorted => "assume_sorted",
@@ -190,6 +193,9 @@ pub struct GlRequest {
     pub stages_on_gpu: Option<bool>,
     /// Print the GL engine's statistics and stage profile.
     pub stats: bool,
+    /// Bytes the GL engine may use on the device (`None`: three quarters of what it has free,
+    /// `gpu::memory::default_budget`).
+    pub gpu_memory: Option<u64>,
 }
 
 impl GlRequest {
@@ -204,6 +210,7 @@ impl GlRequest {
             (self.pixel_order.is_some(), MergeOption::PixelOrder),
             (self.stages_on_gpu.is_some(), MergeOption::GpuStages),
             (self.stats, MergeOption::Stats),
+            (self.gpu_memory.is_some(), MergeOption::GpuMemory),
         ]
         .into_iter()
         .filter_map(|(given, option)| given.then_some(option))
@@ -228,6 +235,9 @@ impl GlRequest {
             tidy_on_gpu: self.stages_on_gpu,
             rbm_blocks: self.rbm_blocks.unwrap_or(defaults.rbm_blocks),
             long_lists: self.long_lists.unwrap_or(defaults.long_lists),
+            band_budget_bytes: self
+                .gpu_memory
+                .map_or(0, crate::gpu::memory::band_budget_of),
             ..defaults
         }
     }

@@ -60,6 +60,7 @@ impl OptionNames for Keywords {
             MergeOption::PixelOrder => "pixel_order",
             MergeOption::GpuStages => "gpu_stages",
             MergeOption::Stats => "stats",
+            MergeOption::GpuMemory => "gpu_memory",
             MergeOption::Strategy => "merge_strategy",
             MergeOption::Sort => "sort",
             MergeOption::AssumeSorted => "assume_sorted",
@@ -394,6 +395,7 @@ fn merge<'py>(
                 }
             },
             stats: false,
+            gpu_memory: None,
         },
         compression: parse(compression)?,
         zstd_level,

@@ -32,6 +32,7 @@ impl OptionNames for Flags {
             MergeOption::PixelOrder => "--pixel-order",
             MergeOption::GpuStages => "--gpu-stages",
             MergeOption::Stats => "--stats",
+            MergeOption::GpuMemory => "--gpu-memory",
             MergeOption::Strategy => "--merge-strategy",
             MergeOption::Sort => "--sort",
             MergeOption::AssumeSorted => "--assume-sorted",

@@ -36,6 +36,7 @@ mod context;
 mod fence;
 pub mod gather;
 mod hazard;
+pub mod memory;
 mod merge;
 pub(crate) mod pool;
 mod profile;

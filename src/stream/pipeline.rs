@@ -24,6 +24,8 @@ use std::sync::mpsc::sync_channel;
 
 use rayon::prelude::*;
 
+#[cfg(feature = "gl")]
+use super::plan::plan_bands_capped;
 use super::plan::{plan_bands, Band, OutputShape};
 use super::StreamOptions;
 use crate::composite::{
@@ -130,6 +132,8 @@ pub struct StreamMerge<'o> {
     sources: Vec<ChunkSource>,
     window: Bounds,
     bands: Vec<Band>,
+    #[cfg_attr(not(feature = "gl"), allow(dead_code))]
+    shape: OutputShape,
 }
 
 fn timed(stats: Option<&RunStats>, stage: Stage, f: &mut dyn FnMut() -> Result<()>) -> Result<()> {
@@ -220,6 +224,7 @@ impl<'o> StreamMerge<'o> {
             sources,
             window,
             bands,
+            shape,
         })
     }
 
@@ -263,7 +268,19 @@ impl<'o> StreamMerge<'o> {
             sources,
             window,
             bands,
+            shape,
         } = self;
+        // On a GPU of its own, the GL engine's bands are as large as the host budget allows: the
+        // CPU's cache-sized bands would cost a round of dispatches and a readback each.
+        #[cfg(feature = "gl")]
+        let bands = match engine {
+            MergeEngine::Gl(ctx, _) if !ctx.info().software && options.band_rows.is_none() => {
+                plan_bands_capped(&sources, window, &shape, options, u64::MAX)?
+            }
+            _ => bands,
+        };
+        #[cfg(not(feature = "gl"))]
+        let _ = shape;
         let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
         // The first input's attributes (of the part read), as `--metadata first` asks.
         let (deep_write, flat_write) = options.write_options_from(&sources[0].attributes);

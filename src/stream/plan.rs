@@ -89,6 +89,19 @@ pub fn plan_bands(
     shape: &OutputShape,
     options: &StreamOptions,
 ) -> Result<Vec<Band>> {
+    plan_bands_capped(sources, window, shape, options, MAX_BAND_BYTES)
+}
+
+/// [`plan_bands`] with bands of at most `cap` bytes instead of [`MAX_BAND_BYTES`]: the GL
+/// engine on a device of its own, whose bands are better as large as the host budget allows
+/// (each band costs a round of dispatches and a readback; the GPU bounds its own share).
+pub fn plan_bands_capped(
+    sources: &[ChunkSource],
+    window: Bounds,
+    shape: &OutputShape,
+    options: &StreamOptions,
+    cap: u64,
+) -> Result<Vec<Band>> {
     if let Some(rows) = options.band_rows {
         let rows = rows.max(1) as i64;
         let mut bands = Vec::new();
@@ -177,7 +190,7 @@ pub fn plan_bands(
     }
     let kept: u64 = sources.iter().map(ChunkSource::kept_bytes).sum();
     let share = options.budget.saturating_sub(reserve).saturating_sub(kept) / BANDS_IN_FLIGHT;
-    let target = share.min(MAX_BAND_BYTES);
+    let target = share.min(cap);
     let empty_row = |y: i32| sources.iter().all(|s| samples_at(s, y) == 0);
     let max_block = sources
         .iter()

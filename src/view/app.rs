@@ -56,40 +56,10 @@ const CLICK_SLOP: f64 = 3.0;
 /// What the layers may take on the GPU.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GpuLimits {
-    /// Bytes all layers' buffers may take together (`None`: [`default_gpu_budget`]).
+    /// Bytes all layers' buffers may take together (`None`: [`crate::gpu::memory::default_budget`]).
     pub budget: Option<u64>,
     /// Bytes one storage buffer may hold, below the driver's limit (tests).
     pub storage_block: Option<u64>,
-}
-
-/// Three quarters of the memory the device has free: what NVIDIA's driver reports
-/// (`GL_NVX_gpu_memory_info`), or on a software rasteriser, whose buffers live in host memory,
-/// the host's available memory; 4 GiB where neither is known.
-fn default_gpu_budget(engine: &GlContext) -> u64 {
-    /// GL_GPU_MEMORY_INFO_CURRENT_AVAILABLE_VIDMEM_NVX, in KiB.
-    const AVAILABLE_VIDMEM_NVX: u32 = 0x9049;
-    let free = if engine
-        .gl
-        .supported_extensions()
-        .contains("GL_NVX_gpu_memory_info")
-    {
-        // SAFETY: a plain query the extension defines, on the current context.
-        let kib = unsafe { engine.gl.get_parameter_i32(AVAILABLE_VIDMEM_NVX) };
-        (kib > 0).then(|| kib as u64 * 1024)
-    } else if engine.info().software {
-        host_available_bytes()
-    } else {
-        None
-    };
-    free.map_or(4 << 30, |bytes| bytes / 4 * 3)
-}
-
-/// `MemAvailable` of /proc/meminfo.
-fn host_available_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// Everything that exists once the window is open. Field order is drop order: the engine's
@@ -266,7 +236,7 @@ impl App {
         let gpu_budget = self
             .limits
             .budget
-            .unwrap_or_else(|| default_gpu_budget(&engine));
+            .unwrap_or_else(|| crate::gpu::memory::default_budget(&engine));
         eprintln!(
             "deepmerge view: window open on {} (GPU memory budget {})",
             engine.info().renderer,

@@ -105,6 +105,12 @@ pub fn merge_images_gl_over(
     let mut limit = ctx.info().max_ssbo_bytes;
     if gl_options.band_budget_bytes > 0 {
         limit = limit.min(gl_options.band_budget_bytes);
+    } else if !ctx.info().software {
+        // A device of its own: bands fit what it has free (a software rasteriser's buffers are
+        // host memory, which the streamed merge's budget already bounds).
+        limit = limit.min(super::memory::band_budget_of(
+            super::memory::default_budget(ctx),
+        ));
     }
     // A tidy deep output built on the GPU may hold up to twice the merged samples.
     let growth = if options.tidy

@@ -1,6 +1,7 @@
 //! Building an image in a layout on the GPU from a pixel-ordered stream (`build.comp`, twin
 //! `cpu::build::build`): from a stream on the GPU (the gather's, [`build_from_stream`]) or
 //! uploaded from the host ([`build_image`]): scan, min counts, optional per-pixel sort, scatter.
+//! A linearised image is the sorted stream itself, so it skips the scatter.
 
 use super::*;
 
@@ -87,6 +88,36 @@ pub fn build_from_stream<'a>(
         stride,
     } = stream;
     ctx.check_fits((samples + 1) * 16.max(stride * 4), "a deep image")?;
+    if layout == Layout::Linearised {
+        // A linearised image is the stream itself (slot = offset + index): sorted in place, it
+        // is taken as it is, with no scatter and no second copy of the samples.
+        if sort_pixels {
+            crate::gpu::sort::sort_pixels(
+                ctx,
+                &offsets,
+                &stream_keys,
+                pixels,
+                samples,
+                Some(crate::gpu::sort::SortValues {
+                    values: &stream_values,
+                    columns: stride,
+                }),
+            )?;
+        }
+        return Ok(GpuImage {
+            layout,
+            block_size,
+            ascending: true,
+            pixels,
+            samples,
+            stride,
+            keys: stream_keys,
+            values: stream_values,
+            offsets,
+            aux1: ctx.zeroed(4)?,
+            aux2: ctx.zeroed(4)?,
+        });
+    }
     let image = allocate(
         ctx, layout, block_size, ascending, pixels, samples, stride, offsets,
     )?;

@@ -96,7 +96,8 @@ pub fn merge_deep_kway<'a>(
         (samples + 1) * 16.max(stack.image.stride * 4),
         "a merged deep image",
     )?;
-    let counts = ctx.zeroed(pixels * 4)?;
+    // count_kway.comp writes every pixel's count.
+    let counts = ctx.scratch((pixels * 4).max(16))?;
     let program = ctx.use_stage("count_kway.comp", &stack.defines(1, None))?;
     stack.set_uniforms(ctx, program);
     stack.image.offsets.bind(0);

@@ -201,8 +201,11 @@ fn allocate<'a>(
     offsets: GpuBuffer<'a>,
 ) -> Result<GpuImage<'a>> {
     let slots = samples + usize::from(layout == Layout::LinkedList);
-    let keys = ctx.zeroed(slots * std::mem::size_of::<Fragment>())?;
-    let values = ctx.zeroed(slots * stride * 4)?;
+    // Every slot a reader reaches is written by the build or merge that fills the image (reads
+    // stop at each pixel's count), so the slots start unset: poisoned in strict mode, which
+    // fails any read of one.
+    let keys = ctx.scratch((slots * std::mem::size_of::<Fragment>()).max(16))?;
+    let values = ctx.scratch((slots * stride * 4).max(16))?;
     let (aux1, aux2) = match layout {
         Layout::LinkedList => {
             let next = ctx.zeroed(slots * 4)?;

@@ -108,7 +108,8 @@ pub(crate) fn merge_deep_listing<'a>(
     let samples = a.samples + b.samples;
     ctx.check_fits((samples + 1) * 16.max(a.stride * 4), "a merged deep image")?;
     // Counting pass and scan for the output's offsets.
-    let counts = ctx.zeroed(pixels * 4)?;
+    // count.comp writes every pixel's count.
+    let counts = ctx.scratch((pixels * 4).max(16))?;
     let program = ctx.use_stage("count.comp", &base_defines(1))?;
     ctx.uniform_u32(program, "u_pixels", pixels as u32);
     a.offsets.bind(0);
