@@ -12,11 +12,18 @@
 
 use std::path::Path;
 
-use super::chunks::ChunkSource;
-use super::header::PartSelector;
+pub(crate) mod bytes;
+mod chunk;
+pub(crate) mod deep;
+pub(crate) mod flat;
+pub(crate) mod header;
+mod part;
+
 use super::selection::ChannelSelection;
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
+use deep::ChunkSource;
+use header::PartSelector;
 
 /// The default ceiling on the memory one input may take once decoded: 8 GiB.
 pub const DEFAULT_MAX_MEMORY: u64 = 8 << 30;
