@@ -186,7 +186,7 @@ pub struct ChunkSource {
 /// Deep parts on the part reader: the first deep part by default, a codec that deep parts
 /// may use, single-level tiles, at least one channel, and per-row tables plus a few rows of
 /// pixels within the budget.
-struct Deep;
+pub(super) struct Deep;
 
 impl PartKind for Deep {
     type Codec = Codec;

@@ -278,7 +278,7 @@ impl FlatSource {
                 for y in y0..=y1 {
                     let block = blocks[at(y) - first];
                     let start = (y - block.y0) as usize * width;
-                    append_range(&mut plane, &block.planes[c], start, width);
+                    plane.append_range(&block.planes[c], start..start + width);
                 }
                 plane
             })
@@ -500,15 +500,5 @@ fn write_values(plane: &mut Plane, at: usize, bytes: &[u8], native: bool) {
                 };
             }
         }
-    }
-}
-
-/// Append `len` values of `from` starting at `start` to `plane` (of the same type).
-fn append_range(plane: &mut Plane, from: &Plane, start: usize, len: usize) {
-    match (plane, from) {
-        (Plane::U32(a), Plane::U32(b)) => a.extend_from_slice(&b[start..start + len]),
-        (Plane::F16(a), Plane::F16(b)) => a.extend_from_slice(&b[start..start + len]),
-        (Plane::F32(a), Plane::F32(b)) => a.extend_from_slice(&b[start..start + len]),
-        _ => unreachable!("block rows are decoded with the channels' types"),
     }
 }

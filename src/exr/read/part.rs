@@ -150,3 +150,75 @@ fn window_over_budget(window: Bounds, held: u64, budget: u64) -> Error {
         budget,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exr::read::deep::ChunkSource;
+    use crate::exr::read::flat::FlatSource;
+
+    fn data(file: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(file)
+    }
+
+    /// Each part of a multi-part file is found with its own offset table: the part reader
+    /// skips the tables of the parts before it, and the table it reads is the part's own
+    /// (every offset lies past the headers and tables, inside the file).
+    #[test]
+    fn each_part_gets_its_own_offset_table() {
+        let path = data("openexr-images/Stereo-Trunks-multipart.exr");
+        let mut tables = Vec::new();
+        for part in 0..2 {
+            let source = ChunkSource::open(&path, &PartSelector::Index(part), 1 << 30).unwrap();
+            let info = &crate::exr::read_parts_info(&path).unwrap()[part];
+            assert_eq!(source.window, info.data_window);
+            let bytes = ByteSource::open(&path).unwrap();
+            let (reader, _) = PartReader::open::<super::super::deep::Deep>(
+                &path,
+                bytes,
+                &PartSelector::Index(part),
+                1 << 30,
+            )
+            .unwrap();
+            assert_eq!(reader.part, part);
+            assert!(reader.multipart);
+            assert_eq!(reader.offsets.len(), reader.meta.headers[part].chunk_count);
+            assert!(reader.offsets.iter().all(|&at| at < reader.bytes.len()));
+            tables.push(reader.offsets);
+        }
+        // The two parts' chunks are different chunks of the file.
+        assert!(tables[0].iter().all(|at| !tables[1].contains(at)));
+    }
+
+    /// The deep and the flat decoder refuse a window the budget cannot hold in the part
+    /// reader's one wording, and each refuses the other's kind of part.
+    #[test]
+    fn both_decoders_share_the_budget_check_and_pick_their_own_parts() {
+        let deep = data("openexr-images/Balls.exr");
+        let flat = data("openexr-images/composited.exr");
+        let deep_err = ChunkSource::open(&deep, &PartSelector::FirstDeep, 100)
+            .err()
+            .unwrap();
+        let flat_err = FlatSource::open(&flat, &PartSelector::FirstDeep, 100)
+            .err()
+            .unwrap();
+        for (e, window) in [(&deep_err, "764 x 406"), (&flat_err, "1022 x 574")] {
+            assert_eq!(e.kind(), crate::error::ErrorKind::OverBudget, "{e}");
+            let text = e.to_string();
+            assert!(
+                text.contains(&format!("its data window of {window} pixels")),
+                "{text}"
+            );
+        }
+        let e = FlatSource::open(&deep, &PartSelector::FirstDeep, 1 << 30)
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string().contains("this command needs a flat image"),
+            "{e}"
+        );
+        assert!(ChunkSource::open(&flat, &PartSelector::FirstDeep, 1 << 30).is_err());
+    }
+}
