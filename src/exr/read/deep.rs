@@ -1,7 +1,8 @@
-//! The chunk reader: one deep part of one input file, read chunk by chunk with positioned reads.
+//! The deep decoder: one deep part of one input file, read chunk by chunk with positioned reads.
 //!
-//! Opening reads the header (a growing prefix of the file, never the whole file) and the part's
-//! offset table; [`ChunkSource::count_rows`] then reads every chunk's head and its packed
+//! Opening is the part reader's ([`super::part`]: the headers, a growing prefix of the file,
+//! never the whole file; the part; the budget; the offset table), with this decoder's checks
+//! ([`Deep`]); [`ChunkSource::count_rows`] then reads every chunk's head and its packed
 //! sample-count table only, which is all the band planner needs (samples per row). The count
 //! tables it inflates are kept (each pixel's count in the narrowest integer that holds the
 //! chunk's largest, within a share of the budget), so decoding a chunk later reads and inflates

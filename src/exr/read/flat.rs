@@ -1,8 +1,9 @@
 //! The flat reader: one flat (non-deep) part of a file, read a band of rows at a time, for the
 //! operations that take a flat image (`deepen`, `recolor`).
 //!
-//! It is the flat twin of [`super::ChunkSource`]: opening reads the header (a growing prefix of
-//! the file) and the part's offset table; [`FlatSource::take_rows`] reads with positioned reads
+//! It is the flat twin of [`super::deep::ChunkSource`], on the same part reader
+//! ([`super::part`]: headers, part, budget, offset table) with this decoder's checks
+//! ([`Flat`]); [`FlatSource::take_rows`] reads with positioned reads
 //! only the chunks the rows reach (scanline blocks, or a row of tiles of level 0), unpacks them
 //! in parallel and copies those rows into one plane per channel. The last block row decoded is
 //! kept, so bands that cut a block in two unpack it once.
