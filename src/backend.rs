@@ -17,37 +17,59 @@ use crate::error::{Error, Result};
 use crate::gpu::GlContext;
 
 pub use crate::request::Backend;
+pub use crate::stream::MergeEngine;
 
-/// The engine chosen for a merge.
-pub enum Engine {
-    /// The CPU engine, with why when GL was not chosen under `Auto` (" (reason)", or empty).
-    Cpu {
-        /// Why GL was not used, as a parenthesised clause for the status line; empty when the
-        /// CPU engine was asked for.
-        reason: String,
-    },
-    /// The GL engine on this context (boxed: a context is large beside the CPU variant).
-    Gl(Box<GlContext>),
+/// The engine a run chose: the GL context made for it, or the CPU engine and why. It is not a
+/// second engine enum: the one enum is [`MergeEngine`], which each merge borrows from this
+/// choice ([`EngineChoice::merging`]). This owns what the enum borrows (the context, made once
+/// for a run and current on the thread that made it) and the status line's reason.
+pub struct EngineChoice {
+    /// The GL context, when the GL engine was chosen (boxed: a context is large).
+    context: Option<Box<GlContext>>,
+    /// Why GL was not used, as a parenthesised clause for the status line (" (reason)"); empty
+    /// when the CPU engine was asked for, or when GL was chosen.
+    cpu_reason: String,
 }
 
-impl Engine {
-    /// This engine for one merge with the GL options `gl` (ignored by the CPU engine): the
-    /// streamed merge's [`crate::stream::MergeEngine`] borrows the engine chosen here. One
-    /// meaning, two lifetimes: `Engine` owns the choice (and the GL context) for a run,
-    /// `MergeEngine` lends it to one merge.
-    pub fn merging(&self, gl: crate::gpu::GlOptions) -> crate::stream::MergeEngine<'_> {
-        match self {
-            Engine::Cpu { .. } => crate::stream::MergeEngine::Cpu,
-            Engine::Gl(ctx) => crate::stream::MergeEngine::Gl(ctx, gl),
+impl EngineChoice {
+    /// The CPU engine, with why GL was not chosen (" (reason)", or empty).
+    pub fn cpu(reason: impl Into<String>) -> Self {
+        EngineChoice {
+            context: None,
+            cpu_reason: reason.into(),
+        }
+    }
+
+    /// The GL engine on `context`.
+    pub fn gl(context: GlContext) -> Self {
+        EngineChoice {
+            context: Some(Box::new(context)),
+            cpu_reason: String::new(),
+        }
+    }
+
+    /// The GL context when the GL engine was chosen, `None` for the CPU engine.
+    pub fn context(&self) -> Option<&GlContext> {
+        self.context.as_deref()
+    }
+
+    /// Why the CPU engine runs, as a parenthesised clause for the status line (empty when it
+    /// was asked for, or when GL runs).
+    pub fn cpu_reason(&self) -> &str {
+        &self.cpu_reason
+    }
+
+    /// The engine for one merge with the GL options `gl` (ignored by the CPU engine).
+    pub fn merging(&self, gl: crate::gpu::GlOptions) -> MergeEngine<'_> {
+        match self.context() {
+            None => MergeEngine::Cpu,
+            Some(ctx) => MergeEngine::Gl(ctx, gl),
         }
     }
 
     /// `"cpu"` or `"gl"`, as reports name the engine.
     pub fn name(&self) -> &'static str {
-        match self {
-            Engine::Cpu { .. } => "cpu",
-            Engine::Gl(_) => "gl",
-        }
+        self.merging(crate::gpu::GlOptions::default()).name()
     }
 }
 
@@ -55,7 +77,7 @@ impl crate::request::MergeRequest {
     /// The engine this request runs on (a GL context is made here when GL is used). It lives
     /// here, not in `request.rs`, so that the request (which builds without the `gl` feature)
     /// does not depend on the engine choice that depends on it.
-    pub fn engine(&self) -> Result<Engine> {
+    pub fn engine(&self) -> Result<EngineChoice> {
         choose_engine(self.backend, self.gl.is_given())
     }
 }
@@ -63,20 +85,16 @@ impl crate::request::MergeRequest {
 /// Pick the engine for `backend`; `gl_options_given` is true when the caller set GL-only options
 /// (layout, method, block size, pixel order, stage placement, statistics), which select GL under
 /// `Auto` and are refused with `Cpu`.
-pub fn choose_engine(backend: Backend, gl_options_given: bool) -> Result<Engine> {
+pub fn choose_engine(backend: Backend, gl_options_given: bool) -> Result<EngineChoice> {
     match backend {
         // `MergeRequest::check` refuses this in the front end's words first.
         Backend::Cpu if gl_options_given => Err(Error::Usage(
             "GPU options choose how the GPU merges; they do not apply to the CPU backend".into(),
         )),
-        Backend::Cpu => Ok(Engine::Cpu {
-            reason: String::new(),
-        }),
-        Backend::Gl => Ok(Engine::Gl(Box::new(GlContext::new()?))),
+        Backend::Cpu => Ok(EngineChoice::cpu("")),
+        Backend::Gl => Ok(EngineChoice::gl(GlContext::new()?)),
         // Measured, not assumed: see the module docs.
-        Backend::Auto if !gl_options_given => Ok(Engine::Cpu {
-            reason: AUTO_PICKS_CPU.to_string(),
-        }),
+        Backend::Auto if !gl_options_given => Ok(EngineChoice::cpu(AUTO_PICKS_CPU)),
         Backend::Auto => auto_with_context(gl_options_given),
     }
 }
@@ -86,13 +104,43 @@ pub const AUTO_PICKS_CPU: &str = " (faster end to end than the GL engine, on llv
 
 /// `Auto` with GPU options given: GL (a software rasteriser too, as the options ask for it), or
 /// an error naming why there is none.
-fn auto_with_context(gl_options_given: bool) -> Result<Engine> {
+fn auto_with_context(gl_options_given: bool) -> Result<EngineChoice> {
     debug_assert!(gl_options_given);
-    GlContext::new()
-        .map(|ctx| Engine::Gl(Box::new(ctx)))
-        .map_err(|e| {
-            Error::Gl(format!(
-                "GPU options were given but no GL context can be made ({e})"
-            ))
-        })
+    GlContext::new().map(EngineChoice::gl).map_err(|e| {
+        Error::Gl(format!(
+            "GPU options were given but no GL context can be made ({e})"
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CPU choices make no context, and what a merge borrows from them is the CPU engine:
+    /// `Cpu` gives no reason for the status line, `Auto` without GPU options says why.
+    #[test]
+    fn cpu_choices_lend_the_cpu_engine() {
+        let asked = choose_engine(Backend::Cpu, false).unwrap();
+        assert!(asked.context().is_none());
+        assert_eq!(asked.cpu_reason(), "");
+        assert!(matches!(
+            asked.merging(crate::gpu::GlOptions::default()),
+            MergeEngine::Cpu
+        ));
+        assert_eq!(asked.name(), "cpu");
+        let auto = choose_engine(Backend::Auto, false).unwrap();
+        assert!(auto.context().is_none());
+        assert_eq!(auto.cpu_reason(), AUTO_PICKS_CPU);
+        assert_eq!(auto.name(), "cpu");
+    }
+
+    /// GPU options with the CPU backend are refused, not ignored.
+    #[test]
+    fn gpu_options_on_the_cpu_backend_are_refused() {
+        assert!(matches!(
+            choose_engine(Backend::Cpu, true),
+            Err(Error::Usage(_))
+        ));
+    }
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::backend::Engine;
+use crate::backend::EngineChoice;
 use crate::composite::MergeOptions;
 use crate::deep::DeepImage;
 use crate::error::Result;
@@ -94,18 +94,20 @@ impl MergeJob {
     /// fails prints its one error line only.
     pub fn run_one(
         &self,
-        engine: &Engine,
+        engine: &EngineChoice,
         inputs: &[PathBuf],
         output: &Path,
         stats: &RunStats,
         progress: &Progress,
         announce: Option<&str>,
     ) -> Result<()> {
-        let gl = match engine {
-            Engine::Cpu { .. } => None,
-            Engine::Gl(ctx) => Some(&**ctx),
-        };
-        self.run_on(gl, inputs, output, stats, Some((progress, announce)))
+        self.run_on(
+            engine.context(),
+            inputs,
+            output,
+            stats,
+            Some((progress, announce)),
+        )
     }
 
     /// One merge on the GL engine on `gl`, or on the CPU engine when `None` (a frame thread
@@ -198,7 +200,7 @@ impl MergeJob {
     #[allow(clippy::too_many_arguments)]
     pub fn run_sequence(
         &self,
-        engine: &Engine,
+        engine: &EngineChoice,
         inputs: &[(PathBuf, Option<FramePattern>)],
         output: &FramePattern,
         frames: &[i64],
@@ -239,11 +241,11 @@ impl MergeJob {
             };
             progress.step();
         };
-        match engine {
-            Engine::Gl(ctx) => {
+        match engine.context() {
+            Some(ctx) => {
                 for &frame in frames {
                     let result = self.run_on(
-                        Some(&**ctx),
+                        Some(ctx),
                         &frame_inputs(frame),
                         &output.path(frame),
                         stats,
@@ -252,7 +254,7 @@ impl MergeJob {
                     report(frame, result);
                 }
             }
-            Engine::Cpu { .. } => {
+            None => {
                 // A shared queue of frames, `jobs` workers taking the next one: frames finish
                 // roughly in order, so a farm's log reads naturally.
                 let next = Mutex::new(frames.iter());

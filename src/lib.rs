@@ -19,8 +19,9 @@
 //!    writers fed one band.
 //!
 //! [`stream::merge_files`] is steps 1 to 4, file to file, on the engine the caller chooses
-//! ([`stream::MergeEngine`]); [`ops`] runs the deep operations (slice, crop, transform, idselect)
-//! on the same streaming pipeline. The options of a merge, as a user gives them, are one
+//! ([`stream::MergeEngine`]); [`ops`] runs the deep operations (slice, crop, transform, idselect,
+//! deepen from a flat image, recolor by a flat image, and holdout of one file by another) on
+//! the same streaming pipeline. The options of a merge, as a user gives them, are one
 //! [`request::MergeRequest`]: it refuses what does not fit together and gives every stage its
 //! options; the CLI, the viewer and the Python module fill one from their arguments.
 //!

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
-use deepmerge::backend::Engine;
 use deepmerge::bench::{self, BenchArgs};
 use deepmerge::composite::{MergeStrategy, Pruning};
 use deepmerge::error::ErrorKind;
@@ -807,8 +806,8 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
     };
     let progress = Progress::new(progress_mode, steps, what);
     let announce = (!args.quiet).then(|| {
-        let on = match &engine {
-            Engine::Gl(ctx) => {
+        let on = match engine.context() {
+            Some(ctx) => {
                 let gl = request.gl_options();
                 let kway = deepmerge::gpu::uses_kway(job.merge.strategy, args.inputs.len());
                 format!(
@@ -819,7 +818,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
                     gl.block_size
                 )
             }
-            Engine::Cpu { reason } => format!("on the CPU{reason}"),
+            None => format!("on the CPU{}", engine.cpu_reason()),
         };
         let frames_note = match &frames {
             Some(f) => format!(", {} frames", f.len()),

@@ -4,13 +4,10 @@
 //! GL context exists. The sources are the loader's own ([`resolve`]: includes inlined, the shared
 //! vocabulary's defines first), so what is checked is exactly what the driver would be given.
 //!
-//! The variants are one list, [`stages`]: per stage, the axes of defines its loader sets (in
-//! `src/gpu/*.rs` and `src/view/gpu.rs`). Structural axes (layouts, methods, output kinds, modes,
-//! input counts) are combined in full; numeric axes (block sizes, column tables) cycle through
-//! that product, so every value meets every structural choice without multiplying the count. A
-//! new define is one more axis in the list; a define a shader tests in `#if` that no variant
-//! sets fails [`conditionals_test_only_defined_macros`], since GLSL silently reads an undefined
-//! macro there as 0.
+//! The variants are the registry's ([`GLSL_FILES`], `src/gpu/stages/defines.rs`): per stage,
+//! the axes of defines its loader sets. A define a shader tests in `#if` that no variant sets
+//! fails [`conditionals_test_only_defined_macros`], since GLSL silently reads an undefined macro
+//! there as 0.
 //!
 //! Fast: the variants are written to a temporary folder and compiled by one validator process
 //! per core, many files each.
@@ -20,336 +17,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use deepmerge::gpu::program::{resolve, Defines};
-use deepmerge::gpu::resident::ColumnSpec;
-use deepmerge::gpu::scan::SCAN_GROUP;
 use deepmerge::gpu::stages::GLSL_FILES;
-use deepmerge::gpu::tidy::WORK_BUDGET;
-use deepmerge::vocab::{
-    FlagField, Layout, GATE_LIMIT, GROUP_SIZE, LOCAL_GROUP_SIZE, LOCAL_SORT_SIZE, MAX_BLOCK_SIZE,
-    MAX_KWAY_INPUTS, REG_SORT_SIZE,
-};
 
 /// The validator and the Debian package that has it.
 const VALIDATOR: &str = "glslangValidator";
 const VALIDATOR_PACKAGE: &str = "glslang-tools";
-
-/// One choice on an axis: the defines it sets.
-type Choice = Vec<(String, String)>;
-
-/// The values one define (or a group of defines set together) takes.
-struct Axis(Vec<Choice>);
-
-/// `name` takes each of `values`.
-fn axis<T: ToString>(name: &str, values: impl IntoIterator<Item = T>) -> Axis {
-    Axis(
-        values
-            .into_iter()
-            .map(|v| vec![(name.to_string(), v.to_string())])
-            .collect(),
-    )
-}
-
-/// A single fixed define.
-fn fixed<T: ToString>(name: &str, value: T) -> Axis {
-    axis(name, [value])
-}
-
-/// How one stage is specialised: `product` axes are combined in full, `cycled` axes take their
-/// choices in turn over that product.
-struct Stage {
-    file: &'static str,
-    product: Vec<Axis>,
-    cycled: Vec<Axis>,
-}
-
-/// The image binding block of `engine::layout_defines`: `{NAME}_LAYOUT`, `{NAME}_ACCESS` and
-/// five bindings from `binding`, one choice per layout.
-fn image_axis(name: &str, layouts: &[Layout], binding: u32, access: &str) -> Axis {
-    Axis(
-        layouts
-            .iter()
-            .map(|layout| {
-                let mut choice = vec![
-                    (format!("{name}_LAYOUT"), layout.glsl_id().to_string()),
-                    (format!("{name}_ACCESS"), access.to_string()),
-                ];
-                for k in 0..5 {
-                    choice.push((format!("{name}_BINDING_{k}"), (binding + k).to_string()));
-                }
-                choice
-            })
-            .collect(),
-    )
-}
-
-/// The merge output: flat (an LA-shaped binding block, `OUTPUT_DEEP 0`) or deep in each layout.
-fn output_axis() -> Axis {
-    let Axis(deep) = image_axis("OUT", &Layout::ALL, 10, "");
-    let Axis(flat) = image_axis("OUT", &[Layout::Linearised], 10, "");
-    let mut choices: Vec<Choice> = flat
-        .into_iter()
-        .map(|mut c| {
-            c.push(("OUTPUT_DEEP".into(), "0".into()));
-            c
-        })
-        .collect();
-    choices.extend(deep.into_iter().map(|mut c| {
-        c.push(("OUTPUT_DEEP".into(), "1".into()));
-        c
-    }));
-    Axis(choices)
-}
-
-/// Column tables as `ColumnSpec::defines` writes them: none (stride 1, no alphas), alpha only,
-/// RGBA under one alpha, and colours with their own alphas (RA, GA, BA).
-fn column_tables() -> Vec<ColumnSpec> {
-    vec![
-        ColumnSpec { alpha_of: vec![] },
-        ColumnSpec {
-            alpha_of: vec![None],
-        },
-        ColumnSpec {
-            alpha_of: vec![None, Some(0), Some(0), Some(0)],
-        },
-        ColumnSpec {
-            alpha_of: vec![None, None, None, Some(0), Some(1), Some(2)],
-        },
-    ]
-}
-
-fn columns_axis() -> Axis {
-    Axis(
-        column_tables()
-            .iter()
-            .map(|spec| spec.defines(Defines::default()).0)
-            .collect(),
-    )
-}
-
-/// Block sizes: 1 (what layouts other than BIA get), an odd one, a middle one and the largest.
-fn block_axis() -> Axis {
-    axis("BLOCK_SIZE", [1, 3, 8, MAX_BLOCK_SIZE])
-}
-
-/// Input counts of a k-way merge: one, two, an odd middle and the most.
-fn kway_inputs() -> Vec<usize> {
-    vec![1, 2, 5, MAX_KWAY_INPUTS]
-}
-
-/// The sort stages every sort runs (`gpu::sort::Stage`); values add a gather and a scatter.
-const SORT_KEY_STAGES: [&str; 4] = ["STAGE_SHORT", "STAGE_CHECK", "STAGE_LOCAL", "STAGE_MERGE"];
-
-/// The sort's fixed sizes, from the shared vocabulary.
-fn sort_sizes() -> Axis {
-    Axis(vec![vec![
-        ("GROUP_SIZE".into(), GROUP_SIZE.to_string()),
-        ("REG_SORT_SIZE".into(), REG_SORT_SIZE.to_string()),
-        ("LOCAL_SORT_SIZE".into(), LOCAL_SORT_SIZE.to_string()),
-        ("LOCAL_GROUP_SIZE".into(), LOCAL_GROUP_SIZE.to_string()),
-    ]])
-}
-
-/// THE list: every stage and the defines its loader gives it.
-fn stages() -> Vec<Stage> {
-    let ia_bia = [Layout::Interleaved, Layout::BlockedInterleaved];
-    let flag_fields = [FlagField::WORD, FlagField::NEEDS_TIDY_IN_FRONT];
-    let view_defines = deepmerge::view::display::shader_defines();
-    vec![
-        // gpu::scan
-        Stage {
-            file: "scan.comp",
-            product: vec![fixed("SCAN_GROUP", format!("{SCAN_GROUP}u"))],
-            cycled: vec![],
-        },
-        Stage {
-            file: "scan_add.comp",
-            product: vec![fixed("SCAN_GROUP", format!("{SCAN_GROUP}u"))],
-            cycled: vec![],
-        },
-        // gpu::resident: min counts of IA and BIA, the build, the counting passes, the merges.
-        Stage {
-            file: "min_counts.comp",
-            product: vec![
-                fixed("GROUP_SIZE", GROUP_SIZE),
-                axis("LAYOUT", ia_bia.map(|l| l.glsl_id())),
-            ],
-            cycled: vec![block_axis()],
-        },
-        Stage {
-            file: "gather_count.comp",
-            product: vec![fixed("GROUP_SIZE", GROUP_SIZE), axis("PERMUTED", [0, 1])],
-            cycled: vec![fixed("NUM_COLUMNS", 1)],
-        },
-        Stage {
-            file: "gather.comp",
-            product: vec![fixed("GROUP_SIZE", GROUP_SIZE), axis("PERMUTED", [0, 1])],
-            cycled: vec![axis("NUM_COLUMNS", [1, 4, 6])],
-        },
-        Stage {
-            file: "build.comp",
-            product: vec![
-                fixed("GROUP_SIZE", GROUP_SIZE),
-                image_axis("OUT", &Layout::ALL, 0, ""),
-                axis("LL_ASCENDING", [0, 1]),
-            ],
-            cycled: vec![block_axis(), axis("NUM_COLUMNS", [1, 4, 6])],
-        },
-        Stage {
-            file: "count.comp",
-            product: vec![fixed("GROUP_SIZE", GROUP_SIZE), fixed("BLOCK_SIZE", 1)],
-            cycled: vec![],
-        },
-        Stage {
-            file: "count_kway.comp",
-            product: vec![
-                fixed("GROUP_SIZE", GROUP_SIZE),
-                fixed("BLOCK_SIZE", 1),
-                axis("NUM_INPUTS", kway_inputs()),
-                image_axis("IN", &Layout::ALL, 0, "readonly"),
-            ],
-            cycled: vec![],
-        },
-        Stage {
-            file: "merge.comp",
-            product: vec![
-                fixed("GROUP_SIZE", GROUP_SIZE),
-                axis("MERGE_METHOD", [0, 1]),
-                axis("MERGE_DESC", [0, 1]),
-                axis("RBM_SHIFT", [0, 1]),
-                image_axis("A", &Layout::ALL, 0, "readonly"),
-                image_axis("B", &Layout::ALL, 5, "readonly"),
-                output_axis(),
-            ],
-            cycled: vec![block_axis(), columns_axis(), axis("LONG_LISTS", [0, 1])],
-        },
-        // gpu::merge::coop: the long pixels merge.comp listed, a workgroup each.
-        Stage {
-            file: "merge_coop.comp",
-            product: vec![
-                fixed("GROUP_SIZE", GROUP_SIZE),
-                fixed("COOP_GROUP", 64),
-                fixed("MERGE_METHOD", 0),
-                fixed("RBM_SHIFT", 0),
-                axis("MERGE_DESC", [0, 1]),
-                image_axis("A", &Layout::ALL, 0, "readonly"),
-                image_axis("B", &Layout::ALL, 5, "readonly"),
-                output_axis(),
-            ],
-            cycled: vec![block_axis(), columns_axis()],
-        },
-        Stage {
-            file: "merge_kway.comp",
-            product: vec![
-                fixed("GROUP_SIZE", GROUP_SIZE),
-                axis("NUM_INPUTS", kway_inputs()),
-                image_axis("IN", &Layout::ALL, 0, "readonly"),
-                output_axis(),
-            ],
-            cycled: vec![block_axis(), columns_axis()],
-        },
-        // gpu::sort: without values (NUM_COLUMNS 1), the four key stages; with values, also
-        // the gather and scatter of the values.
-        Stage {
-            file: "sort.comp",
-            product: vec![
-                axis("STAGE", SORT_KEY_STAGES),
-                sort_sizes(),
-                axis("SERIAL_SORT_SIZE", [0, 128]),
-                fixed("WITH_VALUES", 0),
-                fixed("NUM_COLUMNS", 1),
-            ],
-            cycled: vec![],
-        },
-        Stage {
-            file: "sort.comp",
-            product: vec![
-                axis(
-                    "STAGE",
-                    SORT_KEY_STAGES
-                        .iter()
-                        .chain(&["STAGE_GATHER", "STAGE_SCATTER"]),
-                ),
-                sort_sizes(),
-                axis("SERIAL_SORT_SIZE", [0, 128]),
-                fixed("WITH_VALUES", 1),
-            ],
-            cycled: vec![axis("NUM_COLUMNS", [1, 4, 6])],
-        },
-        // gpu::tidy and gpu::compact
-        Stage {
-            file: "tidy.comp",
-            product: vec![
-                fixed("GROUP_SIZE", GROUP_SIZE),
-                fixed("WORK_BUDGET", WORK_BUDGET),
-                axis("TIDY_MODE", [0, 1, 2]),
-                columns_axis(),
-            ],
-            cycled: vec![],
-        },
-        Stage {
-            file: "tidy_assemble.comp",
-            product: vec![
-                fixed("GROUP_SIZE", GROUP_SIZE),
-                axis("STAGE", 0..4),
-                fixed("GATE_LIMIT", GATE_LIMIT),
-            ],
-            cycled: vec![axis("NUM_COLUMNS", [1, 4, 6])],
-        },
-        Stage {
-            file: "compact.comp",
-            product: vec![
-                fixed("GROUP_SIZE", GROUP_SIZE),
-                axis("STAGE", [0, 1]),
-                Axis(
-                    flag_fields
-                        .iter()
-                        .map(|f| {
-                            vec![
-                                ("FLAG_STRIDE".into(), f.stride.to_string()),
-                                ("FLAG_COMPONENT".into(), f.component.to_string()),
-                                ("FLAG_MASK".into(), format!("{:#x}u", f.mask)),
-                            ]
-                        })
-                        .collect(),
-                ),
-            ],
-            cycled: vec![],
-        },
-        // gpu::buffer (zero fill) and bench::gl (the copy floor)
-        Stage {
-            file: "fill.comp",
-            product: vec![],
-            cycled: vec![],
-        },
-        Stage {
-            file: "copy.comp",
-            product: vec![],
-            cycled: vec![],
-        },
-        // view::gpu: the depth slice and the image pass (vertex and fragment)
-        Stage {
-            file: "slice.comp",
-            product: vec![fixed("GROUP_SIZE_VIEW", 64), columns_axis()],
-            cycled: vec![],
-        },
-        Stage {
-            file: "view_image.vert",
-            product: vec![],
-            cycled: vec![],
-        },
-        Stage {
-            file: "view_image.frag",
-            product: vec![
-                columns_axis(),
-                Axis(vec![view_defines
-                    .iter()
-                    .map(|(n, v)| (n.to_string(), v.clone()))
-                    .collect()]),
-            ],
-            cycled: vec![],
-        },
-    ]
-}
 
 /// One program to compile: its stage file and defines.
 struct Variant {
@@ -369,42 +41,37 @@ impl Variant {
     }
 }
 
-/// Every variant of every stage: the product of `product`, with `cycled` taking turns.
+/// Every variant of every stage, from the registry's define sets.
 fn variants() -> Vec<Variant> {
-    let mut out = Vec::new();
-    for stage in stages() {
-        let mut combos: Vec<Choice> = vec![Vec::new()];
-        for Axis(choices) in &stage.product {
-            combos = combos
-                .iter()
-                .flat_map(|base| {
-                    choices.iter().map(move |c| {
-                        let mut next = base.clone();
-                        next.extend(c.iter().cloned());
-                        next
-                    })
-                })
-                .collect();
-        }
-        for (i, mut combo) in combos.into_iter().enumerate() {
-            // Each cycled axis turns at its own pace (i, i / n0, ...), so pairs of them vary too.
-            let mut turn = i;
-            for Axis(choices) in &stage.cycled {
-                combo.extend(choices[turn % choices.len()].iter().cloned());
-                turn /= choices.len().max(1);
-                turn += i;
-            }
-            out.push(Variant {
-                file: stage.file,
-                defines: Defines(combo),
-            });
-        }
-    }
-    out
+    GLSL_FILES
+        .iter()
+        .flat_map(|file| {
+            file.variants().into_iter().map(|defines| Variant {
+                file: file.name,
+                defines,
+            })
+        })
+        .collect()
 }
 
 fn glsl_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("glsl")
+}
+
+/// The files under `dir`, as paths relative to `glsl/` (`prefix`: the folder walked so far).
+fn files_under(dir: &Path, prefix: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = format!("{prefix}{name}");
+        if entry.file_type().unwrap().is_dir() {
+            out.extend(files_under(&entry.path(), &format!("{path}/")));
+        } else {
+            out.insert(path);
+        }
+    }
+    out
 }
 
 /// Every stage (.comp, .vert, .frag) and every include (.glsl), from the registry
@@ -429,15 +96,26 @@ fn glsl_files() -> (BTreeSet<String>, BTreeSet<String>) {
 /// in `src/a/b.rs` (or `src/a/b/mod.rs`).
 #[test]
 fn the_registry_lists_every_glsl_file_and_real_twins() {
-    let on_disk: BTreeSet<String> = std::fs::read_dir(glsl_dir())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    let listed: BTreeSet<String> = GLSL_FILES.iter().map(|f| f.name.to_string()).collect();
+    let on_disk = files_under(&glsl_dir(), "");
+    let listed: BTreeSet<String> = GLSL_FILES.iter().map(|f| f.path()).collect();
     assert_eq!(
         on_disk, listed,
-        "glsl/ and src/gpu/stages.rs must list the same files"
+        "glsl/ and src/gpu/stages/mod.rs must list the same files"
     );
+    // Files are found by name alone (`#include "common.glsl"`), so a name is unique.
+    let names: BTreeSet<&str> = GLSL_FILES.iter().map(|f| f.name).collect();
+    assert_eq!(names.len(), GLSL_FILES.len(), "two rows share a file name");
+    // Includes in glsl/include/, the viewer's shaders in glsl/view/, the engine's stages at the top.
+    for file in GLSL_FILES {
+        let expected = if file.name.ends_with(".glsl") {
+            "include"
+        } else if file.name.starts_with("view_") || file.name == "slice.comp" {
+            "view"
+        } else {
+            ""
+        };
+        assert_eq!(file.folder, expected, "{}", file.name);
+    }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     for file in GLSL_FILES {
         if file.name.ends_with(".comp") {
@@ -487,7 +165,7 @@ fn every_stage_and_include_has_variants() {
     for stage in &stages {
         assert!(
             variants.iter().any(|v| v.file == stage),
-            "glsl/{stage} has no variant: add it to `stages()` in tests/glsl_validate.rs"
+            "glsl/{stage} has no variant: give its row define sets in src/gpu/stages/defines.rs"
         );
     }
     for include in &includes {
@@ -538,7 +216,7 @@ fn conditionals_test_only_defined_macros() {
     assert!(
         missing.is_empty(),
         "macros read in #if that no variant defines (GLSL takes them as 0); add them to \
-         `stages()` in tests/glsl_validate.rs:\n{}",
+         the stage's define sets in src/gpu/stages/defines.rs:\n{}",
         missing.into_iter().collect::<Vec<_>>().join("\n")
     );
 }

@@ -22,7 +22,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
-use deepmerge::backend::{choose_engine, Backend, Engine};
+use deepmerge::backend::{choose_engine, Backend, EngineChoice};
 use deepmerge::composite::{check_merge, holdout as holdout_images, HoldoutMode, MergeOutput};
 use deepmerge::deep::{Bounds, Channel, DeepImage, FlatImage};
 use deepmerge::exr::{
@@ -281,10 +281,10 @@ pub fn engine_name(request: &MergeRequest) -> Result<&'static str> {
 fn with_engine<T>(
     backend: Backend,
     gl_options_given: bool,
-    run: impl FnOnce(&Engine) -> Result<T>,
+    run: impl FnOnce(&EngineChoice) -> Result<T>,
 ) -> Result<T> {
     thread_local! {
-        static ENGINES: RefCell<Vec<((Backend, bool), Engine)>> = const { RefCell::new(Vec::new()) };
+        static ENGINES: RefCell<Vec<((Backend, bool), EngineChoice)>> = const { RefCell::new(Vec::new()) };
     }
     let key = (backend, gl_options_given);
     ENGINES.with(|engines| {

@@ -19,7 +19,7 @@
 //! Only pixels where some volume overlaps a later sample need this; [`needs_tidy`] is the cheap
 //! gate the merge runs on every pixel, so inputs made only of points pay one pass over depths.
 //!
-//! The GPU port (`glsl/volume_split.glsl`, shared by `tidy.comp` and `slice.comp`; f32 twin
+//! The GPU port (`glsl/include/volume_split.glsl`, shared by `tidy.comp` and `slice.comp`; f32 twin
 //! `cpu::tidy`) has its own series for `log1p`/`expm1`, which GLSL lacks, to stay within the
 //! tolerances the tests state.
 

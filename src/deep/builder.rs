@@ -89,7 +89,7 @@ pub fn build_band(
         .map(|c| {
             let mut plane = Plane::with_capacity(channels[c].sample_type, total);
             for row in &rows {
-                append(&mut plane, &row.planes[c]);
+                plane.append(&row.planes[c]);
             }
             plane
         })
@@ -101,15 +101,5 @@ pub fn build_band(
         offsets,
         planes,
         state,
-    }
-}
-
-/// Append every value of `tail` (of the same type) to `plane`.
-fn append(plane: &mut Plane, tail: &Plane) {
-    match (plane, tail) {
-        (Plane::U32(a), Plane::U32(b)) => a.extend_from_slice(b),
-        (Plane::F16(a), Plane::F16(b)) => a.extend_from_slice(b),
-        (Plane::F32(a), Plane::F32(b)) => a.extend_from_slice(b),
-        _ => unreachable!("rows are built with the band's channel types"),
     }
 }

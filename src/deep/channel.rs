@@ -176,6 +176,23 @@ impl Plane {
         }
     }
 
+    /// Append every value of `tail`, which has this plane's type (the one append of whole
+    /// planes: band rows joined into an image, lines joined into a chunk).
+    pub fn append(&mut self, tail: &Plane) {
+        self.append_range(tail, 0..tail.len());
+    }
+
+    /// Append the values `range` of `from`, which has this plane's type (rows of a decoded
+    /// block copied into a band).
+    pub fn append_range(&mut self, from: &Plane, range: std::ops::Range<usize>) {
+        match (self, from) {
+            (Plane::U32(a), Plane::U32(b)) => a.extend_from_slice(&b[range]),
+            (Plane::F16(a), Plane::F16(b)) => a.extend_from_slice(&b[range]),
+            (Plane::F32(a), Plane::F32(b)) => a.extend_from_slice(&b[range]),
+            _ => unreachable!("planes of one channel have one type"),
+        }
+    }
+
     /// Append value `i` of `from`, converting only if the types differ (same type: bit-exact).
     pub fn push_from(&mut self, from: &Plane, i: usize) {
         match (self, from) {

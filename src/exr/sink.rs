@@ -458,7 +458,7 @@ fn join_rows(top: &DeepImage, bottom: &DeepImage) -> DeepImage {
         .zip(&bottom.planes)
         .map(|(a, b)| {
             let mut joined = slice_plane(a, 0..a.len());
-            append_plane(&mut joined, b);
+            joined.append(b);
             joined
         })
         .collect();
@@ -482,15 +482,6 @@ fn slice_plane(plane: &Plane, range: std::ops::Range<usize>) -> Plane {
         Plane::U32(v) => Plane::U32(v[range].to_vec()),
         Plane::F16(v) => Plane::F16(v[range].to_vec()),
         Plane::F32(v) => Plane::F32(v[range].to_vec()),
-    }
-}
-
-fn append_plane(plane: &mut Plane, more: &Plane) {
-    match (plane, more) {
-        (Plane::U32(a), Plane::U32(b)) => a.extend_from_slice(b),
-        (Plane::F16(a), Plane::F16(b)) => a.extend_from_slice(b),
-        (Plane::F32(a), Plane::F32(b)) => a.extend_from_slice(b),
-        _ => unreachable!("planes of one channel have one type"),
     }
 }
 

@@ -253,7 +253,7 @@ impl GlContext {
             Self::enable_debug_output(&mut gl, s.debug_messages.clone());
         }
         let info = query_info(&gl, software);
-        // A deep merge binds two inputs and an output of five buffers each (`glsl/image.glsl`).
+        // A deep merge binds two inputs and an output of five buffers each (`glsl/include/image.glsl`).
         if info.max_compute_ssbo_bindings < 15 {
             return Err(Error::Gl(format!(
                 "{} offers {} storage buffers per compute shader; 15 are needed",

@@ -1,6 +1,6 @@
 //! The OpenGL compute engine: a headless context ([`GlContext`]), stages in `glsl/` loaded with
 //! `#define`s ([`program`]), the GPU scan ([`scan`]), layout builds and pairwise merges
-//! ([`engine`]) and the whole-image merge in row bands ([`merge_images_gl`], [`GpuMerger`]).
+//! ([`resident`]) and the whole-image merge in row bands ([`merge_images_gl`], [`GpuMerger`]).
 //!
 //! Every stage has a CPU twin in `cpu` with the same name; the tests compare them. The engine
 //! never calls a twin: what both share lives in [`crate::vocab`].

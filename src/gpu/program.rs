@@ -18,17 +18,9 @@ fn source(name: &str) -> Result<&'static str> {
         .ok_or_else(|| Error::internal(format!("glsl/{name}: no such shader file")))
 }
 
-/// The `#define`s a stage is specialised with, in order.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Defines(pub Vec<(String, String)>);
-
-impl Defines {
-    /// Add `#define name value`.
-    pub fn set(mut self, name: &str, value: impl ToString) -> Self {
-        self.0.push((name.to_string(), value.to_string()));
-        self
-    }
-}
+/// The `#define`s a stage is specialised with (the registry's type, named here too because
+/// every loader asks for a program with them).
+pub use super::stages::Defines;
 
 /// The full source of `stage` with its includes inlined and `defines` in front. Files are
 /// numbered for `#line` in the order they are first met; the table comes back for error messages.

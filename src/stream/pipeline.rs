@@ -41,7 +41,8 @@ use crate::gpu::{merge_images_gl_over, GlContext, GlOptions, GpuStats};
 use crate::preview::PngBandWriter;
 use crate::run_stats::{RunStats, Stage};
 
-/// Which engine merges the bands.
+/// Which engine merges the bands: the library's one engine enum. A run's choice of engine
+/// (`backend::EngineChoice`, which owns the GL context) lends one to each merge.
 #[derive(Clone, Copy)]
 pub enum MergeEngine<'a> {
     /// The CPU engine.
@@ -52,6 +53,16 @@ pub enum MergeEngine<'a> {
     /// A build without the `gl` feature has no GL engine: this variant cannot be made.
     #[cfg(not(feature = "gl"))]
     Gl(std::convert::Infallible, std::marker::PhantomData<&'a ()>),
+}
+
+impl MergeEngine<'_> {
+    /// `"cpu"` or `"gl"`, as reports name the engine.
+    pub fn name(&self) -> &'static str {
+        match self {
+            MergeEngine::Cpu => "cpu",
+            MergeEngine::Gl(..) => "gl",
+        }
+    }
 }
 
 /// What one merge on an engine gives: the output, and the GL engine's statistics when it ran.

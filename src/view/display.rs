@@ -1,4 +1,4 @@
-//! The display transforms the window applies, stated once in Rust: `glsl/view_image.frag` does
+//! The display transforms the window applies, stated once in Rust: `glsl/view/view_image.frag` does
 //! the same arithmetic on the GPU, and the window test computes the colours it expects with
 //! these functions from the headless merge. The id view's false colour ([`id_colour`]) is
 //! integer arithmetic on both sides, so the two agree exactly (`tests/view.rs` draws many ids
@@ -32,7 +32,7 @@ pub fn heat_colour(count: usize) -> [u8; 3] {
 /// (murmur3's 32-bit finalizer, which spreads consecutive ids over the whole range), so the
 /// same id is always the same colour and neighbouring ids look unrelated. Value stays at 180 or
 /// above, so no id is mistaken for the black of "no id". Integer arithmetic only: `id_colour`
-/// in `glsl/view_image.frag` is the same operation for operation.
+/// in `glsl/view/view_image.frag` is the same operation for operation.
 pub fn id_colour(id: u32) -> [u8; 3] {
     if id == 0 {
         return [0, 0, 0];

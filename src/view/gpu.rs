@@ -1,6 +1,6 @@
 //! The viewer's GPU side, on the window's own context: each layer's arrays in storage buffers,
-//! the slice pass (`glsl/slice.comp`: re-flatten only what lies between the near and far
-//! planes, through `over.glsl`) and the image pass (`glsl/view_image.frag`: camera, view and
+//! the slice pass (`glsl/view/slice.comp`: re-flatten only what lies between the near and far
+//! planes, through `over.glsl`) and the image pass (`glsl/view/view_image.frag`: camera, view and
 //! display transform; the id view also reads the band's samples and ids, to find the sample
 //! whose depth the slice found in front). Both programs come from the engine's loader ([`GlContext::program`] and
 //! [`resolve`]), with the same `#define`s the merge stages get.
@@ -570,7 +570,9 @@ fn image_program(ctx: &GlContext, defines: &Defines) -> Result<glow::Program> {
         }
         if !gl.get_program_link_status(program) {
             let log = gl.get_program_info_log(program).replace('\n', " | ");
-            return Err(Error::Gl(format!("glsl/view_image failed to link: {log}")));
+            return Err(Error::Gl(format!(
+                "glsl/view/view_image failed to link: {log}"
+            )));
         }
         program
     };

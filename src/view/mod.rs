@@ -3,7 +3,7 @@
 //!
 //! - [`load`]: the inputs are read, merged (tidy deep, the reference merge) and flattened to
 //!   GPU arrays on a worker thread, with progress, so the window never freezes;
-//! - [`gpu`]: the slice pass (`glsl/slice.comp`) re-flattens only the samples between the near
+//! - [`gpu`]: the slice pass (`glsl/view/slice.comp`) re-flattens only the samples between the near
 //!   and far planes on the GPU, cutting volumes as the tidy does; the image pass draws a view;
 //!   a layer is held in bands of rows, each buffer within the device's storage-block limit and
 //!   all of them within a GPU memory budget;

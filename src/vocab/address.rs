@@ -1,4 +1,4 @@
-//! The Rust side of `glsl/layout.glsl` (the host walks read-back images with it, the CPU twin
+//! The Rust side of `glsl/include/layout.glsl` (the host walks read-back images with it, the CPU twin
 //! of `build.comp` scatters with it): where sample i of pixel p lives in each array layout
 //! (docs/architecture.md, "GPU layouts"), and the per-group minimum counts that IA and BIA need.
 //!

@@ -5,7 +5,7 @@
 //! - [`layout`]: layouts, merge methods and strategies, pixel orders, group and block sizes,
 //!   and the layout ids the GLSL stages are given as `#define`s;
 //! - [`address`]: where sample i of pixel p lives in each array layout (docs/architecture.md, "GPU
-//!   layouts"; the Rust side of `glsl/layout.glsl`);
+//!   layouts"; the Rust side of `glsl/include/layout.glsl`);
 //! - [`sample`]: [`Sample`] and [`Fragment`], the one conversion between them, the key rule
 //!   ([`depth_key`]) and the order ([`depth_less`], [`depth_cmp`]);
 //! - [`built`]: an image in a layout as the host sees it ([`BuiltImage`]);

@@ -2,7 +2,7 @@
 //!
 //! - [`Sample`] is the reference engine's record (64-bit sample index, for inputs of any size);
 //!   [`Fragment`] is the 16-byte key the GPU stages and their twins move (32-bit index, laid out
-//!   as `glsl/fragment.glsl`'s `Fragment`). `From`/`TryFrom` below are the one conversion.
+//!   as `glsl/include/fragment.glsl`'s `Fragment`). `From`/`TryFrom` below are the one conversion.
 //! - [`depth_key`] is the key rule: a ZBack not greater than Z makes a point.
 //! - [`depth_less`] / [`depth_cmp`] are the order: (Z, ZBack) lexicographically, `-0.0 == 0.0`,
 //!   ties left to stability (earlier input, then earlier sample, first).
@@ -16,7 +16,7 @@ pub fn depth_key(z: f32, zback: f32) -> (f32, f32) {
 }
 
 /// True when key `a` sorts strictly before key `b`: (Z, ZBack) lexicographically. `-0.0` and
-/// `0.0` compare equal, as they do on the GPU (`glsl/fragment.glsl`'s `depth_less`).
+/// `0.0` compare equal, as they do on the GPU (`glsl/include/fragment.glsl`'s `depth_less`).
 pub fn depth_less(a: (f32, f32), b: (f32, f32)) -> bool {
     a.0 < b.0 || (a.0 == b.0 && a.1 < b.1)
 }

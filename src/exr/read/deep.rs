@@ -1,7 +1,8 @@
-//! The chunk reader: one deep part of one input file, read chunk by chunk with positioned reads.
+//! The deep decoder: one deep part of one input file, read chunk by chunk with positioned reads.
 //!
-//! Opening reads the header (a growing prefix of the file, never the whole file) and the part's
-//! offset table; [`ChunkSource::count_rows`] then reads every chunk's head and its packed
+//! Opening is the part reader's ([`super::part`]: the headers, a growing prefix of the file,
+//! never the whole file; the part; the budget; the offset table), with this decoder's checks
+//! ([`Deep`]); [`ChunkSource::count_rows`] then reads every chunk's head and its packed
 //! sample-count table only, which is all the band planner needs (samples per row). The count
 //! tables it inflates are kept (each pixel's count in the narrowest integer that holds the
 //! chunk's largest, within a share of the budget), so decoding a chunk later reads and inflates
@@ -28,12 +29,13 @@ use exr::meta::BlockDescription;
 use half::f16;
 use rayon::prelude::*;
 
+use super::bytes::ByteSource;
 use super::chunk::{chunk_counts, read_chunk_head, ChunkHead, MAX_CHUNK_HEAD_BYTES};
-use super::codec::{check_plausible, decompress, BlockLayout, Codec};
-use super::header::{chunk_slot, expected_chunk_count, read_headers_of, select_part, PartSelector};
-use super::source::ByteSource;
+use super::header::{chunk_slot, select_part, PartInfo, PartSelector};
+use super::part::{PartKind, PartReader};
 use crate::deep::{Bounds, Channel, ChannelRole, DeepImage, DeepState, Plane, SampleType};
 use crate::error::{Error, Result};
+use crate::exr::codec::{check_plausible, decompress, BlockLayout, Codec};
 
 /// Bands a streamed reader serves at once: one being read, one merged, one written. The
 /// reader's per-row tables and the band planner both count on it.
@@ -182,6 +184,45 @@ pub struct ChunkSource {
     next_block: usize,
 }
 
+/// Deep parts on the part reader: the first deep part by default, a codec that deep parts
+/// may use, single-level tiles, at least one channel, and per-row tables plus a few rows of
+/// pixels within the budget.
+pub(super) struct Deep;
+
+impl PartKind for Deep {
+    type Codec = Codec;
+
+    fn select(infos: &[PartInfo], selector: &PartSelector) -> Result<usize> {
+        select_part(infos, selector)
+    }
+
+    fn check(header: &Header, info: &PartInfo) -> Result<Codec> {
+        let codec = Codec::for_deep_part(info.compression_id)?;
+        if let BlockDescription::Tiles(t) = header.blocks {
+            if t.level_mode != LevelMode::Singular {
+                return Err(Error::unsupported(
+                    "deep tiled file has mip or rip levels; only single-level deep tiles are supported",
+                ));
+            }
+        }
+        if info.channels.is_empty() {
+            return Err(Error::format(
+                "the deep part has no channels (a deep sample needs at least Z)",
+            ));
+        }
+        Ok(codec)
+    }
+
+    fn held_bytes(info: &PartInfo, _block_height: usize) -> u64 {
+        let window = info.data_window;
+        (window.height() as u64)
+            .saturating_mul(ROW_TABLE_BYTES)
+            .saturating_add((window.width() as u64).saturating_mul(PIXEL_ROW_BYTES))
+    }
+
+    const LEVELS_AFTER_LEVEL0: bool = false;
+}
+
 impl ChunkSource {
     /// Open `path` and read the header and offset table of the part `selector` picks.
     /// Refuses a window whose per-row tables (`budget`) cannot hold, before reserving them.
@@ -206,94 +247,43 @@ impl ChunkSource {
         selector: &PartSelector,
         budget: u64,
     ) -> Result<ChunkSource> {
-        let file_len = bytes.len();
-        let headers = read_headers_of(&bytes)?;
-        let (meta, table_start) = (&headers.meta, headers.table_start);
-        let infos = headers.part_infos();
-        let index = select_part(&infos, selector)?;
-        let header = meta.headers[index].clone();
-        let info = &infos[index];
-        let codec = Codec::for_deep_part(info.compression_id)?;
-        let block_height = match header.blocks {
-            BlockDescription::Tiles(t) => {
-                if t.level_mode != LevelMode::Singular {
-                    return Err(Error::unsupported(
-                        "deep tiled file has mip or rip levels; only single-level deep tiles are supported",
-                    ));
-                }
-                t.tile_size.y()
-            }
-            BlockDescription::ScanLines => header.compression.scan_lines_per_block(),
-        };
-        if info.channels.is_empty() {
-            return Err(Error::format(
-                "the deep part has no channels (a deep sample needs at least Z)",
-            ));
-        }
-        let window = info.data_window;
-        // A window is hostile until checked: what streaming it holds whatever its samples is
-        // a few tables per row and a few rows of pixels, and that must fit the budget.
-        let window_bytes = (window.height() as u64)
-            .saturating_mul(ROW_TABLE_BYTES)
-            .saturating_add((window.width() as u64).saturating_mul(PIXEL_ROW_BYTES));
-        if window_bytes > budget {
-            return Err(Error::over_budget(
-                format_args!(
-                    "its data window of {} x {} pixels",
-                    window.width(),
-                    window.height()
-                ),
-                window_bytes,
-                budget,
-            ));
-        }
-        let chunk_count = header.chunk_count;
-        let expected = expected_chunk_count(&header, window);
-        if chunk_count != expected {
-            return Err(Error::format(format!(
-                "header says {chunk_count} chunks, the data window needs {expected}"
-            )));
-        }
-        let mut source = ChunkSource {
-            path: path.to_path_buf(),
+        let (part, codec) = PartReader::open::<Deep>(path, bytes, selector, budget)?;
+        let PartReader {
+            path,
             bytes,
+            mut meta,
+            part: index,
+            info,
+            multipart,
+            block_height,
+            offsets,
+            ..
+        } = part;
+        let window = info.data_window;
+        let file_len = bytes.len();
+        Ok(ChunkSource {
+            path,
             file_len,
-            multipart: meta.requirements.is_multilayer(),
+            bytes,
+            multipart,
             part: index,
             codec,
             window,
             display_window: info.display_window,
             state: info.state,
             keep: vec![true; info.channels.len()],
-            all_channels: info.channels.clone(),
-            attributes: info.attributes.clone(),
-            block_height: block_height.max(1),
-            offsets: Vec::new(),
-            blocks: Vec::new(),
+            all_channels: info.channels,
+            attributes: info.attributes,
+            block_height,
+            offsets,
+            blocks: vec![BlockRow::default(); window.height().div_ceil(block_height)],
             row_samples: Vec::new(),
             kept_bytes: 0,
             pending: VecDeque::new(),
             next_row: window.y0,
             next_block: 0,
-            header,
-        };
-        // Locate this part's offset table: the tables of all parts follow the headers in order.
-        let truncated = || Error::format("file is truncated inside the chunk offset table");
-        let mut table_at = table_start as u64;
-        for h in &meta.headers[..index] {
-            table_at = table_at.saturating_add((h.chunk_count as u64).saturating_mul(8));
-        }
-        let table_bytes = (chunk_count as u64).saturating_mul(8);
-        if table_at.saturating_add(table_bytes) > file_len {
-            return Err(truncated());
-        }
-        let table = source.read_exact_at(table_at, table_bytes as usize)?;
-        source.offsets = table
-            .chunks_exact(8)
-            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
-            .collect();
-        source.blocks = vec![BlockRow::default(); window.height().div_ceil(source.block_height)];
-        Ok(source)
+            header: meta.headers.swap_remove(index),
+        })
     }
 
     /// Rows per block of the file: the scanline block height or the tile height.

@@ -10,11 +10,11 @@ use exr::meta::attribute::Text;
 use exr::meta::header::Header;
 use exr::meta::{BlockDescription, MetaData};
 
-use super::attributes::{read_headers, RawAttribute};
-use super::codec::compression_name;
-use super::source::ByteSource;
+use super::bytes::ByteSource;
 use crate::deep::{Bounds, Channel, DeepState, SampleType};
 use crate::error::{Error, ErrorKind, Result};
+use crate::exr::attributes::{read_headers, RawAttribute};
+use crate::exr::codec::compression_name;
 
 /// First guess at the header's size; doubled until the whole header fits.
 const HEADER_PREFIX_BYTES: usize = 64 << 10;

@@ -1,5 +1,10 @@
-//! Reading a whole deep part into one [`DeepImage`]: the chunk reader ([`ChunkSource`]) asked
-//! for every row of the window at once, after the memory the image will take has been checked
+//! Reading EXR parts. The layers, bottom up: [`bytes`] (positioned reads of a file or of bytes
+//! in memory), [`header`] (every part's header), `part` (the one part reader: the part picked,
+//! the budget, the offset table), then the decoders on it, [`deep`] (`ChunkSource`, with one
+//! chunk's framing in `chunk`) and [`flat`] (`FlatSource`).
+//!
+//! This file reads a whole deep part into one [`DeepImage`]: the deep decoder ([`ChunkSource`])
+//! asked for every row of the window at once, after the memory the image will take has been checked
 //! against [`ReadOptions::max_memory`]. A merge streams instead (`crate::stream`); whole images
 //! are for the in-memory API, the viewer's inspector, tests and benchmarks.
 //!
@@ -12,11 +17,18 @@
 
 use std::path::Path;
 
-use super::chunks::ChunkSource;
-use super::header::PartSelector;
+pub(crate) mod bytes;
+mod chunk;
+pub(crate) mod deep;
+pub(crate) mod flat;
+pub(crate) mod header;
+mod part;
+
 use super::selection::ChannelSelection;
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
+use deep::ChunkSource;
+use header::PartSelector;
 
 /// The default ceiling on the memory one input may take once decoded: 8 GiB.
 pub const DEFAULT_MAX_MEMORY: u64 = 8 << 30;

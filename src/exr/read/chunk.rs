@@ -5,9 +5,9 @@
 use exr::meta::header::Header;
 use exr::meta::BlockDescription;
 
-use super::codec::{decompress, BlockLayout, Codec};
 use crate::deep::Bounds;
 use crate::error::{Error, Result};
+use crate::exr::codec::{decompress, BlockLayout, Codec};
 
 struct ByteReader<'a> {
     bytes: &'a [u8],

@@ -1,8 +1,9 @@
 //! The flat reader: one flat (non-deep) part of a file, read a band of rows at a time, for the
 //! operations that take a flat image (`deepen`, `recolor`).
 //!
-//! It is the flat twin of [`super::ChunkSource`]: opening reads the header (a growing prefix of
-//! the file) and the part's offset table; [`FlatSource::take_rows`] reads with positioned reads
+//! It is the flat twin of [`super::deep::ChunkSource`], on the same part reader
+//! ([`super::part`]: headers, part, budget, offset table) with this decoder's checks
+//! ([`Flat`]); [`FlatSource::take_rows`] reads with positioned reads
 //! only the chunks the rows reach (scanline blocks, or a row of tiles of level 0), unpacks them
 //! in parallel and copies those rows into one plane per channel. The last block row decoded is
 //! kept, so bands that cut a block in two unpack it once.
@@ -13,8 +14,6 @@
 //! anything is reserved: the window against the budget, a chunk's packed size against the file,
 //! and a block's unpacked size is what the window and channels make, never what a chunk says.
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use exr::block::chunk::TileCoordinates;
@@ -22,16 +21,18 @@ use exr::block::chunk::{Chunk, CompressedBlock, CompressedScanLineBlock, Compres
 use exr::block::UncompressedBlock;
 use exr::math::Vec2;
 use exr::meta::attribute::LevelMode;
+use exr::meta::header::Header;
 use exr::meta::BlockDescription;
 use exr::meta::MetaData;
 use half::f16;
 use rayon::prelude::*;
 
-use super::codec::{compression_name, decompress, BlockLayout, Codec};
-use super::header::{expected_chunk_count, read_headers_of, PartInfo, PartSelector};
-use super::source::ByteSource;
+use super::bytes::ByteSource;
+use super::header::{PartInfo, PartSelector};
+use super::part::{PartKind, PartReader};
 use crate::deep::{Bounds, Channel, Plane};
 use crate::error::{Error, Result};
+use crate::exr::codec::{compression_name, decompress, BlockLayout, Codec};
 
 /// Bytes per row of the window held for the whole run: the offset table (at most one chunk
 /// per row, 8).
@@ -75,7 +76,7 @@ enum Unpacker {
 /// One flat part of a file, read a band of rows at a time (see the module docs).
 pub struct FlatSource {
     path: PathBuf,
-    file: File,
+    bytes: ByteSource,
     file_len: u64,
     meta: MetaData,
     part: usize,
@@ -98,28 +99,19 @@ pub struct FlatSource {
     last: Option<BlockRow>,
 }
 
-impl FlatSource {
-    /// Open `path` and read the header and offset table of the flat part `selector` picks
-    /// ([`PartSelector::FirstDeep`] picks the first flat part here). Refuses a window whose
-    /// per-row tables and one row of pixels exceed `budget`.
-    pub fn open(path: &Path, selector: &PartSelector, budget: u64) -> Result<FlatSource> {
-        let file = File::open(path).map_err(|e| Error::read(path, e))?;
-        let file_len = file.metadata().map_err(|e| Error::read(path, e))?.len();
-        Self::open_file(path, file, file_len, selector, budget).map_err(|e| e.in_file(path))
+/// Flat parts on the part reader: the first flat part by default, the crate's codecs or the
+/// `exr` crate's, full-resolution channels, single-level or mip-mapped tiles (level 0 read),
+/// and the offset table plus one block row of pixels (unpacked and copied) within the budget.
+struct Flat;
+
+impl PartKind for Flat {
+    type Codec = Unpacker;
+
+    fn select(infos: &[PartInfo], selector: &PartSelector) -> Result<usize> {
+        select_flat_part(infos, selector)
     }
 
-    fn open_file(
-        path: &Path,
-        file: File,
-        file_len: u64,
-        selector: &PartSelector,
-        budget: u64,
-    ) -> Result<FlatSource> {
-        let headers = read_headers_of(&ByteSource::open(path)?)?;
-        let infos = headers.part_infos();
-        let index = select_flat_part(&infos, selector)?;
-        let info = &infos[index];
-        let header = &headers.meta.headers[index];
+    fn check(header: &Header, info: &PartInfo) -> Result<Unpacker> {
         // Our own codecs first (every row of the codec table), then those the `exr` crate reads.
         let unpacker = match (Codec::from_id(info.compression_id), info.compression_id) {
             (Some(codec), _) => Unpacker::Own(codec),
@@ -144,83 +136,68 @@ impl FlatSource {
         if info.channels.is_empty() {
             return Err(Error::format("its flat part has no channels"));
         }
-        let (block_height, tile_width) = match header.blocks {
-            BlockDescription::Tiles(t) => {
-                if t.level_mode == LevelMode::RipMap {
-                    return Err(Error::format(
-                        "is rip-mapped; only single-level or mip-mapped flat tiles are read",
-                    ));
-                }
-                (t.tile_size.y(), Some(t.tile_size.x()))
+        if let BlockDescription::Tiles(t) = header.blocks {
+            if t.level_mode == LevelMode::RipMap {
+                return Err(Error::format(
+                    "is rip-mapped; only single-level or mip-mapped flat tiles are read",
+                ));
             }
-            BlockDescription::ScanLines => (header.compression.scan_lines_per_block(), None),
-        };
+        }
+        Ok(unpacker)
+    }
+
+    fn held_bytes(info: &PartInfo, block_height: usize) -> u64 {
         let window = info.data_window;
         let pixel_bytes: u64 = info
             .channels
             .iter()
             .map(|c| c.sample_type.size() as u64)
             .sum();
-        // One block row of pixels (twice: unpacked and copied) and the offset table must fit.
-        let window_bytes = (window.height() as u64)
+        (window.height() as u64)
             .saturating_mul(ROW_TABLE_BYTES)
             .saturating_add(
                 (window.width() as u64)
                     .saturating_mul(block_height as u64)
                     .saturating_mul(pixel_bytes)
                     .saturating_mul(2),
-            );
-        if window_bytes > budget {
-            return Err(Error::over_budget(
-                format_args!(
-                    "its data window of {} x {} pixels",
-                    window.width(),
-                    window.height()
-                ),
-                window_bytes,
-                budget,
-            ));
-        }
-        // Level 0 comes first in the offset table of a mip-mapped part.
-        let level0 = expected_chunk_count(header, window);
-        if header.chunk_count < level0 {
-            return Err(Error::format(format!(
-                "header says {} chunks, the data window needs {level0}",
-                header.chunk_count
-            )));
-        }
-        let mut table_at = headers.table_start as u64;
-        for h in &headers.meta.headers[..index] {
-            table_at = table_at.saturating_add((h.chunk_count as u64).saturating_mul(8));
-        }
-        let table_bytes = (level0 as u64).saturating_mul(8);
-        if table_at.saturating_add(table_bytes) > file_len {
-            return Err(Error::format(
-                "file is truncated inside the chunk offset table",
-            ));
-        }
-        let mut table = vec![0u8; table_bytes as usize];
-        file.read_exact_at(&mut table, table_at)
-            .map_err(|e| Error::read(path, e))?;
-        let offsets = table
-            .chunks_exact(8)
-            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
-            .collect();
+            )
+    }
+
+    // Level 0 comes first in the offset table of a mip-mapped part.
+    const LEVELS_AFTER_LEVEL0: bool = true;
+}
+
+impl FlatSource {
+    /// Open `path` and read the header and offset table of the flat part `selector` picks
+    /// ([`PartSelector::FirstDeep`] picks the first flat part here). Refuses a window whose
+    /// per-row tables and one row of pixels exceed `budget`.
+    pub fn open(path: &Path, selector: &PartSelector, budget: u64) -> Result<FlatSource> {
+        let bytes = ByteSource::open(path)?;
+        Self::open_source(path, bytes, selector, budget).map_err(|e| e.in_file(path))
+    }
+
+    fn open_source(
+        path: &Path,
+        bytes: ByteSource,
+        selector: &PartSelector,
+        budget: u64,
+    ) -> Result<FlatSource> {
+        let (part, unpacker) = PartReader::open::<Flat>(path, bytes, selector, budget)?;
         Ok(FlatSource {
-            path: path.to_path_buf(),
-            file,
-            file_len,
-            multipart: headers.meta.requirements.is_multilayer(),
-            meta: headers.meta,
-            part: index,
+            file_len: part.bytes.len(),
+            path: part.path,
+            bytes: part.bytes,
+            meta: part.meta,
+            part: part.part,
+            multipart: part.multipart,
             unpacker,
-            window,
-            display_window: info.display_window,
-            channels: info.channels.clone(),
-            attributes: info.attributes.clone(),
-            block_height: block_height.max(1),
-            tile_width,
-            offsets,
+            window: part.info.data_window,
+            display_window: part.info.display_window,
+            channels: part.info.channels,
+            attributes: part.info.attributes,
+            block_height: part.block_height,
+            tile_width: part.tile_width,
+            offsets: part.offsets,
             last: None,
         })
     }
@@ -302,7 +279,7 @@ impl FlatSource {
                 for y in y0..=y1 {
                     let block = blocks[at(y) - first];
                     let start = (y - block.y0) as usize * width;
-                    append_range(&mut plane, &block.planes[c], start, width);
+                    plane.append_range(&block.planes[c], start..start + width);
                 }
                 plane
             })
@@ -465,11 +442,7 @@ impl FlatSource {
         if at.saturating_add(len as u64) > self.file_len {
             return Err(Error::format(format!("file is truncated inside {what}")));
         }
-        let mut bytes = vec![0u8; len];
-        self.file
-            .read_exact_at(&mut bytes, at)
-            .map_err(|e| Error::read(&self.path, e))?;
-        Ok(bytes)
+        self.bytes.read_exact_at(at, len)
     }
 }
 
@@ -528,15 +501,5 @@ fn write_values(plane: &mut Plane, at: usize, bytes: &[u8], native: bool) {
                 };
             }
         }
-    }
-}
-
-/// Append `len` values of `from` starting at `start` to `plane` (of the same type).
-fn append_range(plane: &mut Plane, from: &Plane, start: usize, len: usize) {
-    match (plane, from) {
-        (Plane::U32(a), Plane::U32(b)) => a.extend_from_slice(&b[start..start + len]),
-        (Plane::F16(a), Plane::F16(b)) => a.extend_from_slice(&b[start..start + len]),
-        (Plane::F32(a), Plane::F32(b)) => a.extend_from_slice(&b[start..start + len]),
-        _ => unreachable!("block rows are decoded with the channels' types"),
     }
 }
