@@ -856,6 +856,11 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         return Ok(());
     }
     if args.codec_floor {
+        if deepmerge::preview::is_png_path(output) {
+            return Err(Error::Usage(
+                "--codec-floor measures EXR output, not a PNG preview".into(),
+            ));
+        }
         let decode = RunStats::new();
         decode_inputs(&decode)?;
         let decode_s = decode.seconds(Stage::Read);

@@ -461,15 +461,32 @@ struct DeepRow {
     tidied: Vec<Option<Vec<f32>>>,
 }
 
+/// Rows of a deep merge whose values one task gathers into a piece of an output plane.
+const PLANE_PIECE_ROWS: usize = 16;
+
 /// One output plane. Untouched samples copy their source value bit-exactly (a channel an input
-/// lacks gives 0); samples made by tidying take their new depth or composited value.
+/// lacks gives 0); samples made by tidying take their new depth or composited value. Pieces of
+/// [`PLANE_PIECE_ROWS`] rows are gathered in parallel and joined in order: one task per
+/// channel alone left the cores idle while the widest channels finished (the deep merge's
+/// serial tail; issue 25 item 6).
 fn build_plane(plan: &MergePlan, channel: &Channel, rows: &[DeepRow], total: usize) -> Plane {
-    let mut plane = Plane::with_capacity(channel.sample_type, total);
     let sources = plan.channel_sources(channel);
-    for row in rows {
-        for (sample, tidied) in row.samples.iter().zip(&row.tidied) {
-            plan.push_value(&mut plane, &sources, sample, tidied.as_deref());
-        }
+    let pieces: Vec<Plane> = rows
+        .par_chunks(PLANE_PIECE_ROWS)
+        .map(|chunk| {
+            let n = chunk.iter().map(|r| r.samples.len()).sum();
+            let mut piece = Plane::with_capacity(channel.sample_type, n);
+            for row in chunk {
+                for (sample, tidied) in row.samples.iter().zip(&row.tidied) {
+                    plan.push_value(&mut piece, &sources, sample, tidied.as_deref());
+                }
+            }
+            piece
+        })
+        .collect();
+    let mut plane = Plane::with_capacity(channel.sample_type, total);
+    for piece in &pieces {
+        plane.append(piece);
     }
     plane
 }

@@ -66,6 +66,12 @@ fn merge_directions(merges: usize, layout: Layout) -> Vec<bool> {
     descending
 }
 
+/// Bytes of a stream gathered on the host (`--gpu-stages host`), as staged.
+fn stream_bytes(counts: &[u32], keys: &[crate::vocab::Fragment], values: &[f32]) -> u64 {
+    (std::mem::size_of_val(counts) + std::mem::size_of_val(keys) + std::mem::size_of_val(values))
+        as u64
+}
+
 /// Whether `inputs` inputs merge in one k-way pass under `strategy`: up to
 /// [`MAX_KWAY_INPUTS`]; more fall back to the pairwise chain.
 pub fn uses_kway(strategy: MergeStrategy, inputs: usize) -> bool {
@@ -130,6 +136,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 let start = Instant::now();
                 let (counts, keys, values) = host_gather(&plan, k, &band, stride, true);
                 stats.upload_s += start.elapsed().as_secs_f64();
+                stats.staged_bytes += stream_bytes(&counts, &keys, &values);
                 stats.input_samples += keys.len() as u64;
                 let start = Instant::now();
                 let image = build_image(
@@ -239,6 +246,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 values.extend(v);
             }
             stats.upload_s += start.elapsed().as_secs_f64();
+            stats.staged_bytes += stream_bytes(&counts, &keys, &values);
             stats.input_samples = keys.len() as u64;
             upload_stream(ctx, &counts, &keys, &values, stride)?
         } else {
