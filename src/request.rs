@@ -238,7 +238,6 @@ impl GlRequest {
             band_budget_bytes: self
                 .gpu_memory
                 .map_or(0, crate::gpu::memory::band_budget_of),
-            ..defaults
         }
     }
 }

@@ -41,19 +41,18 @@ impl Input {
     }
 }
 
-/// The GPU's counts, keys and values for `inputs` over rows `row0 .. row0 + rows` of
-/// `window`, each input in a slice of `slice` pixels.
+/// The GPU's counts, keys and values for the `staged` inputs over a band `width` wide of
+/// `band_pixels` pixels in `order` (`None`: row-major), each input in a slice of `slice` pixels.
 fn gpu_stream(
     ctx: &GlContext,
     staged: &[StagedInput],
     band_pixels: usize,
     width: usize,
-    order: &[u32],
-    permuted: bool,
+    order: Option<&[u32]>,
     slice: usize,
     columns: usize,
 ) -> (Vec<u32>, Vec<Fragment>, Vec<f32>) {
-    let order_buffer = permuted.then(|| ctx.upload(order).unwrap());
+    let order_buffer = order.map(|order| ctx.upload(order).unwrap());
     let band = GatherBand {
         pixels: band_pixels,
         width,
@@ -151,8 +150,7 @@ fn check(ctx: &GlContext, inputs: &[Input], window: Bounds, row0: usize, rows: u
             &staged,
             band_pixels,
             width,
-            &order,
-            order_kind != PixelOrder::RowMajor,
+            (order_kind != PixelOrder::RowMajor).then_some(&order[..]),
             slice,
             columns,
         );
@@ -171,7 +169,7 @@ const SYNTH_COLUMNS: [Option<&str>; 6] =
 fn synth(window: Bounds, max_count: u32, seed: u64, volumes: bool) -> Input {
     let mut synth = Synth::new(window, max_count, seed);
     synth.volumes = volumes;
-    synth.messy = seed % 2 == 0;
+    synth.messy = seed.is_multiple_of(2);
     Input {
         image: synth.build(),
         columns: SYNTH_COLUMNS.to_vec(),

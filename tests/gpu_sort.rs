@@ -135,10 +135,10 @@ fn check_shape(
         (gpu, gpu_values, plain)
     });
     for (name, got) in [("GPU", &gpu_plain), ("GPU with values", &gpu)] {
-        if bits(got) != bits(&expected) {
+        if bits(got) != bits(expected) {
             let i = bits(got)
                 .iter()
-                .zip(bits(&expected))
+                .zip(bits(expected))
                 .position(|(a, b)| *a != b)
                 .unwrap();
             panic!(

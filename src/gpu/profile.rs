@@ -288,6 +288,24 @@ pub fn copy_bandwidth(ctx: &GlContext, bytes: usize, repeats: usize) -> Result<f
         .ok_or_else(|| Error::Gl("the copy kernel's timer queries gave no time".into()))
 }
 
+/// The host-to-GPU upload rate on `ctx` in bytes per second: `repeats` uploads of `bytes` from
+/// host memory (`glBufferSubData`, as staging uses), timed on the host up to `glFinish`. The
+/// reference `--stats` sets the staging rate beside (the bus on a GPU, a memcpy on llvmpipe).
+pub fn upload_bandwidth(ctx: &GlContext, bytes: usize, repeats: usize) -> Result<f64> {
+    let data = vec![0u8; bytes.max(16)];
+    let buffer = ctx.scratch(data.len())?;
+    // Warm-up: the first upload may allocate the buffer's storage.
+    buffer.write(&data);
+    ctx.finish();
+    let start = std::time::Instant::now();
+    for _ in 0..repeats.max(1) {
+        buffer.write(&data);
+    }
+    ctx.finish();
+    let seconds = start.elapsed().as_secs_f64();
+    Ok((data.len() * repeats.max(1)) as f64 / seconds.max(1e-9))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,22 +325,4 @@ mod tests {
         assert!((merge.gpu_s - 0.005).abs() < 1e-12);
         assert!((a.total_s() - 0.006).abs() < 1e-12);
     }
-}
-
-/// The host-to-GPU upload rate on `ctx` in bytes per second: `repeats` uploads of `bytes` from
-/// host memory (`glBufferSubData`, as staging uses), timed on the host up to `glFinish`. The
-/// reference `--stats` sets the staging rate beside (the bus on a GPU, a memcpy on llvmpipe).
-pub fn upload_bandwidth(ctx: &GlContext, bytes: usize, repeats: usize) -> Result<f64> {
-    let data = vec![0u8; bytes.max(16)];
-    let buffer = ctx.scratch(data.len())?;
-    // Warm-up: the first upload may allocate the buffer's storage.
-    buffer.write(&data);
-    ctx.finish();
-    let start = std::time::Instant::now();
-    for _ in 0..repeats.max(1) {
-        buffer.write(&data);
-    }
-    ctx.finish();
-    let seconds = start.elapsed().as_secs_f64();
-    Ok((data.len() * repeats.max(1)) as f64 / seconds.max(1e-9))
 }
