@@ -169,6 +169,14 @@ impl MergeJob {
             }
             if let Some(profile) = profile {
                 eprintln!("{profile}");
+                // The GPU's share of the merge stage: the rest it sat idle while the host
+                // staged, waited on readbacks or assembled output.
+                let merge_s = stats.seconds(crate::run_stats::Stage::Merge);
+                let busy_s = profile.total_s();
+                eprintln!(
+                    "GPU busy {busy_s:.3} s of the merge stage's {merge_s:.3} s (idle {:.0}%)",
+                    100.0 * (1.0 - busy_s / merge_s.max(1e-9)).max(0.0)
+                );
             }
         }
         step();

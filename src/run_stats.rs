@@ -17,10 +17,20 @@ pub enum Stage {
     Write,
 }
 
-/// Time per stage and peak memory of a run.
+/// What the merging thread of a streamed run waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// The reader's next decoded band.
+    Input,
+    /// The writer taking the band just merged.
+    Writer,
+}
+
+/// Time per stage, the merging thread's waits, and peak memory of a run.
 pub struct RunStats {
     start: Instant,
     stages: Mutex<[Duration; 3]>,
+    waits: Mutex<[Duration; 2]>,
 }
 
 impl Default for RunStats {
@@ -35,6 +45,7 @@ impl RunStats {
         RunStats {
             start: Instant::now(),
             stages: Mutex::new([Duration::ZERO; 3]),
+            waits: Mutex::new([Duration::ZERO; 2]),
         }
     }
 
@@ -44,6 +55,16 @@ impl RunStats {
         let out = f();
         self.stages.lock().expect("stats lock")[stage as usize] += t.elapsed();
         out
+    }
+
+    /// Add `d` to the merging thread's time waiting for `what`.
+    pub fn waited(&self, what: Wait, d: Duration) {
+        self.waits.lock().expect("stats lock")[what as usize] += d;
+    }
+
+    /// Seconds the merging thread has waited for `what` so far.
+    pub fn wait_seconds(&self, what: Wait) -> f64 {
+        self.waits.lock().expect("stats lock")[what as usize].as_secs_f64()
     }
 
     /// Seconds spent in `stage` so far.
@@ -62,6 +83,16 @@ impl RunStats {
         };
         for (name, d) in ["read", "merge", "write"].iter().zip(stages) {
             s += &format!("  {name:<12}{:>10.3} s{summed}\n", d.as_secs_f64());
+        }
+        let waits = *self.waits.lock().expect("stats lock");
+        if waits.iter().any(|w| !w.is_zero()) {
+            // Where the stages do not overlap: the merge idle, waiting on a neighbour.
+            s += &format!(
+                "  {:<12}{:>10.3} s for decoded bands, {:.3} s for the writer{summed}\n",
+                "merge waited",
+                waits[Wait::Input as usize].as_secs_f64(),
+                waits[Wait::Writer as usize].as_secs_f64()
+            );
         }
         s += &format!(
             "  {:<12}{:>10.3} s\n",

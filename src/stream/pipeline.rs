@@ -21,6 +21,7 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::sync_channel;
+use std::time::Instant;
 
 use rayon::prelude::*;
 
@@ -39,7 +40,7 @@ use crate::exr::{DeepChunkWriter, DeepWriteOptions, FlatChunkWriter, FlatWriteOp
 #[cfg(feature = "gl")]
 use crate::gpu::{merge_images_gl_over, GlContext, GlOptions, GpuStats};
 use crate::preview::PngBandWriter;
-use crate::run_stats::{RunStats, Stage};
+use crate::run_stats::{RunStats, Stage, Wait};
 
 /// Which engine merges the bands: the library's one engine enum. A run's choice of engine
 /// (`backend::EngineChoice`, which owns the GL context) lends one to each merge.
@@ -494,7 +495,17 @@ pub fn stream_bands(
         });
 
         let mut result = Ok(());
-        for message in band_rx.iter() {
+        let waited = |what: Wait, since: Instant| {
+            if let Some(stats) = stats {
+                stats.waited(what, since.elapsed());
+            }
+        };
+        loop {
+            let asked = Instant::now();
+            let Ok(message) = band_rx.recv() else {
+                break;
+            };
+            waited(Wait::Input, asked);
             let (band, images) = match message {
                 Ok(band) => band,
                 Err(e) => {
@@ -520,7 +531,10 @@ pub fn stream_bands(
                 result = Err(e);
                 break;
             }
-            if merged_tx.send((band, merged)).is_err() {
+            let handed = Instant::now();
+            let sent = merged_tx.send((band, merged));
+            waited(Wait::Writer, handed);
+            if sent.is_err() {
                 // The writer stopped: its error is the one to report.
                 break;
             }
