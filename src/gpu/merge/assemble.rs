@@ -8,6 +8,10 @@ use crate::composite::tidy::needs_deep_tidy;
 use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind, PixelSamples};
 use crate::deep::{DeepImage, FlatImage, Plane};
 use crate::vocab::{depth_less, Fragment, Sample};
+use rayon::prelude::*;
+
+/// Samples one task copies into a piece of a deep output plane.
+const PLANE_PIECE_SAMPLES: usize = 1 << 16;
 
 /// The output gathered band by band, row-major over the window.
 pub(super) struct Accumulated {
@@ -133,22 +137,37 @@ impl Accumulated {
                 counts.push(n);
             }
         }
+        // Channels, and pieces of each, in parallel: a plane a task left the other cores idle
+        // (the host's serial tail of a deep GL merge). `tidied` is in position order.
         let planes = plan
             .deep_channels
-            .iter()
+            .par_iter()
             .map(|channel| {
-                let mut plane = Plane::with_capacity(channel.sample_type, samples.len());
                 let sources = plan.channel_sources(channel);
-                let mut next_tidied = tidied.iter().peekable();
-                for (position, sample) in samples.iter().enumerate() {
-                    let values = match next_tidied.peek() {
-                        Some((at, values)) if *at == position => {
-                            next_tidied.next();
-                            Some(values.as_slice())
+                let pieces: Vec<Plane> = (0..samples.len().div_ceil(PLANE_PIECE_SAMPLES))
+                    .into_par_iter()
+                    .map(|piece| {
+                        let first = piece * PLANE_PIECE_SAMPLES;
+                        let end = (first + PLANE_PIECE_SAMPLES).min(samples.len());
+                        let mut plane = Plane::with_capacity(channel.sample_type, end - first);
+                        let from = tidied.partition_point(|(at, _)| *at < first);
+                        let mut next_tidied = tidied[from..].iter().peekable();
+                        for (position, sample) in samples[first..end].iter().enumerate() {
+                            let values = match next_tidied.peek() {
+                                Some((at, values)) if *at == first + position => {
+                                    next_tidied.next();
+                                    Some(values.as_slice())
+                                }
+                                _ => None,
+                            };
+                            plan.push_value(&mut plane, &sources, sample, values);
                         }
-                        _ => None,
-                    };
-                    plan.push_value(&mut plane, &sources, sample, values);
+                        plane
+                    })
+                    .collect();
+                let mut plane = Plane::with_capacity(channel.sample_type, samples.len());
+                for piece in &pieces {
+                    plane.append(piece);
                 }
                 plane
             })
