@@ -69,6 +69,15 @@ enum Command {
     /// Give a deep image a flat image's colour, keeping its opacity (DeepRecolor);
     /// --target-alpha also scales the opacity to the flat alpha.
     Recolor(cli::ops::RecolorArgs),
+    /// Colour-correct every sample (lift, gain, offset, gamma, contrast, saturation) on
+    /// unpremultiplied colour, masked by depth (--near/--far/--ramp) and ids (--id).
+    Grade(cli::grade::GradeArgs),
+    /// Change the resolution (--size WxH or --scale S): --filter box gathers each footprint so
+    /// that flattening commutes with resizing; --filter nearest copies one pixel's samples.
+    Reformat(cli::reformat::ReformatArgs),
+    /// Write every sample as a point of a binary PLY file, placed by the header's camera
+    /// (worldToCamera, worldToNDC) or, without one, at pixel coordinates and depth.
+    Points(cli::points::PointsArgs),
     /// Print the OpenGL device, renderer, version and the limits the engine depends on.
     GpuInfo {
         /// Also compile merge.comp's register-block variants (layouts LA and BIA; stepwise, RBM
@@ -412,6 +421,9 @@ fn main() -> ExitCode {
         Some(Command::Idselect(args)) => cli::ops::run_idselect(&args),
         Some(Command::Deepen(args)) => cli::ops::run_deepen(&args),
         Some(Command::Recolor(args)) => cli::ops::run_recolor(&args),
+        Some(Command::Grade(args)) => cli::grade::run_grade(&args),
+        Some(Command::Reformat(args)) => cli::reformat::run_reformat(&args),
+        Some(Command::Points(args)) => cli::points::run_points(&args),
         Some(Command::GpuInfo {
             programs,
             verify,

@@ -42,7 +42,7 @@ pub struct InputArgs {
 pub struct OpOutputArgs {
     /// Output: a deep EXR, or `*.png` for an 8-bit sRGB preview of its flat composite.
     #[arg(short, long, value_name = "OUT")]
-    output: PathBuf,
+    pub(crate) output: PathBuf,
     /// Compression, zstd level and metadata, as the merge takes them.
     #[command(flatten)]
     write: OutputArgs,
@@ -252,7 +252,17 @@ pub fn run_flatten(args: &FlattenArgs) -> Result<()> {
     Ok(())
 }
 
-fn request_of(out: &OpOutputArgs, read: &InputArgs) -> Result<OpOutput> {
+/// What an operation reads: the part, the memory budget in bytes and the fixed band height.
+pub(crate) fn input_of(read: &InputArgs) -> Result<(PartSelector, u64, Option<usize>)> {
+    Ok((
+        part_of(read),
+        memory_size("--memory-budget", &read.memory_budget)?,
+        read.band_rows.map(|n| n as usize),
+    ))
+}
+
+/// The library's output request for an operation's output and input options.
+pub(crate) fn request_of(out: &OpOutputArgs, read: &InputArgs) -> Result<OpOutput> {
     let output_options = out.write.options()?;
     Ok(OpOutput {
         deep_write: output_options.deep(!out.no_deep_state)?,
