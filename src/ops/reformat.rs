@@ -546,10 +546,10 @@ impl<'a> BoxGather<'a> {
                 }
             }
         }
-        // The output's transmittance per column in front of each event: the sum of weights
-        // less what the events in front took.
-        let total_weight: f64 = sources.iter().map(|&(_, w)| w).sum();
-        let mut front = vec![total_weight; width];
+        // The output's transmittance per column in front of each event: 1 less what the
+        // events in front took (the footprint's share outside the data window, or over empty
+        // pixels, is transparent).
+        let mut front = vec![1.0f64; width];
         let mut values = vec![0.0f64; width];
         for event in 0..events {
             if !present[event] {
