@@ -161,6 +161,10 @@ enum Command {
         /// With --pixel: only this part (an index or a name); default every deep part.
         #[arg(long, value_name = "PART", requires = "pixel")]
         part: Option<String>,
+        /// Also list the id manifest's ids with their names, per channel (the names idselect
+        /// and grade take).
+        #[arg(long, conflicts_with = "pixel")]
+        ids: bool,
         /// With --pixel: the running "over" in merge order instead of the raw values.
         #[arg(long, requires = "pixel")]
         accumulated: bool,
@@ -398,6 +402,7 @@ fn main() -> ExitCode {
             part,
             accumulated,
             all_attributes,
+            ids,
         }) => run_info(
             &files,
             &max_memory,
@@ -406,6 +411,7 @@ fn main() -> ExitCode {
             part,
             accumulated,
             all_attributes,
+            ids,
         ),
         Some(Command::View(args)) => match deepmerge::view::run(&args) {
             Ok(true) => Ok(()),
@@ -609,6 +615,7 @@ fn run_heatmap(file: &Path, output: &Path, part: Option<String>) -> Result<()> {
     heatmap::write_heatmap(&image, output)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_info(
     files: &[PathBuf],
     max_memory: &str,
@@ -617,6 +624,7 @@ fn run_info(
     part: Option<String>,
     accumulated: bool,
     all_attributes: bool,
+    ids: bool,
 ) -> Result<()> {
     let max_memory = memory_size("--max-memory", max_memory)?;
     let selection = channels.map(ChannelSelection::parse).transpose()?;
@@ -643,6 +651,9 @@ fn run_info(
                 if all_attributes {
                     text += &deepmerge::info::describe_attributes(file)?;
                 }
+                if ids {
+                    text += &deepmerge::info::describe_ids(file)?;
+                }
                 text
             }
         };
@@ -660,6 +671,9 @@ fn run_info(
                 text += &deepmerge::info::describe_sample_cost(f, selection.as_ref())?;
                 if all_attributes {
                     text += &deepmerge::info::describe_attributes(f)?;
+                }
+                if ids {
+                    text += &deepmerge::info::describe_ids(f)?;
                 }
                 Ok(text)
             }),

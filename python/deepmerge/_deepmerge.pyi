@@ -204,14 +204,16 @@ def transform(
     z_offset: float = 0.0,
     z_scale: float = 1.0,
     *,
+    move_display: bool = False,
     compression: Compression = None,
     no_deep_state: bool = False,
     tidy: bool = False,
     part: Part = None,
     memory_budget: Optional[Bytes] = None,
 ) -> None:
-    """``deepmerge transform``: whole-pixel translation, Z' = Z * z_scale + z_offset. The
-    CLI's bytes."""
+    """``deepmerge transform``: whole-pixel translation (the display window stays unless
+    ``move_display``), Z' = Z * z_scale + z_offset (half depths written as float). The CLI's
+    bytes."""
 
 def flatten(image: Union[DeepImage, PathLike], z: bool = False) -> FlatImage:
     """Composite one deep image front to back."""

@@ -119,11 +119,12 @@ fn crop(
     run(py, &crop, input, out, request)
 }
 
-/// Move ``input`` by whole pixels (``translate=(x, y)``) and map its depths to
-/// ``Z * z_scale + z_offset`` (``z_scale > 0``), writing ``out``, as ``deepmerge transform``.
-/// Options as ``deep_slice``.
+/// Move ``input`` by whole pixels (``translate=(x, y)``; the display window stays unless
+/// ``move_display``) and map its depths to ``Z * z_scale + z_offset`` (``z_scale > 0``; half
+/// depths are written as float), writing ``out``, as ``deepmerge transform``. Options as
+/// ``deep_slice``.
 #[pyfunction]
-#[pyo3(signature = (input, out, translate=None, z_offset=0.0, z_scale=1.0, *, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
+#[pyo3(signature = (input, out, translate=None, z_offset=0.0, z_scale=1.0, *, move_display=false, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
 #[allow(clippy::too_many_arguments)]
 fn transform(
     py: Python<'_>,
@@ -132,6 +133,7 @@ fn transform(
     translate: Option<(i32, i32)>,
     z_offset: f64,
     z_scale: f64,
+    move_display: bool,
     compression: Option<&str>,
     no_deep_state: bool,
     tidy: bool,
@@ -139,7 +141,9 @@ fn transform(
     memory_budget: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let translate = translate.map(|(x, y)| format!("{x},{y}"));
-    let transform = Transform::new(translate.as_deref(), z_offset, z_scale).map_err(to_py)?;
+    let transform = Transform::new(translate.as_deref(), z_offset, z_scale)
+        .map_err(to_py)?
+        .moving_display(move_display);
     let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
     run(py, &transform, input, out, request)
 }

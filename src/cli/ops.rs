@@ -117,9 +117,12 @@ pub struct CropArgs {
 pub struct TransformArgs {
     /// Deep EXR input.
     input: PathBuf,
-    /// Move the image by whole pixels: X,Y (data and display windows).
+    /// Move the image by whole pixels: X,Y (the data window; the display window stays).
     #[arg(long, value_name = "X,Y", allow_hyphen_values = true)]
     translate: Option<String>,
+    /// Move the display window with the data window.
+    #[arg(long)]
+    move_display: bool,
     /// Add D to every depth (after the scale): Z' = Z*S + D.
     #[arg(
         long,
@@ -293,7 +296,20 @@ pub fn run_crop(args: &CropArgs) -> Result<()> {
 
 /// Run `transform`.
 pub fn run_transform(args: &TransformArgs) -> Result<()> {
-    let transform = Transform::new(args.translate.as_deref(), args.z_offset, args.z_scale)?;
+    let transform = Transform::new(args.translate.as_deref(), args.z_offset, args.z_scale)?
+        .moving_display(args.move_display);
+    // Half depths cannot hold most depth changes: the operation writes them as float, and says
+    // so here, once.
+    let half_depths = deepmerge::exr::read_parts_info(&args.input)?
+        .iter()
+        .any(|part| part.deep && transform.promotes(&part.channels));
+    if half_depths {
+        eprintln!(
+            "deepmerge transform: {}: its Z/ZBack are half, which would overflow or not change; \
+             the new depths are written as float",
+            args.input.display()
+        );
+    }
     run(&transform, &args.input, &args.out, &args.read)
 }
 
