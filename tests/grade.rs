@@ -74,6 +74,9 @@ fn a_gain_in_a_depth_range_changes_exactly_those_samples_by_the_gain_independent
     }
 }
 
+/// An expected unpremultiplied value of channel k (0 R, 1 G, 2 B) from the input's.
+type Formula = Box<dyn Fn(usize, f64) -> f64>;
+
 #[test]
 fn each_operation_follows_its_formula_on_unpremultiplied_colour() {
     // One pixel: a = 0.5 with colour (0.1, 0.2, 0.3) premultiplied, i.e. (0.2, 0.4, 0.6).
@@ -86,7 +89,7 @@ fn each_operation_follows_its_formula_on_unpremultiplied_colour() {
         DeepState::Sorted,
     );
     let unpremult = [0.2f64, 0.4, 0.6];
-    let cases: Vec<(GradeArgs, Box<dyn Fn(usize, f64) -> f64>)> = vec![
+    let cases: Vec<(GradeArgs, Formula)> = vec![
         (
             GradeArgs {
                 gain: Some("3"),

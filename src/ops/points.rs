@@ -215,14 +215,9 @@ impl Camera {
     /// depth `depth` (see the module docs), none where the projection is degenerate there.
     pub fn unproject(&self, nx: f64, ny: f64, depth: f64) -> Option<[f64; 3]> {
         let c = &self.camera_to_ndc;
-        // w grows with camera z by c[2][3]: in front of the camera is where w > 0.
-        let cz = if c[2][3] > 0.0 {
-            depth
-        } else if c[2][3] < 0.0 {
-            -depth
-        } else {
-            -depth
-        };
+        // w grows with camera z by c[2][3]: in front of the camera is where w > 0. An
+        // orthographic projection (c[2][3] = 0) looks down −z, OpenEXR's camera convention.
+        let cz = if c[2][3] > 0.0 { depth } else { -depth };
         // x_h - nx w = 0 and y_h - ny w = 0, linear in (cx, cy) once cz is known.
         let a11 = c[0][0] - nx * c[0][3];
         let a12 = c[1][0] - nx * c[1][3];
@@ -250,7 +245,7 @@ impl Camera {
 
 /// Where each sample's point goes.
 enum Placement {
-    Camera(Camera, Bounds),
+    Camera(Box<Camera>, Bounds),
     Pixels,
 }
 
@@ -423,7 +418,7 @@ pub fn run_points(
                     frame_aspect
                 );
             }
-            Placement::Camera(camera, frame)
+            Placement::Camera(Box::new(camera), frame)
         }
         (CameraMode::Require, None) => {
             return Err(Error::file(
