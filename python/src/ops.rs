@@ -386,6 +386,7 @@ fn reformat(
 /// number of points.
 #[pyfunction]
 #[pyo3(signature = (input, out, min_alpha=0.0, *, camera="auto", frame=None, part=None, memory_budget=None))]
+#[allow(clippy::too_many_arguments)]
 fn points(
     py: Python<'_>,
     input: PathBuf,
