@@ -342,7 +342,7 @@ def reformat(
     scale: Optional[float] = None,
     *,
     filter: str = "box",
-    max_gather: int = 1048576,
+    max_gather: int = 65536,
     compression: Compression = None,
     no_deep_state: bool = False,
     tidy: bool = False,
