@@ -291,12 +291,16 @@ fn bad_arguments_and_a_gather_over_the_limit_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let input = data("openexr-images/Balls.exr");
     let out = dir.path().join("o.exr");
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["--size", "0x10"], "--size takes"),
         (&["--scale", "0"], "--scale must be"),
         (&["--scale", "-2"], "--scale must be"),
         (&["--scale", "100000"], "is refused"),
         (&["--size", "8x4", "--max-gather", "100"], "would gather"),
+        (
+            &["--scale", "200", "--memory-budget", "256MiB"],
+            "over the memory budget",
+        ),
     ];
     for (args, says) in cases {
         let mut all = vec!["reformat", s(&input), "-o", s(&out)];

@@ -668,6 +668,43 @@ fn join_rows(a: DeepImage, b: &DeepImage) -> Result<DeepImage> {
     )
 }
 
+/// Refuse an enlargement whose output for one input row alone (the smallest band) would take
+/// more than a band's share of the budget: the output rows it makes, each the output's width,
+/// with the row's samples copied into every output pixel that gathers them.
+fn check_row_output(
+    reformat: &Reformat,
+    geometry: &Geometry,
+    source: &ChunkSource,
+    options: &StreamOptions,
+) -> Result<()> {
+    let per_axis = |axis: &Axis| (axis.to as f64 / axis.from as f64).ceil() as u64 + 1;
+    let (copies_x, rows) = (per_axis(&geometry.x), per_axis(&geometry.y));
+    let width = geometry.data.width() as u64;
+    let sample_bytes = source.sample_bytes() + crate::composite::DEEP_SAMPLE_BYTES;
+    let densest = source.row_samples.iter().copied().max().unwrap_or(0);
+    let copies = match reformat.filter {
+        Filter::Nearest => copies_x * rows,
+        // A box sample may become a point and a volume piece at each boundary it shares.
+        Filter::Box => 2 * copies_x * rows,
+    };
+    let needed = rows
+        .saturating_mul(width)
+        .saturating_mul(crate::composite::DEEP_PIXEL_BYTES)
+        .saturating_add(densest.saturating_mul(copies).saturating_mul(sample_bytes));
+    let share = options.budget / crate::exr::BANDS_IN_FLIGHT;
+    if needed > share {
+        return Err(Error::over_budget(
+            format_args!(
+                "the reformat's output of one input row ({rows} rows of {width} pixels, its \
+                 densest row's {densest} samples copied into them)"
+            ),
+            needed.saturating_mul(crate::exr::BANDS_IN_FLIGHT),
+            options.budget,
+        ));
+    }
+    Ok(())
+}
+
 /// Run `reformat` on the deep part `request.part` of `input`, writing `output` as `request`
 /// says, streamed in bands (see the module docs).
 pub fn run_reformat(
@@ -708,6 +745,7 @@ pub fn run_reformat(
             .filter(|c| c.role == ChannelRole::Id)
             .count() as u64,
     };
+    check_row_output(reformat, &geometry, &source, &options).map_err(|e| e.in_file(input))?;
     // An enlargement makes more output than input per row: the rows are planned in a budget
     // shrunk by the area factor, so that a band's output fits the share its input had.
     let area = (geometry.display.area() as f64 / source.display_window.area().max(1) as f64)
