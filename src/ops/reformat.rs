@@ -776,9 +776,16 @@ pub fn run_reformat(
             next_out += 1;
             completes = true;
         }
-        if completes || end == input_window.y1 {
+        if completes {
             bands.push(start..=end);
             start = end + 1;
+        } else if end == input_window.y1 {
+            // The last rows complete no output row (a nearest reduction reads none of them):
+            // they join the band before, so that no band writes nothing.
+            match bands.pop() {
+                Some(previous) => bands.push(*previous.start()..=end),
+                None => bands.push(start..=end),
+            }
         }
     }
     let (deep_write, flat_write) = options.write_options_from(&sources[0].attributes);
