@@ -284,3 +284,69 @@ fn bad_arguments_are_one_line_errors_that_write_nothing() {
         assert!(!out.exists(), "{args:?} wrote a file");
     }
 }
+
+/// A PNG's size and RGBA bytes.
+fn read_png(path: &Path) -> ((usize, usize), Vec<u8>) {
+    let decoder = png::Decoder::new(std::fs::File::open(path).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut bytes = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut bytes).unwrap();
+    assert_eq!(info.color_type, png::ColorType::Rgba);
+    bytes.truncate(info.buffer_size());
+    ((info.width as usize, info.height as usize), bytes)
+}
+
+#[test]
+fn the_top_view_draws_every_point_where_its_position_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let balls = data("openexr-images/Balls.exr");
+    let (ply, view) = (dir.path().join("b.ply"), dir.path().join("top.png"));
+    let (ok, _, err) = run(&["points", s(&balls), "-o", s(&ply), "--top-view", s(&view)]);
+    assert!(ok, "{err}");
+    // Without a camera: across is x, up is Z (near at the bottom), one scale, 512 at most.
+    let points = read_ply(&ply);
+    let (mut x0, mut x1, mut z0, mut z1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for (p, _) in &points {
+        (x0, x1) = (x0.min(p[0] as f64), x1.max(p[0] as f64));
+        (z0, z1) = (z0.min(p[2] as f64), z1.max(p[2] as f64));
+    }
+    let scale = 511.0 / (x1 - x0).max(z1 - z0);
+    let size = (
+        ((x1 - x0) * scale).round() as usize + 1,
+        ((z1 - z0) * scale).round() as usize + 1,
+    );
+    let ((w, h), rgba) = read_png(&view);
+    assert_eq!((w, h), size);
+    // The cells points fall in are exactly the drawn ones (alpha above 0).
+    let mut cells = vec![false; w * h];
+    for (p, colour) in &points {
+        if colour[3] == 0 {
+            continue;
+        }
+        let u = ((p[0] as f64 - x0) * scale).round() as usize;
+        let v = h - 1 - ((p[2] as f64 - z0) * scale).round() as usize;
+        cells[v * w + u] = true;
+    }
+    let drawn: Vec<bool> = rgba.chunks_exact(4).map(|px| px[3] > 0).collect();
+    let differ = drawn.iter().zip(&cells).filter(|(a, b)| a != b).count();
+    // A cell whose points are all nearly transparent may round to alpha 0 in 8 bits.
+    assert!(
+        differ * 1000 <= cells.iter().filter(|&&c| c).count(),
+        "{differ} cells differ"
+    );
+    assert!(cells.iter().any(|&c| c));
+    // A name that is not *.png is refused before anything is written.
+    let other = dir.path().join("c.ply");
+    let (ok, _, err) = run(&[
+        "points",
+        s(&balls),
+        "-o",
+        s(&other),
+        "--top-view",
+        "top.jpg",
+    ]);
+    assert!(
+        !ok && err.contains("name it *.png") && !other.exists(),
+        "{err}"
+    );
+}

@@ -359,6 +359,7 @@ def points(
     *,
     camera: str = "auto",
     frame: Optional[Tuple[int, int, int, int]] = None,
+    top_view: Optional[PathLike] = None,
     part: Part = None,
     memory_budget: Optional[Bytes] = None,
 ) -> int:

@@ -382,10 +382,10 @@ fn reformat(
 /// Write every sample of ``input`` with alpha at least ``min_alpha`` as a point of the binary
 /// PLY file ``out``, as ``deepmerge points``: placed by the header's camera (``camera="auto"``
 /// falls back to pixel coordinates, ``"file"`` requires the camera, ``"pixels"`` ignores it),
-/// ``frame=(x0, y0, x1, y1)`` the render's display window for a cut-out image. Returns the
-/// number of points.
+/// ``frame=(x0, y0, x1, y1)`` the render's display window for a cut-out image,
+/// ``top_view=PATH`` also a PNG of the points seen from above. Returns the number of points.
 #[pyfunction]
-#[pyo3(signature = (input, out, min_alpha=0.0, *, camera="auto", frame=None, part=None, memory_budget=None))]
+#[pyo3(signature = (input, out, min_alpha=0.0, *, camera="auto", frame=None, top_view=None, part=None, memory_budget=None))]
 #[allow(clippy::too_many_arguments)]
 fn points(
     py: Python<'_>,
@@ -394,12 +394,15 @@ fn points(
     min_alpha: f32,
     camera: &str,
     frame: Option<(i32, i32, i32, i32)>,
+    top_view: Option<PathBuf>,
     part: Option<PartArg>,
     memory_budget: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<u64> {
     let camera: CameraMode = camera.parse().map_err(to_py)?;
     let frame = frame.map(|(a, b, c, d)| format!("{a},{b},{c},{d}"));
-    let points = Points::new(min_alpha, camera, frame.as_deref()).map_err(to_py)?;
+    let points = Points::new(min_alpha, camera, frame.as_deref())
+        .and_then(|p| p.with_top_view(top_view.as_deref()))
+        .map_err(to_py)?;
     let part = part_selector(part);
     let budget = budget_bytes(memory_budget)?.unwrap_or(DEFAULT_MEMORY_BUDGET);
     py.detach(|| run_points(&points, &input, &out, &part, budget, None))

@@ -61,9 +61,10 @@ def test_points_writes_the_cli_bytes(cli, tmp_path):
     same_bytes(tmp_path / "cli.ply", tmp_path / "py.ply")
     header = (tmp_path / "py.ply").read_bytes().split(b"end_header\n")[0].decode()
     assert f"element vertex {count}" in header and count > 0
-    cli("points", BALLS, "--camera", "pixels", "-o", tmp_path / "cli.ply")
-    dm.points(BALLS, tmp_path / "py.ply", camera="pixels")
+    cli("points", BALLS, "--camera", "pixels", "-o", tmp_path / "cli.ply", "--top-view", tmp_path / "cli.png")
+    dm.points(BALLS, tmp_path / "py.ply", camera="pixels", top_view=tmp_path / "py.png")
     same_bytes(tmp_path / "cli.ply", tmp_path / "py.ply")
+    same_bytes(tmp_path / "cli.png", tmp_path / "py.png")
 
 
 @pytest.mark.parametrize(

@@ -36,13 +36,18 @@ pub struct PointsArgs {
     /// image cut out of a larger render, that render's display window in this image's pixels.
     #[arg(long, value_name = "X0,Y0,X1,Y1", allow_hyphen_values = true)]
     frame: Option<String>,
+    /// Also draw the points seen from above into this PNG: across the camera's x, up the view
+    /// depth (near at the bottom).
+    #[arg(long, value_name = "PNG")]
+    top_view: Option<PathBuf>,
     #[command(flatten)]
     read: InputArgs,
 }
 
 /// Run `points`.
 pub fn run_points(args: &PointsArgs) -> Result<()> {
-    let points = Points::new(args.min_alpha, args.camera, args.frame.as_deref())?;
+    let points = Points::new(args.min_alpha, args.camera, args.frame.as_deref())?
+        .with_top_view(args.top_view.as_deref())?;
     let (part, budget, band_rows) = input_of(&args.read)?;
     run_point_cloud(&points, &args.input, &args.output, &part, budget, band_rows)?;
     Ok(())

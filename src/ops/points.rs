@@ -28,6 +28,8 @@
 //!   order. The vertex count is written into a fixed-width field of the header once known
 //!   (padded with spaces, which PLY readers skip), so the points are written band by band
 //!   through a temporary file renamed at the end.
+//! - **Top view.** Optionally ([`write_top_view`], `--top-view PNG`) the points seen from above:
+//!   across the camera's x, up its view depth, near at the bottom, one scale for both.
 
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
@@ -80,6 +82,8 @@ pub struct Points {
     pub camera: CameraMode,
     /// The raster the camera's NDC spans, when not the display window.
     pub frame: Option<Bounds>,
+    /// Also draw the points seen from above into this PNG ([`write_top_view`]).
+    pub top_view: Option<std::path::PathBuf>,
 }
 
 impl Points {
@@ -105,6 +109,26 @@ impl Points {
             min_alpha,
             camera,
             frame,
+            top_view: None,
+        })
+    }
+}
+
+impl Points {
+    /// The same options, also drawing the top view into `png` (a `*.png`; refused otherwise,
+    /// before anything is written).
+    pub fn with_top_view(self, png: Option<&Path>) -> Result<Self> {
+        if let Some(png) = png {
+            if !crate::preview::is_png_path(png) {
+                return Err(Error::Usage(format!(
+                    "{}: --top-view writes a PNG; name it *.png",
+                    png.display()
+                )));
+            }
+        }
+        Ok(Points {
+            top_view: png.map(Path::to_path_buf),
+            ..self
         })
     }
 }
@@ -476,7 +500,142 @@ pub fn run_points(
         .and_then(|_| handle.write_all(&header))
         .map_err(|e| file.error(e))?;
     file.commit()?;
+    if let Some(view) = &points.top_view {
+        let camera = match &placement {
+            Placement::Camera(camera, _) => Some(camera.as_ref()),
+            Placement::Pixels => None,
+        };
+        write_top_view(output, camera, view)?;
+    }
     Ok(total)
+}
+
+/// The larger side of the top view, in pixels.
+pub const TOP_VIEW_SIDE: usize = 512;
+
+/// The linear value of an 8-bit sRGB component.
+fn srgb_to_linear(byte: u8) -> f64 {
+    let v = byte as f64 / 255.0;
+    if v <= 0.04045 {
+        v / 12.92
+    } else {
+        ((v + 0.055) / 1.055).powf(2.4)
+    }
+}
+
+/// Draw the points of the PLY file `ply` (as [`run_points`] writes it) seen from above into
+/// the PNG `png`: across is the camera's x (pixel x without a camera), up is depth along the
+/// view axis, near at the bottom, both to one scale, the larger side [`TOP_VIEW_SIDE`] pixels.
+/// A pixel's alpha is `1 − Π(1 − a)` of the points falling in it and its colour their mean
+/// weighted by alpha, so the picture does not depend on the points' order. Two passes over
+/// the file (bounds, then drawing): memory is the picture's, whatever the number of points.
+pub fn write_top_view(ply: &Path, camera: Option<&Camera>, png: &Path) -> Result<()> {
+    use std::io::{BufRead, BufReader, Read};
+    let open = || -> Result<BufReader<std::fs::File>> {
+        let file = std::fs::File::open(ply).map_err(|e| Error::file(ply, e.to_string()))?;
+        let mut reader = BufReader::new(file);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = reader
+                .read_line(&mut line)
+                .map_err(|e| Error::file(ply, e.to_string()))?;
+            if n == 0 {
+                return Err(Error::file(ply, "is not a PLY file deepmerge wrote"));
+            }
+            if line == "end_header\n" {
+                return Ok(reader);
+            }
+        }
+    };
+    // (across, depth, [r, g, b, a] bytes) of each point, in a pass over the file.
+    let pass = |f: &mut dyn FnMut(f64, f64, [u8; 4])| -> Result<()> {
+        let mut reader = open()?;
+        let mut record = [0u8; POINT_BYTES];
+        loop {
+            match reader.read_exact(&mut record) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+                Err(e) => return Err(Error::file(ply, e.to_string())),
+            }
+            let v = |k: usize| {
+                f32::from_le_bytes(record[4 * k..4 * k + 4].try_into().expect("4 bytes")) as f64
+            };
+            let (across, depth) = match camera {
+                Some(camera) => {
+                    let q = transform([v(0), v(1), v(2)], &camera.world_to_camera);
+                    (q[0], q[2].abs())
+                }
+                None => (v(0), v(2)),
+            };
+            if across.is_finite() && depth.is_finite() {
+                f(
+                    across,
+                    depth,
+                    [record[12], record[13], record[14], record[15]],
+                );
+            }
+        }
+    };
+    let mut bounds: Option<[f64; 4]> = None;
+    pass(&mut |a, d, _| {
+        let b = bounds.get_or_insert([a, a, d, d]);
+        *b = [b[0].min(a), b[1].max(a), b[2].min(d), b[3].max(d)];
+    })?;
+    let [a0, a1, d0, d1] = bounds.ok_or_else(|| {
+        Error::file(
+            ply,
+            "holds no point with finite coordinates to draw a top view of",
+        )
+    })?;
+    let (across, deep) = ((a1 - a0).max(1e-12), (d1 - d0).max(1e-12));
+    let scale = (TOP_VIEW_SIDE - 1) as f64 / across.max(deep);
+    let width = ((across * scale).round() as usize + 1).max(1);
+    let height = ((deep * scale).round() as usize + 1).max(1);
+    let mut clear = vec![1.0f64; width * height];
+    let mut weight = vec![0.0f64; width * height];
+    let mut colour = vec![[0.0f64; 3]; width * height];
+    pass(&mut |a, d, rgba| {
+        let u = (((a - a0) * scale).round() as usize).min(width - 1);
+        let v = height - 1 - (((d - d0) * scale).round() as usize).min(height - 1);
+        let p = v * width + u;
+        let alpha = rgba[3] as f64 / 255.0;
+        clear[p] *= 1.0 - alpha;
+        weight[p] += alpha;
+        for (c, &byte) in colour[p].iter_mut().zip(&rgba[..3]) {
+            *c += alpha * srgb_to_linear(byte);
+        }
+    })?;
+    let window = Bounds::from_origin_size(0, 0, width, height);
+    let mut planes = vec![Vec::with_capacity(width * height); 4];
+    for p in 0..width * height {
+        let alpha = 1.0 - clear[p];
+        for (c, plane) in planes.iter_mut().take(3).enumerate() {
+            let mean = if weight[p] > 0.0 {
+                colour[p][c] / weight[p]
+            } else {
+                0.0
+            };
+            plane.push((mean * alpha) as f32);
+        }
+        planes[3].push(alpha as f32);
+    }
+    let channels = ["R", "G", "B", "A"]
+        .into_iter()
+        .zip(planes)
+        .map(|(name, values)| crate::deep::FlatChannel {
+            name: name.into(),
+            values: crate::deep::FlatValues::F32(values),
+        })
+        .collect();
+    let image = crate::deep::FlatImage {
+        display_window: window,
+        data_window: window,
+        channels,
+    };
+    let mut writer = crate::preview::PngBandWriter::create(png, window)?;
+    writer.write_band(&image)?;
+    writer.finish()
 }
 
 #[cfg(test)]
