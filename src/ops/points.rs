@@ -607,7 +607,7 @@ pub fn write_top_view(ply: &Path, camera: Option<&Camera>, png: &Path) -> Result
         }
     })?;
     let window = Bounds::from_origin_size(0, 0, width, height);
-    let mut planes = vec![Vec::with_capacity(width * height); 4];
+    let mut planes: Vec<Vec<f32>> = (0..4).map(|_| Vec::with_capacity(width * height)).collect();
     for p in 0..width * height {
         let alpha = 1.0 - clear[p];
         for (c, plane) in planes.iter_mut().take(3).enumerate() {
