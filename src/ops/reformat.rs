@@ -273,7 +273,7 @@ impl Axis {
     }
 
     /// The last input pixel output pixel `o` reads.
-    fn last_read(&self, o: i32, filter: Filter) -> i64 {
+    pub fn last_read(&self, o: i32, filter: Filter) -> i64 {
         match filter {
             Filter::Nearest => self.nearest(o),
             Filter::Box => self.footprint(o).1.ceil() as i64 - 1,
@@ -281,7 +281,7 @@ impl Axis {
     }
 
     /// The first input pixel output pixel `o` reads.
-    fn first_read(&self, o: i32, filter: Filter) -> i64 {
+    pub fn first_read(&self, o: i32, filter: Filter) -> i64 {
         match filter {
             Filter::Nearest => self.nearest(o),
             Filter::Box => self.footprint(o).0.floor() as i64,
