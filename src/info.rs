@@ -92,7 +92,13 @@ pub fn describe_file(path: &Path, max_memory: u64) -> Result<String> {
         if !part.deep {
             continue;
         }
-        let _ = writeln!(out, "    deep image state: {}", part.state.name());
+        // OpenEXR reads a part without the attribute as messy; say which it is.
+        let stated = part.attributes.iter().any(|a| a.name == "deepImageState");
+        if stated {
+            let _ = writeln!(out, "    deep image state: {}", part.state.name());
+        } else {
+            let _ = writeln!(out, "    deep image state: absent (read as messy)");
+        }
         // A part in a compression deepmerge does not read is still described, samples aside.
         if let Err(e) = crate::exr::Codec::for_deep_part(part.compression_id) {
             let _ = writeln!(out, "    samples: not read: {e}");
@@ -115,8 +121,55 @@ pub fn describe_file(path: &Path, max_memory: u64) -> Result<String> {
             .map(|((name, _), n)| format!("{name}: {n}"))
             .collect();
         let _ = writeln!(out, "    depth complexity (pixels): {}", bins.join(", "));
+        if let Some(range) = depth_range(&image) {
+            let _ = writeln!(out, "    depth range: {range}");
+        }
     }
     Ok(out)
+}
+
+/// The smallest and largest value of a deep image's depth channels, as `info` prints them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DepthRange {
+    /// Z's smallest and largest value; none without samples.
+    pub z: Option<(f32, f32)>,
+    /// ZBack's, when the image has a ZBack channel and samples.
+    pub zback: Option<(f32, f32)>,
+}
+
+impl std::fmt::Display for DepthRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.z {
+            None => write!(f, "no samples"),
+            Some((lo, hi)) => {
+                write!(f, "Z {lo} to {hi}")?;
+                if let Some((lo, hi)) = self.zback {
+                    write!(f, ", ZBack {lo} to {hi}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The range of `image`'s Z and ZBack (what `slice`, `grade` and `points` ranges are chosen
+/// from); none without a Z channel.
+pub fn depth_range(image: &DeepImage) -> Option<DepthRange> {
+    let (z, zback) = image.depth_channels();
+    let range = |c: usize| {
+        let plane = &image.planes[c];
+        (0..plane.len()).map(|i| plane.get_f32(i)).fold(
+            None,
+            |acc: Option<(f32, f32)>, v| match acc {
+                None => Some((v, v)),
+                Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+            },
+        )
+    };
+    Some(DepthRange {
+        z: range(z?),
+        zback: zback.and_then(range),
+    })
 }
 
 /// The attributes shown on their own lines by [`describe_file`].
@@ -161,6 +214,43 @@ pub fn describe_attributes(path: &Path) -> Result<String> {
                         let _ = writeln!(out, "      (does not decode: {e})");
                     }
                 }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Each part's id manifest as `deepmerge info --ids` prints it: per group its channels and the
+/// names of its columns, then one line per id with its names, so that `idselect` and `grade`
+/// names can be picked from it.
+pub fn describe_ids(path: &Path) -> Result<String> {
+    let mut out = String::new();
+    for part in read_parts_info(path)? {
+        let Some(attribute) = part
+            .attributes
+            .iter()
+            .find(|a| a.name == "idManifest" && a.kind == "idmanifest")
+        else {
+            let _ = writeln!(out, "  part {}: no idManifest", part.index);
+            continue;
+        };
+        let manifest = crate::exr::IdManifest::from_attribute(&attribute.value)
+            .map_err(|e| e.in_file(path))?;
+        for group in &manifest.groups {
+            let _ = writeln!(
+                out,
+                "  part {}: ids of {} ({} ids){}",
+                part.index,
+                group.channels.join(","),
+                group.entries.len(),
+                if group.components.is_empty() {
+                    String::new()
+                } else {
+                    format!(", names: {}", group.components.join(", "))
+                }
+            );
+            for (id, names) in &group.entries {
+                let _ = writeln!(out, "    {id}\t{}", names.join("\t"));
             }
         }
     }

@@ -68,6 +68,15 @@ enum Command {
     /// Give a deep image a flat image's colour, keeping its opacity (DeepRecolor);
     /// --target-alpha also scales the opacity to the flat alpha.
     Recolor(cli::ops::RecolorArgs),
+    /// Colour-correct every sample (lift, gain, offset, gamma, contrast, saturation) on
+    /// unpremultiplied colour, masked by depth (--near/--far/--ramp) and ids (--id).
+    Grade(cli::grade::GradeArgs),
+    /// Change the resolution (--size WxH or --scale S): --filter box gathers each footprint so
+    /// that flattening commutes with resizing; --filter nearest copies one pixel's samples.
+    Reformat(cli::reformat::ReformatArgs),
+    /// Write every sample as a point of a binary PLY file, placed by the header's camera
+    /// (worldToCamera, worldToNDC) or, without one, at pixel coordinates and depth.
+    Points(cli::points::PointsArgs),
     /// Print the OpenGL device, renderer, version and the limits the engine depends on.
     GpuInfo {
         /// Also compile merge.comp's register-block variants (layouts LA and BIA; stepwise, RBM
@@ -151,6 +160,10 @@ enum Command {
         /// With --pixel: only this part (an index or a name); default every deep part.
         #[arg(long, value_name = "PART", requires = "pixel")]
         part: Option<String>,
+        /// Also list the id manifest's ids with their names, per channel (the names idselect
+        /// and grade take).
+        #[arg(long, conflicts_with = "pixel")]
+        ids: bool,
         /// With --pixel: the running "over" in merge order instead of the raw values.
         #[arg(long, requires = "pixel")]
         accumulated: bool,
@@ -398,6 +411,7 @@ fn main() -> ExitCode {
             part,
             accumulated,
             all_attributes,
+            ids,
         }) => run_info(
             &files,
             &max_memory,
@@ -406,6 +420,7 @@ fn main() -> ExitCode {
             part,
             accumulated,
             all_attributes,
+            ids,
         ),
         Some(Command::View(args)) => match deepmerge::view::run(&args) {
             Ok(true) => Ok(()),
@@ -421,6 +436,9 @@ fn main() -> ExitCode {
         Some(Command::Idselect(args)) => cli::ops::run_idselect(&args),
         Some(Command::Deepen(args)) => cli::ops::run_deepen(&args),
         Some(Command::Recolor(args)) => cli::ops::run_recolor(&args),
+        Some(Command::Grade(args)) => cli::grade::run_grade(&args),
+        Some(Command::Reformat(args)) => cli::reformat::run_reformat(&args),
+        Some(Command::Points(args)) => cli::points::run_points(&args),
         Some(Command::GpuInfo {
             programs,
             verify,
@@ -606,6 +624,7 @@ fn run_heatmap(file: &Path, output: &Path, part: Option<String>) -> Result<()> {
     heatmap::write_heatmap(&image, output)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_info(
     files: &[PathBuf],
     max_memory: &str,
@@ -614,6 +633,7 @@ fn run_info(
     part: Option<String>,
     accumulated: bool,
     all_attributes: bool,
+    ids: bool,
 ) -> Result<()> {
     let max_memory = memory_size("--max-memory", max_memory)?;
     let selection = channels.map(ChannelSelection::parse).transpose()?;
@@ -640,6 +660,9 @@ fn run_info(
                 if all_attributes {
                     text += &deepmerge::info::describe_attributes(file)?;
                 }
+                if ids {
+                    text += &deepmerge::info::describe_ids(file)?;
+                }
                 text
             }
         };
@@ -657,6 +680,9 @@ fn run_info(
                 text += &deepmerge::info::describe_sample_cost(f, selection.as_ref())?;
                 if all_attributes {
                     text += &deepmerge::info::describe_attributes(f)?;
+                }
+                if ids {
+                    text += &deepmerge::info::describe_ids(f)?;
                 }
                 Ok(text)
             }),

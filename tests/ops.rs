@@ -295,8 +295,12 @@ fn transform_moves_windows_and_maps_depths() {
             y1: -2
         }
     );
+    // The display window (the format) stays, as Nuke's DeepTransform keeps it, unless asked.
+    assert_eq!(out.display_window, input.display_window);
+    let moved = apply(&t.moving_display(true), &input);
+    assert_eq!(moved.data_window, out.data_window);
     assert_eq!(
-        out.display_window,
+        moved.display_window,
         Bounds {
             x0: 5,
             y0: -2,

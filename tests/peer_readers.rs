@@ -145,6 +145,24 @@ fn every_commands_output_is_read_by_oiiotool_and_openexr() {
         ),
         (out("recolor.exr"), vec!["recolor", mv, s(&flattened)]),
         (
+            out("grade.exr"),
+            vec![
+                "grade",
+                mv,
+                "--gain",
+                "2",
+                "--saturation",
+                "0.5",
+                "--id",
+                "id=blob/*",
+            ],
+        ),
+        (out("reformat.exr"), vec!["reformat", mv, "--scale", "0.4"]),
+        (
+            out("reformat-nearest.exr"),
+            vec!["reformat", el, "--size", "50x30", "--filter", "nearest"],
+        ),
+        (
             out("idselect-none.exr"),
             vec!["idselect", mv, "--id", "id=blob/*", "--metadata", "none"],
         ),

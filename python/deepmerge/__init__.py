@@ -20,6 +20,9 @@ operations under the CLI's and OpenImageIO's names, and they give the same resul
   ``bbox`` keyword is ``--bbox``
 - ``deepen(input, out, z=None, z_channel=None, thickness=None, zback_channel=None)`` and
   ``recolor(deep, flat, out, target_alpha=False)``: the CLI's ``deepen`` and ``recolor``
+- ``grade(input, out, gain=..., near=..., far=..., ids=...)``, ``reformat(input, out,
+  size=None, scale=None, filter="box")`` and ``points(input, out, min_alpha=0.0)``: the CLI's
+  ``grade``, ``reformat`` and ``points``
 - ``write(image, path, compression="zips")``; ``info(path)`` -> one dict per part
 
 A ``DeepImage`` exposes ``counts`` (H x W uint32), ``offsets`` (their exclusive prefix sum) and
@@ -54,13 +57,16 @@ from ._deepmerge import (
     deep_slice,
     deepen,
     flatten,
+    grade,
     holdout,
     idselect,
     info,
     info_text,
     merge,
+    points,
     read,
     recolor,
+    reformat,
     transform,
     write,
 )
@@ -93,6 +99,9 @@ __all__ = [
     "idselect",
     "deepen",
     "recolor",
+    "grade",
+    "reformat",
+    "points",
     "holdout",
     "write",
     "info",

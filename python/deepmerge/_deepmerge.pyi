@@ -204,14 +204,16 @@ def transform(
     z_offset: float = 0.0,
     z_scale: float = 1.0,
     *,
+    move_display: bool = False,
     compression: Compression = None,
     no_deep_state: bool = False,
     tidy: bool = False,
     part: Part = None,
     memory_budget: Optional[Bytes] = None,
 ) -> None:
-    """``deepmerge transform``: whole-pixel translation, Z' = Z * z_scale + z_offset. The
-    CLI's bytes."""
+    """``deepmerge transform``: whole-pixel translation (the display window stays unless
+    ``move_display``), Z' = Z * z_scale + z_offset (half depths written as float). The CLI's
+    bytes."""
 
 def flatten(image: Union[DeepImage, PathLike], z: bool = False) -> FlatImage:
     """Composite one deep image front to back."""
@@ -305,3 +307,62 @@ def recolor(
 ) -> None:
     """``deepmerge recolor [--target-alpha]``: the deep image with the flat image's colour,
     its opacity kept (or scaled to the flat alpha). The CLI's bytes."""
+
+ChannelValues = Union[float, str, Sequence[float], Dict[str, float], None]
+
+def grade(
+    input: PathLike,
+    out: PathLike,
+    *,
+    lift: ChannelValues = None,
+    gain: ChannelValues = None,
+    offset: ChannelValues = None,
+    gamma: ChannelValues = None,
+    contrast: ChannelValues = None,
+    saturation: Optional[float] = None,
+    near: Optional[float] = None,
+    far: Optional[float] = None,
+    ramp: float = 0.0,
+    ids: Union[str, Sequence[str], Dict[str, Union[int, Sequence[int]]], None] = None,
+    compression: Compression = None,
+    no_deep_state: bool = False,
+    tidy: bool = False,
+    part: Part = None,
+    memory_budget: Optional[Bytes] = None,
+) -> None:
+    """``deepmerge grade``: lift, gain, offset, gamma, contrast (each a number, ``(r, g, b)``,
+    ``{channel: value}`` or the CLI's text) and saturation on unpremultiplied colour, mixed by
+    the depth mask (``near``, ``far``, ``ramp``) and the id mask (``ids``, as ``idselect``'s).
+    The CLI's bytes."""
+
+def reformat(
+    input: PathLike,
+    out: PathLike,
+    size: Optional[Tuple[int, int]] = None,
+    scale: Optional[float] = None,
+    *,
+    filter: str = "box",
+    max_gather: int = 65536,
+    compression: Compression = None,
+    no_deep_state: bool = False,
+    tidy: bool = False,
+    part: Part = None,
+    memory_budget: Optional[Bytes] = None,
+) -> None:
+    """``deepmerge reformat``: a new resolution (``size`` or ``scale``, exactly one) with the
+    ``"box"`` filter (flattening commutes with resizing) or ``"nearest"``. The CLI's bytes."""
+
+def points(
+    input: PathLike,
+    out: PathLike,
+    min_alpha: float = 0.0,
+    *,
+    camera: str = "auto",
+    frame: Optional[Tuple[int, int, int, int]] = None,
+    top_view: Optional[PathLike] = None,
+    part: Part = None,
+    memory_budget: Optional[Bytes] = None,
+) -> int:
+    """``deepmerge points``: every sample with alpha at least ``min_alpha`` as a point of a
+    binary PLY file, placed by the header's camera; returns the number of points. The CLI's
+    bytes."""

@@ -1,5 +1,5 @@
 //! The deep operations as Python functions: `deep_slice`, `crop`, `transform`, `idselect`,
-//! `deepen` and `recolor`, file to file,
+//! `deepen`, `recolor`, `grade`, `reformat` and `points`, file to file,
 //! streamed in bands exactly as the `deepmerge slice|crop|transform` commands run them
 //! ([`deepmerge::ops::run_op`] with the same [`OpOutput`]), so the files have the CLI's bytes.
 //! The flatten of one file is `merge([path], out=...)`, as `deepmerge IN -o OUT`.
@@ -7,9 +7,11 @@
 use std::path::PathBuf;
 
 use deepmerge::exr::OutputOptions;
+use deepmerge::ops::reformat::DEFAULT_MAX_GATHER;
 use deepmerge::ops::{
-    run_deepen, run_idselect, run_op, run_recolor, Crop, DeepOp, Deepen, IdSelect, OpOutput,
-    Recolor, Slice, Transform,
+    run_deepen, run_grade, run_idselect, run_op, run_points, run_recolor, run_reformat, CameraMode,
+    Crop, DeepOp, Deepen, Filter, Grade, GradeArgs, IdSelect, OpOutput, Points, Recolor, Reformat,
+    Slice, Transform,
 };
 use deepmerge::stream::DEFAULT_MEMORY_BUDGET;
 use pyo3::prelude::*;
@@ -26,6 +28,9 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(idselect, module)?)?;
     module.add_function(wrap_pyfunction!(deepen, module)?)?;
     module.add_function(wrap_pyfunction!(recolor, module)?)?;
+    module.add_function(wrap_pyfunction!(grade, module)?)?;
+    module.add_function(wrap_pyfunction!(reformat, module)?)?;
+    module.add_function(wrap_pyfunction!(points, module)?)?;
     Ok(())
 }
 
@@ -114,11 +119,12 @@ fn crop(
     run(py, &crop, input, out, request)
 }
 
-/// Move ``input`` by whole pixels (``translate=(x, y)``) and map its depths to
-/// ``Z * z_scale + z_offset`` (``z_scale > 0``), writing ``out``, as ``deepmerge transform``.
-/// Options as ``deep_slice``.
+/// Move ``input`` by whole pixels (``translate=(x, y)``; the display window stays unless
+/// ``move_display``) and map its depths to ``Z * z_scale + z_offset`` (``z_scale > 0``; half
+/// depths are written as float), writing ``out``, as ``deepmerge transform``. Options as
+/// ``deep_slice``.
 #[pyfunction]
-#[pyo3(signature = (input, out, translate=None, z_offset=0.0, z_scale=1.0, *, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
+#[pyo3(signature = (input, out, translate=None, z_offset=0.0, z_scale=1.0, *, move_display=false, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
 #[allow(clippy::too_many_arguments)]
 fn transform(
     py: Python<'_>,
@@ -127,6 +133,7 @@ fn transform(
     translate: Option<(i32, i32)>,
     z_offset: f64,
     z_scale: f64,
+    move_display: bool,
     compression: Option<&str>,
     no_deep_state: bool,
     tidy: bool,
@@ -134,7 +141,9 @@ fn transform(
     memory_budget: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let translate = translate.map(|(x, y)| format!("{x},{y}"));
-    let transform = Transform::new(translate.as_deref(), z_offset, z_scale).map_err(to_py)?;
+    let transform = Transform::new(translate.as_deref(), z_offset, z_scale)
+        .map_err(to_py)?
+        .moving_display(move_display);
     let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
     run(py, &transform, input, out, request)
 }
@@ -246,5 +255,156 @@ fn recolor(
 ) -> PyResult<()> {
     let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
     py.detach(|| run_recolor(Recolor { target_alpha }, &deep, &flat, &out, request))
+        .map_err(to_py)
+}
+
+/// A per-channel value as the CLI's text: a number, three numbers ``(r, g, b)``, a
+/// ``{channel: value}`` dict, or the CLI's text itself.
+fn channel_values(value: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<String>> {
+    let Some(value) = value else { return Ok(None) };
+    if let Ok(text) = value.extract::<String>() {
+        return Ok(Some(text));
+    }
+    if let Ok(v) = value.extract::<f64>() {
+        return Ok(Some(v.to_string()));
+    }
+    if let Ok(dict) = value.cast::<PyDict>() {
+        let items: Vec<String> = dict
+            .iter()
+            .map(|(k, v)| {
+                Ok(format!(
+                    "{}={}",
+                    k.extract::<String>()?,
+                    v.extract::<f64>()?
+                ))
+            })
+            .collect::<PyResult<_>>()
+            .map_err(|_: PyErr| usage(format!("{name} as a dict maps channel names to numbers")))?;
+        return Ok(Some(items.join(",")));
+    }
+    if let Ok(list) = value.extract::<Vec<f64>>() {
+        let items: Vec<String> = list.iter().map(f64::to_string).collect();
+        return Ok(Some(items.join(",")));
+    }
+    Err(usage(format!(
+        "{name} is a number, (r, g, b), {{channel: value}} or the CLI's text"
+    )))
+}
+
+/// Colour-correct every sample of ``input`` and write ``out``, as ``deepmerge grade``:
+/// ``lift``, ``gain``, ``offset``, ``gamma`` and ``contrast`` each take a number (every colour
+/// channel), ``(r, g, b)``, ``{channel: value}`` or the CLI's text; ``saturation`` a number.
+/// The correction works on unpremultiplied colour and is mixed by the depth mask ``near``,
+/// ``far``, ``ramp`` and the id mask ``ids`` (as ``idselect``'s). Other options as
+/// ``deep_slice``.
+#[pyfunction]
+#[pyo3(signature = (input, out, *, lift=None, gain=None, offset=None, gamma=None, contrast=None, saturation=None, near=None, far=None, ramp=0.0, ids=None, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
+#[allow(clippy::too_many_arguments)]
+fn grade(
+    py: Python<'_>,
+    input: PathBuf,
+    out: PathBuf,
+    lift: Option<&Bound<'_, PyAny>>,
+    gain: Option<&Bound<'_, PyAny>>,
+    offset: Option<&Bound<'_, PyAny>>,
+    gamma: Option<&Bound<'_, PyAny>>,
+    contrast: Option<&Bound<'_, PyAny>>,
+    saturation: Option<f64>,
+    near: Option<f64>,
+    far: Option<f64>,
+    ramp: f64,
+    ids: Option<&Bound<'_, PyAny>>,
+    compression: Option<&str>,
+    no_deep_state: bool,
+    tidy: bool,
+    part: Option<PartArg>,
+    memory_budget: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let (lift, gain, offset, gamma, contrast) = (
+        channel_values(lift, "lift")?,
+        channel_values(gain, "gain")?,
+        channel_values(offset, "offset")?,
+        channel_values(gamma, "gamma")?,
+        channel_values(contrast, "contrast")?,
+    );
+    let ids = match ids {
+        Some(ids) => id_texts(ids)?,
+        None => Vec::new(),
+    };
+    let grade = Grade::parse(&GradeArgs {
+        lift: lift.as_deref(),
+        gain: gain.as_deref(),
+        offset: offset.as_deref(),
+        gamma: gamma.as_deref(),
+        contrast: contrast.as_deref(),
+        saturation,
+        near,
+        far,
+        ramp,
+        ids: &ids,
+    })
+    .map_err(to_py)?;
+    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    py.detach(|| run_grade(&grade, &input, &out, request))
+        .map_err(to_py)
+}
+
+/// Change the resolution of ``input`` and write ``out``, as ``deepmerge reformat``: ``size``
+/// is ``(width, height)`` or ``scale`` a factor (exactly one); ``filter`` is ``"box"`` (the
+/// footprint's pixels gathered so that flattening commutes with resizing) or ``"nearest"``;
+/// ``max_gather`` bounds the samples one output pixel gathers. Other options as
+/// ``deep_slice``.
+#[pyfunction]
+#[pyo3(signature = (input, out, size=None, scale=None, *, filter="box", max_gather=DEFAULT_MAX_GATHER, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
+#[allow(clippy::too_many_arguments)]
+fn reformat(
+    py: Python<'_>,
+    input: PathBuf,
+    out: PathBuf,
+    size: Option<(u32, u32)>,
+    scale: Option<f64>,
+    filter: &str,
+    max_gather: u64,
+    compression: Option<&str>,
+    no_deep_state: bool,
+    tidy: bool,
+    part: Option<PartArg>,
+    memory_budget: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let size = size.map(|(w, h)| format!("{w}x{h}"));
+    let filter: Filter = filter.parse().map_err(to_py)?;
+    let reformat = Reformat::new(size.as_deref(), scale, filter, max_gather).map_err(to_py)?;
+    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    py.detach(|| run_reformat(&reformat, &input, &out, request))
+        .map_err(to_py)
+}
+
+/// Write every sample of ``input`` with alpha at least ``min_alpha`` as a point of the binary
+/// PLY file ``out``, as ``deepmerge points``: placed by the header's camera (``camera="auto"``
+/// falls back to pixel coordinates, ``"file"`` requires the camera, ``"pixels"`` ignores it),
+/// ``frame=(x0, y0, x1, y1)`` the render's display window for a cut-out image,
+/// ``top_view=PATH`` also a PNG of the points seen from above. Returns the number of points.
+#[pyfunction]
+#[pyo3(signature = (input, out, min_alpha=0.0, *, camera="auto", frame=None, top_view=None, part=None, memory_budget=None))]
+#[allow(clippy::too_many_arguments)]
+fn points(
+    py: Python<'_>,
+    input: PathBuf,
+    out: PathBuf,
+    min_alpha: f32,
+    camera: &str,
+    frame: Option<(i32, i32, i32, i32)>,
+    top_view: Option<PathBuf>,
+    part: Option<PartArg>,
+    memory_budget: Option<&Bound<'_, PyAny>>,
+) -> PyResult<u64> {
+    let camera: CameraMode = camera.parse().map_err(to_py)?;
+    let frame = frame.map(|(a, b, c, d)| format!("{a},{b},{c},{d}"));
+    let points = Points::new(min_alpha, camera, frame.as_deref())
+        .and_then(|p| p.with_top_view(top_view.as_deref()))
+        .map_err(to_py)?;
+    let part = part_selector(part);
+    let budget = budget_bytes(memory_budget)?.unwrap_or(DEFAULT_MEMORY_BUDGET);
+    py.detach(|| run_points(&points, &input, &out, &part, budget, None))
         .map_err(to_py)
 }

@@ -1,5 +1,8 @@
 //! The command line's subcommands other than the merge, and what they share with it.
 
+pub mod grade;
 pub mod holdout;
 pub mod ops;
 pub mod options;
+pub mod points;
+pub mod reformat;

@@ -42,7 +42,7 @@ pub struct InputArgs {
 pub struct OpOutputArgs {
     /// Output: a deep EXR, or `*.png` for an 8-bit sRGB preview of its flat composite.
     #[arg(short, long, value_name = "OUT")]
-    output: PathBuf,
+    pub(crate) output: PathBuf,
     /// Compression, zstd level and metadata, as the merge takes them.
     #[command(flatten)]
     write: OutputArgs,
@@ -117,9 +117,12 @@ pub struct CropArgs {
 pub struct TransformArgs {
     /// Deep EXR input.
     input: PathBuf,
-    /// Move the image by whole pixels: X,Y (data and display windows).
+    /// Move the image by whole pixels: X,Y (the data window; the display window stays).
     #[arg(long, value_name = "X,Y", allow_hyphen_values = true)]
     translate: Option<String>,
+    /// Move the display window with the data window.
+    #[arg(long)]
+    move_display: bool,
     /// Add D to every depth (after the scale): Z' = Z*S + D.
     #[arg(
         long,
@@ -252,7 +255,17 @@ pub fn run_flatten(args: &FlattenArgs) -> Result<()> {
     Ok(())
 }
 
-fn request_of(out: &OpOutputArgs, read: &InputArgs) -> Result<OpOutput> {
+/// What an operation reads: the part, the memory budget in bytes and the fixed band height.
+pub(crate) fn input_of(read: &InputArgs) -> Result<(PartSelector, u64, Option<usize>)> {
+    Ok((
+        part_of(read),
+        memory_size("--memory-budget", &read.memory_budget)?,
+        read.band_rows.map(|n| n as usize),
+    ))
+}
+
+/// The library's output request for an operation's output and input options.
+pub(crate) fn request_of(out: &OpOutputArgs, read: &InputArgs) -> Result<OpOutput> {
     let output_options = out.write.options()?;
     Ok(OpOutput {
         deep_write: output_options.deep(!out.no_deep_state)?,
@@ -283,7 +296,20 @@ pub fn run_crop(args: &CropArgs) -> Result<()> {
 
 /// Run `transform`.
 pub fn run_transform(args: &TransformArgs) -> Result<()> {
-    let transform = Transform::new(args.translate.as_deref(), args.z_offset, args.z_scale)?;
+    let transform = Transform::new(args.translate.as_deref(), args.z_offset, args.z_scale)?
+        .moving_display(args.move_display);
+    // Half depths cannot hold most depth changes: the operation writes them as float, and says
+    // so here, once.
+    let half_depths = deepmerge::exr::read_parts_info(&args.input)?
+        .iter()
+        .any(|part| part.deep && transform.promotes(&part.channels));
+    if half_depths {
+        eprintln!(
+            "deepmerge transform: {}: its Z/ZBack are half, which would overflow or not change; \
+             the new depths are written as float",
+            args.input.display()
+        );
+    }
     run(&transform, &args.input, &args.out, &args.read)
 }
 

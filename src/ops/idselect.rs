@@ -167,7 +167,26 @@ impl IdSelect {
                         if group.components.is_empty() {
                             " (the manifest gives them no names)".to_string()
                         } else {
-                            format!(" (names are {})", group.components.join(", "))
+                            // The names themselves, which a user can copy, not the columns.
+                            let mut names: Vec<&str> = group
+                                .entries
+                                .iter()
+                                .flat_map(|(_, n)| n.iter().map(String::as_str))
+                                .collect();
+                            names.sort_unstable();
+                            names.dedup();
+                            const SHOWN: usize = 12;
+                            let more = names.len().saturating_sub(SHOWN);
+                            format!(
+                                " (its {} names: {}{}; `deepmerge info --ids` lists them)",
+                                group.components.join(", "),
+                                names[..names.len().min(SHOWN)].join(", "),
+                                if more > 0 {
+                                    format!(", and {more} more")
+                                } else {
+                                    String::new()
+                                }
+                            )
                         }
                     )));
                 }

@@ -12,7 +12,8 @@
 //! or, for `*.png`, as a PNG preview ([`crate::preview`]).
 //!
 //! One file per operation, each stating its exact semantics: [`slice`], [`crop`],
-//! [`transform`], [`idselect`], [`recolor`] (a deep and a flat input), [`deepen`] (a flat
+//! [`transform`], [`idselect`], [`grade`], [`reformat`] (its own band loop, [`run_reformat`]: output rows read
+//! neighbouring input rows), [`points`] (a PLY file, not an image), [`recolor`] (a deep and a flat input), [`deepen`] (a flat
 //! input, streamed by its own loop over [`crate::exr::FlatSource`] bands). [`holdout`] streams
 //! the holdout of one file by another the same way, reading the two files' bands side by side.
 //! The flatten is the merge of one input ([`crate::stream::merge_files`] with one path); output
@@ -21,9 +22,12 @@
 
 pub mod crop;
 pub mod deepen;
+pub mod grade;
 pub mod holdout;
 pub mod idselect;
+pub mod points;
 pub mod recolor;
+pub mod reformat;
 pub mod slice;
 pub mod transform;
 
@@ -42,9 +46,12 @@ use crate::stream::{plan_bands, stream_bands, BandOutput, OutputFormat, StreamOp
 
 pub use crop::Crop;
 pub use deepen::{run_deepen, BackDepth, Deepen, FrontDepth};
+pub use grade::{run_grade, Grade, GradeArgs};
 pub use holdout::{run_holdout, HoldoutOutput};
 pub use idselect::{run_idselect, IdSelect};
+pub use points::{run_points, CameraMode, Points};
 pub use recolor::{run_recolor, Recolor};
+pub use reformat::{run_reformat, Filter, Reformat};
 pub use slice::Slice;
 pub use transform::Transform;
 
@@ -188,7 +195,7 @@ impl OpOutput {
 
 /// An operation's band as the output asks: as it is for deep output, through the merge of one
 /// input for a tidy deep output or a flat one.
-fn finish_band(band: DeepImage, options: &StreamOptions) -> Result<MergeOutput> {
+pub(crate) fn finish_band(band: DeepImage, options: &StreamOptions) -> Result<MergeOutput> {
     let deep_as_is = options.merge.output == OutputKind::Deep && !options.merge.tidy;
     if deep_as_is {
         return Ok(MergeOutput::Deep(band));

@@ -1,14 +1,21 @@
 //! `transform`: move a deep image by whole pixels and change its depths (Nuke's DeepTransform
 //! with whole-pixel translation; Gaffer's offset of the data window).
 //!
-//! Exact semantics: a translation (dx, dy) moves the data and display windows by (dx, dy); every
-//! pixel keeps its samples, bit for bit, at its new place. The depth change maps Z and ZBack to
+//! Exact semantics: a translation (dx, dy) moves the data window by (dx, dy); every pixel keeps
+//! its samples, bit for bit, at its new place. The display window (the format) stays, as Nuke's
+//! DeepTransform keeps the format, so a later merge's frame does not change; with
+//! [`Transform::moving_display`] it moves too. The depth change maps Z and ZBack to
 //! Z' = Z·S + D, computed in f64 and rounded once to the channel's storage type (half or float),
 //! with S > 0 and finite and D finite, so the order of samples and `deepImageState` are kept.
 //! Infinite depths stay infinite. S = 1 and D = 0 leave the depths untouched (bit for bit, −0
 //! included). Every other channel is copied.
+//!
+//! A depth change of a **half** Z or ZBack promotes that channel to float: half holds depths
+//! only to 65504 and in steps of 1/1024 of their size, so a `--z-scale` would overflow it to
+//! inf and a small `--z-offset` would leave it unchanged, silently. The CLI says so on one line
+//! ([`Transform::promotes`]); a translation alone keeps every type.
 
-use crate::deep::{Bounds, ChannelRole, DeepImage, Plane};
+use crate::deep::{Bounds, ChannelRole, DeepImage, Plane, SampleType};
 use crate::error::{Error, Result};
 
 use super::{DeepOp, OpWindows};
@@ -24,6 +31,8 @@ pub struct Transform {
     pub z_scale: f64,
     /// The depth offset D.
     pub z_offset: f64,
+    /// Move the display window with the data window.
+    pub move_display: bool,
 }
 
 impl Default for Transform {
@@ -33,6 +42,7 @@ impl Default for Transform {
             dy: 0,
             z_scale: 1.0,
             z_offset: 0.0,
+            move_display: false,
         }
     }
 }
@@ -74,7 +84,17 @@ impl Transform {
             dy,
             z_scale,
             z_offset,
+            move_display: false,
         })
+    }
+
+    /// The same transform, moving the display window with the data window when `yes`
+    /// (`--move-display`).
+    pub fn moving_display(self, yes: bool) -> Self {
+        Transform {
+            move_display: yes,
+            ..self
+        }
     }
 
     fn changes_depth(&self) -> bool {
@@ -103,6 +123,16 @@ impl Transform {
     pub fn depth(&self, z: f32) -> f64 {
         z as f64 * self.z_scale + self.z_offset
     }
+
+    /// Whether this transform writes some of `channels`' depths as float where they are half
+    /// (see the module docs).
+    pub fn promotes(&self, channels: &[crate::deep::Channel]) -> bool {
+        self.changes_depth()
+            && channels.iter().any(|c| {
+                matches!(c.role, ChannelRole::Z | ChannelRole::ZBack)
+                    && c.sample_type == crate::deep::SampleType::F16
+            })
+    }
 }
 
 impl DeepOp for Transform {
@@ -110,7 +140,11 @@ impl DeepOp for Transform {
         Ok(OpWindows {
             read: data,
             data: self.moved(data)?,
-            display: self.moved(display)?,
+            display: if self.move_display {
+                self.moved(display)?
+            } else {
+                display
+            },
         })
     }
 
@@ -118,7 +152,7 @@ impl DeepOp for Transform {
         let mut out = band.clone();
         out.data_window = self.moved(band.data_window)?;
         if self.changes_depth() {
-            for (channel, plane) in out.channels.iter().zip(&mut out.planes) {
+            for (channel, plane) in out.channels.iter_mut().zip(&mut out.planes) {
                 if !matches!(channel.role, ChannelRole::Z | ChannelRole::ZBack) {
                     continue;
                 }
@@ -126,9 +160,15 @@ impl DeepOp for Transform {
                     Plane::F32(values) => {
                         values.iter_mut().for_each(|z| *z = self.depth(*z) as f32)
                     }
-                    Plane::F16(values) => values
-                        .iter_mut()
-                        .for_each(|z| *z = half::f16::from_f64(self.depth(z.to_f32()))),
+                    Plane::F16(values) => {
+                        // Promoted to float (module docs).
+                        let depths = values
+                            .iter()
+                            .map(|z| self.depth(z.to_f32()) as f32)
+                            .collect();
+                        *plane = Plane::F32(depths);
+                        *channel = crate::deep::Channel::new(channel.name.clone(), SampleType::F32);
+                    }
                     // A uint depth is refused by the reader; nothing to scale.
                     Plane::U32(_) => {}
                 }
@@ -161,5 +201,38 @@ mod tests {
         assert_eq!(t.depth(f32::INFINITY), f64::INFINITY);
         assert_eq!(t.depth(f32::NEG_INFINITY), f64::NEG_INFINITY);
         assert_eq!(t.depth(4.0), -3.0);
+    }
+
+    #[test]
+    fn half_depths_are_promoted_to_float_when_they_change() {
+        use crate::deep::{Channel, DeepState};
+        let channels = vec![
+            Channel::new("A", SampleType::F16),
+            Channel::new("Z", SampleType::F16),
+        ];
+        let window = Bounds::from_origin_size(0, 0, 1, 1);
+        let planes = vec![
+            Plane::F16(vec![half::f16::from_f32(0.5)]),
+            Plane::F16(vec![half::f16::from_f32(1000.0)]),
+        ];
+        let image =
+            DeepImage::from_counts(window, window, channels, &[1], planes, DeepState::Sorted)
+                .unwrap();
+        // A scale that overflows half, and an offset below half's step at 1000 (0.5).
+        for t in [
+            Transform::new(None, 0.0, 100.0),
+            Transform::new(None, 0.01, 1.0),
+        ] {
+            let t = t.unwrap();
+            assert!(t.promotes(&image.channels));
+            let out = t
+                .apply(&image, &t.windows(window, window).unwrap())
+                .unwrap();
+            assert_eq!(out.channels[1].sample_type, SampleType::F32);
+            assert_eq!(out.planes[1], Plane::F32(vec![t.depth(1000.0) as f32]));
+            assert_eq!(out.planes[0], image.planes[0], "alpha keeps its type");
+        }
+        let moved = Transform::new(Some("1,1"), 0.0, 1.0).unwrap();
+        assert!(!moved.promotes(&image.channels));
     }
 }
