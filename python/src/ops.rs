@@ -6,17 +6,17 @@
 
 use std::path::PathBuf;
 
-use deepmerge::exr::OutputOptions;
 use deepmerge::ops::{
-    run_deepen, run_idselect, run_op, run_recolor, Crop, DeepOp, Deepen, IdSelect, OpOutput,
-    Recolor, Slice, Transform,
+    run_deepen, run_idselect, run_op, run_recolor, Crop, DeepOp, Deepen, IdSelect, Recolor, Slice,
+    Transform,
 };
+use deepmerge::request::OutputRequest;
 use deepmerge::stream::DEFAULT_MEMORY_BUDGET;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::errors::{to_py, usage};
-use crate::functions::{budget_bytes, part_selector, PartArg};
+use crate::functions::{budget_bytes, part_selector, Keywords, PartArg};
 
 /// Add the functions to the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -30,23 +30,26 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
 }
 
 /// The output options every operation shares: the CLI's `--compression`, `--no-deep-state`,
-/// `--tidy`, `--part` and `--memory-budget` (bytes here).
+/// `--tidy`, `--part` and `--memory-budget` (bytes here), checked against `out` in Python's
+/// keywords.
 fn output_request(
+    out: &std::path::Path,
     compression: Option<&str>,
     no_deep_state: bool,
     tidy: bool,
     part: Option<PartArg>,
     memory_budget: Option<&Bound<'_, PyAny>>,
-) -> PyResult<OpOutput> {
-    let output = OutputOptions::parse(compression, None, None).map_err(to_py)?;
-    Ok(OpOutput {
-        deep_write: output.deep(!no_deep_state).map_err(to_py)?,
+) -> PyResult<OutputRequest> {
+    let request = OutputRequest {
+        compression: compression.map(str::parse).transpose().map_err(to_py)?,
+        deep_state: !no_deep_state,
         tidy,
         part: part_selector(part),
-        budget: budget_bytes(memory_budget)?.unwrap_or(DEFAULT_MEMORY_BUDGET),
-        band_rows: None,
-        metadata: output.metadata,
-    })
+        memory_budget: budget_bytes(memory_budget)?.unwrap_or(DEFAULT_MEMORY_BUDGET),
+        ..OutputRequest::default()
+    };
+    request.check(out, &Keywords).map_err(to_py)?;
+    Ok(request)
 }
 
 fn run(
@@ -54,7 +57,7 @@ fn run(
     op: &dyn DeepOp,
     input: PathBuf,
     out: PathBuf,
-    request: OpOutput,
+    request: OutputRequest,
 ) -> PyResult<()> {
     py.detach(|| {
         let options = request.stream_options(&out)?;
@@ -85,8 +88,8 @@ fn deep_slice(
     part: Option<PartArg>,
     memory_budget: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
-    let slice = Slice::new(near, far, keep_outside).map_err(to_py)?;
-    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    let slice = Slice::named(near, far, keep_outside, &Keywords).map_err(to_py)?;
+    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
     run(py, &slice, input, out, request)
 }
 
@@ -109,8 +112,9 @@ fn crop(
     memory_budget: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let (x0, y0, x1, y1) = r#box;
-    let crop = Crop::parse(&format!("{x0},{y0},{x1},{y1}"), keep_outside).map_err(to_py)?;
-    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    let crop = Crop::parse_named(&format!("{x0},{y0},{x1},{y1}"), keep_outside, &Keywords)
+        .map_err(to_py)?;
+    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
     run(py, &crop, input, out, request)
 }
 
@@ -134,8 +138,9 @@ fn transform(
     memory_budget: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let translate = translate.map(|(x, y)| format!("{x},{y}"));
-    let transform = Transform::new(translate.as_deref(), z_offset, z_scale).map_err(to_py)?;
-    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    let transform =
+        Transform::named(translate.as_deref(), z_offset, z_scale, &Keywords).map_err(to_py)?;
+    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
     run(py, &transform, input, out, request)
 }
 
@@ -189,8 +194,8 @@ fn idselect(
     part: Option<PartArg>,
     memory_budget: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
-    let select = IdSelect::parse(&id_texts(ids)?, invert).map_err(to_py)?;
-    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    let select = IdSelect::parse_named(&id_texts(ids)?, invert, &Keywords).map_err(to_py)?;
+    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
     py.detach(|| run_idselect(&select, &input, &out, mask.as_deref(), request))
         .map_err(to_py)
 }
@@ -217,8 +222,8 @@ fn deepen(
     part: Option<PartArg>,
     memory_budget: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
-    let deepen = Deepen::new(z, z_channel, thickness, zback_channel).map_err(to_py)?;
-    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    let deepen = Deepen::named(z, z_channel, thickness, zback_channel, &Keywords).map_err(to_py)?;
+    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
     py.detach(|| run_deepen(&deepen, &input, &out, request))
         .map_err(to_py)
 }
@@ -244,7 +249,7 @@ fn recolor(
     part: Option<PartArg>,
     memory_budget: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
-    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
     py.detach(|| run_recolor(Recolor { target_alpha }, &deep, &flat, &out, request))
         .map_err(to_py)
 }
