@@ -11,9 +11,7 @@ use deepmerge::bench::{self, BenchArgs};
 use deepmerge::composite::{MergeStrategy, Pruning};
 use deepmerge::error::ErrorKind;
 use deepmerge::exr::ChannelSelection;
-use deepmerge::exr::{
-    self, Codec, FlatType, MetadataMode, OutputOptions, PartSelector, ReadOptions,
-};
+use deepmerge::exr::{self, Codec, FlatType, MetadataMode, PartSelector, ReadOptions};
 use deepmerge::gpu::{GlContext, Layout, MergeMethod, PixelOrder, RbmBlocks};
 use deepmerge::inspect::TableValues;
 use deepmerge::job::{MergeJob, SequenceSummary};
