@@ -16,9 +16,14 @@
 //!   works on a band. Results are kept for the band, so a node read by several is worked once.
 //!   Each input keeps the decoded rows that a later request of the band may still need
 //!   (`RowCache`): with translations, the rows between its lowest and highest readers.
-//! - Deep results have their `deepImageState` narrowed to what their pixels hold, as a writer
-//!   narrows the claim of the file the command would have written, so a node reading them sees
-//!   what it would have read from that file. Hence the same bytes as the steps through files.
+//! - A node's deep rows carry the `deepImageState` its operation claims, which is what its
+//!   pixels hold (every operation claims only what it keeps), so a node reading them sees what
+//!   it would read from the file the command writes: the same bytes as the steps through files.
+//!   One difference remains possible: a file's state is the meet over all its bands, so where
+//!   one band of a node is messy (two samples with equal depths) a command reading the file
+//!   treats every band as messy, while the graph treats the other bands as sorted. Only
+//!   `slice` depends on the claim beyond sorting (it re-sorts pixels of sorted inputs after
+//!   clipping), so only a slice of such an input can differ; the tests meet no such case.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -118,7 +123,8 @@ enum Work {
 
 /// A deep input's decoded rows, kept while a reader of this band may still need them.
 struct RowCache {
-    source: ChunkSource,
+    /// The reader (lent out only while the bands are planned over every input at once).
+    source: Option<ChunkSource>,
     /// The rows held, top to bottom (none before the first band).
     held: Option<Rc<DeepImage>>,
     /// The lowest row a reader of the current band may ask for.
@@ -126,6 +132,9 @@ struct RowCache {
     /// How far above a band its readers reach: the largest shift of rows on a path from an
     /// output to this input (translations down move the rows read up).
     reach: i32,
+    /// Whether every reader asks for the same rows of a band (no translation tells them
+    /// apart): the rows handed out then need not be kept.
+    one_shift: bool,
 }
 
 impl RowCache {
@@ -150,11 +159,12 @@ impl RowCache {
         let held_to = self.held.as_ref().map_or(i32::MIN, |h| h.data_window.y1);
         if y1 > held_to {
             // Decode from the lowest row this band may need, so none is passed over.
+            let source = self.source.as_mut().expect("the reader is back");
             let from = held_to
                 .saturating_add(1)
                 .max(self.lowest)
-                .max(self.source.window.y0);
-            let fresh = self.source.take_rows(from..=y1)?;
+                .max(source.window.y0);
+            let fresh = source.take_rows(from..=y1)?;
             self.held = Some(Rc::new(match self.held.take() {
                 Some(held) if held.data_window.height() > 0 => stack_rows(&held, fresh),
                 _ => fresh,
@@ -163,6 +173,11 @@ impl RowCache {
         let held = self.held.as_ref().expect("rows decoded");
         let w = held.data_window;
         if (w.y0, w.y1) == (y0, y1) {
+            // Without translations every reader of the band asks for these rows (and gets the
+            // band's one result), so the cache need not keep them.
+            if self.one_shift {
+                return Ok(self.held.take().expect("held"));
+            }
             return Ok(held.clone());
         }
         Ok(Rc::new(held.cropped(Bounds { y0, y1, ..w })))
@@ -195,6 +210,31 @@ fn stack_rows(upper: &DeepImage, lower: DeepImage) -> DeepImage {
         upper.state.meet(lower.state),
     )
     .expect("stacked rows agree")
+}
+
+/// The rows worked in the current band, each kept until its last reader has it: with every
+/// node's band alive at once, a graph would hold a band per node.
+struct Memo {
+    done: HashMap<(usize, i32, i32), Rc<MergeOutput>>,
+    /// Readers of each node still to come in this band.
+    left: Vec<usize>,
+}
+
+impl Memo {
+    fn new(readers: &[usize]) -> Self {
+        Memo {
+            done: HashMap::new(),
+            left: readers.to_vec(),
+        }
+    }
+
+    /// One reader of node `n` has its rows; after the last one they go.
+    fn used(&mut self, n: usize) {
+        self.left[n] = self.left[n].saturating_sub(1);
+        if self.left[n] == 0 {
+            self.done.retain(|k, _| k.0 != n);
+        }
+    }
 }
 
 /// A writer of one output.
@@ -292,10 +332,11 @@ impl<'g> Runner<'g> {
                     attributes: source.attributes.clone(),
                     flat_type: FlatType::Half,
                     work: Work::Read(RowCache {
-                        source,
+                        source: Some(source),
                         held: None,
                         lowest: i32::MIN,
                         reach: 0,
+                        one_shift: true,
                     }),
                 }
             }
@@ -515,6 +556,7 @@ impl<'g> Runner<'g> {
             if let Work::Read(cache) = &mut plan.work {
                 // The reader shifted most moves the rows it reads up the most.
                 cache.reach = shifts.iter().copied().max().unwrap_or(0);
+                cache.one_shift = shifts.len() <= 1;
             }
         }
     }
@@ -535,14 +577,17 @@ impl<'g> Runner<'g> {
             .filter(|p| !matches!(p.work, Work::Read(_) | Work::FlatInput))
             .count() as u64
             + 1;
-        let sources: Vec<&ChunkSource> = self
+        // The planner costs the rows of every input together; it takes the readers as a
+        // slice, so they are lent to it and put back.
+        let sources: Vec<ChunkSource> = self
             .plans
-            .iter()
-            .filter_map(|p| match &p.work {
-                Work::Read(cache) => Some(&cache.source),
+            .iter_mut()
+            .filter_map(|p| match &mut p.work {
+                Work::Read(cache) => cache.source.take(),
                 _ => None,
             })
             .collect();
+        // Every node may hold a band: each gets its share of the budget.
         let stream = StreamOptions {
             budget: options.budget / workers,
             band_rows: options.band_rows,
@@ -557,23 +602,14 @@ impl<'g> Runner<'g> {
             columns: 8,
             ids: 1,
         };
-        self.bands = if sources.is_empty() {
-            plan_bands(&[], window, &shape, &stream)?
-        } else {
-            // The planner takes the sources by value in a slice: plan over each, keep the
-            // thinnest cut (each input's rows must fit on their own).
-            let mut best: Option<Vec<crate::stream::Band>> = None;
-            for plan in &self.plans {
-                if let Work::Read(cache) = &plan.work {
-                    let bands =
-                        plan_bands(std::slice::from_ref(&cache.source), window, &shape, &stream)?;
-                    if best.as_ref().is_none_or(|b| bands.len() > b.len()) {
-                        best = Some(bands);
-                    }
-                }
+        let planned = plan_bands(&sources, window, &shape, &stream);
+        let mut lent = sources.into_iter();
+        for plan in &mut self.plans {
+            if let Work::Read(cache) = &mut plan.work {
+                cache.source = lent.next();
             }
-            best.expect("a source")
-        };
+        }
+        self.bands = planned?;
         Ok(())
     }
 
@@ -584,21 +620,35 @@ impl<'g> Runner<'g> {
             sinks.push(self.sink(output)?);
         }
         let bands = std::mem::take(&mut self.bands);
+        // Readers of each node in a band: the outputs writing it and the nodes reading its
+        // samples.
+        let mut readers = vec![0; self.graph.nodes.len()];
+        for output in &self.graph.outputs {
+            readers[output.node] += 1;
+        }
+        for n in 0..self.graph.nodes.len() {
+            for &i in &self.graph.reads[n][..self.deep_inputs(n).1] {
+                readers[i] += 1;
+            }
+        }
         for band in bands {
             for plan in &mut self.plans {
                 if let Work::Read(cache) = &mut plan.work {
                     cache.start_band(*band.start());
                 }
             }
-            let mut memo: HashMap<(usize, i32, i32), Rc<MergeOutput>> = HashMap::new();
+            let mut memo = Memo::new(&readers);
             for (output, sink) in self.graph.outputs.iter().zip(&mut sinks) {
                 let w = self.plans[output.node].window;
                 let (y0, y1) = ((*band.start()).max(w.y0), (*band.end()).min(w.y1));
                 if y0 > y1 {
+                    memo.used(output.node);
                     continue;
                 }
                 let rows = self.rows(output.node, y0, y1, &mut memo)?;
                 write_band(sink, &rows, w)?;
+                drop(rows);
+                memo.used(output.node);
             }
         }
         for sink in sinks {
@@ -642,19 +692,13 @@ impl<'g> Runner<'g> {
     }
 
     /// Node `n`'s rows `y0..=y1` (inside its window), worked once per band.
-    fn rows(
-        &mut self,
-        n: usize,
-        y0: i32,
-        y1: i32,
-        memo: &mut HashMap<(usize, i32, i32), Rc<MergeOutput>>,
-    ) -> Result<Rc<MergeOutput>> {
-        if let Some(done) = memo.get(&(n, y0, y1)) {
+    fn rows(&mut self, n: usize, y0: i32, y1: i32, memo: &mut Memo) -> Result<Rc<MergeOutput>> {
+        if let Some(done) = memo.done.get(&(n, y0, y1)) {
             return Ok(done.clone());
         }
         let made = self.make_rows(n, y0, y1, memo)?;
         let made = Rc::new(made);
-        memo.insert((n, y0, y1), made.clone());
+        memo.done.insert((n, y0, y1), made.clone());
         Ok(made)
     }
 
@@ -666,7 +710,7 @@ impl<'g> Runner<'g> {
         k: usize,
         y0: i32,
         y1: i32,
-        memo: &mut HashMap<(usize, i32, i32), Rc<MergeOutput>>,
+        memo: &mut Memo,
     ) -> Result<Rc<MergeOutput>> {
         let i = self.graph.reads[n][k];
         let plan = &self.plans[i];
@@ -680,35 +724,27 @@ impl<'g> Runner<'g> {
             };
             let mut empty = DeepImage::empty(plan.display, none, head.channels.clone());
             empty.state = head.state;
+            memo.used(i);
             return Ok(Rc::new(MergeOutput::Deep(empty)));
         }
-        self.rows(i, a, b, memo)
+        let rows = self.rows(i, a, b, memo)?;
+        memo.used(i);
+        Ok(rows)
     }
 
-    fn make_rows(
-        &mut self,
-        n: usize,
-        y0: i32,
-        y1: i32,
-        memo: &mut HashMap<(usize, i32, i32), Rc<MergeOutput>>,
-    ) -> Result<MergeOutput> {
-        let graph = self.graph;
-        let inputs = graph.reads[n].len();
+    fn make_rows(&mut self, n: usize, y0: i32, y1: i32, memo: &mut Memo) -> Result<MergeOutput> {
         let window = self.plans[n].window;
         let band_window = Bounds { y0, y1, ..window };
-        // The deep inputs read (a recolor's flat input is read by its op) and the rows moved.
-        let (shift, deep_inputs) = match &self.plans[n].work {
-            Work::Op { dy, .. } => (*dy, 1),
-            Work::Read(_) | Work::FlatInput | Work::Deepen(_) => (0, 0),
-            _ => (0, inputs),
-        };
+        let (shift, deep_inputs) = self.deep_inputs(n);
         let mut got = Vec::with_capacity(deep_inputs);
         for k in 0..deep_inputs {
             got.push(self.input_rows(n, k, y0 - shift, y1 - shift, memo)?);
         }
         let engine_gl;
-        let mut out = match &mut self.plans[n].work {
-            Work::Read(cache) => MergeOutput::Deep(cache.rows(y0, y1)?.as_ref().clone()),
+        let out = match &mut self.plans[n].work {
+            Work::Read(cache) => MergeOutput::Deep(
+                Rc::try_unwrap(cache.rows(y0, y1)?).unwrap_or_else(|kept| kept.as_ref().clone()),
+            ),
             Work::FlatInput => return Err(Error::internal("a flat input read as a node")),
             Work::Merge {
                 options,
@@ -738,12 +774,17 @@ impl<'g> Runner<'g> {
             }
             Work::Deepen(rows) => MergeOutput::Deep(rows.rows(y0..=y1)?),
         };
-        if !matches!(self.plans[n].work, Work::Read(_)) {
-            if let MergeOutput::Deep(image) = &mut out {
-                image.state = image.held_state();
-            }
-        }
         Ok(out)
+    }
+
+    /// How far node `n` moves rows, and how many of its inputs it reads deep rows of (the
+    /// first ones; a recolor's flat input is read by its op, a deepen's by the node).
+    fn deep_inputs(&self, n: usize) -> (i32, usize) {
+        match &self.plans[n].work {
+            Work::Op { dy, .. } => (*dy, 1),
+            Work::Read(_) | Work::FlatInput | Work::Deepen(_) => (0, 0),
+            _ => (0, self.graph.reads[n].len()),
+        }
     }
 
     /// The engine of node `n`'s merge.
