@@ -517,3 +517,67 @@ fn script_errors_name_their_line_before_any_file_is_read() {
     let e = refusal("[input.a]\npath = \n");
     assert!(e.starts_with("2: "), "{e}");
 }
+
+/// A copy of the repository's `examples/comp` in a temporary folder, with `tests/data` linked
+/// beside it, so the scripts' relative paths resolve as in a fresh clone and their outputs land
+/// in the copy.
+fn examples_copy(root: &Path) -> PathBuf {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let examples = root.join("examples/comp");
+    std::fs::create_dir_all(&examples).unwrap();
+    std::fs::create_dir_all(root.join("tests")).unwrap();
+    std::os::unix::fs::symlink(repo.join("tests/data"), root.join("tests/data")).unwrap();
+    for entry in std::fs::read_dir(repo.join("examples/comp")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            std::fs::copy(&path, examples.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    examples
+}
+
+#[test]
+fn the_examples_run_from_a_clone_and_write_the_steps_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let examples = examples_copy(dir.path());
+    // Run from another folder: paths are the script's.
+    ok(&["comp", s(&examples.join("two-input-merge.toml"))]);
+    let merged = dir.path().join("merged.exr");
+    ok(&[
+        s(&data("openexr-images/Balls.exr")),
+        s(&data("openexr-images/Leaves.exr")),
+        "-o",
+        s(&merged),
+    ]);
+    assert!(same(&examples.join("two-input-merge.exr"), &merged));
+
+    ok(&["comp", s(&examples.join("six-node.toml"))]);
+    let steps = dir.path().join("steps");
+    std::fs::create_dir_all(&steps).unwrap();
+    let six = Six {
+        chars_a: data("openexr-images/Balls.exr"),
+        chars_b: data("openexr-images/Leaves.exr"),
+        set: data("openexr-images/Trunks.exr"),
+        grade: data("openexr-images/composited.exr"),
+        volumes: data("openexr/multivariate.deep.exr"),
+        far: 300.0,
+    };
+    six_steps(&six, "cpu", &steps);
+    assert!(same(
+        &examples.join("six-node-comp.exr"),
+        &steps.join("comp.exr")
+    ));
+    // The example's second output is deep, ZIPS (the steps' held.exr is RLE).
+    let (ok_, _, err) = run(&[
+        "holdout",
+        s(&steps.join("chars.exr")),
+        s(&six.set),
+        "-o",
+        s(&steps.join("held-zips.exr")),
+    ]);
+    assert!(ok_, "{err}");
+    assert!(same(
+        &examples.join("six-node-held.exr"),
+        &steps.join("held-zips.exr")
+    ));
+}

@@ -305,3 +305,41 @@ def recolor(
 ) -> None:
     """``deepmerge recolor [--target-alpha]``: the deep image with the flat image's colour,
     its opacity kept (or scaled to the flat alpha). The CLI's bytes."""
+
+NodeLike = Union["Node", str]
+
+class Node:
+    """A node of a ``Graph``, as its methods return it."""
+
+    name: str
+
+class Graph:
+    """A compositing graph run in one streamed pass, as ``deepmerge comp SCRIPT``: each method
+    adds a node (its options are the command's, as keywords) and returns its handle."""
+
+    def __init__(self) -> None: ...
+    @staticmethod
+    def from_script(path: PathLike) -> "Graph":
+        """The graph of a ``deepmerge comp`` script (refusals name its line)."""
+    def input(self, path: PathLike, part: Part = None, name: Optional[str] = None) -> Node: ...
+    def merge(self, inputs: Sequence[NodeLike], name: Optional[str] = None, **options: object) -> Node: ...
+    def holdout(self, input: NodeLike, holdout: NodeLike, name: Optional[str] = None, **options: object) -> Node: ...
+    def slice(self, input: NodeLike, name: Optional[str] = None, **options: object) -> Node: ...
+    def crop(self, input: NodeLike, name: Optional[str] = None, **options: object) -> Node: ...
+    def transform(self, input: NodeLike, name: Optional[str] = None, **options: object) -> Node: ...
+    def idselect(self, input: NodeLike, name: Optional[str] = None, **options: object) -> Node: ...
+    def recolor(self, input: NodeLike, flat: NodeLike, name: Optional[str] = None, **options: object) -> Node: ...
+    def deepen(self, input: NodeLike, name: Optional[str] = None, **options: object) -> Node: ...
+    def flatten(self, input: NodeLike, name: Optional[str] = None, **options: object) -> Node: ...
+    def tidy(self, input: NodeLike, name: Optional[str] = None) -> Node: ...
+    def output(self, node: NodeLike, path: PathLike, **options: object) -> None:
+        """Write ``node`` to ``path`` (``compression``, ``zstd_level``, ``metadata``,
+        ``deep_state``)."""
+    def to_script(self) -> str:
+        """The script ``deepmerge comp`` reads."""
+    def run(
+        self,
+        frames: Union[str, Sequence[int], None] = None,
+        memory_budget: Optional[Bytes] = None,
+    ) -> None:
+        """Run once, or once per frame for paths with frame tokens; the CLI's bytes."""

@@ -15,4 +15,4 @@ pub mod script;
 
 pub use graph::{Graph, Node, Op, Output, OP_NAMES};
 pub use run::{run_graph, RunOptions};
-pub use script::{parse_script, read_script};
+pub use script::{parse_script, read_script, write_script, ScriptTable, ScriptValue};

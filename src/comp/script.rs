@@ -471,3 +471,76 @@ impl<'a> Fields<'a> {
         }
     }
 }
+
+/// A value of a script's field, as TOML writes it (for front ends that build scripts).
+pub use toml::Value as ScriptValue;
+
+/// One table of a script being written: its header (`input.NAME`, `node.NAME`, or `output`
+/// for an `[[output]]`) and its fields in order.
+#[derive(Clone, Debug, Default)]
+pub struct ScriptTable {
+    /// `input.NAME`, `node.NAME` or `output`.
+    pub header: String,
+    /// The fields, in order.
+    pub fields: Vec<(String, ScriptValue)>,
+}
+
+/// The text of a script holding `tables`, in order: what [`parse_script`] reads back.
+pub fn write_script(tables: &[ScriptTable]) -> String {
+    let mut text = String::new();
+    for table in tables {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        if table.header == "output" {
+            text.push_str("[[output]]\n");
+        } else {
+            text.push_str(&format!("[{}]\n", table.header));
+        }
+        for (key, value) in &table.fields {
+            text.push_str(&format!("{key} = {value}\n"));
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn written_scripts_read_back() {
+        let tables = vec![
+            ScriptTable {
+                header: "input.a".into(),
+                fields: vec![("path".into(), ScriptValue::String("a \"1\".exr".into()))],
+            },
+            ScriptTable {
+                header: "node.s".into(),
+                fields: vec![
+                    ("op".into(), ScriptValue::String("slice".into())),
+                    ("input".into(), ScriptValue::String("a".into())),
+                    ("far".into(), ScriptValue::Float(2.5)),
+                ],
+            },
+            ScriptTable {
+                header: "output".into(),
+                fields: vec![
+                    ("node".into(), ScriptValue::String("s".into())),
+                    ("path".into(), ScriptValue::String("o.exr".into())),
+                ],
+            },
+        ];
+        let text = write_script(&tables);
+        let graph = parse_script(&text, "built", Path::new("")).unwrap();
+        assert_eq!(graph.nodes.len(), 2);
+        assert_eq!(graph.outputs[0].path, Path::new("o.exr"));
+        let e = parse_script("[node.x]\nop = \"slice\"\n", "s.toml", Path::new(""))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("s.toml:1: node x: ") || e.starts_with("s.toml:2: "),
+            "{e}"
+        );
+    }
+}
