@@ -26,7 +26,6 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// A node of a graph, as its methods return it: pass it to later nodes and to `output`.
 #[pyclass(name = "Node", module = "deepmerge", frozen)]
-#[derive(Clone)]
 pub struct PyNode {
     /// The node's name in the script.
     #[pyo3(get)]
@@ -63,8 +62,8 @@ fn value_of(value: &Bound<'_, PyAny>) -> PyResult<ScriptValue> {
     if value.is_instance_of::<PyFloat>() {
         return Ok(ScriptValue::Float(value.extract()?));
     }
-    if let Ok(node) = value.extract::<PyNode>() {
-        return Ok(ScriptValue::String(node.name));
+    if let Ok(node) = value.cast::<PyNode>() {
+        return Ok(ScriptValue::String(node.get().name.clone()));
     }
     if value.is_instance_of::<PyString>() {
         return Ok(ScriptValue::String(value.extract()?));

@@ -99,7 +99,7 @@ struct NodePlan {
 /// How a node makes its rows.
 enum Work {
     /// A deep input's rows.
-    Read(RowCache),
+    Read(Box<RowCache>),
     /// A flat input: read by the node that uses it.
     FlatInput,
     /// The merge (also flatten and tidy: the merge of one input) with these options.
@@ -118,7 +118,7 @@ enum Work {
         dy: i32,
     },
     /// A flat file made deep.
-    Deepen(DeepenRows),
+    Deepen(Box<DeepenRows>),
 }
 
 /// A deep input's decoded rows, kept while a reader of this band may still need them.
@@ -331,13 +331,13 @@ impl<'g> Runner<'g> {
                     head: Some(source.no_rows(source.window.y0)),
                     attributes: source.attributes.clone(),
                     flat_type: FlatType::Half,
-                    work: Work::Read(RowCache {
+                    work: Work::Read(Box::new(RowCache {
                         source: Some(source),
                         held: None,
                         lowest: i32::MIN,
                         reach: 0,
                         one_shift: true,
-                    }),
+                    })),
                 }
             }
             Op::Merge { request, .. } => {
@@ -416,7 +416,7 @@ impl<'g> Runner<'g> {
                     head: Some(head),
                     attributes: rows.attributes().to_vec(),
                     flat_type: FlatType::Half,
-                    work: Work::Deepen(rows),
+                    work: Work::Deepen(Box::new(rows)),
                 }
             }
             Op::Flatten {

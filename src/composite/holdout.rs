@@ -199,7 +199,7 @@ fn hold_pixels(
                         .iter()
                         .map(|src| src.map_or(0.0, |c| input.planes[c].get_f32(s.index as usize)))
                         .collect();
-                    attenuate_sample(s, &values, &ho_samples, &channels, &mut kept);
+                    attenuate_sample(s, &values, &ho_samples, channels, &mut kept);
                 }
             }
         }

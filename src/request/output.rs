@@ -88,7 +88,8 @@ fn listed(options: &[&str]) -> (String, &'static str) {
 pub fn refuse_with_png(given: &[(bool, MergeOption)], names: &dyn OptionNames) -> Result<()> {
     let set: Vec<&str> = given
         .iter()
-        .filter_map(|&(g, o)| g.then(|| names.spell(o)))
+        .filter(|&&(g, _)| g)
+        .map(|&(_, o)| names.spell(o))
         .collect();
     if set.is_empty() {
         return Ok(());
