@@ -156,22 +156,6 @@ impl Op {
         }
     }
 
-    fn inputs_mut(&mut self) -> Vec<&mut NodeRef> {
-        match self {
-            Op::Read { .. } => Vec::new(),
-            Op::Merge { inputs, .. } => inputs.iter_mut().collect(),
-            Op::Holdout { input, holdout, .. } => vec![input, holdout],
-            Op::Recolor { input, flat, .. } => vec![input, flat],
-            Op::Deepen { input, .. }
-            | Op::Slice { input, .. }
-            | Op::Crop { input, .. }
-            | Op::Transform { input, .. }
-            | Op::IdSelect { input, .. }
-            | Op::Flatten { input, .. }
-            | Op::Tidy { input } => vec![input],
-        }
-    }
-
     /// Whether the node's result is flat (a flat composite), not deep samples.
     pub fn is_flat(&self) -> bool {
         match self {
@@ -432,11 +416,6 @@ impl Graph {
         paths.try_fold(false, |any, p| {
             Ok(any || crate::sequence::FramePattern::parse(p)?.is_some())
         })
-    }
-
-    /// Rename each node's references to the checked indices' names (for writing back).
-    pub fn refs_mut(&mut self) -> impl Iterator<Item = &mut NodeRef> {
-        self.nodes.iter_mut().flat_map(|n| n.op.inputs_mut())
     }
 }
 

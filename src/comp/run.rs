@@ -296,12 +296,15 @@ impl<'g> Runner<'g> {
     fn plan_node(&mut self, n: usize, options: &RunOptions) -> Result<NodePlan> {
         let graph = self.graph;
         let node = &graph.nodes[n];
-        let deep_read = graph.reads.iter().zip(&graph.nodes).any(|(r, m)| {
-            m.op.inputs()
-                .iter()
-                .zip(r)
-                .any(|(&(_, flat), &i)| i == n && !flat)
-        });
+        // An input is opened as a deep file when a node reads its samples or an output writes
+        // it as it is; one only read as a flat file is opened by its reader.
+        let deep_read = graph.outputs.iter().any(|o| o.node == n)
+            || graph.reads.iter().zip(&graph.nodes).any(|(r, m)| {
+                m.op.inputs()
+                    .iter()
+                    .zip(r)
+                    .any(|(&(_, flat), &i)| i == n && !flat)
+            });
         let same_as_input = |this: &Self, work: Work, head: Option<DeepImage>| NodePlan {
             window: this.input(n, 0).window,
             display: this.input(n, 0).display,
