@@ -309,11 +309,15 @@ path = "{}"
 [[output]]
 node = "down"
 path = "{}"
+[[output]]
+node = "balls"
+path = "{}"
 "#,
             balls.display(),
             leaves.display(),
             d.join("graph.exr").display(),
-            d.join("graph-down.exr").display()
+            d.join("graph-down.exr").display(),
+            d.join("graph-balls.exr").display()
         ),
     )
     .unwrap();
@@ -357,6 +361,19 @@ path = "{}"
         );
         assert!(
             same(&d.join("graph-down.exr"), &d.join("down.exr")),
+            "rows {rows}"
+        );
+        // An input written as it is: the bytes of a crop to its own data window.
+        ok(&[
+            "crop",
+            s(&balls),
+            "--box",
+            "131,170,894,575",
+            "-o",
+            s(&d.join("balls.exr")),
+        ]);
+        assert!(
+            same(&d.join("graph-balls.exr"), &d.join("balls.exr")),
             "rows {rows}"
         );
     }
