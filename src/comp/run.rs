@@ -29,6 +29,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use super::graph::{Graph, Op, Output};
 use crate::composite::{check_compatible, holdout, MergeOptions, MergeOutput, OutputKind, Pruning};
@@ -616,7 +617,10 @@ impl<'g> Runner<'g> {
         Ok(())
     }
 
-    /// Every band through every output.
+    /// Every band through every output. As in the streamed merge (`stream::pipeline`), three
+    /// stages overlap: a writer thread encodes band k-1's outputs while the calling thread (which
+    /// owns a GL context, if any) works band k, and, where every input's readers ask for the
+    /// band's own rows (no translation), a reader thread decodes band k+1's input rows.
     fn run(&mut self) -> Result<()> {
         let mut sinks = Vec::with_capacity(self.graph.outputs.len());
         for output in &self.graph.outputs {
@@ -634,14 +638,104 @@ impl<'g> Runner<'g> {
                 readers[i] += 1;
             }
         }
-        for band in bands {
-            for plan in &mut self.plans {
+        let prefetch = self.plans.iter().all(|p| match &p.work {
+            Work::Read(cache) => cache.one_shift && cache.reach == 0,
+            _ => true,
+        });
+        let mut sources: Vec<(usize, ChunkSource)> = Vec::new();
+        if prefetch {
+            for (n, plan) in self.plans.iter_mut().enumerate() {
                 if let Work::Read(cache) = &mut plan.work {
-                    cache.start_band(*band.start());
+                    sources.push((n, cache.source.take().expect("a reader")));
                 }
             }
-            let mut memo = Memo::new(&readers);
-            for (output, sink) in self.graph.outputs.iter().zip(&mut sinks) {
+        }
+        let read_bands = bands.clone();
+        std::thread::scope(|scope| {
+            let (read_tx, read_rx) = sync_channel::<Result<Vec<(usize, DeepImage)>>>(0);
+            let (write_tx, write_rx) = sync_channel::<Option<(usize, MergeOutput, Bounds)>>(0);
+            if prefetch {
+                scope.spawn(move || {
+                    for band in read_bands {
+                        let rows: Result<Vec<(usize, DeepImage)>> = sources
+                            .iter_mut()
+                            .filter_map(|(n, source)| {
+                                let w = source.window;
+                                let (a, b) = ((*band.start()).max(w.y0), (*band.end()).min(w.y1));
+                                (a <= b).then(|| source.take_rows(a..=b).map(|i| (*n, i)))
+                            })
+                            .collect();
+                        let failed = rows.is_err();
+                        if read_tx.send(rows).is_err() || failed {
+                            break;
+                        }
+                    }
+                });
+            }
+            let writer = scope.spawn(move || -> Result<()> {
+                let mut sinks = sinks;
+                for message in write_rx {
+                    let Some((k, rows, window)) = message else {
+                        for sink in sinks {
+                            match sink {
+                                Sink::Deep(w) => w.finish()?,
+                                Sink::Flat(w) => w.finish()?,
+                                Sink::Png(w) => w.finish()?,
+                            }
+                        }
+                        return Ok(());
+                    };
+                    write_band(&mut sinks[k], &rows, window)?;
+                }
+                // The work ended early: its error is the one to report; the temporary files go
+                // with the writers.
+                Ok(())
+            });
+            let worked = self.work_bands(bands, &readers, prefetch.then_some(&read_rx), &write_tx);
+            let worked = worked.and_then(|()| {
+                write_tx
+                    .send(None)
+                    .map_err(|_| Error::internal("the writer stopped"))
+            });
+            drop(write_tx);
+            drop(read_rx);
+            let written = writer.join().expect("writer thread");
+            // A writer's error is the cause of a failed send.
+            written.and(worked)
+        })
+    }
+
+    /// The calling thread's part of [`Self::run`]: each band's outputs worked and handed to the
+    /// writer, the inputs' rows taken from the reader thread when there is one.
+    fn work_bands(
+        &mut self,
+        bands: Vec<crate::stream::Band>,
+        readers: &[usize],
+        read_rx: Option<&Receiver<Result<Vec<(usize, DeepImage)>>>>,
+        write_tx: &SyncSender<Option<(usize, MergeOutput, Bounds)>>,
+    ) -> Result<()> {
+        for band in bands {
+            match read_rx {
+                Some(rx) => {
+                    let rows = rx
+                        .recv()
+                        .map_err(|_| Error::internal("the reader stopped"))??;
+                    for (n, image) in rows {
+                        if let Work::Read(cache) = &mut self.plans[n].work {
+                            cache.held = Some(Rc::new(image));
+                        }
+                    }
+                }
+                None => {
+                    for plan in &mut self.plans {
+                        if let Work::Read(cache) = &mut plan.work {
+                            cache.start_band(*band.start());
+                        }
+                    }
+                }
+            }
+            let mut memo = Memo::new(readers);
+            for (k, output) in self.graph.outputs.iter().enumerate() {
                 let w = self.plans[output.node].window;
                 let (y0, y1) = ((*band.start()).max(w.y0), (*band.end()).min(w.y1));
                 if y0 > y1 {
@@ -649,16 +743,12 @@ impl<'g> Runner<'g> {
                     continue;
                 }
                 let rows = self.rows(output.node, y0, y1, &mut memo)?;
-                write_band(sink, &rows, w)?;
-                drop(rows);
                 memo.used(output.node);
-            }
-        }
-        for sink in sinks {
-            match sink {
-                Sink::Deep(w) => w.finish()?,
-                Sink::Flat(w) => w.finish()?,
-                Sink::Png(w) => w.finish()?,
+                // Usually the last reader: the rows move to the writer without a copy.
+                let rows = Rc::try_unwrap(rows).unwrap_or_else(|kept| kept.as_ref().clone());
+                if write_tx.send(Some((k, rows, w))).is_err() {
+                    return Err(Error::internal("the writer stopped"));
+                }
             }
         }
         Ok(())
