@@ -16,6 +16,9 @@
 //!   works on a band. Results are kept for the band, so a node read by several is worked once.
 //!   Each input keeps the decoded rows that a later request of the band may still need
 //!   (`RowCache`): with translations, the rows between its lowest and highest readers.
+//! - **Threads.** As in the streamed merge, a writer thread encodes band k-1's outputs while the
+//!   calling thread (which owns the GL context) works band k and, where no translation moves
+//!   rows, a reader thread decodes band k+1's input rows (`Runner::run`).
 //! - A node's deep rows carry the `deepImageState` its operation claims, which is what its
 //!   pixels hold (every operation claims only what it keeps), so a node reading them sees what
 //!   it would read from the file the command writes: the same bytes as the steps through files.
