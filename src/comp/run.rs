@@ -241,6 +241,13 @@ impl Memo {
     }
 }
 
+/// What the reader thread hands over per band: each deep input's rows of the band (node, rows).
+type InputRows = Result<Vec<(usize, DeepImage)>>;
+
+/// What the writer thread is handed: an output's band (output, rows, the node's window), or
+/// `None` once every band is sent.
+type OutputBand = Option<(usize, MergeOutput, Bounds)>;
+
 /// A writer of one output.
 enum Sink {
     Deep(DeepChunkWriter),
@@ -655,12 +662,12 @@ impl<'g> Runner<'g> {
         }
         let read_bands = bands.clone();
         std::thread::scope(|scope| {
-            let (read_tx, read_rx) = sync_channel::<Result<Vec<(usize, DeepImage)>>>(0);
-            let (write_tx, write_rx) = sync_channel::<Option<(usize, MergeOutput, Bounds)>>(0);
+            let (read_tx, read_rx) = sync_channel::<InputRows>(0);
+            let (write_tx, write_rx) = sync_channel::<OutputBand>(0);
             if prefetch {
                 scope.spawn(move || {
                     for band in read_bands {
-                        let rows: Result<Vec<(usize, DeepImage)>> = sources
+                        let rows: InputRows = sources
                             .iter_mut()
                             .filter_map(|(n, source)| {
                                 let w = source.window;
@@ -714,8 +721,8 @@ impl<'g> Runner<'g> {
         &mut self,
         bands: Vec<crate::stream::Band>,
         readers: &[usize],
-        read_rx: Option<&Receiver<Result<Vec<(usize, DeepImage)>>>>,
-        write_tx: &SyncSender<Option<(usize, MergeOutput, Bounds)>>,
+        read_rx: Option<&Receiver<InputRows>>,
+        write_tx: &SyncSender<OutputBand>,
     ) -> Result<()> {
         for band in bands {
             match read_rx {
