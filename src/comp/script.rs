@@ -113,6 +113,7 @@ pub fn parse_script(text: &str, name: &str, base: &Path) -> Result<Graph> {
     for (name, table) in raw.node {
         let line = place.line(table.span().start);
         let mut fields = Fields::new(&place, table.into_inner(), line);
+        fields.context = format!("node {name}: ");
         let op = node_op(&name, &mut fields)?;
         fields.finish()?;
         nodes.push(Node { name, line, op });
@@ -306,6 +307,8 @@ struct Fields<'a> {
     table: Table,
     line: usize,
     taken: BTreeSet<String>,
+    /// What the table is, in front of refusals that name no field's value (`node x: `).
+    context: String,
 }
 
 impl<'a> Fields<'a> {
@@ -319,6 +322,7 @@ impl<'a> Fields<'a> {
             table,
             line,
             taken: BTreeSet::new(),
+            context: String::new(),
         }
     }
 
@@ -434,7 +438,10 @@ impl<'a> Fields<'a> {
         match self.take(key) {
             None => Err(self.place.error(
                 line,
-                format!("{key} is missing: the node or input it reads"),
+                format!(
+                    "{}{key} is missing: the node or input it reads",
+                    self.context
+                ),
             )),
             Some((line, Value::String(s))) => Ok((s, line)),
             Some((line, v)) => Err(self.wrong(line, key, "a node or input name", &v)),
@@ -447,7 +454,10 @@ impl<'a> Fields<'a> {
         match self.take(key) {
             None => Err(self.place.error(
                 line,
-                format!("{key} is missing: the nodes or inputs it reads"),
+                format!(
+                    "{}{key} is missing: the nodes or inputs it reads",
+                    self.context
+                ),
             )),
             Some((line, Value::Array(items))) => items
                 .into_iter()
@@ -538,9 +548,9 @@ mod tests {
         let e = parse_script("[node.x]\nop = \"slice\"\n", "s.toml", Path::new(""))
             .unwrap_err()
             .to_string();
-        assert!(
-            e.starts_with("s.toml:1: node x: ") || e.starts_with("s.toml:2: "),
-            "{e}"
+        assert_eq!(
+            e,
+            "s.toml:1: node x: input is missing: the node or input it reads"
         );
     }
 }
