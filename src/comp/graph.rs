@@ -5,8 +5,9 @@
 //! what it reads. Nothing here opens a file.
 //!
 //! A new operation is one variant of [`Op`] with its inputs in [`Op::inputs`], its name in
-//! [`OP_NAMES`] and [`Op::name`], its options in `script.rs` (`node_op`) and `Graph::to_script`,
-//! and its band in `run.rs` (`Runner::node_rows` and the window pass, `Runner::plan_node`).
+//! [`OP_NAMES`] and [`Op::name`], its options in `script.rs` (`node_op`), and its band in
+//! `run.rs` (`Runner::plan_node`; a band operation implementing [`crate::ops::DeepOp`] is one
+//! `plan_op` call there). Python's `Graph` adds a method naming it.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
