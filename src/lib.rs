@@ -65,6 +65,7 @@ pub mod backend;
 #[cfg(feature = "bench")]
 pub mod bench;
 pub mod cleanup;
+pub mod comp;
 pub mod composite;
 #[cfg(feature = "twins")]
 pub mod cpu;

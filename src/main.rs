@@ -10,14 +10,12 @@ use deepmerge::bench::{self, BenchArgs};
 use deepmerge::composite::{MergeStrategy, Pruning};
 use deepmerge::error::ErrorKind;
 use deepmerge::exr::ChannelSelection;
-use deepmerge::exr::{
-    self, Codec, FlatType, MetadataMode, OutputOptions, PartSelector, ReadOptions,
-};
+use deepmerge::exr::{self, Codec, FlatType, MetadataMode, PartSelector, ReadOptions};
 use deepmerge::gpu::{GlContext, Layout, MergeMethod, PixelOrder, RbmBlocks};
 use deepmerge::inspect::TableValues;
 use deepmerge::job::{MergeJob, SequenceSummary};
 use deepmerge::progress::{Progress, ProgressMode};
-use deepmerge::request::{Backend, GlRequest, MergeRequest};
+use deepmerge::request::{Backend, GlRequest, MergeOption, MergeRequest};
 use deepmerge::run_stats::{RunStats, Stage};
 use deepmerge::sequence::{self, FramePattern};
 use deepmerge::stream::{plan_parts, PartPlan, StreamMerge, StreamOptions};
@@ -77,6 +75,9 @@ enum Command {
     /// Write every sample as a point of a binary PLY file, placed by the header's camera
     /// (worldToCamera, worldToNDC) or, without one, at pixel coordinates and depth.
     Points(cli::points::PointsArgs),
+    /// Run a compositing graph from a script (TOML: inputs, nodes, outputs) in one streamed
+    /// pass: no intermediate files, each input decoded once; --frames for sequences.
+    Comp(cli::comp::CompArgs),
     /// Print the OpenGL device, renderer, version and the limits the engine depends on.
     GpuInfo {
         /// Also compile merge.comp's register-block variants (layouts LA and BIA; stepwise, RBM
@@ -204,12 +205,6 @@ pub(crate) struct OutputArgs {
     /// (channels, windows, compression...) and `software` are always its own.
     #[arg(long, value_name = "WHICH", value_parser = named::<MetadataMode>(&["first", "none"]))]
     metadata: Option<MetadataMode>,
-}
-
-impl OutputArgs {
-    pub(crate) fn options(&self) -> Result<OutputOptions> {
-        OutputOptions::new(self.compression, self.zstd_level, self.metadata)
-    }
 }
 
 /// The storage types of flat colour, as `--flat-type` names them.
@@ -439,6 +434,7 @@ fn main() -> ExitCode {
         Some(Command::Grade(args)) => cli::grade::run_grade(&args),
         Some(Command::Reformat(args)) => cli::reformat::run_reformat(&args),
         Some(Command::Points(args)) => cli::points::run_points(&args),
+        Some(Command::Comp(args)) => cli::comp::run_comp(&args),
         Some(Command::GpuInfo {
             programs,
             verify,
@@ -784,6 +780,20 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
     let request = merge_request(args)?;
     request.check(args.inputs.len(), &Flags)?;
     deepmerge::preview::check_output_name(output, args.deep)?;
+    if deepmerge::preview::is_png_path(output) {
+        // A PNG preview is a picture of the flat composite: the EXR options are refused, not
+        // ignored.
+        deepmerge::request::refuse_with_png(
+            &[
+                (args.write.compression.is_some(), MergeOption::Compression),
+                (args.write.zstd_level.is_some(), MergeOption::ZstdLevel),
+                (args.write.metadata.is_some(), MergeOption::Metadata),
+                (args.flat_type.is_some(), MergeOption::FlatType),
+                (args.flat_z, MergeOption::FlatZ),
+            ],
+            &Flags,
+        )?;
+    }
     // Parse the sequence before choosing the engine: a usage error should not wait for GL.
     let output_pattern = FramePattern::parse(output)?;
     let frames = match (&args.frames, &output_pattern) {
@@ -831,30 +841,27 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         None => (3, "stages"),
     };
     let progress = Progress::new(progress_mode, steps, what);
-    let announce = (!args.quiet).then(|| {
-        let on = match engine.context() {
-            Some(ctx) => {
-                let gl = request.gl_options();
-                let kway = deepmerge::gpu::uses_kway(job.merge.strategy, args.inputs.len());
-                format!(
-                    "with OpenGL on {} ({} {} block {})",
-                    ctx.info().renderer,
-                    gl.layout.name(),
-                    if kway { "k-way" } else { gl.method.name() },
-                    gl.block_size
-                )
-            }
-            None => format!("on the CPU{}", engine.cpu_reason()),
-        };
-        let frames_note = match &frames {
-            Some(f) => format!(", {} frames", f.len()),
-            None => String::new(),
-        };
-        format!(
-            "deepmerge: merging {} inputs {on}{frames_note}",
-            args.inputs.len()
-        )
-    });
+    // One line, and only where it tells the user something: which GPU the GL engine runs on.
+    // The CPU engine is the default and says nothing.
+    let announce = match engine.context() {
+        Some(ctx) if !args.quiet => {
+            let gl = request.gl_options();
+            let kway = deepmerge::gpu::uses_kway(job.merge.strategy, args.inputs.len());
+            let frames_note = match &frames {
+                Some(f) => format!(", {}", counted(f.len(), "frame")),
+                None => String::new(),
+            };
+            Some(format!(
+                "deepmerge: merging {} with OpenGL on {} ({} {} block {}){frames_note}",
+                counted(args.inputs.len(), "input"),
+                ctx.info().renderer,
+                gl.layout.name(),
+                if kway { "k-way" } else { gl.method.name() },
+                gl.block_size
+            ))
+        }
+        _ => None,
+    };
     // Read and inflate every chunk the merge would, and nothing else.
     let decode_inputs = |stats: &RunStats| -> Result<()> {
         let options = job.stream_options();
@@ -943,13 +950,25 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
     sequence_result(summary, args.skip_bad_frames, args.quiet)
 }
 
+/// `n` things, singular for one ("1 input", "2 inputs").
+fn counted(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
 /// The exit of a sequence: every frame written is success; failed frames are an error, unless
 /// skipped, where at least one written frame is needed.
 fn sequence_result(summary: SequenceSummary, skip_bad: bool, quiet: bool) -> Result<()> {
     let SequenceSummary { written, failed } = summary;
     let verb = if skip_bad { "skipped" } else { "failed" };
     if !quiet || failed > 0 {
-        eprintln!("deepmerge: {written} frames written, {failed} {verb}");
+        eprintln!(
+            "deepmerge: {} written, {failed} {verb}",
+            counted(written, "frame")
+        );
     }
     match (failed, written, skip_bad) {
         (0, _, _) => Ok(()),

@@ -9,8 +9,14 @@
 //! their names with `FromStr` ([`crate::vocab`], [`Backend`], [`crate::exr::Codec`],
 //! [`crate::exr::FlatType`], [`crate::exr::MetadataMode`]), and memory sizes have one parser
 //! ([`crate::size::parse_memory`]).
+//!
+//! The operations' output is asked for the same way: [`OutputRequest`] (`output.rs`) holds what
+//! every operation writes and reads with, checked once in the front end's words.
 
 use std::str::FromStr;
+
+mod output;
+pub use output::{codec_with_level, refuse_with_png, OutputRequest};
 
 use crate::composite::{MergeOptions, OutputKind, Pruning, SortPolicy};
 use crate::error::{parse_name, Error, Result};
@@ -119,6 +125,32 @@ pub enum MergeOption {
     DropHidden,
     /// `-j`, frames merged at the same time.
     Jobs,
+    /// Flat output of an operation that writes deep samples by default (`holdout --flat`).
+    Flat,
+    /// `slice`'s front plane.
+    Near,
+    /// `slice`'s back plane.
+    Far,
+    /// `crop`'s box.
+    Box,
+    /// `transform`'s translation.
+    Translate,
+    /// `transform`'s depth offset.
+    ZOffset,
+    /// `transform`'s depth scale.
+    ZScale,
+    /// `idselect`'s ids.
+    Id,
+    /// `idselect`'s mask output.
+    Mask,
+    /// `deepen`'s constant depth.
+    Z,
+    /// `deepen`'s depth channel.
+    ZChannel,
+    /// `deepen`'s thickness.
+    Thickness,
+    /// `deepen`'s back-depth channel.
+    ZBackChannel,
 }
 
 /// How a front end spells each option in its refusals.
@@ -165,6 +197,19 @@ impl OptionNames for FieldNames {
             MergeOption::DropTransparent => "pruning.drop_transparent",
             MergeOption::DropHidden => "pruning.drop_hidden",
             MergeOption::Jobs => "jobs",
+            MergeOption::Flat => "flat",
+            MergeOption::Near => "near",
+            MergeOption::Far => "far",
+            MergeOption::Box => "box",
+            MergeOption::Translate => "translate",
+            MergeOption::ZOffset => "z_offset",
+            MergeOption::ZScale => "z_scale",
+            MergeOption::Id => "id",
+            MergeOption::Mask => "mask",
+            MergeOption::Z => "z",
+            MergeOption::ZChannel => "z_channel",
+            MergeOption::Thickness => "thickness",
+            MergeOption::ZBackChannel => "zback_channel",
         }
     }
 

@@ -22,7 +22,7 @@ fn completions_for_each_shell_name_the_commands_and_options() {
         let (ok, out, err) = run(&["completions", shell]);
         assert!(ok, "{shell}: {err}");
         assert!(out.contains(marker), "{shell}: no `{marker}` in\n{out}");
-        for word in ["holdout", "info", "memory-budget", "merge-strategy"] {
+        for word in ["holdout", "comp", "info", "memory-budget", "merge-strategy"] {
             assert!(out.contains(word), "{shell} completions lack {word}");
         }
     }
@@ -39,7 +39,7 @@ fn the_manual_page_is_roff_with_every_command() {
         out.contains(".SH SYNOPSIS") && out.contains(".SH OPTIONS"),
         "{out}"
     );
-    for word in ["holdout", "completions", "memory\\-budget"] {
+    for word in ["holdout", "comp", "completions", "memory\\-budget"] {
         assert!(out.contains(word), "the manual page lacks {word}");
     }
     // Its EXIT STATUS section, before VERSION, lists every exit code docs/cli.md lists.

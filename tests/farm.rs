@@ -117,3 +117,64 @@ fn the_slurm_array_script_covers_every_frame_once_across_its_tasks() {
     assert!(log.contains("2 frames written, 0 failed"), "{log}");
     assert_frames_equal_single_runs(d, &log);
 }
+
+#[test]
+fn the_openjd_comp_template_runs_a_script_over_frames_in_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    six_frames(d);
+    // A graph over the sequence: the merge of a and b, then a slice of it, written flat.
+    let script = d.join("precomp.toml");
+    std::fs::write(
+        &script,
+        "[input.a]\npath = \"a.####.exr\"\n[input.b]\npath = \"b.####.exr\"\n\
+         [node.m]\nop = \"merge\"\ninputs = [\"a\", \"b\"]\ndeep = true\n\
+         [node.s]\nop = \"slice\"\ninput = \"m\"\nfar = 300\n\
+         [node.f]\nop = \"flatten\"\ninput = \"s\"\n\
+         [[output]]\nnode = \"f\"\npath = \"out.####.exr\"\n",
+    )
+    .unwrap();
+    let template = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/openjd/comp-sequence.yaml");
+    let out = venv_tool("openjd")
+        .arg("run")
+        .arg(&template)
+        .arg("-p")
+        .arg(format!("Script={}", script.display()))
+        .args(["-p", "Frames=1-6", "-p", "ChunkSize=4", "-p"])
+        .arg(format!("Deepmerge={}", env!("CARGO_BIN_EXE_deepmerge")))
+        .output()
+        .expect("openjd runs");
+    let log =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "openjd run failed:\n{log}");
+    assert!(log.contains("Chunks run: 2"), "{log}");
+    assert_eq!(log.matches("openjd_progress: 100").count(), 2, "{log}");
+    // Each frame is the three commands through files.
+    for f in 1..=6 {
+        let p = |name: &str| d.join(format!("{name}.{f}.exr"));
+        let s = |p: &Path| p.to_str().unwrap().to_string();
+        let a = d.join(format!("a.{f:04}.exr"));
+        let b = d.join(format!("b.{f:04}.exr"));
+        for args in [
+            vec![s(&a), s(&b), "--deep".into(), "-o".into(), s(&p("m"))],
+            vec![
+                "slice".into(),
+                s(&p("m")),
+                "--far".into(),
+                "300".into(),
+                "-o".into(),
+                s(&p("s")),
+            ],
+            vec!["flatten".into(), s(&p("s")), "-o".into(), s(&p("f"))],
+        ] {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (ok, _, err) = run(&args);
+            assert!(ok, "{err}");
+        }
+        let farm = d.join(format!("out.{f:04}.exr"));
+        assert!(
+            std::fs::read(&farm).unwrap() == std::fs::read(p("f")).unwrap(),
+            "frame {f}: the comp template's output differs from the steps"
+        );
+    }
+}

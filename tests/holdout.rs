@@ -733,8 +733,11 @@ fn holdout_refusals_are_one_line_and_write_nothing() {
     let out = dir.path().join("out.exr");
     for (args, message) in [
         (vec!["--backend", "gl"], "holdout has no OpenGL path"),
-        (vec!["--flat", "--tidy"], "apply to deep output"),
-        (vec!["--flat", "--no-deep-state"], "apply to deep output"),
+        (vec!["--flat", "--tidy"], "--tidy applies to deep output"),
+        (
+            vec!["--flat", "--no-deep-state"],
+            "--no-deep-state applies to deep output",
+        ),
         (vec!["--flat-z"], "--flat"),
         (vec!["--compression", "zip"], "zip"),
     ] {

@@ -398,7 +398,7 @@ fn bad_selections_are_one_line_errors_that_write_nothing() {
         (&["--id", "id=1", "--mask", "m.tif"], "extension"),
         (
             &["--id", "id=1", "--mask", s(&out)],
-            "--mask names the output",
+            "the mask is the output itself",
         ),
     ];
     for (args, says) in cases {

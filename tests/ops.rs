@@ -585,7 +585,7 @@ fn output_names_say_the_format_and_bad_ones_are_refused_without_output() {
         ),
         (
             vec!["slice", s(&input), "--far", "6", "--tidy", "-o"],
-            ("x.png", "apply to deep output"),
+            ("x.png", "--tidy applies to EXR output, not a PNG preview"),
         ),
         (
             vec!["slice", s(&input), "--near", "7", "--far", "6", "-o"],

@@ -8,8 +8,8 @@ use deepmerge::composite::{HoldoutMode, MergeOutput, Pruning};
 use deepmerge::exr::{ChannelSelection, FlatType, OutputOptions, PartSelector};
 use deepmerge::info::COMPLEXITY_BINS;
 use deepmerge::ops::holdout::check_backend as check_holdout_backend;
-use deepmerge::ops::{run_holdout, HoldoutOutput};
-use deepmerge::request::{GlRequest, MergeOption, MergeRequest, OptionNames};
+use deepmerge::ops::run_holdout;
+use deepmerge::request::{GlRequest, MergeOption, MergeRequest, OptionNames, OutputRequest};
 use deepmerge::stream::{OutputWindow, DEFAULT_MEMORY_BUDGET};
 use pyo3::exceptions::PyUserWarning;
 use pyo3::prelude::*;
@@ -37,7 +37,7 @@ fn parse<T: std::str::FromStr<Err = deepmerge::Error>>(name: Option<&str>) -> Py
 }
 
 /// The merge's keywords, as the library's refusals name them.
-struct Keywords;
+pub(crate) struct Keywords;
 
 impl OptionNames for Keywords {
     fn spell(&self, option: MergeOption) -> &'static str {
@@ -70,6 +70,19 @@ impl OptionNames for Keywords {
             MergeOption::DropTransparent => "drop_transparent",
             MergeOption::DropHidden => "drop_hidden",
             MergeOption::Jobs => "jobs",
+            MergeOption::Flat => "flat",
+            MergeOption::Near => "near",
+            MergeOption::Far => "far",
+            MergeOption::Box => "box",
+            MergeOption::Translate => "translate",
+            MergeOption::ZOffset => "z_offset",
+            MergeOption::ZScale => "z_scale",
+            MergeOption::Id => "ids",
+            MergeOption::Mask => "mask",
+            MergeOption::Z => "z",
+            MergeOption::ZChannel => "z_channel",
+            MergeOption::Thickness => "thickness",
+            MergeOption::ZBackChannel => "zback_channel",
         }
     }
 
@@ -594,19 +607,21 @@ fn holdout(
              (write a DeepImage's result with write())",
         ));
     };
-    let request = HoldoutOutput {
-        output: OutputOptions::parse(compression, zstd_level, metadata).map_err(to_py)?,
-        write_state: !no_deep_state,
+    let request = OutputRequest {
+        flat,
+        flat_z,
+        flat_type: flat_type.map(|t| flat_type_of(Some(t))).transpose()?,
         tidy,
-        flat: if flat {
-            Some((flat_type_of(flat_type)?, flat_z))
-        } else {
-            None
-        },
+        deep_state: !no_deep_state,
+        compression: parse(compression)?,
+        zstd_level,
+        metadata: parse(metadata)?,
         part: part_selector(part),
-        budget: budget_bytes(memory_budget)?.unwrap_or(DEFAULT_MEMORY_BUDGET),
+        memory_budget: budget_bytes(memory_budget)?.unwrap_or(DEFAULT_MEMORY_BUDGET),
         band_rows: None,
+        channels: None,
     };
+    request.check(&out, &Keywords).map_err(to_py)?;
     let mode = if cull {
         HoldoutMode::Cull
     } else {

@@ -5,6 +5,8 @@
 //! - [`functions`]: `read`, `merge`, `flatten`, `holdout`, `write`, `info`; each converts its
 //!   arguments, releases the GIL and calls [`engine`], the one file that calls the library.
 //! - [`ops`]: `deep_slice`, `crop` and `transform`, file to file as the CLI's commands.
+//! - [`graph`]: `Graph`, a compositing graph built node by node (or read from a script), run in
+//!   one streamed pass as `deepmerge comp`.
 //! - [`errors`]: the library's errors as the `deepmerge.Error` family, with the CLI's messages.
 //!
 //! The Python half (`deepmerge/__init__.py`) re-exports these and adds the conversions to and
@@ -13,6 +15,7 @@
 mod engine;
 mod errors;
 mod functions;
+mod graph;
 mod image;
 mod ops;
 
@@ -25,6 +28,7 @@ fn _deepmerge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<image::PyFlatImage>()?;
     functions::register(module)?;
     ops::register(module)?;
+    graph::register(module)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add("GiB", 1u64 << 30)?;
     module.add(

@@ -6,19 +6,19 @@
 
 use std::path::PathBuf;
 
-use deepmerge::exr::OutputOptions;
 use deepmerge::ops::reformat::DEFAULT_MAX_GATHER;
 use deepmerge::ops::{
     run_deepen, run_grade, run_idselect, run_op, run_points, run_recolor, run_reformat, CameraMode,
-    Crop, DeepOp, Deepen, Filter, Grade, GradeArgs, IdSelect, OpOutput, Points, Recolor, Reformat,
-    Slice, Transform,
+    Crop, DeepOp, Deepen, Filter, Grade, GradeArgs, IdSelect, Points, Recolor, Reformat, Slice,
+    Transform,
 };
+use deepmerge::request::OutputRequest;
 use deepmerge::stream::DEFAULT_MEMORY_BUDGET;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::errors::{to_py, usage};
-use crate::functions::{budget_bytes, part_selector, PartArg};
+use crate::functions::{budget_bytes, part_selector, Keywords, PartArg};
 
 /// Add the functions to the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -35,23 +35,26 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
 }
 
 /// The output options every operation shares: the CLI's `--compression`, `--no-deep-state`,
-/// `--tidy`, `--part` and `--memory-budget` (bytes here).
+/// `--tidy`, `--part` and `--memory-budget` (bytes here), checked against `out` in Python's
+/// keywords.
 fn output_request(
+    out: &std::path::Path,
     compression: Option<&str>,
     no_deep_state: bool,
     tidy: bool,
     part: Option<PartArg>,
     memory_budget: Option<&Bound<'_, PyAny>>,
-) -> PyResult<OpOutput> {
-    let output = OutputOptions::parse(compression, None, None).map_err(to_py)?;
-    Ok(OpOutput {
-        deep_write: output.deep(!no_deep_state).map_err(to_py)?,
+) -> PyResult<OutputRequest> {
+    let request = OutputRequest {
+        compression: compression.map(str::parse).transpose().map_err(to_py)?,
+        deep_state: !no_deep_state,
         tidy,
         part: part_selector(part),
-        budget: budget_bytes(memory_budget)?.unwrap_or(DEFAULT_MEMORY_BUDGET),
-        band_rows: None,
-        metadata: output.metadata,
-    })
+        memory_budget: budget_bytes(memory_budget)?.unwrap_or(DEFAULT_MEMORY_BUDGET),
+        ..OutputRequest::default()
+    };
+    request.check(out, &Keywords).map_err(to_py)?;
+    Ok(request)
 }
 
 fn run(
@@ -59,7 +62,7 @@ fn run(
     op: &dyn DeepOp,
     input: PathBuf,
     out: PathBuf,
-    request: OpOutput,
+    request: OutputRequest,
 ) -> PyResult<()> {
     py.detach(|| {
         let options = request.stream_options(&out)?;
@@ -90,8 +93,8 @@ fn deep_slice(
     part: Option<PartArg>,
     memory_budget: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
-    let slice = Slice::new(near, far, keep_outside).map_err(to_py)?;
-    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    let slice = Slice::named(near, far, keep_outside, &Keywords).map_err(to_py)?;
+    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
     run(py, &slice, input, out, request)
 }
 
@@ -114,8 +117,9 @@ fn crop(
     memory_budget: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let (x0, y0, x1, y1) = r#box;
-    let crop = Crop::parse(&format!("{x0},{y0},{x1},{y1}"), keep_outside).map_err(to_py)?;
-    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    let crop = Crop::parse_named(&format!("{x0},{y0},{x1},{y1}"), keep_outside, &Keywords)
+        .map_err(to_py)?;
+    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
     run(py, &crop, input, out, request)
 }
 
@@ -141,10 +145,10 @@ fn transform(
     memory_budget: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let translate = translate.map(|(x, y)| format!("{x},{y}"));
-    let transform = Transform::new(translate.as_deref(), z_offset, z_scale)
+    let transform = Transform::named(translate.as_deref(), z_offset, z_scale, &Keywords)
         .map_err(to_py)?
         .moving_display(move_display);
-    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
     run(py, &transform, input, out, request)
 }
 
@@ -198,8 +202,8 @@ fn idselect(
     part: Option<PartArg>,
     memory_budget: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
-    let select = IdSelect::parse(&id_texts(ids)?, invert).map_err(to_py)?;
-    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    let select = IdSelect::parse_named(&id_texts(ids)?, invert, &Keywords).map_err(to_py)?;
+    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
     py.detach(|| run_idselect(&select, &input, &out, mask.as_deref(), request))
         .map_err(to_py)
 }
@@ -226,8 +230,8 @@ fn deepen(
     part: Option<PartArg>,
     memory_budget: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
-    let deepen = Deepen::new(z, z_channel, thickness, zback_channel).map_err(to_py)?;
-    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    let deepen = Deepen::named(z, z_channel, thickness, zback_channel, &Keywords).map_err(to_py)?;
+    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
     py.detach(|| run_deepen(&deepen, &input, &out, request))
         .map_err(to_py)
 }
@@ -253,7 +257,7 @@ fn recolor(
     part: Option<PartArg>,
     memory_budget: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
-    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
     py.detach(|| run_recolor(Recolor { target_alpha }, &deep, &flat, &out, request))
         .map_err(to_py)
 }
@@ -344,7 +348,7 @@ fn grade(
         ids: &ids,
     })
     .map_err(to_py)?;
-    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
     py.detach(|| run_grade(&grade, &input, &out, request))
         .map_err(to_py)
 }
@@ -374,7 +378,7 @@ fn reformat(
     let size = size.map(|(w, h)| format!("{w}x{h}"));
     let filter: Filter = filter.parse().map_err(to_py)?;
     let reformat = Reformat::new(size.as_deref(), scale, filter, max_gather).map_err(to_py)?;
-    let request = output_request(compression, no_deep_state, tidy, part, memory_budget)?;
+    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
     py.detach(|| run_reformat(&reformat, &input, &out, request))
         .map_err(to_py)
 }

@@ -56,8 +56,8 @@ def test_png_previews_and_the_flatten_of_one_path_match_the_cli(cli, tmp_path):
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda o: dm.deep_slice(VOLUMES, o, near=2.0, far=1.0), "behind --far"),
-        (lambda o: dm.transform(VOLUMES, o, z_scale=0.0), "--z-scale must be"),
+        (lambda o: dm.deep_slice(VOLUMES, o, near=2.0, far=1.0), "behind far="),
+        (lambda o: dm.transform(VOLUMES, o, z_scale=0.0), "^z_scale must be"),
         (lambda o: dm.crop(VOLUMES, o, (100, 100, 110, 110)), "leaves nothing"),
         (lambda o: dm.crop(VOLUMES, str(o) + ".tif", (0, 0, 3, 3)), "from the extension"),
     ],

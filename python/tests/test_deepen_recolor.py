@@ -50,9 +50,9 @@ def test_recolor_writes_the_cli_bytes(cli, tmp_path, target, name):
 @pytest.mark.parametrize(
     "call, error, message",
     [
-        (lambda o: dm.deepen(FLAT, o), dm.UsageError, "--z Z or --z-channel"),
+        (lambda o: dm.deepen(FLAT, o), dm.UsageError, "needs the depth: z or z_channel"),
         (lambda o: dm.deepen(FLAT, o, z=1.0, z_channel="Z"), dm.UsageError, "cannot be used together"),
-        (lambda o: dm.deepen(FLAT, o, z_channel="depth"), dm.FormatError, "no channel \"depth\""),
+        (lambda o: dm.deepen(FLAT, o, z_channel="depth"), dm.UsageError, "no channel \"depth\""),
         (lambda o: dm.deepen(DEEP, o, z=1.0), dm.FormatError, "is a deep EXR"),
         (lambda o: dm.recolor(FLAT, FLAT, o), dm.FormatError, "flat (non-deep)"),
         (lambda o: dm.recolor(DEEP, DEEP, o), dm.FormatError, "is a deep EXR"),

@@ -57,7 +57,7 @@ def test_in_memory_holdout_is_the_streamed_one(tmp_path):
     "call, message",
     [
         (lambda o: dm.holdout(IN, HOLD, out=o, backend="gl"), "holdout has no OpenGL path"),
-        (lambda o: dm.holdout(IN, HOLD, out=o, flat=True, tidy=True), "apply to deep output"),
+        (lambda o: dm.holdout(IN, HOLD, out=o, flat=True, tidy=True), "tidy applies to deep output"),
         (lambda o: dm.holdout(IN, HOLD, out=o, flat_z=True), "pass flat=True"),
         (lambda o: dm.holdout(IN, HOLD, compression="rle"), "pass out=PATH"),
         (lambda o: dm.holdout(IN, HOLD, out=o, compression="zip"), "zip"),

@@ -55,7 +55,7 @@ def test_merge_bbox_writes_the_cli_bytes(cli, tmp_path, bbox, flag):
     "call, message",
     [
         (lambda o: dm.idselect(IDS, o, "object=1"), "its channels: A, B, G, R, Z, id, particleid"),
-        (lambda o: dm.idselect(IDS, o, "id=-1"), "--id takes"),
+        (lambda o: dm.idselect(IDS, o, "id=-1"), "^ids takes"),
         (lambda o: dm.idselect(IDS, o, 7), "ids must be"),
         (lambda o: dm.merge([VOLUMES, IDS], out=o, bbox="all"), "union, intersection, first or X0,Y0,X1,Y1"),
         (lambda o: dm.merge([VOLUMES, IDS], out=o, bbox=(1, 2, 3)), "bbox must be"),

@@ -12,11 +12,11 @@ use clap::Args;
 use deepmerge::composite::HoldoutMode;
 use deepmerge::exr::{FlatType, PartSelector};
 use deepmerge::ops::holdout::check_backend;
-use deepmerge::ops::{run_holdout as run_streamed_holdout, HoldoutOutput};
-use deepmerge::request::Backend;
+use deepmerge::ops::run_holdout as run_streamed_holdout;
+use deepmerge::request::{Backend, OutputRequest};
 use deepmerge::Result;
 
-use super::options::{memory_size, named};
+use super::options::{memory_size, named, Flags};
 use crate::{OutputArgs, DEFAULT_BUDGET, FLAT_TYPES};
 
 /// `deepmerge holdout`.
@@ -75,21 +75,25 @@ pub struct HoldoutArgs {
 pub fn run_holdout(args: &HoldoutArgs) -> Result<()> {
     crate::cli_conventions::check_output_is_a_file(&args.output)?;
     check_backend(args.backend)?;
-    let request = HoldoutOutput {
-        output: args.write.options()?,
-        write_state: !args.no_deep_state,
+    let request = OutputRequest {
+        flat: args.flat,
+        flat_z: args.flat_z,
+        flat_type: args.flat_type,
         tidy: args.tidy,
-        flat: args
-            .flat
-            .then_some((args.flat_type.unwrap_or_default(), args.flat_z)),
+        deep_state: !args.no_deep_state,
+        compression: args.write.compression,
+        zstd_level: args.write.zstd_level,
+        metadata: args.write.metadata,
         part: args
             .part
             .as_deref()
             .map(|p| p.parse().expect("infallible"))
             .unwrap_or(PartSelector::FirstDeep),
-        budget: memory_size("--memory-budget", &args.memory_budget)?,
+        memory_budget: memory_size("--memory-budget", &args.memory_budget)?,
         band_rows: args.band_rows.map(|n| n as usize),
+        channels: None,
     };
+    request.check(&args.output, &Flags)?;
     let options = request.stream_options(&args.output)?;
     let mode = if args.cull {
         HoldoutMode::Cull

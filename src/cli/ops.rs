@@ -7,19 +7,17 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use deepmerge::composite::{MergeOptions, OutputKind};
 use deepmerge::exr::ChannelSelection;
-use deepmerge::exr::{FlatType, MetadataMode, OutputOptions, PartSelector};
+use deepmerge::exr::{FlatType, PartSelector};
 use deepmerge::ops::{
     run_deepen as run_deepening, run_idselect as run_id_selection, run_op,
-    run_recolor as run_recoloring, Crop, DeepOp, Deepen, IdSelect, OpOutput, Recolor, Slice,
-    Transform,
+    run_recolor as run_recoloring, Crop, DeepOp, Deepen, IdSelect, Recolor, Slice, Transform,
 };
-use deepmerge::preview::check_output_name;
-use deepmerge::stream::{merge_files, MergeEngine, StreamOptions};
+use deepmerge::request::OutputRequest;
+use deepmerge::stream::{merge_files, MergeEngine};
 use deepmerge::Result;
 
-use super::options::{memory_size, named};
+use super::options::{memory_size, named, Flags};
 use crate::{OutputArgs, DEFAULT_BUDGET, FLAT_TYPES};
 
 /// What every single-input command reads with.
@@ -66,11 +64,14 @@ pub struct FlattenArgs {
     #[arg(long)]
     flat_z: bool,
     /// Storage type of flat colour and alpha: half (the default) or float.
-    #[arg(long, value_name = "TYPE", default_value = "half", value_parser = named::<FlatType>(FLAT_TYPES))]
-    flat_type: FlatType,
+    #[arg(long, value_name = "TYPE", value_parser = named::<FlatType>(FLAT_TYPES))]
+    flat_type: Option<FlatType>,
     /// Keep only these channels (comma-separated), plus Z, ZBack and the alphas they need.
     #[arg(long, value_name = "LIST")]
     channels: Option<String>,
+    /// Compression, zstd level and metadata, as the merge takes them.
+    #[command(flatten)]
+    write: OutputArgs,
     #[command(flatten)]
     read: InputArgs,
 }
@@ -226,24 +227,22 @@ fn part_of(read: &InputArgs) -> PartSelector {
 
 /// Run `flatten`: the merge of one input, flat.
 pub fn run_flatten(args: &FlattenArgs) -> Result<()> {
-    check_output_name(&args.output, false)?;
-    let options = StreamOptions {
-        merge: MergeOptions {
-            output: OutputKind::Flat { z: args.flat_z },
-            ..MergeOptions::default()
-        },
-        flat_write: OutputOptions::default().flat(args.flat_type),
-        metadata: MetadataMode::First,
+    let request = OutputRequest {
+        flat: true,
+        flat_z: args.flat_z,
+        flat_type: args.flat_type,
+        compression: args.write.compression,
+        zstd_level: args.write.zstd_level,
+        metadata: args.write.metadata,
         channels: args
             .channels
             .as_deref()
             .map(ChannelSelection::parse)
             .transpose()?,
-        part: part_of(&args.read),
-        budget: memory_size("--memory-budget", &args.read.memory_budget)?,
-        band_rows: args.read.band_rows.map(|n| n as usize),
-        ..StreamOptions::default()
+        ..read_request(&args.read)?
     };
+    request.check(&args.output, &Flags)?;
+    let options = request.stream_options(&args.output)?;
     deepmerge::exr::check_output_is_not_an_input(&args.output, std::slice::from_ref(&args.input))?;
     merge_files(
         std::slice::from_ref(&args.input),
@@ -255,26 +254,35 @@ pub fn run_flatten(args: &FlattenArgs) -> Result<()> {
     Ok(())
 }
 
-/// What an operation reads: the part, the memory budget in bytes and the fixed band height.
+/// What an operation reads: the part, the memory budget in bytes and the fixed band height
+/// (for `points`, which writes no EXR and so takes no output request).
 pub(crate) fn input_of(read: &InputArgs) -> Result<(PartSelector, u64, Option<usize>)> {
-    Ok((
-        part_of(read),
-        memory_size("--memory-budget", &read.memory_budget)?,
-        read.band_rows.map(|n| n as usize),
-    ))
+    let request = read_request(read)?;
+    Ok((request.part, request.memory_budget, request.band_rows))
 }
 
-/// The library's output request for an operation's output and input options.
-pub(crate) fn request_of(out: &OpOutputArgs, read: &InputArgs) -> Result<OpOutput> {
-    let output_options = out.write.options()?;
-    Ok(OpOutput {
-        deep_write: output_options.deep(!out.no_deep_state)?,
-        tidy: out.tidy,
+/// The reading half of a request: part, budget, bands.
+fn read_request(read: &InputArgs) -> Result<OutputRequest> {
+    Ok(OutputRequest {
         part: part_of(read),
-        budget: memory_size("--memory-budget", &read.memory_budget)?,
+        memory_budget: memory_size("--memory-budget", &read.memory_budget)?,
         band_rows: read.band_rows.map(|n| n as usize),
-        metadata: output_options.metadata,
+        ..OutputRequest::default()
     })
+}
+
+/// An operation's request from its flags, checked against its output in the flags' words.
+pub(crate) fn request_of(out: &OpOutputArgs, read: &InputArgs) -> Result<OutputRequest> {
+    let request = OutputRequest {
+        tidy: out.tidy,
+        deep_state: !out.no_deep_state,
+        compression: out.write.compression,
+        zstd_level: out.write.zstd_level,
+        metadata: out.write.metadata,
+        ..read_request(read)?
+    };
+    request.check(&out.output, &Flags)?;
+    Ok(request)
 }
 
 fn run(op: &dyn DeepOp, input: &Path, out: &OpOutputArgs, read: &InputArgs) -> Result<()> {
@@ -284,20 +292,25 @@ fn run(op: &dyn DeepOp, input: &Path, out: &OpOutputArgs, read: &InputArgs) -> R
 
 /// Run `slice`.
 pub fn run_slice(args: &SliceArgs) -> Result<()> {
-    let slice = Slice::new(args.near, args.far, args.keep_outside)?;
+    let slice = Slice::named(args.near, args.far, args.keep_outside, &Flags)?;
     run(&slice, &args.input, &args.out, &args.read)
 }
 
 /// Run `crop`.
 pub fn run_crop(args: &CropArgs) -> Result<()> {
-    let crop = Crop::parse(&args.area, args.keep_outside)?;
+    let crop = Crop::parse_named(&args.area, args.keep_outside, &Flags)?;
     run(&crop, &args.input, &args.out, &args.read)
 }
 
 /// Run `transform`.
 pub fn run_transform(args: &TransformArgs) -> Result<()> {
-    let transform = Transform::new(args.translate.as_deref(), args.z_offset, args.z_scale)?
-        .moving_display(args.move_display);
+    let transform = Transform::named(
+        args.translate.as_deref(),
+        args.z_offset,
+        args.z_scale,
+        &Flags,
+    )?
+    .moving_display(args.move_display);
     // Half depths cannot hold most depth changes: the operation writes them as float, and says
     // so here, once.
     let half_depths = deepmerge::exr::read_parts_info(&args.input)?
@@ -315,7 +328,7 @@ pub fn run_transform(args: &TransformArgs) -> Result<()> {
 
 /// Run `idselect` (and its `--mask`).
 pub fn run_idselect(args: &IdselectArgs) -> Result<()> {
-    let select = IdSelect::parse(&args.ids, args.invert)?;
+    let select = IdSelect::parse_named(&args.ids, args.invert, &Flags)?;
     run_id_selection(
         &select,
         &args.input,
@@ -327,11 +340,12 @@ pub fn run_idselect(args: &IdselectArgs) -> Result<()> {
 
 /// Run `deepen`.
 pub fn run_deepen(args: &DeepenArgs) -> Result<()> {
-    let deepen = Deepen::new(
+    let deepen = Deepen::named(
         args.z,
         args.z_channel.as_deref(),
         args.thickness,
         args.zback_channel.as_deref(),
+        &Flags,
     )?;
     let request = request_of(&args.out, &args.read)?;
     run_deepening(&deepen, &args.input, &args.out.output, request)

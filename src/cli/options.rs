@@ -42,6 +42,19 @@ impl OptionNames for Flags {
             MergeOption::DropTransparent => "--drop-transparent",
             MergeOption::DropHidden => "--drop-hidden",
             MergeOption::Jobs => "-j",
+            MergeOption::Flat => "--flat",
+            MergeOption::Near => "--near",
+            MergeOption::Far => "--far",
+            MergeOption::Box => "--box",
+            MergeOption::Translate => "--translate",
+            MergeOption::ZOffset => "--z-offset",
+            MergeOption::ZScale => "--z-scale",
+            MergeOption::Id => "--id",
+            MergeOption::Mask => "--mask",
+            MergeOption::Z => "--z",
+            MergeOption::ZChannel => "--z-channel",
+            MergeOption::Thickness => "--thickness",
+            MergeOption::ZBackChannel => "--zback-channel",
         }
     }
 

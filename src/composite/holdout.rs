@@ -40,6 +40,7 @@ use super::tidy::{piece_fraction, split_row, CoincidentMix};
 use crate::deep::{ChannelRole, DeepImage, DeepState, Plane};
 use crate::error::Result;
 use crate::vocab::{depth_less, Sample};
+use rayon::prelude::*;
 
 /// What a holdout does to IN's samples.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,15 +75,92 @@ pub fn holdout(input: &DeepImage, holdout: &DeepImage, mode: HoldoutMode) -> Res
     let sources = channels.sources_in(input);
     // For each of IN's alpha columns, where the holdout's matching alpha comes from.
     let holdout_sources: Vec<Option<usize>> = channels.sources_in(holdout);
+
+    // Pixels are independent: runs of rows are held out in parallel and joined in order, so
+    // the result is the serial walk's.
+    let width = input.data_window.width().max(1);
+    let rows_per_task = (PIXELS_PER_TASK / width).max(1);
+    let rows = input.data_window.height();
+    let pieces: Vec<Held> = (0..rows.div_ceil(rows_per_task))
+        .into_par_iter()
+        .map(|task| {
+            let first = task * rows_per_task * width;
+            let end = ((task + 1) * rows_per_task * width).min(input.pixel_count());
+            hold_pixels(
+                first..end,
+                input,
+                holdout,
+                mode,
+                &channels,
+                &sources,
+                &holdout_sources,
+            )
+        })
+        .collect();
+    let mut counts = Vec::with_capacity(input.pixel_count());
+    let mut kept: Vec<(Sample, Option<Vec<f32>>)> = Vec::with_capacity(input.sample_count());
+    for (piece_counts, piece_kept) in pieces {
+        counts.extend(piece_counts);
+        kept.extend(piece_kept);
+    }
+
+    let planes = input
+        .channels
+        .par_iter()
+        .enumerate()
+        .map(|(c, channel)| {
+            let column = channels.names.iter().position(|n| n == &channel.name);
+            let mut plane = Plane::with_capacity(channel.sample_type, kept.len());
+            for (s, values) in &kept {
+                match (values, channel.role) {
+                    (Some(_), ChannelRole::Z) => plane.push_f32(s.z),
+                    (Some(_), ChannelRole::ZBack) => plane.push_f32(s.zback),
+                    (Some(v), _) if column.is_some() => plane.push_f32(v[column.unwrap()]),
+                    _ => plane.push_from(&input.planes[c], s.index as usize),
+                }
+            }
+            plane
+        })
+        .collect();
+    let state = match input.state {
+        // Cutting IN's volumes at holdout boundaries keeps non-overlapping samples apart.
+        DeepState::Tidy | DeepState::NonOverlapping => DeepState::Tidy,
+        _ => DeepState::Sorted,
+    };
+    DeepImage::from_counts(
+        input.display_window,
+        input.data_window,
+        input.channels.clone(),
+        &counts,
+        planes,
+        state,
+    )
+}
+
+/// Pixels a task holds out at a time (a few rows).
+const PIXELS_PER_TASK: usize = 16 * 1024;
+
+/// Per-pixel sample counts and the output samples (the source sample with, for split or scaled
+/// ones, new depths and values) of a run of pixels.
+type Held = (Vec<u32>, Vec<(Sample, Option<Vec<f32>>)>);
+
+/// [`holdout`] over the pixels `pixels` of `input`.
+fn hold_pixels(
+    pixels: std::ops::Range<usize>,
+    input: &DeepImage,
+    holdout: &DeepImage,
+    mode: HoldoutMode,
+    channels: &CompositeChannels,
+    sources: &[Option<usize>],
+    holdout_sources: &[Option<usize>],
+) -> Held {
     let in_depth = input.depth_channels();
     let ho_depth = holdout.depth_channels();
-
-    let mut counts = Vec::with_capacity(input.pixel_count());
-    // Output samples: the source sample with (for split or scaled ones) new depths and values.
-    let mut kept: Vec<(Sample, Option<Vec<f32>>)> = Vec::with_capacity(input.sample_count());
+    let mut counts = Vec::with_capacity(pixels.len());
+    let mut kept: Vec<(Sample, Option<Vec<f32>>)> = Vec::new();
     let mut in_samples = Vec::new();
     let mut ho_samples: Vec<HoldoutSample> = Vec::new();
-    for p in 0..input.pixel_count() {
+    for p in pixels {
         let (x, y) = input.data_window.coords_of(p);
         ordered(input, 0, p, in_depth, &mut in_samples);
         ho_samples.clear();
@@ -121,44 +199,14 @@ pub fn holdout(input: &DeepImage, holdout: &DeepImage, mode: HoldoutMode) -> Res
                         .iter()
                         .map(|src| src.map_or(0.0, |c| input.planes[c].get_f32(s.index as usize)))
                         .collect();
-                    attenuate_sample(s, &values, &ho_samples, &channels, &mut kept);
+                    attenuate_sample(s, &values, &ho_samples, channels, &mut kept);
                 }
             }
         }
         counts.push((kept.len() - before) as u32);
     }
 
-    let planes = input
-        .channels
-        .iter()
-        .enumerate()
-        .map(|(c, channel)| {
-            let column = channels.names.iter().position(|n| n == &channel.name);
-            let mut plane = Plane::with_capacity(channel.sample_type, kept.len());
-            for (s, values) in &kept {
-                match (values, channel.role) {
-                    (Some(_), ChannelRole::Z) => plane.push_f32(s.z),
-                    (Some(_), ChannelRole::ZBack) => plane.push_f32(s.zback),
-                    (Some(v), _) if column.is_some() => plane.push_f32(v[column.unwrap()]),
-                    _ => plane.push_from(&input.planes[c], s.index as usize),
-                }
-            }
-            plane
-        })
-        .collect();
-    let state = match input.state {
-        // Cutting IN's volumes at holdout boundaries keeps non-overlapping samples apart.
-        DeepState::Tidy | DeepState::NonOverlapping => DeepState::Tidy,
-        _ => DeepState::Sorted,
-    };
-    DeepImage::from_counts(
-        input.display_window,
-        input.data_window,
-        input.channels.clone(),
-        &counts,
-        planes,
-        state,
-    )
+    (counts, kept)
 }
 
 /// Pixel `p`'s samples in merge order (sorted unless the header says they are).

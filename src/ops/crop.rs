@@ -10,6 +10,7 @@
 
 use crate::deep::{Bounds, DeepImage};
 use crate::error::{Error, Result};
+use crate::request::{FieldNames, MergeOption, OptionNames};
 
 use super::{DeepOp, OpWindows};
 use crate::deep::builder::{build_band, RowBuilder};
@@ -24,11 +25,18 @@ pub struct Crop {
 }
 
 impl Crop {
-    /// A crop from `X0,Y0,X1,Y1` (inclusive corners).
+    /// A crop from `X0,Y0,X1,Y1` (inclusive corners); refusals name the field
+    /// ([`Self::parse_named`] for a front end's words).
     pub fn parse(text: &str, keep_outside: bool) -> Result<Self> {
+        Self::parse_named(text, keep_outside, &FieldNames)
+    }
+
+    /// [`Self::parse`], its refusals naming the box as `names` spells it.
+    pub fn parse_named(text: &str, keep_outside: bool, names: &dyn OptionNames) -> Result<Self> {
         let bad = || {
             Error::Usage(format!(
-                "--box takes X0,Y0,X1,Y1 (inclusive pixel corners, X0 <= X1, Y0 <= Y1), not {text:?}"
+                "{} takes X0,Y0,X1,Y1 (inclusive pixel corners, X0 <= X1, Y0 <= Y1), not {text:?}",
+                names.spell(MergeOption::Box)
             ))
         };
         let numbers: Vec<i32> = text
@@ -101,7 +109,7 @@ impl DeepOp for Crop {
                 "the box {} leaves nothing of the data window {data}{}",
                 self.area,
                 if self.keep_outside {
-                    " (--keep-outside drops all of it)"
+                    " (keeping the outside drops all of it)"
                 } else {
                     ""
                 }

@@ -30,7 +30,8 @@ use crate::deep::{
 };
 use crate::error::{Error, Result};
 use crate::exr::BANDS_IN_FLIGHT;
-use crate::exr::{FlatRows, FlatSource};
+use crate::exr::{FlatRows, FlatSource, PartSelector};
+use crate::request::{FieldNames, MergeOption, OptionNames};
 use crate::stream::plan::{Band, MAX_BAND_BYTES};
 use crate::stream::{stream_bands, BandOutput, OutputFormat, StreamOptions};
 
@@ -78,36 +79,55 @@ impl Deepen {
         thickness: Option<f32>,
         zback_channel: Option<&str>,
     ) -> Result<Self> {
+        Self::named(z, z_channel, thickness, zback_channel, &FieldNames)
+    }
+
+    /// [`Self::new`], its refusals naming the options as `names` spells them.
+    pub fn named(
+        z: Option<f32>,
+        z_channel: Option<&str>,
+        thickness: Option<f32>,
+        zback_channel: Option<&str>,
+        names: &dyn OptionNames,
+    ) -> Result<Self> {
+        let name = |o| names.spell(o);
+        let (z_name, channel_name) = (name(MergeOption::Z), name(MergeOption::ZChannel));
         let z = match (z, z_channel) {
             (Some(z), None) if z.is_finite() => FrontDepth::Constant(z),
             (Some(z), None) => {
-                return Err(Error::Usage(format!("--z takes a finite depth, not {z}")))
+                return Err(Error::Usage(format!(
+                    "{z_name} takes a finite depth, not {z}"
+                )))
             }
             (None, Some(name)) => FrontDepth::Channel(name.to_string()),
             (None, None) => {
-                return Err(Error::Usage(
-                    "deepen needs the depth: --z Z or --z-channel NAME".into(),
-                ))
+                return Err(Error::Usage(format!(
+                    "deepen needs the depth: {z_name} or {channel_name}"
+                )))
             }
             (Some(_), Some(_)) => {
-                return Err(Error::Usage(
-                    "--z and --z-channel cannot be used together".into(),
-                ))
+                return Err(Error::Usage(format!(
+                    "{z_name} and {channel_name} cannot be used together"
+                )))
             }
         };
+        let (thickness_name, back_name) = (
+            name(MergeOption::Thickness),
+            name(MergeOption::ZBackChannel),
+        );
         let back = match (thickness, zback_channel) {
             (None, None) => BackDepth::None,
             (Some(t), None) if t.is_finite() && t >= 0.0 => BackDepth::Thickness(t),
             (Some(t), None) => {
                 return Err(Error::Usage(format!(
-                    "--thickness takes a finite depth of at least 0, not {t}"
+                    "{thickness_name} takes a finite depth of at least 0, not {t}"
                 )))
             }
             (None, Some(name)) => BackDepth::Channel(name.to_string()),
             (Some(_), Some(_)) => {
-                return Err(Error::Usage(
-                    "--thickness and --zback-channel cannot be used together".into(),
-                ))
+                return Err(Error::Usage(format!(
+                    "{thickness_name} and {back_name} cannot be used together"
+                )))
             }
         };
         Ok(Deepen { z, back })
@@ -118,13 +138,15 @@ impl Deepen {
         let find = |name: &str, what: &str| {
             let c = source.channel_index(name).ok_or_else(|| {
                 let names: Vec<&str> = source.channels.iter().map(|c| c.name.as_str()).collect();
-                Error::file(
-                    source.path(),
+                // A usage error, as `--channels` naming a channel no input has.
+                Error::of_kind(
+                    crate::error::ErrorKind::Usage,
                     format!(
                         "has no channel {name:?} for {what} (its channels: {})",
                         names.join(", ")
                     ),
                 )
+                .in_file(source.path())
             })?;
             if source.channels[c].sample_type == SampleType::U32 {
                 return Err(Error::file(
@@ -136,10 +158,10 @@ impl Deepen {
         };
         let z = match &self.z {
             FrontDepth::Constant(_) => None,
-            FrontDepth::Channel(name) => Some(find(name, "--z-channel")?),
+            FrontDepth::Channel(name) => Some(find(name, "the depth")?),
         };
         let zback = match &self.back {
-            BackDepth::Channel(name) => Some(find(name, "--zback-channel")?),
+            BackDepth::Channel(name) => Some(find(name, "the back depth")?),
             _ => None,
         };
         let is_depth = |c: &Channel| matches!(c.role, ChannelRole::Z | ChannelRole::ZBack);
@@ -285,6 +307,49 @@ struct Layout {
     depth_channels: Vec<usize>,
     /// The output's channels: the copied ones, Z, then ZBack when written.
     channels: Vec<Channel>,
+}
+
+/// A deepen bound to its open flat input, handing out deep rows on request (top to bottom):
+/// the comp graph's deepen node ([`crate::comp`]), which chooses the bands itself.
+pub struct DeepenRows {
+    deepen: Deepen,
+    layout: Layout,
+    source: FlatSource,
+}
+
+impl DeepenRows {
+    /// Open the flat part `part` of `input` for `deepen`, refusing what the command refuses
+    /// (missing depth channels, no alpha).
+    pub fn open(deepen: &Deepen, input: &Path, part: &PartSelector, budget: u64) -> Result<Self> {
+        let source = FlatSource::open(input, part, budget)?;
+        let layout = deepen.layout(&source)?;
+        if source.window.area() == 0 {
+            return Err(Error::file(input, "has an empty data window"));
+        }
+        Ok(DeepenRows {
+            deepen: deepen.clone(),
+            layout,
+            source,
+        })
+    }
+
+    /// The input's data and display windows (the output's).
+    pub fn windows(&self) -> (Bounds, Bounds) {
+        (self.source.window, self.source.display_window)
+    }
+
+    /// The input's header attributes.
+    pub fn attributes(&self) -> &[crate::exr::RawAttribute] {
+        &self.source.attributes
+    }
+
+    /// The deep rows `band` (inside the window, after the rows already taken).
+    pub fn rows(&mut self, band: Band) -> Result<DeepImage> {
+        let rows = self.source.take_rows(band)?;
+        let path = self.source.path().to_path_buf();
+        self.deepen
+            .band(&self.layout, &rows, self.source.display_window, &path)
+    }
 }
 
 /// Rows per band for `source`: the budget's share for a band (a third, at most

@@ -15,10 +15,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::composite::{holdout, CompositeChannels, HoldoutMode, MergeOptions, OutputKind};
+use crate::composite::{holdout, CompositeChannels, HoldoutMode, OutputKind};
 use crate::error::{Error, Result};
-use crate::exr::{ChunkSource, DeepWriteOptions, FlatType, OutputOptions, PartSelector};
-use crate::preview::{check_output_name, is_png_path};
+use crate::exr::ChunkSource;
 use crate::request::Backend;
 use crate::run_stats::RunStats;
 use crate::stream::plan::OutputShape;
@@ -82,72 +81,6 @@ pub fn run_holdout(
         finish_band(held, options)
     })
     .map_err(|e| e.in_merge(&names))
-}
-
-/// What `holdout` writes, as the CLI and the Python function ask for it.
-#[derive(Clone, Debug)]
-pub struct HoldoutOutput {
-    /// Compression and carried metadata.
-    pub output: OutputOptions,
-    /// Record `deepImageState` in deep output.
-    pub write_state: bool,
-    /// Tidy deep output.
-    pub tidy: bool,
-    /// Flat output (the flat composite of the held-out image) with colour stored as this type,
-    /// and a Z channel when the flag is set; `None` for deep output, the default (a `*.png`
-    /// output is a flat preview either way).
-    pub flat: Option<(FlatType, bool)>,
-    /// The part read from each of the two files.
-    pub part: PartSelector,
-    /// The memory budget in bytes.
-    pub budget: u64,
-    /// Bands of exactly this many rows (tests and measurements).
-    pub band_rows: Option<usize>,
-}
-
-impl HoldoutOutput {
-    /// The stream options for writing `output`: deep (`*.exr`) unless flat output is asked for
-    /// or the name is `*.png`; options that do not apply to the output asked for are refused.
-    pub fn stream_options(&self, output: &Path) -> Result<StreamOptions> {
-        let png = is_png_path(output);
-        let flat = self.flat.is_some() || png;
-        check_output_name(output, !flat)?;
-        if flat && (self.tidy || !self.write_state) {
-            return Err(Error::Usage(
-                "--tidy and --no-deep-state apply to deep output, not a flat one (a flat \
-                 composite is always composited tidily)"
-                    .into(),
-            ));
-        }
-        if png && self.output.compression.is_some() {
-            return Err(Error::Usage(
-                "--compression applies to EXR output, not a PNG preview".into(),
-            ));
-        }
-        let (flat_type, z) = self.flat.unwrap_or((FlatType::Half, false));
-        Ok(StreamOptions {
-            part: self.part.clone(),
-            merge: MergeOptions {
-                output: if flat {
-                    OutputKind::Flat { z }
-                } else {
-                    OutputKind::Deep
-                },
-                tidy: self.tidy,
-                ..MergeOptions::default()
-            },
-            deep_write: if flat {
-                DeepWriteOptions::default()
-            } else {
-                self.output.deep(self.write_state)?
-            },
-            flat_write: self.output.flat(flat_type),
-            metadata: self.output.metadata,
-            budget: self.budget,
-            band_rows: self.band_rows,
-            ..StreamOptions::default()
-        })
-    }
 }
 
 /// The engine a holdout runs on: the CPU, whatever `backend` asks. OpenGL is refused in one

@@ -30,6 +30,7 @@
 
 use crate::deep::{Bounds, ChannelRole, DeepImage, Plane};
 use crate::error::{Error, Result};
+use crate::request::{FieldNames, MergeOption, OptionNames};
 
 use std::path::Path;
 
@@ -55,11 +56,17 @@ pub struct IdCondition {
 }
 
 impl IdCondition {
-    /// A condition from `CHANNEL=N[,N...]`.
+    /// A condition from `CHANNEL=N[,N...]`; refusals name the field ([`Self::parse_named`]).
     pub fn parse(text: &str) -> Result<Self> {
+        Self::parse_named(text, &FieldNames)
+    }
+
+    /// [`Self::parse`], its refusals naming the option as `names` spells it.
+    pub fn parse_named(text: &str, names: &dyn OptionNames) -> Result<Self> {
         let bad = |why: &str| {
             Error::Usage(format!(
-                "--id takes CHANNEL=N[,N...] (ids are unsigned 32-bit integers), not {text:?}: {why}"
+                "{} takes CHANNEL=N[,N...] (ids are unsigned 32-bit integers), not {text:?}: {why}",
+                names.spell(MergeOption::Id)
             ))
         };
         let (channel, list) = text.split_once('=').ok_or_else(|| bad("no '='"))?;
@@ -103,17 +110,28 @@ pub struct IdSelect {
 }
 
 impl IdSelect {
-    /// A selection from `--id` texts; at least one is needed.
+    /// A selection from `--id` texts; at least one is needed. Refusals name the field
+    /// ([`Self::parse_named`] for a front end's words).
     pub fn parse<S: AsRef<str>>(conditions: &[S], invert: bool) -> Result<Self> {
+        Self::parse_named(conditions, invert, &FieldNames)
+    }
+
+    /// [`Self::parse`], its refusals naming the option as `names` spells it.
+    pub fn parse_named<S: AsRef<str>>(
+        conditions: &[S],
+        invert: bool,
+        names: &dyn OptionNames,
+    ) -> Result<Self> {
         if conditions.is_empty() {
-            return Err(Error::Usage(
-                "idselect needs at least one --id CHANNEL=N[,N...]".into(),
-            ));
+            return Err(Error::Usage(format!(
+                "idselect needs at least one {} CHANNEL=N[,N...]",
+                names.spell(MergeOption::Id)
+            )));
         }
         Ok(IdSelect {
             conditions: conditions
                 .iter()
-                .map(|c| IdCondition::parse(c.as_ref()))
+                .map(|c| IdCondition::parse_named(c.as_ref(), names))
                 .collect::<Result<_>>()?,
             invert,
             alpha_only: false,
@@ -222,11 +240,15 @@ impl IdSelect {
                     .ok_or_else(|| {
                         let names: Vec<&str> =
                             image.channels.iter().map(|c| c.name.as_str()).collect();
-                        Error::format(format!(
-                            "has no channel {:?} for --id (its channels: {})",
-                            c.channel,
-                            names.join(", ")
-                        ))
+                        // A usage error, as `--channels` naming a channel no input has.
+                        Error::of_kind(
+                            crate::error::ErrorKind::Usage,
+                            format!(
+                                "has no channel {:?} to select ids in (its channels: {})",
+                                c.channel,
+                                names.join(", ")
+                            ),
+                        )
                     })
             })
             .collect()
@@ -358,7 +380,7 @@ pub fn run_idselect(
             check_output_name(mask, false)?;
             if mask == output {
                 return Err(Error::Usage(format!(
-                    "{}: --mask names the output itself",
+                    "{}: the mask is the output itself",
                     mask.display()
                 )));
             }
@@ -369,12 +391,12 @@ pub fn run_idselect(
                     output: OutputKind::Flat { z: false },
                     ..MergeOptions::default()
                 },
-                budget: request.budget,
+                budget: request.memory_budget,
                 band_rows: request.band_rows,
                 // The mask is a flat file like a flatten's: its default compression, and the
                 // input's attributes as the selection carries them.
                 flat_write: crate::exr::OutputOptions::default().flat(crate::exr::FlatType::Half),
-                metadata: request.metadata,
+                metadata: request.metadata.unwrap_or_default(),
                 ..StreamOptions::default()
             })
         }

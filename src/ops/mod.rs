@@ -33,24 +33,21 @@ pub mod transform;
 
 use std::path::Path;
 
-use crate::composite::{
-    merge_images_over, CompositeChannels, MergeOptions, MergeOutput, OutputKind,
-};
+use crate::composite::{merge_images_over, CompositeChannels, MergeOutput, OutputKind};
 use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
-use crate::exr::{ChunkSource, Codec, DeepWriteOptions, MetadataMode, PartSelector};
-use crate::preview::{check_output_name, is_png_path};
+use crate::exr::ChunkSource;
 use crate::run_stats::RunStats;
 use crate::stream::plan::OutputShape;
 use crate::stream::{plan_bands, stream_bands, BandOutput, OutputFormat, StreamOptions};
 
 pub use crop::Crop;
-pub use deepen::{run_deepen, BackDepth, Deepen, FrontDepth};
+pub use deepen::{run_deepen, BackDepth, Deepen, DeepenRows, FrontDepth};
 pub use grade::{run_grade, Grade, GradeArgs};
-pub use holdout::{run_holdout, HoldoutOutput};
+pub use holdout::run_holdout;
 pub use idselect::{run_idselect, IdSelect};
 pub use points::{run_points, CameraMode, Points};
-pub use recolor::{run_recolor, Recolor};
+pub use recolor::{recolor_op, run_recolor, Recolor};
 pub use reformat::{run_reformat, Filter, Reformat};
 pub use slice::Slice;
 pub use transform::Transform;
@@ -142,56 +139,10 @@ pub fn run_op(
     .map_err(|e| e.in_file(input).in_merge(&[input]))
 }
 
-/// What an operation writes, as the CLI and the Python functions ask for it.
-#[derive(Clone, Debug)]
-pub struct OpOutput {
-    /// Options of deep output (ignored for a PNG preview).
-    pub deep_write: DeepWriteOptions,
-    /// Tidy deep output.
-    pub tidy: bool,
-    /// The part of a multi-part input.
-    pub part: PartSelector,
-    /// The memory budget in bytes.
-    pub budget: u64,
-    /// Bands of exactly this many rows (tests and measurements).
-    pub band_rows: Option<usize>,
-    /// Whether the output carries the input's header attributes.
-    pub metadata: MetadataMode,
-}
-
-impl OpOutput {
-    /// The stream options for writing `output`: deep for `*.exr`, a PNG preview of the flat
-    /// composite for `*.png` (where deep options other than the defaults are refused), any other
-    /// name refused.
-    pub fn stream_options(self, output: &Path) -> Result<StreamOptions> {
-        let png = is_png_path(output);
-        check_output_name(output, !png)?;
-        let deep_defaults = self.deep_write.codec == Codec::Zips && self.deep_write.write_state;
-        if png && (self.tidy || !deep_defaults) {
-            return Err(Error::Usage(
-                "--tidy, --compression and --no-deep-state apply to deep output, not a PNG preview"
-                    .into(),
-            ));
-        }
-        Ok(StreamOptions {
-            part: self.part,
-            merge: MergeOptions {
-                output: if png {
-                    OutputKind::Flat { z: false }
-                } else {
-                    OutputKind::Deep
-                },
-                tidy: self.tidy,
-                ..MergeOptions::default()
-            },
-            deep_write: self.deep_write,
-            metadata: self.metadata,
-            budget: self.budget,
-            band_rows: self.band_rows,
-            ..StreamOptions::default()
-        })
-    }
-}
+/// What an operation writes and reads with: the one output request every command, Python
+/// function and comp node fills ([`crate::request::OutputRequest`]); the name stays for the
+/// operations' run functions.
+pub type OpOutput = crate::request::OutputRequest;
 
 /// An operation's band as the output asks: as it is for deep output, through the merge of one
 /// input for a tidy deep output or a flat one.

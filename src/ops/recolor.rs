@@ -312,6 +312,18 @@ impl DeepOp for RecolorOp {
     }
 }
 
+/// The recolor of deep bands by the first flat part of `flat`, read in the same rows as the
+/// bands asked for (top to bottom): the comp graph's recolor node ([`crate::comp`]).
+pub fn recolor_op(recolor: Recolor, flat: &Path, budget: u64) -> Result<Box<dyn DeepOp + Send>> {
+    let source = FlatSource::open(flat, &crate::exr::PartSelector::FirstDeep, budget)?;
+    Ok(Box::new(RecolorOp {
+        recolor,
+        flat_channels: source.channels.clone(),
+        flat_path: flat.to_path_buf(),
+        flat: Mutex::new(source),
+    }))
+}
+
 /// Recolor the deep part `request.part` of `deep` with the first flat part of `flat`, writing
 /// `output` as `request` says. Both are read in the same bands; the deep input's bands are
 /// planned in the part of the budget the flat rows leave (a flat row costs its width's pixels

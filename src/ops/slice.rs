@@ -26,6 +26,7 @@ use crate::composite::tidy::{piece_fraction, split_row};
 use crate::composite::CompositeChannels;
 use crate::deep::{Bounds, DeepImage};
 use crate::error::{Error, Result};
+use crate::request::{FieldNames, MergeOption, OptionNames};
 use crate::vocab::{depth_cmp, depth_key};
 
 use super::{DeepOp, OpWindows};
@@ -43,16 +44,33 @@ pub struct Slice {
 }
 
 impl Slice {
-    /// A slice from optional planes; refuses NaN and a near plane behind the far one.
+    /// A slice from optional planes; refuses NaN and a near plane behind the far one, naming
+    /// the planes by their fields ([`Self::named`] for a front end's words).
     pub fn new(near: Option<f32>, far: Option<f32>, keep_outside: bool) -> Result<Self> {
+        Self::named(near, far, keep_outside, &FieldNames)
+    }
+
+    /// [`Self::new`], its refusals naming the planes as `names` spells them.
+    pub fn named(
+        near: Option<f32>,
+        far: Option<f32>,
+        keep_outside: bool,
+        names: &dyn OptionNames,
+    ) -> Result<Self> {
         let near = near.unwrap_or(f32::NEG_INFINITY);
         let far = far.unwrap_or(f32::INFINITY);
         if near.is_nan() || far.is_nan() {
-            return Err(Error::Usage("--near and --far must be numbers".into()));
+            return Err(Error::Usage(format!(
+                "{} and {} must be numbers",
+                names.spell(MergeOption::Near),
+                names.spell(MergeOption::Far)
+            )));
         }
         if near > far {
             return Err(Error::Usage(format!(
-                "--near {near} is behind --far {far}; the slice [near, far) would be empty"
+                "{} is behind {}; the slice [near, far) would be empty",
+                names.setting(MergeOption::Near, &near.to_string()),
+                names.setting(MergeOption::Far, &far.to_string())
             )));
         }
         Ok(Slice {

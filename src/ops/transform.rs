@@ -17,6 +17,7 @@
 
 use crate::deep::{Bounds, ChannelRole, DeepImage, Plane, SampleType};
 use crate::error::{Error, Result};
+use crate::request::{FieldNames, MergeOption, OptionNames};
 
 use super::{DeepOp, OpWindows};
 
@@ -50,15 +51,28 @@ impl Default for Transform {
 impl Transform {
     /// A transform from `--translate X,Y`, `--z-offset D` and `--z-scale S`; refuses a scale
     /// that is not positive and finite and an offset that is not finite.
+    /// Refusals name the fields ([`Self::named`] for a front end's words).
     pub fn new(translate: Option<&str>, z_offset: f64, z_scale: f64) -> Result<Self> {
+        Self::named(translate, z_offset, z_scale, &FieldNames)
+    }
+
+    /// [`Self::new`], its refusals naming the options as `names` spells them.
+    pub fn named(
+        translate: Option<&str>,
+        z_offset: f64,
+        z_scale: f64,
+        names: &dyn OptionNames,
+    ) -> Result<Self> {
         if !(z_scale > 0.0 && z_scale.is_finite()) {
             return Err(Error::Usage(format!(
-                "--z-scale must be a positive finite number (it keeps the depth order), not {z_scale}"
+                "{} must be a positive finite number (it keeps the depth order), not {z_scale}",
+                names.spell(MergeOption::ZScale)
             )));
         }
         if !z_offset.is_finite() {
             return Err(Error::Usage(format!(
-                "--z-offset must be a finite number, not {z_offset}"
+                "{} must be a finite number, not {z_offset}",
+                names.spell(MergeOption::ZOffset)
             )));
         }
         let (dx, dy) = match translate {
@@ -66,7 +80,8 @@ impl Transform {
             Some(text) => {
                 let bad = || {
                     Error::Usage(format!(
-                        "--translate takes X,Y in whole pixels, not {text:?}"
+                        "{} takes X,Y in whole pixels, not {text:?}",
+                        names.spell(MergeOption::Translate)
                     ))
                 };
                 let parts: Vec<i32> = text
@@ -106,7 +121,7 @@ impl Transform {
         let add = |v: i32, d: i32| {
             v.checked_add(d).ok_or_else(|| {
                 Error::Usage(format!(
-                    "--translate {},{} moves the window {window} out of the 32-bit pixel range",
+                    "the translation {},{} moves the window {window} out of the 32-bit pixel range",
                     self.dx, self.dy
                 ))
             })

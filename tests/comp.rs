@@ -1,0 +1,666 @@
+//! `deepmerge comp` (issue 27): a graph in one streamed pass writes, byte for byte, what the
+//! same steps write through intermediate files with the CLI, on the corpus and on the 1080p
+//! scenes, on both engines (GL in strict mode, `common::deepmerge`); row-moving transforms;
+//! sequences; and the script's refusals, each naming its line before any file is read.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{data, run};
+
+/// Run the CLI; panic with its stderr unless it succeeds.
+fn ok(args: &[&str]) -> String {
+    let (ok, out, err) = run(args);
+    assert!(ok, "deepmerge {}: {err}", args.join(" "));
+    out
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Whether two files hold the same bytes (reported without them).
+fn same(a: &Path, b: &Path) -> bool {
+    std::fs::read(a).unwrap() == std::fs::read(b).unwrap()
+}
+
+/// The inputs of the six-node graph: two character layers, a set, a flat grade, volumes.
+struct Six {
+    chars_a: PathBuf,
+    chars_b: PathBuf,
+    set: PathBuf,
+    grade: PathBuf,
+    volumes: PathBuf,
+    far: f32,
+}
+
+/// The six-node graph of issue 27: merge the characters, hold them out by the set, grade
+/// (recolor by a flat image), slice off the far background, merge the volumes, flatten. Every
+/// node is an output too, so each step's bytes are compared; the flat composite comes first.
+fn six_node_script(six: &Six, backend: &str, out: &Path) -> String {
+    let p = |name: &str| out.join(name).display().to_string();
+    format!(
+        r#"
+[input.chars_a]
+path = "{}"
+[input.chars_b]
+path = "{}"
+[input.set]
+path = "{}"
+[input.grade]
+path = "{}"
+[input.volumes]
+path = "{}"
+
+[node.chars]
+op = "merge"
+inputs = ["chars_a", "chars_b"]
+deep = true
+backend = "{backend}"
+
+[node.held]
+op = "holdout"
+input = "chars"
+holdout = "set"
+
+[node.graded]
+op = "recolor"
+input = "held"
+flat = "grade"
+
+[node.near]
+op = "slice"
+input = "graded"
+far = {}
+
+[node.all]
+op = "merge"
+inputs = ["near", "volumes"]
+deep = true
+backend = "{backend}"
+
+[node.comp]
+op = "flatten"
+input = "all"
+
+[[output]]
+node = "comp"
+path = "{}"
+[[output]]
+node = "chars"
+path = "{}"
+[[output]]
+node = "held"
+path = "{}"
+compression = "rle"
+[[output]]
+node = "graded"
+path = "{}"
+[[output]]
+node = "near"
+path = "{}"
+[[output]]
+node = "all"
+path = "{}"
+"#,
+        six.chars_a.display(),
+        six.chars_b.display(),
+        six.set.display(),
+        six.grade.display(),
+        six.volumes.display(),
+        six.far,
+        p("comp.exr"),
+        p("chars.exr"),
+        p("held.exr"),
+        p("graded.exr"),
+        p("near.exr"),
+        p("all.exr"),
+    )
+}
+
+/// The same six steps through files, one command each, into `dir`.
+fn six_steps(six: &Six, backend: &str, dir: &Path) {
+    let f = |name: &str| dir.join(name);
+    ok(&[
+        s(&six.chars_a),
+        s(&six.chars_b),
+        "--deep",
+        "--backend",
+        backend,
+        "-o",
+        s(&f("chars.exr")),
+    ]);
+    ok(&[
+        "holdout",
+        s(&f("chars.exr")),
+        s(&six.set),
+        "--compression",
+        "rle",
+        "-o",
+        s(&f("held.exr")),
+    ]);
+    ok(&[
+        "recolor",
+        s(&f("held.exr")),
+        s(&six.grade),
+        "-o",
+        s(&f("graded.exr")),
+    ]);
+    let far = six.far.to_string();
+    ok(&[
+        "slice",
+        s(&f("graded.exr")),
+        "--far",
+        &far,
+        "-o",
+        s(&f("near.exr")),
+    ]);
+    ok(&[
+        s(&f("near.exr")),
+        s(&six.volumes),
+        "--deep",
+        "--backend",
+        backend,
+        "-o",
+        s(&f("all.exr")),
+    ]);
+    ok(&["flatten", s(&f("all.exr")), "-o", s(&f("comp.exr"))]);
+}
+
+/// Run the six-node graph as a script and as steps, with `extra` comp arguments, and compare
+/// every output.
+fn six_equal_the_steps(six: &Six, backend: &str, extra: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let (graph_dir, steps_dir) = (dir.path().join("graph"), dir.path().join("steps"));
+    std::fs::create_dir_all(&graph_dir).unwrap();
+    std::fs::create_dir_all(&steps_dir).unwrap();
+    let script = dir.path().join("six.toml");
+    std::fs::write(&script, six_node_script(six, backend, &graph_dir)).unwrap();
+    ok(&[&["comp", s(&script)][..], extra].concat());
+    six_steps(six, backend, &steps_dir);
+    for name in [
+        "comp.exr",
+        "chars.exr",
+        "held.exr",
+        "graded.exr",
+        "near.exr",
+        "all.exr",
+    ] {
+        assert!(
+            same(&graph_dir.join(name), &steps_dir.join(name)),
+            "{backend} {extra:?}: {name} differs from the steps' file"
+        );
+    }
+    // The steps did something at each node: no two consecutive files are alike.
+    assert!(!same(
+        &steps_dir.join("held.exr"),
+        &steps_dir.join("graded.exr")
+    ));
+    assert!(!same(
+        &steps_dir.join("graded.exr"),
+        &steps_dir.join("near.exr")
+    ));
+}
+
+/// The corpus' six-node inputs: Balls and Leaves as the characters, Trunks as the set, the
+/// flattened Leaves as the grade, multivariate.deep.exr's volumes.
+fn corpus(dir: &Path) -> Six {
+    let grade = dir.join("grade.exr");
+    ok(&[
+        "flatten",
+        s(&data("openexr-images/Leaves.exr")),
+        "-o",
+        s(&grade),
+    ]);
+    Six {
+        chars_a: data("openexr-images/Balls.exr"),
+        chars_b: data("openexr-images/Leaves.exr"),
+        set: data("openexr-images/Trunks.exr"),
+        grade,
+        volumes: data("openexr/multivariate.deep.exr"),
+        far: 300.0,
+    }
+}
+
+#[test]
+fn the_six_node_graph_writes_the_steps_bytes_on_the_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let six = corpus(dir.path());
+    six_equal_the_steps(&six, "cpu", &[]);
+    // Thin bands: every node's rows come in many pieces.
+    six_equal_the_steps(&six, "cpu", &["--band-rows", "7"]);
+}
+
+#[test]
+fn the_six_node_graph_writes_the_steps_bytes_with_gl_merges() {
+    let dir = tempfile::tempdir().unwrap();
+    let six = corpus(dir.path());
+    six_equal_the_steps(&six, "gl", &["--band-rows", "64"]);
+}
+
+#[test]
+fn the_six_node_graph_writes_the_steps_bytes_on_the_1080p_scenes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (scene, far) in [("powerplant", 30.0), ("atrium", 20.0)] {
+        let prefix = d.join(scene);
+        ok(&[
+            "scene",
+            scene,
+            "--size",
+            "1920x1080",
+            "--inputs",
+            "4",
+            "-o",
+            s(&prefix),
+        ]);
+        let input = |k: usize| PathBuf::from(format!("{}_{k}.exr", prefix.display()));
+        let grade = d.join(format!("{scene}-grade.exr"));
+        ok(&["flatten", s(&input(3)), "-o", s(&grade)]);
+        let six = Six {
+            chars_a: input(0),
+            chars_b: input(2),
+            set: input(1),
+            grade,
+            volumes: input(3),
+            far,
+        };
+        six_equal_the_steps(&six, "cpu", &[]);
+    }
+}
+
+#[test]
+fn transforms_read_the_rows_they_need_across_bands() {
+    // One input read at two shifts (moved, and as it is) and a crop after the move: the rows a
+    // band needs come from bands above and below it.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let balls = data("openexr-images/Balls.exr");
+    let leaves = data("openexr-images/Leaves.exr");
+    let script = d.join("moved.toml");
+    std::fs::write(
+        &script,
+        format!(
+            r#"
+[input.balls]
+path = "{}"
+[input.leaves]
+path = "{}"
+[node.down]
+op = "transform"
+input = "balls"
+translate = [7, 45]
+z_offset = 1.5
+[node.up]
+op = "transform"
+input = "leaves"
+translate = "-3,-30"
+[node.boxed]
+op = "crop"
+input = "up"
+box = [100, 50, 700, 400]
+[node.both]
+op = "merge"
+inputs = ["down", "balls", "boxed"]
+[[output]]
+node = "both"
+path = "{}"
+[[output]]
+node = "down"
+path = "{}"
+[[output]]
+node = "balls"
+path = "{}"
+"#,
+            balls.display(),
+            leaves.display(),
+            d.join("graph.exr").display(),
+            d.join("graph-down.exr").display(),
+            d.join("graph-balls.exr").display()
+        ),
+    )
+    .unwrap();
+    for rows in ["5", "64"] {
+        ok(&["comp", s(&script), "--band-rows", rows]);
+        ok(&[
+            "transform",
+            s(&balls),
+            "--translate",
+            "7,45",
+            "--z-offset",
+            "1.5",
+            "-o",
+            s(&d.join("down.exr")),
+        ]);
+        ok(&[
+            "transform",
+            s(&leaves),
+            "--translate=-3,-30",
+            "-o",
+            s(&d.join("up.exr")),
+        ]);
+        ok(&[
+            "crop",
+            s(&d.join("up.exr")),
+            "--box",
+            "100,50,700,400",
+            "-o",
+            s(&d.join("boxed.exr")),
+        ]);
+        ok(&[
+            s(&d.join("down.exr")),
+            s(&balls),
+            s(&d.join("boxed.exr")),
+            "-o",
+            s(&d.join("steps.exr")),
+        ]);
+        assert!(
+            same(&d.join("graph.exr"), &d.join("steps.exr")),
+            "rows {rows}"
+        );
+        assert!(
+            same(&d.join("graph-down.exr"), &d.join("down.exr")),
+            "rows {rows}"
+        );
+        // An input written as it is: the bytes of a crop to its own data window.
+        ok(&[
+            "crop",
+            s(&balls),
+            "--box",
+            "131,170,894,575",
+            "-o",
+            s(&d.join("balls.exr")),
+        ]);
+        assert!(
+            same(&d.join("graph-balls.exr"), &d.join("balls.exr")),
+            "rows {rows}"
+        );
+    }
+}
+
+#[test]
+fn frames_run_the_graph_per_frame_with_farm_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let files = [
+        data("openexr-images/Balls.exr"),
+        data("openexr-images/Leaves.exr"),
+        data("openexr-images/Trunks.exr"),
+    ];
+    for f in 1..=3 {
+        std::fs::copy(&files[f - 1], d.join(format!("a.{f:04}.exr"))).unwrap();
+        std::fs::copy(&files[f % 3], d.join(format!("b.{f:04}.exr"))).unwrap();
+    }
+    let script = d.join("seq.toml");
+    // Relative paths are the script's folder's.
+    std::fs::write(
+        &script,
+        r#"
+[input.a]
+path = "a.####.exr"
+[input.b]
+path = "b.####.exr"
+[node.m]
+op = "merge"
+inputs = ["a", "b"]
+[[output]]
+node = "m"
+path = "out.####.exr"
+"#,
+    )
+    .unwrap();
+    let out = ok(&[
+        "comp",
+        s(&script),
+        "--frames",
+        "1-3",
+        "--progress",
+        "openjd",
+    ]);
+    assert!(out.contains("openjd_progress: 100"), "{out}");
+    for f in 1..=3 {
+        let single = d.join(format!("single.{f}.exr"));
+        ok(&[
+            s(&d.join(format!("a.{f:04}.exr"))),
+            s(&d.join(format!("b.{f:04}.exr"))),
+            "-o",
+            s(&single),
+        ]);
+        assert!(
+            same(&d.join(format!("out.{f:04}.exr")), &single),
+            "frame {f}"
+        );
+    }
+    // A token without --frames, and --frames without a token, are usage errors.
+    let out = common::deepmerge()
+        .args(["comp", s(&script)])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--frames"));
+}
+
+/// The refusal of `script`, which must exit 2 with one line.
+fn refusal(script: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, script).unwrap();
+    let out = common::deepmerge()
+        .args(["comp", s(&path)])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let prefix = format!("deepmerge: error: {}:", path.display());
+    assert!(err.starts_with(&prefix), "{err}");
+    err[prefix.len()..].trim_end().to_string()
+}
+
+#[test]
+fn script_errors_name_their_line_before_any_file_is_read() {
+    // The input files do not exist: every refusal below comes before any is opened.
+    let head = "[input.a]\npath = \"missing-a.exr\"\n[input.b]\npath = \"missing-b.exr\"\n";
+    let out = "[[output]]\nnode = \"m\"\npath = \"out.exr\"\n";
+    // A cycle.
+    let e = refusal(&format!(
+        "{head}[node.m]\nop = \"merge\"\ninputs = [\"a\", \"n\"]\ndeep = true\n[node.n]\nop = \"slice\"\ninput = \"m\"\nfar = 3\n{out}"
+    ));
+    assert!(e.contains("cycle: "), "{e}");
+    assert!(e.starts_with("5: ") || e.starts_with("9: "), "{e}");
+    // An unknown node.
+    let e = refusal(&format!(
+        "{head}[node.m]\nop = \"merge\"\ninputs = [\"a\", \"nobody\"]\n{out}"
+    ));
+    assert!(
+        e.starts_with("7: ") && e.contains("no input or node is named nobody"),
+        "{e}"
+    );
+    // An unknown op.
+    let e = refusal(&format!(
+        "{head}[node.m]\nop = \"blur\"\ninput = \"a\"\n{out}"
+    ));
+    assert!(
+        e.starts_with("5: ") && e.contains("unknown op \"blur\""),
+        "{e}"
+    );
+    // A missing input option.
+    let e = refusal(&format!("{head}[node.m]\nop = \"slice\"\nfar = 2\n{out}"));
+    assert!(
+        e.starts_with("5: ") && e.contains("input is missing"),
+        "{e}"
+    );
+    // A wrong option, and a wrong value.
+    let e = refusal(&format!(
+        "{head}[node.m]\nop = \"slice\"\ninput = \"a\"\nfar = 2\nfarr = 3\n{out}"
+    ));
+    assert!(
+        e.starts_with("9: ") && e.contains("unknown option farr"),
+        "{e}"
+    );
+    let e = refusal(&format!(
+        "{head}[node.m]\nop = \"slice\"\ninput = \"a\"\nfar = \"x\"\n{out}"
+    ));
+    assert!(
+        e.starts_with("8: ") && e.contains("far takes a number"),
+        "{e}"
+    );
+    // Options that do not fit together, worded as the script spells them.
+    let e = refusal(&format!(
+        "{head}[node.m]\nop = \"merge\"\ninputs = [\"a\", \"b\"]\ntidy = true\n{out}"
+    ));
+    assert!(
+        e.contains("tidy applies to deep output; add deep = true"),
+        "{e}"
+    );
+    // A deep node read where flat samples are needed, a flat one where deep ones are.
+    let e = refusal(&format!(
+        "{head}[node.m]\nop = \"merge\"\ninputs = [\"a\", \"b\"]\n[node.s]\nop = \"slice\"\ninput = \"m\"\nfar = 1\n{out}"
+    ));
+    assert!(
+        e.contains("m is a flat composite; slice reads deep samples"),
+        "{e}"
+    );
+    // An output refused: options a PNG does not take.
+    let e = refusal(&format!(
+        "{head}[node.m]\nop = \"merge\"\ninputs = [\"a\", \"b\"]\n[[output]]\nnode = \"m\"\npath = \"x.png\"\ncompression = \"rle\"\n"
+    ));
+    assert!(
+        e.starts_with("8: ") && e.contains("compression applies to EXR output"),
+        "{e}"
+    );
+    // TOML itself.
+    let e = refusal("[input.a]\npath = \n");
+    assert!(e.starts_with("2: "), "{e}");
+}
+
+/// A copy of the repository's `examples/comp` in a temporary folder, with `tests/data` linked
+/// beside it, so the scripts' relative paths resolve as in a fresh clone and their outputs land
+/// in the copy.
+fn examples_copy(root: &Path) -> PathBuf {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let examples = root.join("examples/comp");
+    std::fs::create_dir_all(&examples).unwrap();
+    std::fs::create_dir_all(root.join("tests")).unwrap();
+    std::os::unix::fs::symlink(repo.join("tests/data"), root.join("tests/data")).unwrap();
+    for entry in std::fs::read_dir(repo.join("examples/comp")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            std::fs::copy(&path, examples.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    examples
+}
+
+#[test]
+fn the_examples_run_from_a_clone_and_write_the_steps_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let examples = examples_copy(dir.path());
+    // Run from another folder: paths are the script's.
+    ok(&["comp", s(&examples.join("two-input-merge.toml"))]);
+    let merged = dir.path().join("merged.exr");
+    ok(&[
+        s(&data("openexr-images/Balls.exr")),
+        s(&data("openexr-images/Leaves.exr")),
+        "-o",
+        s(&merged),
+    ]);
+    assert!(same(&examples.join("two-input-merge.exr"), &merged));
+
+    ok(&["comp", s(&examples.join("six-node.toml"))]);
+    let steps = dir.path().join("steps");
+    std::fs::create_dir_all(&steps).unwrap();
+    let six = Six {
+        chars_a: data("openexr-images/Balls.exr"),
+        chars_b: data("openexr-images/Leaves.exr"),
+        set: data("openexr-images/Trunks.exr"),
+        grade: data("openexr-images/composited.exr"),
+        volumes: data("openexr/multivariate.deep.exr"),
+        far: 300.0,
+    };
+    six_steps(&six, "cpu", &steps);
+    assert!(same(
+        &examples.join("six-node-comp.exr"),
+        &steps.join("comp.exr")
+    ));
+    // The example's second output is deep, ZIPS (the steps' held.exr is RLE).
+    let (ok_, _, err) = run(&[
+        "holdout",
+        s(&steps.join("chars.exr")),
+        s(&six.set),
+        "-o",
+        s(&steps.join("held-zips.exr")),
+    ]);
+    assert!(ok_, "{err}");
+    assert!(same(
+        &examples.join("six-node-held.exr"),
+        &steps.join("held-zips.exr")
+    ));
+}
+
+/// A `grade` node (added with issue 26) writes what `deepmerge grade` writes, with a depth
+/// mask, per-channel values and an id condition by number.
+#[test]
+fn a_grade_node_writes_the_grade_commands_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = data("oiio/input-crop.deep.exr");
+    let by_command = dir.path().join("command.exr");
+    ok(&[
+        "grade",
+        s(&input),
+        "-o",
+        s(&by_command),
+        "--gain",
+        "1.5,1,0.5",
+        "--saturation",
+        "0.3",
+        "--near",
+        "2",
+        "--far",
+        "40",
+        "--ramp",
+        "1",
+    ]);
+    let by_graph = dir.path().join("graph.exr");
+    let script = dir.path().join("grade.toml");
+    std::fs::write(
+        &script,
+        format!(
+            r#"
+[input.in]
+path = "{}"
+
+[node.graded]
+op = "grade"
+input = "in"
+gain = "1.5,1,0.5"
+saturation = 0.3
+near = 2
+far = 40
+ramp = 1
+
+[[output]]
+node = "graded"
+path = "{}"
+"#,
+            s(&input),
+            s(&by_graph)
+        ),
+    )
+    .unwrap();
+    ok(&["comp", s(&script)]);
+    assert!(same(&by_command, &by_graph), "the graph's grade differs");
+    // A bad value is refused naming the script's line.
+    std::fs::write(
+        &script,
+        "[input.in]\npath = \"x.exr\"\n[node.g]\nop = \"grade\"\ninput = \"in\"\ngamma = -1\n[[output]]\nnode = \"g\"\npath = \"y.exr\"\n",
+    )
+    .unwrap();
+    let (good, _, err) = run(&["comp", s(&script)]);
+    assert!(!good);
+    assert!(
+        err.contains("grade.toml:") && err.contains("gamma"),
+        "{err}"
+    );
+}
