@@ -84,7 +84,8 @@ pub const SERIAL_SORT_SIZE: usize = 128;
 /// Who sorts a list of `REG_SORT_SIZE < n <= SERIAL_SORT_SIZE` samples: a work group in shared
 /// memory (the GPU shape), or the pixel's own invocation (the serial shape: on llvmpipe a work
 /// group's barriers cost far more than one invocation sorting alone; measured on the 1080p
-/// powerplant pair, docs/benchmarks.md "The GPU gather"). Longer lists always take the groups.
+/// powerplant pair, docs/benchmarks.md "End to end against the codec floor"). Longer lists
+/// always take the groups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SortShape {
     /// Lists above `REG_SORT_SIZE` go to work groups.
