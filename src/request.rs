@@ -22,7 +22,7 @@ use crate::composite::{MergeOptions, OutputKind, Pruning, SortPolicy};
 use crate::error::{parse_name, Error, Result};
 use crate::exr::{
     check_deep_output, ChannelSelection, Codec, DeepWriteOptions, FlatType, FlatWriteOptions,
-    MetadataMode, OutputOptions, PartSelector, ZSTD_LEVELS,
+    MetadataMode, OutputOptions, PartSelector,
 };
 use crate::stream::{OutputWindow, PartRequest, StreamOptions, DEFAULT_MEMORY_BUDGET};
 use crate::vocab::{
@@ -542,27 +542,7 @@ impl MergeRequest {
 
     /// The output file's compression and metadata, the zstd level checked.
     pub fn output_options(&self, names: &dyn OptionNames) -> Result<OutputOptions> {
-        let compression = match (self.compression, self.zstd_level) {
-            (codec, None) => codec,
-            (Some(Codec::Zstd { .. }), Some(level)) if ZSTD_LEVELS.contains(&level) => {
-                Some(Codec::Zstd { level })
-            }
-            (Some(Codec::Zstd { .. }), Some(level)) => {
-                return Err(Error::Usage(format!(
-                    "{} must be {} to {}, not {level}",
-                    names.spell(MergeOption::ZstdLevel),
-                    ZSTD_LEVELS.start(),
-                    ZSTD_LEVELS.end()
-                )))
-            }
-            (_, Some(_)) => {
-                return Err(Error::Usage(format!(
-                    "{} applies to {}",
-                    names.spell(MergeOption::ZstdLevel),
-                    names.setting(MergeOption::Compression, "zstd")
-                )))
-            }
-        };
+        let compression = output::codec_with_level(self.compression, self.zstd_level, names)?;
         if let (true, Some(codec)) = (self.deep, compression) {
             check_deep_output(codec)?;
         }

@@ -31,7 +31,8 @@ pub use attributes::{
 };
 pub use codec::{
     check_deep_output, check_plausible, compress, compression_help, compression_name, decompress,
-    max_unpacked, BlockLayout, Codec, CODEC_NAMES, ZSTD_DEFAULT_LEVEL, ZSTD_LEVELS,
+    max_unpacked, zstd_with_level, BlockLayout, Codec, ZstdLevelRefusal, CODEC_NAMES,
+    ZSTD_DEFAULT_LEVEL, ZSTD_LEVELS,
 };
 pub use id_manifest::{IdGroup, IdManifest};
 pub use multipart::{join_parts, PartFile};

@@ -4,7 +4,10 @@
 //! flat writers' options, refusing what OpenEXR would not read (ZIP for deep parts).
 
 use super::attributes::{carried_attributes, software_attribute, MetadataMode, RawAttribute};
-use super::codec::{check_deep_output, Codec, DEEP_DEFAULT, FLAT_DEFAULT, ZSTD_LEVELS};
+use super::codec::{
+    check_deep_output, zstd_with_level, Codec, ZstdLevelRefusal, DEEP_DEFAULT, FLAT_DEFAULT,
+    ZSTD_LEVELS,
+};
 use super::write::{DeepWriteOptions, FlatType, FlatWriteOptions};
 use crate::error::{Error, Result};
 
@@ -73,22 +76,18 @@ impl OutputOptions {
     }
 }
 
-/// `codec` with the zstd level `level`, which only zstd takes.
+/// `codec` with the zstd level `level` (the codec table's one check), in the library's words.
 fn with_zstd_level(codec: Option<Codec>, level: Option<i32>) -> Result<Option<Codec>> {
-    match (codec, level) {
-        (codec, None) => Ok(codec),
-        (Some(Codec::Zstd { .. }), Some(level)) if ZSTD_LEVELS.contains(&level) => {
-            Ok(Some(Codec::Zstd { level }))
-        }
-        (Some(Codec::Zstd { .. }), Some(level)) => Err(Error::Usage(format!(
+    zstd_with_level(codec, level).map_err(|refusal| match refusal {
+        ZstdLevelRefusal::OutOfRange(level) => Error::Usage(format!(
             "the zstd level must be {} to {}, not {level}",
             ZSTD_LEVELS.start(),
             ZSTD_LEVELS.end()
-        ))),
-        (_, Some(_)) => Err(Error::Usage(
-            "the zstd level applies to zstd compression".into(),
         )),
-    }
+        ZstdLevelRefusal::NotZstd => {
+            Error::Usage("the zstd level applies to zstd compression".into())
+        }
+    })
 }
 
 #[cfg(test)]

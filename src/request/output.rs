@@ -107,23 +107,19 @@ pub fn codec_with_level(
     level: Option<i32>,
     names: &dyn OptionNames,
 ) -> Result<Option<Codec>> {
-    match (codec, level) {
-        (codec, None) => Ok(codec),
-        (Some(Codec::Zstd { .. }), Some(level)) if ZSTD_LEVELS.contains(&level) => {
-            Ok(Some(Codec::Zstd { level }))
-        }
-        (Some(Codec::Zstd { .. }), Some(level)) => Err(Error::Usage(format!(
+    crate::exr::zstd_with_level(codec, level).map_err(|refusal| match refusal {
+        crate::exr::ZstdLevelRefusal::OutOfRange(level) => Error::Usage(format!(
             "{} must be {} to {}, not {level}",
             names.spell(MergeOption::ZstdLevel),
             ZSTD_LEVELS.start(),
             ZSTD_LEVELS.end()
-        ))),
-        (_, Some(_)) => Err(Error::Usage(format!(
+        )),
+        crate::exr::ZstdLevelRefusal::NotZstd => Error::Usage(format!(
             "{} applies to {}",
             names.spell(MergeOption::ZstdLevel),
             names.setting(MergeOption::Compression, "zstd")
-        ))),
-    }
+        )),
+    })
 }
 
 impl OutputRequest {

@@ -21,7 +21,10 @@ mod zip;
 mod zstd;
 
 pub use layout::BlockLayout;
-pub use zstd::{DEFAULT_LEVEL as ZSTD_DEFAULT_LEVEL, LEVELS as ZSTD_LEVELS};
+pub use zstd::{
+    with_level as zstd_with_level, LevelRefusal as ZstdLevelRefusal,
+    DEFAULT_LEVEL as ZSTD_DEFAULT_LEVEL, LEVELS as ZSTD_LEVELS,
+};
 
 use crate::error::{Error, Result};
 

@@ -405,3 +405,28 @@ mod tests {
         assert!(unpack(&truncated, 300, &layout, "t").is_err());
     }
 }
+
+/// Why a zstd level was refused ([`with_level`]); each front end words it in its own names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LevelRefusal {
+    /// The level is outside [`LEVELS`].
+    OutOfRange(i32),
+    /// A level was given without zstd compression.
+    NotZstd,
+}
+
+/// `codec` with the zstd level `level` (`None`: the codec as it is), which only zstd takes:
+/// the one check of a zstd level, whoever asks.
+pub fn with_level(
+    codec: Option<super::Codec>,
+    level: Option<i32>,
+) -> std::result::Result<Option<super::Codec>, LevelRefusal> {
+    match (codec, level) {
+        (codec, None) => Ok(codec),
+        (Some(super::Codec::Zstd { .. }), Some(level)) if LEVELS.contains(&level) => {
+            Ok(Some(super::Codec::Zstd { level }))
+        }
+        (Some(super::Codec::Zstd { .. }), Some(level)) => Err(LevelRefusal::OutOfRange(level)),
+        (_, Some(_)) => Err(LevelRefusal::NotZstd),
+    }
+}
