@@ -11,9 +11,9 @@
 //! `read/bytes.rs`), a band of rows at a time or (through [`read_deep`], `read/mod.rs`) all of
 //! them, and [`FlatSource`] (`read/flat.rs`) does the same for flat parts (operations that read
 //! a flat image). [`ChannelSelection`] says which channels a reader keeps. Writing is
-//! `write.rs` (whole files, atomically) and `sink.rs` (the band-by-band chunk writers); output
-//! options are `output.rs`. Part-by-part output is joined into one multi-part file by
-//! [`join_parts`].
+//! `write/` (whole files, atomically, in `write/mod.rs`; the band-by-band chunk writers in
+//! `write/chunks.rs`); output options are `output.rs`. Part-by-part output is joined into one
+//! multi-part file by [`join_parts`].
 
 mod attributes;
 mod codec;
@@ -22,7 +22,6 @@ mod multipart;
 mod output;
 mod read;
 mod selection;
-mod sink;
 mod write;
 
 pub use attributes::{
@@ -44,10 +43,10 @@ pub(crate) use read::header::select_part;
 pub use read::header::{read_parts_info, PartInfo, PartSelector};
 pub use read::{decode_deep, read_deep, read_deep_channels, ReadOptions, DEFAULT_MAX_MEMORY};
 pub use selection::ChannelSelection;
-pub(crate) use sink::{check_rows, span_message};
-pub use sink::{DeepChunkWriter, FlatChunkWriter};
 pub use write::{
     check_output_is_not_an_input, encode_deep, encode_deep_with, mark_run_start, write_atomically,
     write_deep, write_deep_with, write_flat, write_flat_with, AtomicFile, DeepWriteOptions,
     FlatType, FlatWriteOptions,
 };
+pub(crate) use write::{check_rows, span_message};
+pub use write::{DeepChunkWriter, FlatChunkWriter};

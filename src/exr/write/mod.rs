@@ -17,11 +17,15 @@ use exr::meta::attribute::{
 use exr::prelude::SmallVec;
 use rayon::prelude::*;
 
+mod chunks;
+
 use super::attributes::{RawAttribute, REQUIRED_CARRIED, WRITER_OWNED};
 use super::codec::{compress, BlockLayout, Codec};
 use crate::cleanup::TempFileGuard;
 use crate::deep::{Bounds, DeepImage, FlatImage, SampleType};
 use crate::error::{Error, Result};
+pub(crate) use chunks::{check_rows, span_message};
+pub use chunks::{DeepChunkWriter, FlatChunkWriter};
 
 /// Storage type of colour and alpha in a flat file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

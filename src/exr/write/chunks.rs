@@ -9,7 +9,7 @@
 //! positioned writes and rename the temporary file into place ([`AtomicFile`]). When band edges do not fall on chunk edges (ZIP holds 16
 //! lines), the writer keeps the rows of at most one partial chunk until the next band completes
 //! it, so the chunks are exactly those of a writer that saw the whole image at once: the
-//! whole-image writers ([`super::write_flat`], and [`super::encode_deep_with`] for deep) are
+//! whole-image writers ([`crate::exr::write_flat`], and [`crate::exr::encode_deep_with`] for deep) are
 //! this with one band, and the tests compare the bytes.
 //!
 //! Chunks of a band are compressed in parallel (rayon) and written in order. Rows without a
@@ -26,11 +26,10 @@ use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use super::attributes as exr_attributes;
+use crate::exr::attributes as exr_attributes;
 use rayon::prelude::*;
 
-use super::codec::{compress, BlockLayout, Codec};
-use super::write::{
+use super::{
     encode_chunk, encode_deep_header_patchable, scanline_header_start, write_attributes,
     AtomicFile, DeepHeader, DeepHeaderPatches, FlatWriteOptions,
 };
@@ -39,6 +38,7 @@ use crate::deep::{
     Bounds, Channel, DeepImage, DeepState, FlatImage, FlatValues, Plane, SampleType,
 };
 use crate::error::{Error, ErrorKind, Result};
+use crate::exr::codec::{compress, BlockLayout, Codec};
 
 /// Bytes buffered before they go to the file.
 const WRITE_BUFFER_BYTES: usize = 1 << 20;
