@@ -299,6 +299,17 @@ impl<'g> Runner<'g> {
         &self.plans[self.graph.reads[n][k]]
     }
 
+    /// The `idManifest` of node `n`'s first input, if it carries one (id names in idselect and
+    /// grade nodes resolve against it).
+    fn input_manifest(&self, n: usize) -> Result<Option<IdManifest>> {
+        self.input(n, 0)
+            .attributes
+            .iter()
+            .find(|a| a.name == "idManifest" && a.kind == "idmanifest")
+            .map(|a| IdManifest::from_attribute(&a.value))
+            .transpose()
+    }
+
     fn head(&self, n: usize, k: usize) -> &DeepImage {
         self.input(n, k).head.as_ref().expect("a deep input")
     }
@@ -395,13 +406,7 @@ impl<'g> Runner<'g> {
             }
             Op::IdSelect { select, .. } => {
                 let select = if select.has_names() {
-                    let manifest = self
-                        .input(n, 0)
-                        .attributes
-                        .iter()
-                        .find(|a| a.name == "idManifest" && a.kind == "idmanifest")
-                        .map(|a| IdManifest::from_attribute(&a.value))
-                        .transpose()?;
+                    let manifest = self.input_manifest(n)?;
                     select.with_names_resolved(manifest.as_ref())?
                 } else {
                     select.clone()
@@ -416,13 +421,7 @@ impl<'g> Runner<'g> {
                     alpha_only: false,
                 };
                 let grade = if select.has_names() {
-                    let manifest = self
-                        .input(n, 0)
-                        .attributes
-                        .iter()
-                        .find(|a| a.name == "idManifest" && a.kind == "idmanifest")
-                        .map(|a| IdManifest::from_attribute(&a.value))
-                        .transpose()?;
+                    let manifest = self.input_manifest(n)?;
                     crate::ops::Grade {
                         ids: select.with_names_resolved(manifest.as_ref())?.conditions,
                         ..grade.clone()
