@@ -283,6 +283,7 @@ impl GlRequest {
             band_budget_bytes: self
                 .gpu_memory
                 .map_or(0, crate::gpu::memory::band_budget_of),
+            overlap_bands: None,
         }
     }
 }

@@ -80,7 +80,8 @@ fn gpu_builds_match_cpu_twins_element_by_element() {
                             ctx, layout, block, ascending, &counts, &keys, &values, STRIDE, false,
                         )
                         .unwrap()
-                        .read_back(true);
+                        .read_back(true)
+                        .expect("the image reads back");
                         let cpu = build(layout, block, &counts, &keys, &values, STRIDE, ascending);
                         assert_eq!(gpu.ascending, cpu.ascending, "{what}");
                         if layout == Layout::LinkedList {
@@ -173,7 +174,8 @@ fn gpu_pair_merges_match_cpu_twins_for_every_layout_triple() {
                 };
                 let gpu = merge_deep(ctx, &a, &b, lo, spec, &columns)
                     .unwrap()
-                    .read_back(true);
+                    .read_back(true)
+                    .expect("the image reads back");
                 let cpu_a = build(la, block, &ca, &ka, &va, STRIDE, !descending);
                 let cpu_b = build(lb, block, &cb, &kb, &vb, STRIDE, !descending);
                 // A descending merge into LL head-inserts into an ascending list.
@@ -220,7 +222,8 @@ fn gpu_kway_merges_match_cpu_twins_for_every_layout_pair() {
                 let stack = GpuStack::new(image, inputs, pixels).unwrap();
                 let gpu = merge_deep_kway(ctx, &stack, out, block, &columns)
                     .unwrap()
-                    .read_back(true);
+                    .read_back(true)
+                    .expect("the image reads back");
                 let cpu_stack = build(stacked, block, &counts, &keys, &values, STRIDE, true);
                 let cpu = merge_kway_built(&cpu_stack, inputs, pixels, out, block);
                 assert_same_lists(&gpu, &cpu, &what);

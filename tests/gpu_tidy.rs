@@ -668,7 +668,7 @@ fn gpu_tidy_deep(csr: &Csr, alpha_of: &[Option<usize>]) -> (TidiedDeep, usize) {
         )
         .unwrap();
         let tidied = tidy_deep(ctx, image, &spec).expect("GPU deep tidy runs");
-        let built = tidied.image.read_back(true);
+        let built = tidied.image.read_back(true).expect("the image reads back");
         let out = TidiedDeep {
             offsets: built.offsets,
             keys: built.slots,

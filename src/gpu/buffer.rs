@@ -88,6 +88,11 @@ impl<'a> GpuBuffer<'a> {
         }
     }
 
+    /// The context the buffer belongs to.
+    pub(crate) fn context(&self) -> &'a GlContext {
+        self.ctx
+    }
+
     /// Bytes of storage behind the buffer (at least [`Self::bytes`]).
     pub fn capacity(&self) -> usize {
         self.capacity
@@ -140,6 +145,25 @@ impl<'a> GpuBuffer<'a> {
         };
         self.ctx.gl_called("glGetBufferSubData");
         out
+    }
+
+    /// Read `out.len()` bytes from byte `at` now (`glGetBufferSubData`: the host waits).
+    pub(crate) fn read_bytes_at(&self, at: usize, out: &mut [u8]) {
+        let at = self.bind_range::<u8>(at, out.len());
+        self.ctx.with_checker(|c| c.readback(id(self.buffer)));
+        self.ctx.fences.issued();
+        // SAFETY: the range lies inside the bound buffer.
+        unsafe {
+            self.ctx
+                .gl
+                .get_buffer_sub_data(glow::SHADER_STORAGE_BUFFER, at, out)
+        };
+        self.ctx.gl_called("glGetBufferSubData");
+    }
+
+    /// Write `bytes` at byte `at` (`glBufferSubData`; `what` names them for the hazard checker).
+    pub(crate) fn write_bytes_at(&self, at: usize, bytes: &[u8], what: &str) {
+        self.write_range_as::<u8>(at, bytes, what);
     }
 
     /// Overwrite the start of the buffer with `data`.

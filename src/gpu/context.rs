@@ -44,6 +44,9 @@ pub struct GlInfo {
     pub max_group_count: [u32; 3],
     /// GL_MAX_COMPUTE_WORK_GROUP_SIZE (x, y, z).
     pub max_group_size: [u32; 3],
+    /// Whether buffers can have persistently mapped storage (GL 4.4 or
+    /// `GL_ARB_buffer_storage`), which mapped transfers need (`mapped.rs`).
+    pub buffer_storage: bool,
 }
 
 impl fmt::Display for GlInfo {
@@ -79,6 +82,11 @@ impl fmt::Display for GlInfo {
             f,
             "max work group invocations: {}, size {:?}, count {:?}",
             self.max_invocations, self.max_group_size, self.max_group_count
+        )?;
+        writeln!(
+            f,
+            "buffer storage (mapped transfers): {}",
+            if self.buffer_storage { "yes" } else { "no" }
         )
     }
 }
@@ -103,6 +111,8 @@ pub struct GlContext {
     pub(crate) pool: super::pool::BufferPool,
     /// The fences pooled buffers are released with (`fence.rs`).
     pub(crate) fences: super::fence::ReleaseFences,
+    /// Mapped staging and readback buffers, and the transfer path (`mapped.rs`).
+    pub(crate) mapped: super::mapped::MappedPool,
     /// Strict mode's checks (`strict.rs`), when on.
     pub(crate) strict: Option<super::strict::Strict>,
     /// The program made current last, whose storage blocks a dispatch touches.
@@ -201,14 +211,23 @@ impl GlContext {
             .map_err(|e| e.to_string())?
             .next()
             .ok_or("no surfaceless config")?;
-        let attributes = ContextAttributesBuilder::new()
-            .with_profile(GlProfile::Core)
-            .with_context_api(ContextApi::OpenGl(Some(Version::new(4, 3))))
-            .with_debug(strict)
-            .build(None);
-        // SAFETY: the config came from this display.
-        let not_current =
-            unsafe { display.create_context(&config, &attributes) }.map_err(|e| e.to_string())?;
+        // The highest core version the driver gives (NVIDIA offers 4.6; 4.4 brings buffer
+        // storage for mapped transfers), down to the 4.3 the compute stages need.
+        let mut created = Err(String::new());
+        for minor in [6, 5, 4, 3] {
+            let attributes = ContextAttributesBuilder::new()
+                .with_profile(GlProfile::Core)
+                .with_context_api(ContextApi::OpenGl(Some(Version::new(4, minor))))
+                .with_debug(strict)
+                .build(None);
+            // SAFETY: the config came from this display.
+            created =
+                unsafe { display.create_context(&config, &attributes) }.map_err(|e| e.to_string());
+            if created.is_ok() {
+                break;
+            }
+        }
+        let not_current = created?;
         let context = not_current
             .make_current_surfaceless()
             .map_err(|e| e.to_string())?;
@@ -260,7 +279,7 @@ impl GlContext {
                 info.renderer, info.max_compute_ssbo_bindings
             )));
         }
-        Ok(GlContext {
+        let context = GlContext {
             gl,
             info,
             programs: RefCell::new(HashMap::new()),
@@ -270,10 +289,15 @@ impl GlContext {
             next_dispatch_bytes: Cell::new(0),
             pool: Default::default(),
             fences: Default::default(),
+            mapped: Default::default(),
             strict,
             current_program: Cell::new(None),
             _owned: None,
-        })
+        };
+        if let Some(path) = super::mapped::TransferPath::from_env()? {
+            context.set_transfer_path(path)?;
+        }
+        Ok(context)
     }
 
     /// Make [`Self::check_fits`] refuse buffers over `bytes` (`None`: the driver's limit again)
@@ -310,6 +334,7 @@ impl Drop for GlContext {
     fn drop(&mut self) {
         self.profiler.borrow_mut().delete(&self.gl);
         self.clear_pool();
+        self.clear_mapped();
         for (_, program) in self.programs.borrow_mut().drain() {
             // SAFETY: the programs were made on this context, which is still current.
             unsafe { self.gl.delete_program(program) };
@@ -334,5 +359,10 @@ unsafe fn query_info(gl: &glow::Context, software: bool) -> GlInfo {
         max_invocations: int(glow::MAX_COMPUTE_WORK_GROUP_INVOCATIONS),
         max_group_count: [0, 1, 2].map(|i| indexed(glow::MAX_COMPUTE_WORK_GROUP_COUNT, i)),
         max_group_size: [0, 1, 2].map(|i| indexed(glow::MAX_COMPUTE_WORK_GROUP_SIZE, i)),
+        buffer_storage: {
+            let v = gl.version();
+            (v.major, v.minor) >= (4, 4)
+                || gl.supported_extensions().contains("GL_ARB_buffer_storage")
+        },
     }
 }

@@ -7,6 +7,7 @@
 use std::time::Instant;
 
 use super::buffer::GpuBuffer;
+use super::mapped::Piece;
 use super::program::Defines;
 use super::GlContext;
 use crate::error::{Error, Result};
@@ -65,16 +66,35 @@ pub fn stage<'a>(
         descriptors.push([first as u32, slot.glsl_type()]);
     }
     ctx.check_fits(words * 4, "an input's staged planes")?;
-    let offsets = ctx.upload(&input.offsets)?;
+    let offsets = ctx.scratch((input.offsets.len() * 4).max(16))?;
     let planes = ctx.scratch((words * 4).max(16))?;
-    let mut bytes = (input.offsets.len() * 4) as u64;
-    for (run, first) in &runs {
-        // As bytes: a run of halves may start at an odd sample, off a word's alignment; an odd
-        // count leaves the last word's high half unwritten, and nothing reads it.
-        planes.write_range(first * 4, run);
-        bytes += run.len() as u64;
-    }
-    let slots = ctx.upload(&descriptors)?;
+    let slots = ctx.scratch((descriptors.len() * 8).max(16))?;
+    // One transfer of everything: on the mapped path the host copies it in parallel into
+    // staging memory and the GPU copies it on (`mapped.rs`).
+    let mut pieces = vec![
+        Piece {
+            dst: &offsets,
+            to: 0,
+            bytes: bytemuck::cast_slice(&input.offsets),
+        },
+        Piece {
+            dst: &slots,
+            to: 0,
+            bytes: bytemuck::cast_slice(&descriptors),
+        },
+    ];
+    // As bytes: a run of halves may start at an odd sample, off a word's alignment; an odd
+    // count leaves the last word's high half unwritten, and nothing reads it.
+    pieces.extend(runs.iter().map(|(run, first)| Piece {
+        dst: &planes,
+        to: first * 4,
+        bytes: run,
+    }));
+    let bytes: u64 = pieces.iter().map(|p| p.bytes.len() as u64).sum();
+    ctx.timed("upload", bytes, || {
+        ctx.write_pieces(&pieces, "staged planes")
+    })?;
+    drop(pieces);
     Ok(StagedBuffers {
         offsets,
         planes,

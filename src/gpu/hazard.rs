@@ -232,6 +232,28 @@ impl HazardChecker {
         self.finished = self.serial;
     }
 
+    /// The host writes `buffer` through its mapping (`what` says why): every GPU use of it, the
+    /// copies out of it above all, must be known finished (a fence the host waited on), since
+    /// nothing on the GPU orders a host write.
+    pub(crate) fn host_write(&mut self, buffer: u32, what: &str) {
+        let last = self.buffers.get(&buffer).and_then(|s| s.last.clone());
+        if let Some(last) = self.unfinished(&last) {
+            self.found.push(format!(
+                "a host write ({what}) into mapped buffer {buffer} while its use by {last} is not known finished"
+            ));
+        }
+    }
+
+    /// The host reads `buffer` through its mapping: the copy into it must be known finished.
+    pub(crate) fn host_read(&mut self, buffer: u32) {
+        let last = self.buffers.get(&buffer).and_then(|s| s.last.clone());
+        if let Some(last) = self.unfinished(&last) {
+            self.found.push(format!(
+                "a host read of mapped buffer {buffer} while its write by {last} is not known finished"
+            ));
+        }
+    }
+
     /// `glMemoryBarrier(bits)`.
     pub(crate) fn barrier(&mut self, bits: u32) {
         if bits & SHADER_STORAGE_BARRIER != 0 {
@@ -302,6 +324,40 @@ mod tests {
             "{found:?}"
         );
         assert!(found[0].contains("dispatch of scan.comp (#1)"), "{found:?}");
+    }
+
+    #[test]
+    fn a_host_write_into_staging_before_its_copy_finished_is_a_hazard_and_a_waited_fence_clears_it()
+    {
+        let mut c = HazardChecker::default();
+        c.allocated(3);
+        c.allocated(4);
+        c.copy(3, 4, "staged planes");
+        c.host_write(3, "staged planes");
+        let found = c.take_found();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].contains("host write (staged planes) into mapped buffer 3"),
+            "{found:?}"
+        );
+        let serial = c.fence();
+        c.fence_done(serial);
+        c.host_write(3, "staged planes");
+        assert!(c.take_found().is_empty());
+    }
+
+    #[test]
+    fn a_host_read_of_a_readback_before_its_fence_is_a_hazard() {
+        let mut c = HazardChecker::default();
+        c.allocated(5);
+        c.allocated(6);
+        c.copy(5, 6, "a readback");
+        let serial = c.fence();
+        c.host_read(6);
+        assert_eq!(c.take_found().len(), 1);
+        c.fence_done(serial);
+        c.host_read(6);
+        assert!(c.take_found().is_empty());
     }
 
     #[test]

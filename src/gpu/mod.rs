@@ -36,6 +36,7 @@ mod context;
 mod fence;
 pub mod gather;
 mod hazard;
+pub mod mapped;
 pub mod memory;
 mod merge;
 pub(crate) mod pool;
@@ -52,6 +53,7 @@ pub mod tidy;
 pub use buffer::GpuBuffer;
 pub use context::{GlContext, GlInfo};
 pub use fence::FenceStats;
+pub use mapped::{TransferPath, TransferStats};
 pub use merge::{merge_images_gl, merge_images_gl_over, uses_kway, GpuMerger};
 pub use pool::PoolStats;
 pub use profile::{copy_bandwidth, upload_bandwidth, GpuProfile, StageTime, STAGES};
@@ -90,9 +92,19 @@ pub struct GlOptions {
     /// Who merges a pixel with a long list: its own invocation, or a workgroup
     /// (`merge_coop.comp`; pairwise merges only).
     pub long_lists: LongLists,
+    /// Whether a band's GPU work is issued before the band before it is read back, so that the
+    /// host stages one band while the GPU works on the other (two bands resident at once, each
+    /// within half the GPU budget). `None`: on hardware, not on a software rasteriser, whose
+    /// dispatches finish as they are issued so that nothing would overlap.
+    pub overlap_bands: Option<bool>,
 }
 
 impl GlOptions {
+    /// Whether bands overlap on this device ([`Self::overlap_bands`]).
+    pub fn overlaps_bands(&self, info: &GlInfo) -> bool {
+        self.overlap_bands.unwrap_or(!info.software)
+    }
+
     /// Whether inputs that need sorting are sorted by `sort.comp` (unless the host is asked to).
     pub fn sorts_on_gpu(&self) -> bool {
         self.sort_on_gpu.unwrap_or(true)
@@ -122,6 +134,7 @@ impl Default for GlOptions {
             rbm_blocks: RbmBlocks::Shifted,
             // Not yet measured on hardware: one invocation per pixel, as before the choice.
             long_lists: LongLists::PerPixel,
+            overlap_bands: None,
         }
     }
 }

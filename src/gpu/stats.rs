@@ -106,6 +106,15 @@ pub struct GpuStats {
     /// Buffer reuses whose release fence had not signalled, so the GPU waited for it
     /// (`glWaitSync`): the synchronisation's cost shows here on a GPU (0 on llvmpipe).
     pub reuses_waited: u64,
+    /// How host data reached the GPU and came back (`gpu::mapped`).
+    pub transfer: &'static str,
+    /// Bands whose GPU work was issued before the band before them was read back, so that the
+    /// host staged one while the GPU worked on the other.
+    pub overlapped_bands: usize,
+    /// Host seconds spent waiting for a staging buffer to be free again (its copies done).
+    pub staging_wait_s: f64,
+    /// Host seconds spent waiting for readbacks (the GPU's work on the band, then the copy).
+    pub readback_wait_s: f64,
 }
 
 impl GpuStats {
@@ -134,6 +143,10 @@ impl GpuStats {
             readback_s: 0.0,
             release_fences: 0,
             reuses_waited: 0,
+            transfer: "calls",
+            overlapped_bands: 0,
+            staging_wait_s: 0.0,
+            readback_wait_s: 0.0,
         }
     }
 }
@@ -160,6 +173,10 @@ impl AddAssign for GpuStats {
         self.readback_s += band.readback_s;
         self.release_fences += band.release_fences;
         self.reuses_waited += band.reuses_waited;
+        self.transfer = band.transfer;
+        self.overlapped_bands += band.overlapped_bands;
+        self.staging_wait_s += band.staging_wait_s;
+        self.readback_wait_s += band.readback_wait_s;
     }
 }
 
@@ -206,6 +223,15 @@ impl fmt::Display for GpuStats {
             self.staged_bytes as f64 / (1 << 20) as f64,
             self.upload_s,
             self.staged_bytes as f64 / self.upload_s.max(1e-9) / 1e9
+        )?;
+        writeln!(
+            f,
+            "host waited:    {:.3} s for readbacks, {:.3} s for staging buffers ({} transfers; {} of {} bands issued before the band before was read back)",
+            self.readback_wait_s,
+            self.staging_wait_s,
+            self.transfer,
+            self.overlapped_bands,
+            self.bands
         )?;
         writeln!(
             f,

@@ -16,9 +16,10 @@ use super::prepare;
 use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind};
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
+use crate::gpu::mapped::PendingRead;
 use crate::gpu::resident::{
     build_from_stream, build_image, kway_stride, merge_deep_kway, merge_flat_kway, upload_stream,
-    ColumnSpec, GpuFlat, GpuImage, GpuStack, MergeSpec,
+    ColumnSpec, GpuFlat, GpuImage, GpuStack, MergeSpec, PendingImage,
 };
 use crate::gpu::stats::{BufferBytes, GpuStats};
 use crate::gpu::{tidy, GlContext, GlOptions, GpuBuffer};
@@ -29,6 +30,18 @@ use crate::vocab::{Layout, MergeStrategy, MAX_KWAY_INPUTS};
 enum Resident<'a> {
     Flat(GpuFlat<'a>),
     Deep(GpuImage<'a>, Option<GpuBuffer<'a>>),
+}
+
+/// A band's result on its way back to the host ([`GpuMerger::start_readback`]).
+pub(super) enum BandReadback {
+    Flat {
+        values: PendingRead,
+        front: PendingRead,
+    },
+    Deep {
+        image: Box<PendingImage>,
+        marks: Option<PendingRead>,
+    },
 }
 
 /// A merge with its inputs resident on the GPU: build once, merge many (for benches), finish.
@@ -471,27 +484,30 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         Ok((output, self.stats))
     }
 
+    /// Read the band back into `out`, waiting for it.
     pub(super) fn read_band(&mut self, out: &mut Accumulated) -> Result<()> {
+        let pending = self.start_readback()?;
+        self.finish_readback(pending, out)
+    }
+
+    /// Issue the band's readbacks (merging first if `merge_resident` was not called): copies
+    /// into mapped memory behind a fence, which [`Self::finish_readback`] waits for.
+    pub(super) fn start_readback(&mut self) -> Result<BandReadback> {
         if self.resident.is_none() {
             self.merge_resident()?;
         }
         let start = Instant::now();
         let pixels = self.band.pixels();
-        let base = self.band.row0 * self.band.width;
-        match self.resident.as_ref().expect("merged") {
+        let ctx = self.ctx;
+        let pending = match self.resident.as_ref().expect("merged") {
             Resident::Flat(flat) => {
                 let stride = self.columns.stride();
-                let bytes = flat.bytes();
-                let (values, front): (Vec<f32>, Vec<[u32; 4]>) =
-                    self.ctx.timed("readback", bytes, || {
-                        (flat.values.read(pixels * stride), flat.front.read(pixels))
-                    });
-                for (p, &q) in self.band.perm.iter().enumerate() {
-                    let i = base + q as usize;
-                    out.flat_values[i * stride..(i + 1) * stride]
-                        .copy_from_slice(&values[p * stride..(p + 1) * stride]);
-                    out.flat_front[i] = front[p];
-                }
+                ctx.timed("readback", flat.bytes(), || -> Result<_> {
+                    Ok(BandReadback::Flat {
+                        values: ctx.read_ahead(&flat.values, 0, pixels * stride * 4)?,
+                        front: ctx.read_ahead(&flat.front, 0, pixels * 16)?,
+                    })
+                })?
             }
             Resident::Deep(image, marks) => {
                 let with_values = marks.is_some();
@@ -501,19 +517,55 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                     } else {
                         image.values.bytes as u64
                     };
-                let (built, marks): (_, Vec<u32>) = self.ctx.timed("readback", bytes, || {
-                    (
-                        image.read_back(with_values),
-                        marks.as_ref().map_or(Vec::new(), |m| m.read(pixels)),
-                    )
-                });
+                ctx.timed("readback", bytes, || -> Result<_> {
+                    Ok(BandReadback::Deep {
+                        image: Box::new(image.read_ahead(with_values)?),
+                        marks: marks
+                            .as_ref()
+                            .map(|m| ctx.read_ahead(m, 0, pixels * 4))
+                            .transpose()?,
+                    })
+                })?
+            }
+        };
+        self.stats.readback_s += start.elapsed().as_secs_f64();
+        Ok(pending)
+    }
+
+    /// Wait for the readbacks of [`Self::start_readback`] and put the band into `out`.
+    pub(super) fn finish_readback(
+        &mut self,
+        pending: BandReadback,
+        out: &mut Accumulated,
+    ) -> Result<()> {
+        let start = Instant::now();
+        let pixels = self.band.pixels();
+        let base = self.band.row0 * self.band.width;
+        let stride = self.columns.stride();
+        let waited_before = self.ctx.transfer_stats().readback_wait_s;
+        match pending {
+            BandReadback::Flat { values, front } => {
+                let values: Vec<f32> = self.ctx.finish_read(values)?;
+                let front: Vec<[u32; 4]> = self.ctx.finish_read(front)?;
+                for (p, &q) in self.band.perm.iter().enumerate() {
+                    let i = base + q as usize;
+                    out.flat_values[i * stride..(i + 1) * stride]
+                        .copy_from_slice(&values[p * stride..(p + 1) * stride]);
+                    out.flat_front[i] = front[p];
+                }
+            }
+            BandReadback::Deep { image, marks } => {
+                let built = image.finish(self.ctx)?;
+                let marks: Vec<u32> = match marks {
+                    Some(m) => self.ctx.finish_read(m)?,
+                    None => Vec::new(),
+                };
                 built.check().map_err(|why| {
                     Error::Gl(format!(
                         "the GPU returned an inconsistent merged image ({why}) on {}; `deepmerge gpu-info --verify` checks this device",
                         self.ctx.info().renderer
                     ))
                 })?;
-                let stride = self.columns.stride();
                 let mut inverse = vec![0u32; pixels];
                 for (p, &q) in self.band.perm.iter().enumerate() {
                     inverse[q as usize] = p as u32;
@@ -535,6 +587,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 }
             }
         }
+        self.stats.readback_wait_s += self.ctx.transfer_stats().readback_wait_s - waited_before;
         self.stats.readback_s += start.elapsed().as_secs_f64();
         Ok(())
     }

@@ -40,6 +40,7 @@ use std::time::Instant;
 
 use self::assemble::Accumulated;
 use self::band::plan_bands;
+use self::merger::BandReadback;
 pub use self::merger::{uses_kway, GpuMerger};
 use super::resident::ColumnSpec;
 use super::stats::GpuStats;
@@ -102,16 +103,21 @@ pub fn merge_images_gl_over(
     }
     plan.sort = options.sort;
     let stride = columns.stride();
-    let mut limit = ctx.info().max_ssbo_bytes;
-    if gl_options.band_budget_bytes > 0 {
-        limit = limit.min(gl_options.band_budget_bytes);
+    let overlap = gl_options.overlaps_bands(ctx.info());
+    let mut memory_limit = if gl_options.band_budget_bytes > 0 {
+        gl_options.band_budget_bytes
     } else if !ctx.info().software {
         // A device of its own: bands fit what it has free (a software rasteriser's buffers are
         // host memory, which the streamed merge's budget already bounds).
-        limit = limit.min(super::memory::band_budget_of(
-            super::memory::default_budget(ctx),
-        ));
+        super::memory::band_budget_of(super::memory::default_budget(ctx))
+    } else {
+        u64::MAX
+    };
+    if overlap {
+        // Two bands are resident at once.
+        memory_limit /= 2;
     }
+    let mut limit = ctx.info().max_ssbo_bytes.min(memory_limit);
     // A tidy deep output built on the GPU may hold up to twice the merged samples.
     let growth = if options.tidy
         && options.output == OutputKind::Deep
@@ -125,28 +131,50 @@ pub fn merge_images_gl_over(
     let mut out = Accumulated::new(&plan, options, stride);
     let mut stats = GpuStats::new(&ctx.info().renderer, gl_options);
     let fences_before = ctx.fence_stats();
+    let transfers_before = ctx.transfer_stats();
+    // The last band whose readback is issued and not yet waited for (when bands overlap): it is
+    // finished after the next band's work is issued, so the GPU works while the host stages.
+    let mut pending: Option<(GpuMerger, BandReadback)> = None;
+    let finish = |pending: &mut Option<(GpuMerger, BandReadback)>,
+                  out: &mut Accumulated,
+                  stats: &mut GpuStats|
+     -> Result<()> {
+        if let Some((mut merger, readback)) = pending.take() {
+            merger.finish_readback(readback, out)?;
+            *stats += merger.stats;
+        }
+        Ok(())
+    };
     let mut next = 0;
     while next < bands.len() {
         let band = bands[next].clone();
         // Each band re-plans cheaply (the plan is a few small vectors) and owns its merger.
         let mut band_plan = MergePlan::new(inputs)?;
         band_plan.window = plan.window;
-        let merged =
+        // Nothing reaches `out` until the band is finished: a failure leaves it as it was.
+        let issued =
             GpuMerger::upload_band(ctx, band_plan, columns.clone(), band, options, gl_options)
                 .and_then(|mut merger| {
-                    // Nothing reaches `out` unless the band merged: a failure leaves it as it was.
-                    merger.read_band(&mut out)?;
-                    Ok(merger.stats)
+                    let readback = merger.start_readback()?;
+                    Ok((merger, readback))
                 });
-        match merged {
-            Ok(band_stats) => {
-                stats += band_stats;
+        match issued {
+            Ok(issued) => {
+                if pending.is_some() {
+                    stats.overlapped_bands += 1;
+                }
+                finish(&mut pending, &mut out, &mut stats)?;
+                pending = Some(issued);
+                if !overlap {
+                    finish(&mut pending, &mut out, &mut stats)?;
+                }
                 next += 1;
             }
             Err(Error::GlMemory(why)) => {
                 // The driver could not hold this band (out of memory, or a storage-block limit
-                // lower than it claims): cut the rest of the window into bands of half the
-                // budget, down to single rows, before giving up.
+                // lower than it claims): finish the band before it, then cut the rest of the
+                // window into bands of half the budget, down to single rows, before giving up.
+                finish(&mut pending, &mut out, &mut stats)?;
                 let row0 = bands[next].row0;
                 limit /= 2;
                 stats.band_retries += 1;
@@ -163,6 +191,10 @@ pub fn merge_images_gl_over(
             Err(e) => return Err(e),
         }
     }
+    finish(&mut pending, &mut out, &mut stats)?;
+    let transfers = ctx.transfer_stats();
+    stats.transfer = ctx.transfer_path().name();
+    stats.staging_wait_s = transfers.staging_wait_s - transfers_before.staging_wait_s;
     let start = Instant::now();
     let output = out.assemble(&plan, options, &mut stats);
     stats.readback_s += start.elapsed().as_secs_f64();

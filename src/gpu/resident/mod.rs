@@ -11,6 +11,7 @@
 use glow::HasContext;
 
 use super::buffer::GpuBuffer;
+use super::mapped::PendingRead;
 use super::program::Defines;
 use super::scan::exclusive_scan_buffer;
 use super::stats::BufferBytes;
@@ -122,37 +123,72 @@ impl<'a> GpuImage<'a> {
         self.aux2.bind(first + 4);
     }
 
-    /// Read the whole image back into its CPU twin's form (values only when `with_values`).
-    pub fn read_back(&self, with_values: bool) -> BuiltImage {
+    /// Read the whole image back into its CPU twin's form (values only when `with_values`),
+    /// waiting for it.
+    pub fn read_back(&self, with_values: bool) -> Result<BuiltImage> {
+        self.read_ahead(with_values)?.finish(self.keys.context())
+    }
+
+    /// Start reading the image back ([`Self::read_back`]): the copies are issued now, and
+    /// [`PendingImage::finish`] waits for them, so the host can do other work meanwhile.
+    pub(crate) fn read_ahead(&self, with_values: bool) -> Result<PendingImage> {
+        let ctx = self.keys.context();
         let slots = self.samples + usize::from(self.layout == Layout::LinkedList);
         let groups = self.pixels.div_ceil(GROUP_SIZE as usize);
-        BuiltImage {
+        let read = |buffer: &GpuBuffer, words: usize| ctx.read_ahead(buffer, 0, words * 4);
+        let linked = self.layout == Layout::LinkedList;
+        Ok(PendingImage {
             layout: self.layout,
             block_size: self.block_size,
             columns: self.stride,
-            offsets: self.offsets.read(self.pixels + 1),
-            min_counts: match self.layout {
-                Layout::Interleaved | Layout::BlockedInterleaved => self.aux1.read(groups),
-                _ => Vec::new(),
-            },
-            head: if self.layout == Layout::LinkedList {
-                self.aux1.read(self.pixels)
-            } else {
-                Vec::new()
-            },
-            next: if self.layout == Layout::LinkedList {
-                self.aux2.read(slots)
-            } else {
-                Vec::new()
-            },
-            slots: self.keys.read(slots),
-            values: if with_values {
-                self.values.read(slots * self.stride)
-            } else {
-                Vec::new()
-            },
             ascending: self.ascending,
-        }
+            offsets: read(&self.offsets, self.pixels + 1)?,
+            min_counts: match self.layout {
+                Layout::Interleaved | Layout::BlockedInterleaved => Some(read(&self.aux1, groups)?),
+                _ => None,
+            },
+            head: linked.then(|| read(&self.aux1, self.pixels)).transpose()?,
+            next: linked.then(|| read(&self.aux2, slots)).transpose()?,
+            slots: ctx.read_ahead(&self.keys, 0, slots * std::mem::size_of::<Fragment>())?,
+            values: with_values
+                .then(|| read(&self.values, slots * self.stride))
+                .transpose()?,
+        })
+    }
+}
+
+/// An image on its way back to the host ([`GpuImage::read_ahead`]).
+pub(crate) struct PendingImage {
+    layout: Layout,
+    block_size: u32,
+    columns: usize,
+    ascending: bool,
+    offsets: PendingRead,
+    min_counts: Option<PendingRead>,
+    head: Option<PendingRead>,
+    next: Option<PendingRead>,
+    slots: PendingRead,
+    values: Option<PendingRead>,
+}
+
+impl PendingImage {
+    /// Wait for the copies and return the image in its CPU twin's form.
+    pub(crate) fn finish(self, ctx: &GlContext) -> Result<BuiltImage> {
+        let words = |p: Option<PendingRead>| -> Result<Vec<u32>> {
+            p.map_or(Ok(Vec::new()), |p| ctx.finish_read(p))
+        };
+        Ok(BuiltImage {
+            layout: self.layout,
+            block_size: self.block_size,
+            columns: self.columns,
+            offsets: ctx.finish_read(self.offsets)?,
+            min_counts: words(self.min_counts)?,
+            head: words(self.head)?,
+            next: words(self.next)?,
+            slots: ctx.finish_read(self.slots)?,
+            values: self.values.map_or(Ok(Vec::new()), |p| ctx.finish_read(p))?,
+            ascending: self.ascending,
+        })
     }
 }
 

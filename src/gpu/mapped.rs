@@ -1,0 +1,582 @@
+//! Host transfers through persistently mapped buffers (GL 4.4 or `GL_ARB_buffer_storage`), the
+//! way a driver moves data at bus speed: the host writes into memory the GPU can see, with as
+//! many threads as it has, and the GPU copies it into its own buffers (`glCopyBufferSubData`);
+//! a readback is a GPU copy into mapped memory behind a fence, waited for only when the host
+//! needs the bytes, so the host can stage the next band meanwhile.
+//!
+//! Where the driver has no buffer storage (or `DEEPMERGE_GL_TRANSFER=calls` asks), transfers
+//! are plain `glBufferSubData` and `glGetBufferSubData` calls ([`TransferPath::Calls`]).
+//!
+//! Staging goes through a few buffers of at most [`STAGING_BYTES`] each: a larger upload is cut
+//! into rounds, and the host fills one buffer while the GPU copies out of the other. A staging
+//! buffer is written again only once the fence after its last copies has signalled (the host
+//! waits for it: a GPU-side wait cannot hold back a host write). Readback buffers are free once
+//! the host has read them. Free buffers are bounded ([`MAX_FREE_BUFFERS`] each way).
+//!
+//! In strict mode the hazard checker sees every host write into mapped memory: one into a
+//! buffer whose last copy is not known finished is a hazard (`hazard.rs`).
+
+use std::cell::{Cell, RefCell};
+use std::time::{Duration, Instant};
+
+use glow::HasContext;
+use rayon::prelude::*;
+
+use super::buffer::{id, GpuBuffer};
+use super::pool::size_class;
+use super::GlContext;
+use crate::error::{Error, Result};
+
+/// The most bytes one staging buffer holds: larger uploads go in rounds.
+pub const STAGING_BYTES: usize = 64 << 20;
+
+/// Free mapped buffers kept for reuse, per direction; older ones are deleted.
+const MAX_FREE_BUFFERS: usize = 4;
+
+/// Copies below this size are made on one host thread (a task costs more than it saves).
+const PARALLEL_COPY_BYTES: usize = 1 << 20;
+
+/// How long the host waits for one fence before calling the GPU hung.
+const FENCE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How host data reaches GPU buffers and comes back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransferPath {
+    /// Persistently mapped buffers: parallel host writes and GPU copies; fenced readbacks.
+    Mapped,
+    /// `glBufferSubData` and `glGetBufferSubData` (the host waits for every readback).
+    Calls,
+}
+
+impl TransferPath {
+    /// The path's name, as `DEEPMERGE_GL_TRANSFER` and `--stats` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TransferPath::Mapped => "mapped",
+            TransferPath::Calls => "calls",
+        }
+    }
+
+    /// What `DEEPMERGE_GL_TRANSFER` asks for, if anything (an unknown value is an error that
+    /// names the variable).
+    pub fn from_env() -> Result<Option<TransferPath>> {
+        match std::env::var("DEEPMERGE_GL_TRANSFER").ok().as_deref() {
+            None | Some("") => Ok(None),
+            Some("mapped") => Ok(Some(TransferPath::Mapped)),
+            Some("calls") => Ok(Some(TransferPath::Calls)),
+            Some(other) => Err(Error::Usage(format!(
+                "DEEPMERGE_GL_TRANSFER={other} is not a transfer path; use mapped or calls"
+            ))),
+        }
+    }
+}
+
+/// Counts and times of the mapped transfers, for `--stats` and the tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TransferStats {
+    /// Mapped buffers created.
+    pub allocations: u64,
+    /// Staging rounds (one buffer filled and copied out each).
+    pub staging_rounds: u64,
+    /// Host seconds spent waiting for a staging buffer's fence before writing it again.
+    pub staging_wait_s: f64,
+    /// Readbacks issued ahead of need (copies into mapped memory).
+    pub reads_ahead: u64,
+    /// Host seconds spent waiting for a readback's fence.
+    pub readback_wait_s: f64,
+}
+
+/// One buffer with persistent, coherent mapped storage.
+pub(crate) struct MappedBuffer {
+    buffer: glow::Buffer,
+    ptr: *mut u8,
+    capacity: usize,
+}
+
+/// A fence with the hazard checker's serial when it was made.
+pub(crate) struct Fence {
+    sync: glow::Fence,
+    serial: u64,
+}
+
+/// The context's free mapped buffers and counts.
+#[derive(Default)]
+pub(crate) struct MappedPool {
+    /// Free staging buffers, oldest first, each with the fence of its last copies.
+    staging: RefCell<Vec<(MappedBuffer, Option<Fence>)>>,
+    /// Free readback buffers, oldest first.
+    readback: RefCell<Vec<MappedBuffer>>,
+    pub(crate) stats: Cell<TransferStats>,
+    /// The path chosen for this context (set when it is made).
+    pub(crate) path: Cell<Option<TransferPath>>,
+    /// The most bytes of one staging round or readback chunk (0: [`STAGING_BYTES`]).
+    round_bytes: Cell<usize>,
+}
+
+/// A pointer the copy threads share; each writes its own range.
+#[derive(Clone, Copy)]
+struct SharedPtr(*mut u8);
+// SAFETY: the threads write disjoint ranges of the mapping, which outlives the parallel copy.
+unsafe impl Send for SharedPtr {}
+unsafe impl Sync for SharedPtr {}
+
+impl SharedPtr {
+    /// The address `at` bytes in (a method, so that closures capture the whole `SharedPtr`).
+    fn at(self, at: usize) -> *mut u8 {
+        // SAFETY: callers stay inside the mapping.
+        unsafe { self.0.add(at) }
+    }
+}
+
+/// One host write of a staging round: `bytes` into `dst` at byte `to`.
+pub(crate) struct Piece<'p, 'a> {
+    /// The GPU buffer written.
+    pub dst: &'p GpuBuffer<'a>,
+    /// Byte offset in `dst`.
+    pub to: usize,
+    /// The bytes.
+    pub bytes: &'p [u8],
+}
+
+/// A readback issued ahead of need: the bytes arrive in mapped memory behind a fence, or were
+/// read at once (the calls path).
+pub(crate) enum PendingRead {
+    Mapped {
+        chunks: Vec<(MappedBuffer, usize)>,
+        fence: Fence,
+        bytes: usize,
+    },
+    Ready(Vec<u8>),
+}
+
+/// Copy `tasks` of (destination pointer offset, source) into `base`, in parallel when large.
+fn copy_into(base: SharedPtr, tasks: &[(usize, &[u8])]) {
+    let total: usize = tasks.iter().map(|(_, b)| b.len()).sum();
+    let one = |&(at, bytes): &(usize, &[u8])| {
+        // SAFETY: `at..at + len` lies inside the mapping (the caller laid the tasks out in it),
+        // and no two tasks overlap.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.at(at), bytes.len()) }
+    };
+    if total < PARALLEL_COPY_BYTES {
+        tasks.iter().for_each(one);
+    } else {
+        // Split into pieces of about 1 MiB so every core gets work.
+        let mut split: Vec<(usize, &[u8])> = Vec::new();
+        for &(at, bytes) in tasks {
+            for (k, part) in bytes.chunks(PARALLEL_COPY_BYTES).enumerate() {
+                split.push((at + k * PARALLEL_COPY_BYTES, part));
+            }
+        }
+        split.par_iter().for_each(one);
+    }
+}
+
+impl GlContext {
+    /// The transfer path of this context: what `DEEPMERGE_GL_TRANSFER` or
+    /// [`Self::set_transfer_path`] chose, else mapped where the driver has buffer storage.
+    pub fn transfer_path(&self) -> TransferPath {
+        self.mapped
+            .path
+            .get()
+            .unwrap_or(if self.info().buffer_storage {
+                TransferPath::Mapped
+            } else {
+                TransferPath::Calls
+            })
+    }
+
+    /// Choose the transfer path (tests compare both); mapped needs buffer storage.
+    pub fn set_transfer_path(&self, path: TransferPath) -> Result<()> {
+        if path == TransferPath::Mapped && !self.info().buffer_storage {
+            return Err(Error::Gl(format!(
+                "{} has no buffer storage (GL 4.4 or GL_ARB_buffer_storage) for mapped transfers",
+                self.info().renderer
+            )));
+        }
+        self.mapped.path.set(Some(path));
+        Ok(())
+    }
+
+    /// Cut staging rounds and readback chunks at `bytes` (rounded up to 16; `None`:
+    /// [`STAGING_BYTES`]), so that tests run many rounds on small images.
+    #[doc(hidden)]
+    pub fn set_transfer_round_bytes(&self, bytes: Option<usize>) {
+        self.mapped
+            .round_bytes
+            .set(bytes.map_or(0, |b| b.max(16).next_multiple_of(16)));
+    }
+
+    fn round_bytes(&self) -> usize {
+        match self.mapped.round_bytes.get() {
+            0 => STAGING_BYTES,
+            b => b,
+        }
+    }
+
+    /// What the mapped transfers have done since the context was made.
+    pub fn transfer_stats(&self) -> TransferStats {
+        self.mapped.stats.get()
+    }
+
+    fn count_transfer(&self, f: impl FnOnce(&mut TransferStats)) {
+        let mut s = self.mapped.stats.get();
+        f(&mut s);
+        self.mapped.stats.set(s);
+    }
+
+    /// Write every piece into its GPU buffer. On the mapped path the host copies them into
+    /// staging buffers with all its threads and the GPU copies them on; on the calls path each
+    /// is one `glBufferSubData`. `what` names the data for the hazard checker.
+    pub(crate) fn write_pieces(&self, pieces: &[Piece], what: &str) -> Result<()> {
+        for piece in pieces {
+            assert!(
+                piece.to + piece.bytes.len() <= piece.dst.capacity(),
+                "a write outside a GPU buffer"
+            );
+        }
+        if self.transfer_path() == TransferPath::Calls {
+            for piece in pieces {
+                piece.dst.write_bytes_at(piece.to, piece.bytes, what);
+            }
+            return Ok(());
+        }
+        // Rounds of at most `round_bytes`: (piece, its byte range) per round.
+        let round_bytes = self.round_bytes();
+        let mut round: Vec<(usize, usize, usize)> = Vec::new();
+        let mut filled = 0usize;
+        for (k, piece) in pieces.iter().enumerate() {
+            let mut from = 0;
+            while from < piece.bytes.len() {
+                let take = (piece.bytes.len() - from).min(round_bytes - filled);
+                round.push((k, from, from + take));
+                filled += take.next_multiple_of(16);
+                from += take;
+                if filled >= round_bytes {
+                    self.stage_round(pieces, &round, what)?;
+                    round.clear();
+                    filled = 0;
+                }
+            }
+        }
+        if !round.is_empty() {
+            self.stage_round(pieces, &round, what)?;
+        }
+        Ok(())
+    }
+
+    /// One staging round: take a staging buffer, fill it in parallel, copy it out, fence it.
+    fn stage_round(
+        &self,
+        pieces: &[Piece],
+        round: &[(usize, usize, usize)],
+        what: &str,
+    ) -> Result<()> {
+        let mut layout = Vec::with_capacity(round.len());
+        let mut at = 0usize;
+        for &(k, from, to) in round {
+            layout.push((at, &pieces[k].bytes[from..to]));
+            at += (to - from).next_multiple_of(16);
+        }
+        let staging = self.take_staging(at.max(16))?;
+        self.with_checker(|c| c.host_write(id(staging.buffer), what));
+        copy_into(SharedPtr(staging.ptr), &layout);
+        let mut result = Ok(());
+        for (&(k, from, to), &(src, _)) in round.iter().zip(&layout) {
+            let piece = &pieces[k];
+            result = self.copy_buffer(
+                staging.buffer,
+                src,
+                piece.dst.buffer,
+                piece.to + from,
+                to - from,
+                what,
+            );
+            if result.is_err() {
+                break;
+            }
+        }
+        let fence = self.make_fence();
+        self.give_back_staging(staging, fence);
+        self.count_transfer(|s| s.staging_rounds += 1);
+        result
+    }
+
+    fn make_fence(&self) -> Option<Fence> {
+        let serial = self.checker_serial();
+        // SAFETY: a plain fence on the current context.
+        let sync = unsafe { self.gl.fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0) }.ok()?;
+        self.gl_called("glFenceSync");
+        Some(Fence { sync, serial })
+    }
+
+    /// Wait on the host until `fence` has signalled; returns the seconds waited.
+    fn wait_fence(&self, fence: Fence) -> Result<f64> {
+        let start = Instant::now();
+        loop {
+            // SAFETY: the fence is alive on this context; the timeout is in nanoseconds.
+            let status = unsafe {
+                self.gl
+                    .client_wait_sync(fence.sync, glow::SYNC_FLUSH_COMMANDS_BIT, 1_000_000_000)
+            };
+            match status {
+                glow::ALREADY_SIGNALED | glow::CONDITION_SATISFIED => break,
+                glow::TIMEOUT_EXPIRED if start.elapsed() < FENCE_TIMEOUT => continue,
+                _ => {
+                    // SAFETY: as above.
+                    unsafe { self.gl.delete_sync(fence.sync) };
+                    return Err(Error::Gl(format!(
+                        "{} did not finish its work within {} s (glClientWaitSync)",
+                        self.info().renderer,
+                        FENCE_TIMEOUT.as_secs()
+                    )));
+                }
+            }
+        }
+        // SAFETY: nothing waits on the fence any more.
+        unsafe { self.gl.delete_sync(fence.sync) };
+        self.gl_called("glClientWaitSync");
+        self.with_checker(|c| c.fence_done(fence.serial));
+        Ok(start.elapsed().as_secs_f64())
+    }
+
+    /// A staging buffer of at least `bytes`, its last copies finished.
+    fn take_staging(&self, bytes: usize) -> Result<MappedBuffer> {
+        let found = {
+            let mut free = self.mapped.staging.borrow_mut();
+            free.iter()
+                .enumerate()
+                .filter(|(_, (b, _))| b.capacity >= bytes)
+                .min_by_key(|(_, (b, _))| b.capacity)
+                .map(|(k, _)| k)
+                .map(|k| free.remove(k))
+        };
+        match found {
+            Some((buffer, fence)) => {
+                if let Some(fence) = fence {
+                    let waited = self.wait_fence(fence)?;
+                    self.count_transfer(|s| s.staging_wait_s += waited);
+                }
+                Ok(buffer)
+            }
+            None => self.allocate_mapped(size_class(bytes), glow::MAP_WRITE_BIT),
+        }
+    }
+
+    fn give_back_staging(&self, buffer: MappedBuffer, fence: Option<Fence>) {
+        let mut free = self.mapped.staging.borrow_mut();
+        free.push((buffer, fence));
+        while free.len() > MAX_FREE_BUFFERS {
+            let (old, fence) = free.remove(0);
+            if let Some(fence) = fence {
+                // SAFETY: the fence belongs to this context; nothing will wait on it.
+                unsafe { self.gl.delete_sync(fence.sync) };
+            }
+            self.delete_mapped(old);
+        }
+    }
+
+    /// A buffer of `capacity` bytes with persistent, coherent storage mapped for `access`
+    /// (`GL_MAP_WRITE_BIT` or `GL_MAP_READ_BIT`).
+    fn allocate_mapped(&self, capacity: usize, access: u32) -> Result<MappedBuffer> {
+        let size = i32::try_from(capacity)
+            .map_err(|_| Error::GlMemory(format!("a mapped buffer of {capacity} bytes")))?;
+        let flags = access | glow::MAP_PERSISTENT_BIT | glow::MAP_COHERENT_BIT;
+        // SAFETY: object creation and mapping on the current context; the mapping lives as
+        // long as the buffer (deleting a buffer unmaps it).
+        let (buffer, ptr) = unsafe {
+            let buffer = self
+                .gl
+                .create_buffer()
+                .map_err(|e| Error::Gl(format!("cannot create a buffer: {e}")))?;
+            self.gl.bind_buffer(glow::COPY_WRITE_BUFFER, Some(buffer));
+            self.gl
+                .buffer_storage(glow::COPY_WRITE_BUFFER, size, None, flags);
+            if self.gl.get_error() == glow::OUT_OF_MEMORY {
+                self.gl.delete_buffer(buffer);
+                return Err(Error::GlMemory(format!(
+                    "out of memory allocating a mapped buffer of {capacity} bytes"
+                )));
+            }
+            let ptr = self
+                .gl
+                .map_buffer_range(glow::COPY_WRITE_BUFFER, 0, size, flags);
+            (buffer, ptr)
+        };
+        if ptr.is_null() {
+            // SAFETY: the buffer was made above.
+            unsafe { self.gl.delete_buffer(buffer) };
+            return Err(Error::Gl(format!(
+                "{} could not map a buffer of {capacity} bytes",
+                self.info().renderer
+            )));
+        }
+        self.with_checker(|c| c.allocated(id(buffer)));
+        self.gl_called("glBufferStorage");
+        self.count_transfer(|s| s.allocations += 1);
+        Ok(MappedBuffer {
+            buffer,
+            ptr,
+            capacity,
+        })
+    }
+
+    fn delete_mapped(&self, buffer: MappedBuffer) {
+        // SAFETY: the buffer belongs to this context; GL keeps its storage until the copies
+        // issued with it are done, and deleting it unmaps it.
+        unsafe { self.gl.delete_buffer(buffer.buffer) };
+        self.with_checker(|c| c.deleted(id(buffer.buffer)));
+    }
+
+    /// Start reading `bytes` of `src` from byte `at`: on the mapped path a GPU copy into mapped
+    /// memory behind a fence ([`Self::finish_read`] waits for it), on the calls path a read now.
+    pub(crate) fn read_ahead(
+        &self,
+        src: &GpuBuffer,
+        at: usize,
+        bytes: usize,
+    ) -> Result<PendingRead> {
+        assert!(
+            at + bytes <= src.capacity(),
+            "a readback outside a GPU buffer"
+        );
+        if self.transfer_path() == TransferPath::Calls {
+            let mut out = vec![0u8; bytes];
+            if bytes > 0 {
+                src.read_bytes_at(at, &mut out);
+            }
+            return Ok(PendingRead::Ready(out));
+        }
+        let mut chunks = Vec::new();
+        let mut result = Ok(());
+        for from in (0..bytes).step_by(self.round_bytes()) {
+            let len = (bytes - from).min(self.round_bytes());
+            let target = match self.take_readback(len) {
+                Ok(target) => target,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
+            let copied =
+                self.copy_buffer(src.buffer, at + from, target.buffer, 0, len, "a readback");
+            chunks.push((target, len));
+            if let Err(e) = copied {
+                result = Err(e);
+                break;
+            }
+        }
+        let fence = self.make_fence();
+        if let Err(e) = result.and_then(|()| {
+            fence
+                .as_ref()
+                .map(|_| ())
+                .ok_or_else(|| Error::Gl("glFenceSync failed".into()))
+        }) {
+            for (chunk, _) in chunks {
+                self.delete_mapped(chunk);
+            }
+            if let Some(fence) = fence {
+                // SAFETY: the fence belongs to this context.
+                unsafe { self.gl.delete_sync(fence.sync) };
+            }
+            return Err(e);
+        }
+        self.count_transfer(|s| s.reads_ahead += 1);
+        Ok(PendingRead::Mapped {
+            chunks,
+            fence: fence.expect("checked above"),
+            bytes,
+        })
+    }
+
+    /// The bytes of a readback started by [`Self::read_ahead`], as `T`s, once the GPU has copied
+    /// them (the host waits on the fence here, and counts the wait).
+    pub(crate) fn finish_read<T: bytemuck::Pod + Default>(
+        &self,
+        pending: PendingRead,
+    ) -> Result<Vec<T>> {
+        match pending {
+            PendingRead::Ready(bytes) => {
+                let mut out = vec![T::default(); bytes.len() / std::mem::size_of::<T>()];
+                bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(&bytes);
+                Ok(out)
+            }
+            PendingRead::Mapped {
+                chunks,
+                fence,
+                bytes,
+            } => {
+                let waited = self.wait_fence(fence);
+                let mut out = vec![T::default(); bytes / std::mem::size_of::<T>()];
+                if let Ok(waited) = waited {
+                    self.count_transfer(|s| s.readback_wait_s += waited);
+                    let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
+                    let mut at = 0;
+                    for (chunk, len) in &chunks {
+                        self.with_checker(|c| c.host_read(id(chunk.buffer)));
+                        // SAFETY: the copy into the mapping has finished (the fence signalled)
+                        // and `len` bytes of it are the readback's.
+                        let src = unsafe { std::slice::from_raw_parts(chunk.ptr, *len) };
+                        dst[at..at + len].copy_from_slice(src);
+                        at += len;
+                    }
+                }
+                for (chunk, _) in chunks {
+                    self.give_back_readback(chunk);
+                }
+                waited.map(|_| out)
+            }
+        }
+    }
+
+    fn take_readback(&self, bytes: usize) -> Result<MappedBuffer> {
+        let found = {
+            let mut free = self.mapped.readback.borrow_mut();
+            free.iter()
+                .enumerate()
+                .filter(|(_, b)| b.capacity >= bytes && b.capacity <= 2 * bytes.max(1 << 16))
+                .min_by_key(|(_, b)| b.capacity)
+                .map(|(k, _)| k)
+                .map(|k| free.remove(k))
+        };
+        match found {
+            Some(buffer) => Ok(buffer),
+            None => self.allocate_mapped(size_class(bytes), glow::MAP_READ_BIT),
+        }
+    }
+
+    fn give_back_readback(&self, buffer: MappedBuffer) {
+        let mut free = self.mapped.readback.borrow_mut();
+        free.push(buffer);
+        while free.len() > MAX_FREE_BUFFERS {
+            let old = free.remove(0);
+            self.delete_mapped(old);
+        }
+    }
+
+    /// Delete every free mapped buffer (the context is being dropped, or its pool cleared).
+    pub(crate) fn clear_mapped(&self) {
+        for (buffer, fence) in self
+            .mapped
+            .staging
+            .borrow_mut()
+            .drain(..)
+            .collect::<Vec<_>>()
+        {
+            if let Some(fence) = fence {
+                // SAFETY: the fence belongs to this context.
+                unsafe { self.gl.delete_sync(fence.sync) };
+            }
+            self.delete_mapped(buffer);
+        }
+        for buffer in self
+            .mapped
+            .readback
+            .borrow_mut()
+            .drain(..)
+            .collect::<Vec<_>>()
+        {
+            self.delete_mapped(buffer);
+        }
+    }
+}
