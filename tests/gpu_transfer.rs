@@ -52,7 +52,7 @@ fn with_transfer<R>(
 }
 
 #[test]
-fn the_context_asks_for_the_highest_version_and_llvmpipe_maps_buffers() {
+fn the_context_asks_for_the_highest_version_and_llvmpipe_can_map_buffers() {
     with_gl(|ctx| {
         let info = ctx.info();
         assert!(
@@ -61,7 +61,8 @@ fn the_context_asks_for_the_highest_version_and_llvmpipe_maps_buffers() {
             info.version
         );
         assert!(info.buffer_storage, "{info}");
-        assert_eq!(ctx.transfer_path(), TransferPath::Mapped);
+        // A software rasteriser's buffers are host memory: mapping would only add a copy.
+        assert_eq!(ctx.transfer_path(), TransferPath::Calls);
     });
 }
 

@@ -115,6 +115,8 @@ pub struct GpuStats {
     pub staging_wait_s: f64,
     /// Host seconds spent waiting for readbacks (the GPU's work on the band, then the copy).
     pub readback_wait_s: f64,
+    /// Mapped staging and readback buffers created (few: they are reused band after band).
+    pub mapped_allocations: u64,
 }
 
 impl GpuStats {
@@ -147,6 +149,7 @@ impl GpuStats {
             overlapped_bands: 0,
             staging_wait_s: 0.0,
             readback_wait_s: 0.0,
+            mapped_allocations: 0,
         }
     }
 }
@@ -177,6 +180,7 @@ impl AddAssign for GpuStats {
         self.overlapped_bands += band.overlapped_bands;
         self.staging_wait_s += band.staging_wait_s;
         self.readback_wait_s += band.readback_wait_s;
+        self.mapped_allocations += band.mapped_allocations;
     }
 }
 
@@ -226,10 +230,11 @@ impl fmt::Display for GpuStats {
         )?;
         writeln!(
             f,
-            "host waited:    {:.3} s for readbacks, {:.3} s for staging buffers ({} transfers; {} of {} bands issued before the band before was read back)",
+            "host waited:    {:.3} s for readbacks, {:.3} s for staging buffers ({} transfers, {} mapped buffers made; {} of {} bands issued before the band before was read back)",
             self.readback_wait_s,
             self.staging_wait_s,
             self.transfer,
+            self.mapped_allocations,
             self.overlapped_bands,
             self.bands
         )?;

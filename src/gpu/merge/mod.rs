@@ -195,6 +195,7 @@ pub fn merge_images_gl_over(
     let transfers = ctx.transfer_stats();
     stats.transfer = ctx.transfer_path().name();
     stats.staging_wait_s = transfers.staging_wait_s - transfers_before.staging_wait_s;
+    stats.mapped_allocations = transfers.allocations - transfers_before.allocations;
     let start = Instant::now();
     let output = out.assemble(&plan, options, &mut stats);
     stats.readback_s += start.elapsed().as_secs_f64();
