@@ -36,7 +36,7 @@
 use super::merge::read_sample;
 use super::order::{sort_samples, SortPolicy};
 use super::pixel::{CompositeChannels, CompositeKind};
-use super::tidy::{piece_fraction, split_row, CoincidentMix};
+use super::tidy::{piece_fraction, split_row, Clear, CoincidentMix};
 use crate::deep::{ChannelRole, DeepImage, DeepState, Plane};
 use crate::error::Result;
 use crate::vocab::{depth_less, Sample};
@@ -57,6 +57,9 @@ struct HoldoutSample {
     z: f32,
     zback: f32,
     alphas: Vec<f64>,
+    /// Per alpha column, the medium with its logarithm taken once: a holdout sample is mixed
+    /// against every piece of IN in its pixel.
+    media: Vec<Clear>,
 }
 
 impl HoldoutSample {
@@ -98,12 +101,20 @@ pub fn holdout(input: &DeepImage, holdout: &DeepImage, mode: HoldoutMode) -> Res
         })
         .collect();
     let mut counts = Vec::with_capacity(input.pixel_count());
-    let mut kept: Vec<(Sample, Option<Vec<f32>>)> = Vec::with_capacity(input.sample_count());
-    for (piece_counts, piece_kept) in pieces {
-        counts.extend(piece_counts);
-        kept.extend(piece_kept);
+    let mut kept: Vec<Kept> = Vec::with_capacity(input.sample_count());
+    let mut values: Vec<f32> = Vec::new();
+    for piece in pieces {
+        counts.extend(piece.counts);
+        // A piece's value rows are numbered from its own start.
+        let base = (values.len() / stride_of(&channels)) as u32;
+        kept.extend(piece.kept.into_iter().map(|k| Kept {
+            row: k.row.map(|r| r + base),
+            ..k
+        }));
+        values.extend(piece.values);
     }
 
+    let stride = stride_of(&channels);
     let planes = input
         .channels
         .par_iter()
@@ -111,11 +122,14 @@ pub fn holdout(input: &DeepImage, holdout: &DeepImage, mode: HoldoutMode) -> Res
         .map(|(c, channel)| {
             let column = channels.names.iter().position(|n| n == &channel.name);
             let mut plane = Plane::with_capacity(channel.sample_type, kept.len());
-            for (s, values) in &kept {
-                match (values, channel.role) {
+            for k in &kept {
+                let s = &k.sample;
+                match (k.row, channel.role) {
                     (Some(_), ChannelRole::Z) => plane.push_f32(s.z),
                     (Some(_), ChannelRole::ZBack) => plane.push_f32(s.zback),
-                    (Some(v), _) if column.is_some() => plane.push_f32(v[column.unwrap()]),
+                    (Some(r), _) if column.is_some() => {
+                        plane.push_f32(values[r as usize * stride + column.unwrap()])
+                    }
                     _ => plane.push_from(&input.planes[c], s.index as usize),
                 }
             }
@@ -140,9 +154,36 @@ pub fn holdout(input: &DeepImage, holdout: &DeepImage, mode: HoldoutMode) -> Res
 /// Pixels a task holds out at a time (a few rows).
 const PIXELS_PER_TASK: usize = 16 * 1024;
 
-/// Per-pixel sample counts and the output samples (the source sample with, for split or scaled
-/// ones, new depths and values) of a run of pixels.
-type Held = (Vec<u32>, Vec<(Sample, Option<Vec<f32>>)>);
+/// One output sample: the source sample (with new depths where it was cut) and, for a split or
+/// scaled one, the row of its new values (one per composited column) in [`Held::values`].
+#[derive(Clone, Copy)]
+struct Kept {
+    sample: Sample,
+    row: Option<u32>,
+}
+
+/// Per-pixel sample counts and the output samples of a run of pixels, with the value rows of
+/// the ones that changed (held flat: an allocation per sample cost more than the holdout's
+/// arithmetic).
+#[derive(Default)]
+struct Held {
+    counts: Vec<u32>,
+    kept: Vec<Kept>,
+    values: Vec<f32>,
+}
+
+/// Values per row of [`Held::values`] (at least 1, so rows stay numbered).
+fn stride_of(channels: &CompositeChannels) -> usize {
+    channels.kinds.len().max(1)
+}
+
+/// What [`attenuate_sample`] reuses from sample to sample.
+#[derive(Default)]
+struct Scratch {
+    cuts: Vec<f32>,
+    split: Vec<f64>,
+    factors: Vec<f64>,
+}
 
 /// [`holdout`] over the pixels `pixels` of `input`.
 fn hold_pixels(
@@ -156,57 +197,75 @@ fn hold_pixels(
 ) -> Held {
     let in_depth = input.depth_channels();
     let ho_depth = holdout.depth_channels();
-    let mut counts = Vec::with_capacity(pixels.len());
-    let mut kept: Vec<(Sample, Option<Vec<f32>>)> = Vec::new();
+    let mut held = Held {
+        counts: Vec::with_capacity(pixels.len()),
+        ..Held::default()
+    };
     let mut in_samples = Vec::new();
+    let mut order = Vec::new();
+    // Holdout samples are reused from pixel to pixel (their alpha vectors with them): the
+    // pixel's are the first `ho_len`.
     let mut ho_samples: Vec<HoldoutSample> = Vec::new();
+    let mut row: Vec<f32> = Vec::new();
+    let mut scratch = Scratch::default();
     for p in pixels {
         let (x, y) = input.data_window.coords_of(p);
         ordered(input, 0, p, in_depth, &mut in_samples);
-        ho_samples.clear();
+        let mut ho_len = 0;
         if let Some(hp) = holdout.pixel_index(x, y) {
-            let mut order = Vec::new();
             ordered(holdout, 1, hp, ho_depth, &mut order);
-            ho_samples.extend(order.iter().map(|s| {
-                HoldoutSample {
-                    z: s.z,
-                    zback: s.zback,
-                    alphas: channels
-                        .alphas
-                        .iter()
-                        .map(|&k| {
-                            holdout_sources[k]
-                                .map_or(0.0, |c| holdout.planes[c].get_f32(s.index as usize) as f64)
-                        })
-                        .collect(),
+            for s in &order {
+                if ho_len == ho_samples.len() {
+                    ho_samples.push(HoldoutSample {
+                        z: 0.0,
+                        zback: 0.0,
+                        alphas: Vec::new(),
+                        media: Vec::new(),
+                    });
                 }
-            }));
+                let h = &mut ho_samples[ho_len];
+                h.z = s.z;
+                h.zback = s.zback;
+                h.alphas.clear();
+                h.alphas.extend(channels.alphas.iter().map(|&k| {
+                    holdout_sources[k]
+                        .map_or(0.0, |c| holdout.planes[c].get_f32(s.index as usize) as f64)
+                }));
+                h.media.clear();
+                h.media.extend(h.alphas.iter().map(|&a| Clear::of(a)));
+                ho_len += 1;
+            }
         }
-        let before = kept.len();
+        let ho_samples = &ho_samples[..ho_len];
+        let before = held.kept.len();
         match mode {
             HoldoutMode::Cull => {
-                let opaque = opaque_depth(&ho_samples, channels.alphas.len());
-                kept.extend(
+                let opaque = opaque_depth(ho_samples, channels.alphas.len());
+                held.kept.extend(
                     in_samples
                         .iter()
                         .filter(|s| opaque.is_none_or(|d| s.z <= d))
-                        .map(|s| (*s, None)),
+                        .map(|s| Kept {
+                            sample: *s,
+                            row: None,
+                        }),
                 );
             }
             HoldoutMode::Attenuate => {
                 for s in &in_samples {
-                    let values: Vec<f32> = sources
-                        .iter()
-                        .map(|src| src.map_or(0.0, |c| input.planes[c].get_f32(s.index as usize)))
-                        .collect();
-                    attenuate_sample(s, &values, &ho_samples, channels, &mut kept);
+                    row.clear();
+                    row.extend(
+                        sources.iter().map(|src| {
+                            src.map_or(0.0, |c| input.planes[c].get_f32(s.index as usize))
+                        }),
+                    );
+                    attenuate_sample(s, &row, ho_samples, channels, &mut scratch, &mut held);
                 }
             }
         }
-        counts.push((kept.len() - before) as u32);
+        held.counts.push((held.kept.len() - before) as u32);
     }
-
-    (counts, kept)
+    held
 }
 
 /// Pixel `p`'s samples in merge order (sorted unless the header says they are).
@@ -249,9 +308,11 @@ fn attenuate_sample(
     row: &[f32],
     holdout: &[HoldoutSample],
     channels: &CompositeChannels,
-    out: &mut Vec<(Sample, Option<Vec<f32>>)>,
+    scratch: &mut Scratch,
+    out: &mut Held,
 ) {
-    let mut cuts: Vec<f32> = Vec::new();
+    let cuts = &mut scratch.cuts;
+    cuts.clear();
     if s.is_volume() {
         for h in holdout {
             for d in [h.z, h.zback] {
@@ -264,6 +325,7 @@ fn attenuate_sample(
         cuts.dedup();
     }
     let length = s.zback as f64 - s.z as f64;
+    let stride = stride_of(channels);
     let mut front = s.z;
     for i in 0..=cuts.len() {
         let back = if s.is_volume() {
@@ -282,20 +344,33 @@ fn attenuate_sample(
         } else {
             piece_fraction(front as f64, back as f64, length)
         };
-        let values: Vec<f64> = split_row(row, fraction, channels).collect();
+        // The piece's values, split only when needed: a piece nothing touches keeps its own.
+        let values = &mut scratch.split;
+        values.clear();
+        let split = |values: &mut Vec<f64>| {
+            if values.is_empty() {
+                values.extend(split_row(row, fraction, channels));
+            }
+        };
         // Per alpha column: the factor the holdout leaves of this piece.
-        let factors: Vec<f64> = channels
-            .alphas
-            .iter()
-            .enumerate()
-            .map(|(j, &k)| holdout_factor(&piece, values[k], holdout, j))
-            .collect();
+        let factors = &mut scratch.factors;
+        factors.clear();
+        for (j, &k) in channels.alphas.iter().enumerate() {
+            let piece_alpha = || {
+                split(values);
+                values[k]
+            };
+            factors.push(holdout_factor(&piece, piece_alpha, holdout, j));
+        }
         front = back;
         if factors.iter().all(|&f| f == 0.0) {
             continue;
         }
         if cuts.is_empty() && factors.iter().all(|&f| f == 1.0) {
-            out.push((piece, None));
+            out.kept.push(Kept {
+                sample: piece,
+                row: None,
+            });
             continue;
         }
         let factor_of = |alpha_column: usize| {
@@ -305,20 +380,29 @@ fn attenuate_sample(
                 .position(|&a| a == alpha_column)
                 .expect("an alpha column")]
         };
-        let values = channels
-            .kinds
-            .iter()
-            .zip(&values)
-            .enumerate()
-            .map(|(k, (kind, &v))| {
-                let alpha = match *kind {
-                    CompositeKind::Alpha => k,
-                    CompositeKind::Colour { alpha } => alpha,
-                };
-                (v * factor_of(alpha)) as f32
-            })
-            .collect();
-        out.push((piece, Some(values)));
+        split(values);
+        let row_index = (out.values.len() / stride) as u32;
+        out.values
+            .extend(
+                channels
+                    .kinds
+                    .iter()
+                    .zip(values.iter())
+                    .enumerate()
+                    .map(|(k, (kind, &v))| {
+                        let alpha = match *kind {
+                            CompositeKind::Alpha => k,
+                            CompositeKind::Colour { alpha } => alpha,
+                        };
+                        (v * factor_of(alpha)) as f32
+                    }),
+            );
+        // A table without composited columns still takes its one value per row.
+        out.values.resize((row_index as usize + 1) * stride, 0.0);
+        out.kept.push(Kept {
+            sample: piece,
+            row: Some(row_index),
+        });
     }
 }
 
@@ -328,46 +412,60 @@ fn attenuate_sample(
 /// order", [`depth_less`]; exact ties go to IN, the first input) times, where holdout volumes share
 /// the piece's interval, IN's colour weight in the mixed medium. Both are [`CoincidentMix`]es over
 /// parts of holdout samples split as the tidy splits them ([`piece_fraction`]).
-fn holdout_factor(piece: &Sample, piece_alpha: f64, holdout: &[HoldoutSample], j: usize) -> f64 {
+fn holdout_factor(
+    piece: &Sample,
+    piece_alpha: impl FnOnce() -> f64,
+    holdout: &[HoldoutSample],
+    j: usize,
+) -> f64 {
     let mut in_front = CoincidentMix::default();
-    // The holdout media sharing the piece's interval alone, and mixed with the piece.
+    // The holdout media sharing the piece's interval.
     let mut shared = CoincidentMix::default();
-    let mut mixed = CoincidentMix::default();
-    // IN as a unit colour: the mix's colour is then IN's share of it.
-    mixed.add(piece_alpha, 1.0);
+    // IN is cut at h's ends, so a volume h either covers a volume piece or misses it.
+    let covers = |h: &HoldoutSample| piece.is_volume() && h.z <= piece.z && piece.zback <= h.zback;
+    let fraction_of = |h: &HoldoutSample| {
+        let length = h.zback as f64 - h.z as f64;
+        piece_fraction(piece.z as f64, piece.zback as f64, length)
+    };
     for h in holdout {
-        let a = h.alphas[j];
+        let medium = &h.media[j];
         if !h.is_volume() {
             // A point holds out the pieces that sort after it in merge order: those starting
             // behind it, and a volume piece starting at its depth ((z, z) sorts before
             // (z, zback)); an IN point at its depth ties with it and goes first.
             if depth_less((h.z, h.zback), (piece.z, piece.zback)) {
-                in_front.add(a, 0.0);
+                in_front.add_clear(medium);
             }
-            continue;
+        } else {
+            let length = h.zback as f64 - h.z as f64;
+            // Tidying cuts h at the piece's front: its part [h.z, min(piece.z, h.zback)) sorts
+            // before the piece exactly when it is not empty. (Even a part of fraction 0, the
+            // finite front of an infinitely deep volume, counts when h is opaque, as in the tidy.)
+            if h.z < piece.z {
+                let back = piece.z.min(h.zback);
+                in_front.add_part_of(medium, piece_fraction(h.z as f64, back as f64, length));
+            }
+            if covers(h) {
+                shared.add_part_of(medium, fraction_of(h));
+            }
         }
-        let length = h.zback as f64 - h.z as f64;
-        // Tidying cuts h at the piece's front: its part [h.z, min(piece.z, h.zback)) sorts
-        // before the piece exactly when it is not empty. (Even a part of fraction 0, the finite
-        // front of an infinitely deep volume, counts when h is opaque, as in the tidy.)
-        if h.z < piece.z {
-            let back = piece.z.min(h.zback);
-            in_front.add_part(a, piece_fraction(h.z as f64, back as f64, length));
-        }
-        // IN is cut at h's ends, so h either covers a volume piece or misses it.
-        if piece.is_volume() && h.z <= piece.z && piece.zback <= h.zback {
-            let fraction = piece_fraction(piece.z as f64, piece.zback as f64, length);
-            shared.add_part(a, fraction);
-            mixed.add_part(a, fraction);
+        // Opaque material in front stays opaque: nothing later changes the answer.
+        if in_front.is_opaque() {
+            return 0.0;
         }
     }
-    if in_front.is_opaque() {
-        return 0.0;
-    }
-    // Exactly 1 where nothing shares the interval, so such pieces keep their values.
+    // Exactly 1 where nothing shares the interval, so such pieces keep their values (and the
+    // piece's alpha, a logarithm and an exponential, is not needed).
     let share = if shared.is_clear() {
         1.0
     } else {
+        // The piece mixed with the media it shares, IN as a unit colour: the mix's colour is
+        // then IN's share of it. Built in the order the merge mixes them.
+        let mut mixed = CoincidentMix::default();
+        mixed.add(piece_alpha(), 1.0);
+        for h in holdout.iter().filter(|h| h.is_volume() && covers(h)) {
+            mixed.add_part_of(&h.media[j], fraction_of(h));
+        }
         mixed.colour()
     };
     in_front.transmittance() * share
@@ -382,6 +480,7 @@ mod tests {
             z,
             zback,
             alphas: vec![a],
+            media: vec![Clear::of(a)],
         }
     }
 
@@ -397,18 +496,21 @@ mod tests {
     #[test]
     fn points_in_front_multiply_transmittance() {
         let h = [ho(1.0, 1.0, 0.5), ho(2.0, 2.0, 0.5), ho(3.0, 3.0, 0.5)];
-        assert_eq!(holdout_factor(&piece(2.5, 2.5), 0.3, &h, 0), 0.25);
+        assert_eq!(holdout_factor(&piece(2.5, 2.5), || 0.3, &h, 0), 0.25);
         // A coincident point does not hold IN out.
-        assert_eq!(holdout_factor(&piece(1.0, 1.0), 0.3, &h, 0), 1.0);
+        assert_eq!(holdout_factor(&piece(1.0, 1.0), || 0.3, &h, 0), 1.0);
     }
 
     #[test]
     fn a_point_holds_out_a_volume_piece_starting_at_its_depth() {
         // Merge order: the point (2, 2) sorts before the volume piece (2, 3), whatever its end.
         let h = [ho(2.0, 2.0, 0.5)];
-        assert_eq!(holdout_factor(&piece(2.0, 3.0), 0.3, &h, 0), 0.5);
-        assert_eq!(holdout_factor(&piece(2.0, f32::INFINITY), 0.3, &h, 0), 0.5);
-        assert_eq!(holdout_factor(&piece(1.0, 2.0), 0.3, &h, 0), 1.0);
+        assert_eq!(holdout_factor(&piece(2.0, 3.0), || 0.3, &h, 0), 0.5);
+        assert_eq!(
+            holdout_factor(&piece(2.0, f32::INFINITY), || 0.3, &h, 0),
+            0.5
+        );
+        assert_eq!(holdout_factor(&piece(1.0, 2.0), || 0.3, &h, 0), 1.0);
     }
 
     #[test]
@@ -416,32 +518,32 @@ mod tests {
         let inf = f32::INFINITY;
         // The finite front of [1, inf) has fraction 0: nothing in front of a point at 3...
         assert_eq!(
-            holdout_factor(&piece(3.0, 3.0), 0.3, &[ho(1.0, inf, 0.5)], 0),
+            holdout_factor(&piece(3.0, 3.0), || 0.3, &[ho(1.0, inf, 0.5)], 0),
             1.0
         );
         // ...unless the medium is opaque; the front of [-inf, 3) is all of it.
         assert_eq!(
-            holdout_factor(&piece(3.0, 3.0), 0.3, &[ho(1.0, inf, 1.0)], 0),
+            holdout_factor(&piece(3.0, 3.0), || 0.3, &[ho(1.0, inf, 1.0)], 0),
             0.0
         );
-        let f = holdout_factor(&piece(1.0, 1.0), 0.3, &[ho(-inf, 3.0, 0.75)], 0);
+        let f = holdout_factor(&piece(1.0, 1.0), || 0.3, &[ho(-inf, 3.0, 0.75)], 0);
         assert!((f - 0.25).abs() < 1e-12, "{f}");
         // The tail [2, inf) of IN shares all of the holdout's [1, inf): equal media, half each.
-        let f = holdout_factor(&piece(2.0, inf), 0.5, &[ho(1.0, inf, 0.5)], 0);
+        let f = holdout_factor(&piece(2.0, inf), || 0.5, &[ho(1.0, inf, 0.5)], 0);
         assert!((0.5 * f - 0.75 / 2.0).abs() < 1e-12, "{f}");
     }
 
     #[test]
     fn half_a_volume_in_front_gives_the_square_root() {
         let h = [ho(0.0, 2.0, 0.75)];
-        let f = holdout_factor(&piece(1.0, 1.0), 0.3, &h, 0);
+        let f = holdout_factor(&piece(1.0, 1.0), || 0.3, &h, 0);
         assert!((f - 0.5).abs() < 1e-12, "{f}");
     }
 
     #[test]
     fn opaque_holdout_in_front_removes_everything() {
         let h = [ho(0.0, 0.0, 1.0)];
-        assert_eq!(holdout_factor(&piece(1.0, 2.0), 0.3, &h, 0), 0.0);
+        assert_eq!(holdout_factor(&piece(1.0, 2.0), || 0.3, &h, 0), 0.0);
         assert_eq!(opaque_depth(&h, 1), Some(0.0));
         assert_eq!(opaque_depth(&[ho(0.0, 0.0, 0.5)], 1), None);
     }
@@ -450,7 +552,7 @@ mod tests {
     fn shared_interval_keeps_ins_share_of_the_mix() {
         // Equal media: IN keeps half of the merged alpha 1 - (1 - a)^2.
         let h = [ho(0.0, 1.0, 0.5)];
-        let f = holdout_factor(&piece(0.0, 1.0), 0.5, &h, 0);
+        let f = holdout_factor(&piece(0.0, 1.0), || 0.5, &h, 0);
         assert!((0.5 * f - 0.75 / 2.0).abs() < 1e-12, "{f}");
     }
 }

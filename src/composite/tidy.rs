@@ -156,6 +156,24 @@ pub struct CoincidentMix {
     opaque_count: usize,
 }
 
+/// A colourless medium's alpha with `ln(1 − alpha)` taken once, for a medium mixed against many
+/// samples (a holdout sample against every piece of IN in its pixel).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Clear {
+    alpha: f64,
+    ln_clear: f64,
+}
+
+impl Clear {
+    /// The medium of alpha `alpha`.
+    pub fn of(alpha: f64) -> Self {
+        Clear {
+            alpha,
+            ln_clear: (-alpha).ln_1p(),
+        }
+    }
+}
+
 impl CoincidentMix {
     /// Add a whole medium (or point) of alpha `alpha` and premultiplied colour `colour`.
     pub fn add(&mut self, alpha: f64, colour: f64) {
@@ -178,10 +196,32 @@ impl CoincidentMix {
     /// than from a rounded piece alpha. Every part of an opaque medium is opaque, whatever its
     /// fraction (as in [`split_alpha`]).
     pub fn add_part(&mut self, alpha: f64, fraction: f64) {
-        if alpha >= 1.0 {
+        self.add_part_of(&Clear::of(alpha), fraction);
+    }
+
+    /// [`Self::add`] of a colourless medium (a holdout's point) whose logarithm is taken once.
+    pub fn add_clear(&mut self, medium: &Clear) {
+        if medium.alpha >= 1.0 {
+            self.opaque_sum += 0.0;
+            self.opaque_count += 1;
+            return;
+        }
+        // As `add(alpha, 0.0)`, bit for bit.
+        let u = -medium.ln_clear;
+        self.optical_depth += u;
+        self.weighted += if medium.alpha == 0.0 {
+            0.0
+        } else {
+            0.0 * (u / medium.alpha)
+        };
+    }
+
+    /// [`Self::add_part`] of a medium whose logarithm is taken once.
+    pub fn add_part_of(&mut self, medium: &Clear, fraction: f64) {
+        if medium.alpha >= 1.0 {
             self.opaque_count += 1;
         } else {
-            self.optical_depth += -(fraction * (-alpha).ln_1p());
+            self.optical_depth += -(fraction * medium.ln_clear);
         }
     }
 
@@ -564,17 +604,30 @@ pub fn split_row<'a>(
     fraction: f64,
     channels: &'a CompositeChannels,
 ) -> impl Iterator<Item = f64> + 'a {
-    channels
-        .kinds
-        .iter()
-        .enumerate()
-        .map(move |(k, kind)| match *kind {
-            CompositeKind::Alpha => split_alpha(row[k] as f64, fraction).0,
-            CompositeKind::Colour { alpha } => {
-                let (_, scale) = split_alpha(row[alpha] as f64, fraction);
-                row[k] as f64 * scale
-            }
-        })
+    channels.kinds.iter().enumerate().scan(
+        None,
+        move |last: &mut Option<(usize, (f64, f64))>, (k, kind)| {
+            // The split of the alpha column used last: colours sharing an alpha (R, G and B
+            // with A) and the alpha itself reuse it rather than each taking a logarithm and an
+            // exponential (`split_alpha` is a pure function, so the values are the same).
+            let column = match *kind {
+                CompositeKind::Alpha => k,
+                CompositeKind::Colour { alpha } => alpha,
+            };
+            let split = match *last {
+                Some((c, split)) if c == column => split,
+                _ => {
+                    let split = split_alpha(row[column] as f64, fraction);
+                    *last = Some((column, split));
+                    split
+                }
+            };
+            Some(match *kind {
+                CompositeKind::Alpha => split.0,
+                CompositeKind::Colour { .. } => row[k] as f64 * split.1,
+            })
+        },
+    )
 }
 
 #[cfg(test)]
