@@ -7,7 +7,10 @@
 # (llvmpipe here, the GPU's driver on a GPU host).
 #
 #   benches/end_to_end.sh [--bin PATH] [--scenes "powerplant atrium hairball"] [--size 1920x1080]
-#                         [--cores "2 4 8 all"] [--repeats 3] [--dir /tmp/e2e]
+#                         [--cores "2 4 8 all"] [--repeats 3] [--dir /tmp/e2e] [--gl-variants]
+#
+# --gl-variants adds the GL engine's transfer and overlap variants (DEEPMERGE_GL_TRANSFER=calls,
+# DEEPMERGE_GL_OVERLAP=0) as more columns, so a GPU host's run says which default to keep.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release/deepmerge
@@ -16,6 +19,7 @@ size=1920x1080
 cores="2 4 8 all"
 repeats=3
 dir=/tmp/deepmerge-e2e
+variants=0
 while [ $# -gt 0 ]; do
     case $1 in
         --bin) bin=$2; shift 2 ;;
@@ -24,6 +28,7 @@ while [ $# -gt 0 ]; do
         --cores) cores=$2; shift 2 ;;
         --repeats) repeats=$2; shift 2 ;;
         --dir) dir=$2; shift 2 ;;
+        --gl-variants) variants=1; shift ;;
         *) echo "end_to_end.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -50,8 +55,13 @@ measure() {
 
 echo "host: $all cores; $("$bin" gpu-info 2>/dev/null | sed -n 's/^renderer: *//p' | head -1)"
 echo
-echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL |"
-echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+if [ "$variants" = 1 ]; then
+    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | GL calls | GL no overlap |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+else
+    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+fi
 for scene in $scenes; do
     base=$dir/$scene-$size
     [ -f "${base}_1.exr" ] || "$bin" scene "$scene" --size "$size" --seed 3 -o "$base" >/dev/null
@@ -63,9 +73,15 @@ for scene in $scenes; do
             [ "$c" -le "$all" ] || continue
             read -r cpu_s floor_s cpu_peak < <(measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend cpu -o "$dir/out.exr")
             read -r gl_s _ gl_peak < <(measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
-            printf '| %s %s | %s | %s | %.2f s | %.2f s | %.2f s | %.2fx | %.2fx | %.0f / %.0f MiB |\n' \
+            printf '| %s %s | %s | %s | %.2f s | %.2f s | %.2f s | %.2fx | %.2fx | %.0f / %.0f MiB |' \
                 "$scene" "$size" "$kind" "$c" "$floor_s" "$cpu_s" "$gl_s" \
                 "$(awk "BEGIN {print $cpu_s / $floor_s}")" "$(awk "BEGIN {print $gl_s / $floor_s}")" "$cpu_peak" "$gl_peak"
+            if [ "$variants" = 1 ]; then
+                read -r calls_s _ _ < <(DEEPMERGE_GL_TRANSFER=calls measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
+                read -r serial_s _ _ < <(DEEPMERGE_GL_OVERLAP=0 measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
+                printf ' %.2f s | %.2f s |' "$calls_s" "$serial_s"
+            fi
+            echo
         done
     done
 done

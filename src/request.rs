@@ -284,6 +284,7 @@ impl GlRequest {
                 .gpu_memory
                 .map_or(0, crate::gpu::memory::band_budget_of),
             overlap_bands: None,
+            pairwise_long_pairs: None,
         }
     }
 }

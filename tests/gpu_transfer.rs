@@ -151,7 +151,7 @@ fn real_files_overlapped_on_the_mapped_path_with_the_gpu_stages() {
 }
 
 #[test]
-fn an_unknown_transfer_path_in_the_environment_is_named() {
+fn unknown_transfer_and_overlap_settings_in_the_environment_are_named() {
     // The variable is read when a context is made; the parse is checked on its own here (a
     // second context in this binary would leave the shared one's thread).
     std::env::set_var("DEEPMERGE_GL_TRANSFER", "dma");
@@ -161,4 +161,16 @@ fn an_unknown_transfer_path_in_the_environment_is_named() {
         e.contains("DEEPMERGE_GL_TRANSFER=dma") && e.contains("mapped or calls"),
         "{e}"
     );
+    std::env::set_var("DEEPMERGE_GL_OVERLAP", "yes");
+    let e = deepmerge::gpu::mapped::overlap_from_env()
+        .unwrap_err()
+        .to_string();
+    std::env::set_var("DEEPMERGE_GL_OVERLAP", "0");
+    let off = deepmerge::gpu::mapped::overlap_from_env().unwrap();
+    std::env::remove_var("DEEPMERGE_GL_OVERLAP");
+    assert!(
+        e.contains("DEEPMERGE_GL_OVERLAP=yes is neither 0 nor 1"),
+        "{e}"
+    );
+    assert_eq!(off, Some(false));
 }

@@ -79,9 +79,10 @@ if $bench; then
             --stages > "$out/bench-$s.md" 2> "$out/bench-$s.err"
         echo "- bench $s: exit $? (bench-$s.md)" >> "$summary"
     done
-    # The end-to-end table against the codec floor (issue 25), at 2, 4, 8 and all cores.
-    timeout 240 benches/end_to_end.sh --bin "$B" --scenes powerplant --cores "2 4 8 all" \
-        --repeats 1 --dir /tmp/deepmerge-e2e > "$out/end-to-end.md" 2> "$out/end-to-end.err"
+    # The end-to-end table against the codec floor (issue 25), at 2, 4, 8 and all cores, with
+    # the GL engine's transfer (mapped or calls) and overlap variants beside its defaults.
+    timeout 300 benches/end_to_end.sh --bin "$B" --scenes powerplant --cores "2 4 8 all" \
+        --repeats 1 --gl-variants --dir /tmp/deepmerge-e2e > "$out/end-to-end.md" 2> "$out/end-to-end.err"
     echo "- end to end: exit $? (end-to-end.md)" >> "$summary"
 fi
 cat "$summary"

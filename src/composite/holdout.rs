@@ -79,16 +79,15 @@ pub fn holdout(input: &DeepImage, holdout: &DeepImage, mode: HoldoutMode) -> Res
     // For each of IN's alpha columns, where the holdout's matching alpha comes from.
     let holdout_sources: Vec<Option<usize>> = channels.sources_in(holdout);
 
-    // Pixels are independent: runs of rows are held out in parallel and joined in order, so
-    // the result is the serial walk's.
-    let width = input.data_window.width().max(1);
-    let rows_per_task = (PIXELS_PER_TASK / width).max(1);
-    let rows = input.data_window.height();
-    let pieces: Vec<Held> = (0..rows.div_ceil(rows_per_task))
+    // Pixels are independent: runs of pixels are held out in parallel and joined in order, so
+    // the result is the serial walk's. Runs of pixels, not rows: a graph's bands can be a few
+    // rows tall, and whole rows then made one task of a band.
+    let pixels = input.pixel_count();
+    let pieces: Vec<Held> = (0..pixels.div_ceil(PIXELS_PER_TASK))
         .into_par_iter()
         .map(|task| {
-            let first = task * rows_per_task * width;
-            let end = ((task + 1) * rows_per_task * width).min(input.pixel_count());
+            let first = task * PIXELS_PER_TASK;
+            let end = (first + PIXELS_PER_TASK).min(pixels);
             hold_pixels(
                 first..end,
                 input,
@@ -151,8 +150,8 @@ pub fn holdout(input: &DeepImage, holdout: &DeepImage, mode: HoldoutMode) -> Res
     )
 }
 
-/// Pixels a task holds out at a time (a few rows).
-const PIXELS_PER_TASK: usize = 16 * 1024;
+/// Pixels a task holds out at a time (about a row of a 2K image).
+const PIXELS_PER_TASK: usize = 2048;
 
 /// One output sample: the source sample (with new depths where it was cut) and, for a split or
 /// scaled one, the row of its new values (one per composited column) in [`Held::values`].

@@ -297,6 +297,10 @@ impl GlContext {
         if let Some(path) = super::mapped::TransferPath::from_env()? {
             context.set_transfer_path(path)?;
         }
+        context
+            .mapped
+            .overlap
+            .set(super::mapped::overlap_from_env()?);
         Ok(context)
     }
 

@@ -72,6 +72,19 @@ impl TransferPath {
     }
 }
 
+/// What `DEEPMERGE_GL_OVERLAP` asks for, if anything: 1 overlaps bands, 0 does not (an unknown
+/// value is an error that names the variable).
+pub fn overlap_from_env() -> Result<Option<bool>> {
+    match std::env::var("DEEPMERGE_GL_OVERLAP").ok().as_deref() {
+        None | Some("") => Ok(None),
+        Some("1") => Ok(Some(true)),
+        Some("0") => Ok(Some(false)),
+        Some(other) => Err(Error::Usage(format!(
+            "DEEPMERGE_GL_OVERLAP={other} is neither 0 nor 1"
+        ))),
+    }
+}
+
 /// Counts and times of the mapped transfers, for `--stats` and the tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TransferStats {
@@ -110,6 +123,8 @@ pub(crate) struct MappedPool {
     pub(crate) stats: Cell<TransferStats>,
     /// The path chosen for this context (set when it is made).
     pub(crate) path: Cell<Option<TransferPath>>,
+    /// Whether bands overlap, as `DEEPMERGE_GL_OVERLAP` says (`GlOptions::overlaps_bands`).
+    pub(crate) overlap: Cell<Option<bool>>,
     /// The most bytes of one staging round or readback chunk (0: [`STAGING_BYTES`]).
     round_bytes: Cell<usize>,
 }
@@ -229,6 +244,11 @@ impl GlContext {
             0 => STAGING_BYTES,
             b => b,
         }
+    }
+
+    /// Whether `DEEPMERGE_GL_OVERLAP` asked for overlapped bands when the context was made.
+    pub(crate) fn overlap_from_env(&self) -> Option<bool> {
+        self.mapped.overlap.get()
     }
 
     /// What the mapped transfers have done since the context was made.

@@ -54,7 +54,9 @@ pub use buffer::GpuBuffer;
 pub use context::{GlContext, GlInfo};
 pub use fence::FenceStats;
 pub use mapped::{TransferPath, TransferStats};
-pub use merge::{merge_images_gl, merge_images_gl_over, uses_kway, GpuMerger};
+pub use merge::{
+    merge_images_gl, merge_images_gl_over, uses_kway, GpuMerger, PAIRWISE_MEAN_SAMPLES,
+};
 pub use pool::PoolStats;
 pub use profile::{copy_bandwidth, upload_bandwidth, GpuProfile, StageTime, STAGES};
 pub use stages::stage_of_program;
@@ -95,14 +97,25 @@ pub struct GlOptions {
     /// Whether a band's GPU work is issued before the band before it is read back, so that the
     /// host stages one band while the GPU works on the other (two bands resident at once, each
     /// within half the GPU budget). `None`: on hardware, not on a software rasteriser, whose
-    /// dispatches finish as they are issued so that nothing would overlap.
+    /// dispatches finish as they are issued so that nothing would overlap
+    /// (`DEEPMERGE_GL_OVERLAP=0|1` sets the default, for measurements).
     pub overlap_bands: Option<bool>,
+    /// Whether a k-way merge of two inputs with long lists (a mean of
+    /// [`PAIRWISE_MEAN_SAMPLES`] or more per pixel and input) runs the pairwise kernel
+    /// (`merge.comp`) instead of `merge_kway.comp`: the same bytes, and on an H100 1.6x
+    /// (hairball) and 2.7x (powerplant) faster, where short lists (atrium) were 1.5x slower
+    /// (docs/benchmarks.md, "Table 5 on hardware"). `None`: on hardware, not on a software
+    /// rasteriser (where it was not measured).
+    pub pairwise_long_pairs: Option<bool>,
 }
 
 impl GlOptions {
-    /// Whether bands overlap on this device ([`Self::overlap_bands`]).
-    pub fn overlaps_bands(&self, info: &GlInfo) -> bool {
-        self.overlap_bands.unwrap_or(!info.software)
+    /// Whether bands overlap on `ctx`: [`Self::overlap_bands`] when set, else what
+    /// `DEEPMERGE_GL_OVERLAP` (0 or 1) said when the context was made, else on hardware only.
+    pub fn overlaps_bands(&self, ctx: &GlContext) -> bool {
+        self.overlap_bands
+            .or(ctx.overlap_from_env())
+            .unwrap_or(!ctx.info().software)
     }
 
     /// Whether inputs that need sorting are sorted by `sort.comp` (unless the host is asked to).
@@ -135,6 +148,7 @@ impl Default for GlOptions {
             // Not yet measured on hardware: one invocation per pixel, as before the choice.
             long_lists: LongLists::PerPixel,
             overlap_bands: None,
+            pairwise_long_pairs: None,
         }
     }
 }

@@ -91,6 +91,27 @@ pub fn uses_kway(strategy: MergeStrategy, inputs: usize) -> bool {
     strategy == MergeStrategy::KWay && (1..=MAX_KWAY_INPUTS).contains(&inputs)
 }
 
+/// Mean samples per pixel and input from which two inputs count as long lists, for
+/// [`GlOptions::pairwise_long_pairs`]: between atrium's 1.9 (k-way faster) and hairball's 7.9 and
+/// powerplant's 11.8 (pairwise faster) at 1080p.
+pub const PAIRWISE_MEAN_SAMPLES: f64 = 4.0;
+
+/// Whether the GL engine merges `plan`'s inputs in one k-way pass: [`uses_kway`], except two
+/// inputs with long lists where [`GlOptions::pairwise_long_pairs`] says so (the pairwise
+/// kernel is then the faster two-way merge).
+fn kway_on(ctx: &GlContext, strategy: MergeStrategy, plan: &MergePlan, gl: &GlOptions) -> bool {
+    if !uses_kway(strategy, plan.inputs.len()) {
+        return false;
+    }
+    let pairwise = gl.pairwise_long_pairs.unwrap_or(!ctx.info().software);
+    if plan.inputs.len() != 2 || !pairwise {
+        return true;
+    }
+    let pixels = plan.window.area().max(1) as f64;
+    let samples: usize = plan.inputs.iter().map(|i| i.sample_count()).sum();
+    samples as f64 / (2.0 * pixels) < PAIRWISE_MEAN_SAMPLES
+}
+
 impl<'a, 'i> GpuMerger<'a, 'i> {
     /// Build every input on the GPU over the whole union window as one band (fails when it does
     /// not fit one storage buffer; `merge_images_gl` cuts bands instead).
@@ -128,7 +149,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         sync_timing: bool,
     ) -> Result<Self> {
         plan.sort = options.sort;
-        if uses_kway(options.strategy, plan.inputs.len()) {
+        if kway_on(ctx, options.strategy, &plan, gl_options) {
             super::coop::refuse_kway(gl_options.long_lists)?;
             return Self::upload_stack(ctx, plan, columns, band, options, gl_options, sync_timing);
         }

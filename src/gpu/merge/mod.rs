@@ -41,7 +41,7 @@ use std::time::Instant;
 use self::assemble::Accumulated;
 use self::band::plan_bands;
 use self::merger::BandReadback;
-pub use self::merger::{uses_kway, GpuMerger};
+pub use self::merger::{uses_kway, GpuMerger, PAIRWISE_MEAN_SAMPLES};
 use super::resident::ColumnSpec;
 use super::stats::GpuStats;
 use super::{GlContext, GlOptions};
@@ -103,7 +103,7 @@ pub fn merge_images_gl_over(
     }
     plan.sort = options.sort;
     let stride = columns.stride();
-    let overlap = gl_options.overlaps_bands(ctx.info());
+    let overlap = gl_options.overlaps_bands(ctx);
     let mut memory_limit = if gl_options.band_budget_bytes > 0 {
         gl_options.band_budget_bytes
     } else if !ctx.info().software {

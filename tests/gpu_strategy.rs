@@ -1,0 +1,108 @@
+//! The GL engine's choice of kernel for a k-way merge of two inputs
+//! (`GlOptions::pairwise_long_pairs`): with long lists (a mean of `PAIRWISE_MEAN_SAMPLES` or more
+//! per pixel and input) it runs the pairwise kernel, which Table 5 on an H100 measured faster
+//! there, and the k-way kernel otherwise. Either way the bytes are the reference merge's.
+
+// MergeOptions is built with `..Default::default()` even where every field is named today.
+#![allow(clippy::needless_update)]
+
+mod gpu_common;
+
+use deepmerge::composite::{MergeOptions, MergeStrategy, OutputKind};
+use deepmerge::deep::Bounds;
+use deepmerge::gpu::{GlOptions, Layout, PAIRWISE_MEAN_SAMPLES};
+use gpu_common::{assert_gl_matches_reference, with_gl, Stages, Synth};
+
+fn outputs() -> [MergeOptions; 2] {
+    [
+        MergeOptions {
+            output: OutputKind::Flat { z: true },
+            strategy: MergeStrategy::KWay,
+            ..Default::default()
+        },
+        MergeOptions {
+            output: OutputKind::Deep,
+            strategy: MergeStrategy::KWay,
+            ..Default::default()
+        },
+    ]
+}
+
+#[test]
+fn two_long_inputs_run_the_pairwise_kernel_and_short_ones_the_kway_kernel() {
+    with_gl(|ctx| {
+        let window = Bounds::from_origin_size(0, 0, 40, 12);
+        // Up to 24 samples per pixel (a mean near 12), and up to 2 (a mean near 1).
+        let long = [
+            Synth::new(window, 24, 41).build(),
+            Synth::new(window, 24, 42).build(),
+        ];
+        let short = [
+            Synth::new(window, 2, 43).build(),
+            Synth::new(window, 2, 44).build(),
+        ];
+        let mean = |pair: &[deepmerge::deep::DeepImage; 2]| {
+            (pair[0].sample_count() + pair[1].sample_count()) as f64 / (2.0 * window.area() as f64)
+        };
+        assert!(mean(&long) >= PAIRWISE_MEAN_SAMPLES, "{}", mean(&long));
+        assert!(mean(&short) < PAIRWISE_MEAN_SAMPLES, "{}", mean(&short));
+        for (pair, long_lists) in [(&long, true), (&short, false)] {
+            for choose in [Some(true), Some(false)] {
+                for options in outputs() {
+                    for layout in [Layout::Linearised, Layout::LinkedList] {
+                        let gl = Stages::Host.on(GlOptions {
+                            layout,
+                            pairwise_long_pairs: choose,
+                            ..Default::default()
+                        });
+                        let what = format!(
+                            "long {long_lists} choose {choose:?} {:?} {}",
+                            options.output,
+                            layout.name()
+                        );
+                        let stats = assert_gl_matches_reference(
+                            ctx,
+                            &[&pair[0], &pair[1]],
+                            &options,
+                            &gl,
+                            &what,
+                        );
+                        let pairwise = choose == Some(true) && long_lists;
+                        assert_eq!(stats.kway, !pairwise, "{what}");
+                    }
+                }
+            }
+        }
+        // Three inputs always take the k-way kernel.
+        let gl = Stages::Host.on(GlOptions {
+            pairwise_long_pairs: Some(true),
+            ..Default::default()
+        });
+        let stats = assert_gl_matches_reference(
+            ctx,
+            &[&long[0], &long[1], &long[0]],
+            &outputs()[0],
+            &gl,
+            "three long inputs",
+        );
+        assert!(stats.kway);
+    });
+}
+
+#[test]
+fn a_software_rasteriser_keeps_the_kway_kernel_by_default() {
+    with_gl(|ctx| {
+        assert!(ctx.info().software, "this test is for llvmpipe");
+        let window = Bounds::from_origin_size(0, 0, 20, 6);
+        let a = Synth::new(window, 24, 45).build();
+        let b = Synth::new(window, 24, 46).build();
+        let stats = assert_gl_matches_reference(
+            ctx,
+            &[&a, &b],
+            &outputs()[0],
+            &Stages::Host.on(GlOptions::default()),
+            "defaults",
+        );
+        assert!(stats.kway);
+    });
+}
