@@ -287,6 +287,9 @@ fn configs(reduced: bool) -> Vec<GlOptions> {
                             sort_on_gpu: Some(on_gpu),
                             tidy_on_gpu: Some(on_gpu),
                             long_lists,
+                            // The k-way kernel even for two long inputs (the pairwise kernel
+                            // that would run instead is the chain's, checked beside it).
+                            pairwise_long_pairs: Some(false),
                             ..GlOptions::default()
                         });
                     }
