@@ -285,6 +285,7 @@ impl GlRequest {
                 .map_or(0, crate::gpu::memory::band_budget_of),
             overlap_bands: None,
             pairwise_long_pairs: None,
+            deep_writes: Default::default(),
         }
     }
 }

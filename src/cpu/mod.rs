@@ -9,6 +9,7 @@ pub mod build;
 pub mod compact;
 pub mod gather;
 pub mod merge;
+pub mod relayout;
 pub mod scan;
 pub mod sort;
 pub mod tidy;

@@ -107,6 +107,9 @@ pub struct GlOptions {
     /// (docs/benchmarks.md, "Table 5 on hardware"). `None`: on hardware, not on a software
     /// rasteriser (where it was not measured).
     pub pairwise_long_pairs: Option<bool>,
+    /// How a merge writes a linearised deep output: straight, or into an interleaved image
+    /// relaid out after (`resident::DeepWrites`; coalesced writes, one more copy).
+    pub deep_writes: resident::DeepWrites,
 }
 
 impl GlOptions {
@@ -149,6 +152,8 @@ impl Default for GlOptions {
             long_lists: LongLists::PerPixel,
             overlap_bands: None,
             pairwise_long_pairs: None,
+            // Not yet measured on hardware: the writes as before.
+            deep_writes: resident::DeepWrites::Direct,
         }
     }
 }

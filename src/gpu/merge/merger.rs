@@ -18,8 +18,8 @@ use crate::deep::DeepImage;
 use crate::error::{Error, Result};
 use crate::gpu::mapped::PendingRead;
 use crate::gpu::resident::{
-    build_from_stream, build_image, kway_stride, merge_deep_kway, merge_flat_kway, upload_stream,
-    ColumnSpec, GpuFlat, GpuImage, GpuStack, MergeSpec, PendingImage,
+    build_from_stream, build_image, kway_stride, merge_deep_kway, merge_flat_kway, relayout,
+    upload_stream, ColumnSpec, GpuFlat, GpuImage, GpuStack, MergeSpec, PendingImage,
 };
 use crate::gpu::stats::{BufferBytes, GpuStats};
 use crate::gpu::{tidy, GlContext, GlOptions, GpuBuffer};
@@ -401,8 +401,15 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 } else {
                     self.gl_options.layout
                 };
+                let writes = self.gl_options.deep_writes;
+                let written = if tidy_here {
+                    layout
+                } else {
+                    writes.written_layout(layout)
+                };
                 let mut out =
-                    merge_deep_scheduled(self.ctx, a, b, layout, spec, &self.columns, long_lists)?;
+                    merge_deep_scheduled(self.ctx, a, b, written, spec, &self.columns, long_lists)?;
+                out = relayout(self.ctx, out, layout, &self.columns)?;
                 let mut bytes = out.bytes();
                 if tidy_here {
                     let tidied = tidy::tidy_deep(self.ctx, out, &self.columns)?;
@@ -469,7 +476,13 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             } else {
                 self.gl_options.layout
             };
-            let mut out = merge_deep_kway(self.ctx, stack, layout, block, &self.columns)?;
+            let written = if tidy_here {
+                layout
+            } else {
+                self.gl_options.deep_writes.written_layout(layout)
+            };
+            let mut out = merge_deep_kway(self.ctx, stack, written, block, &self.columns)?;
+            out = relayout(self.ctx, out, layout, &self.columns)?;
             let mut bytes = out.bytes();
             let mut marks = None;
             if tidy_here {

@@ -283,11 +283,13 @@ fn allocate<'a>(
 mod build;
 mod kway;
 mod pairwise;
+mod relayout;
 
 pub use build::{build_from_stream, build_image, upload_stream, Stream};
 pub use kway::{merge_deep_kway, merge_flat_kway, GpuStack};
 pub use pairwise::{merge_deep, merge_flat, merge_program_binary};
 pub(crate) use pairwise::{merge_deep_listing, merge_flat_listing, Listing};
+pub use relayout::{relayout, DeepWrites};
 
 /// How one merge runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -251,6 +251,19 @@ pub fn count_kway() -> Vec<Space> {
     )
 }
 
+/// `gpu::resident::relayout`: an interleaved image rewritten linearised.
+pub fn relayout() -> Vec<Space> {
+    space(
+        vec![
+            fixed("GROUP_SIZE", GROUP_SIZE),
+            fixed("BLOCK_SIZE", 1),
+            image_axis("IN", &[Layout::Interleaved], 0, "readonly"),
+            image_axis("OUT", &[Layout::Linearised], 10, ""),
+        ],
+        vec![columns_axis()],
+    )
+}
+
 /// `gpu::resident`: the pairwise merge, both methods, both orders, every layout and output.
 pub fn merge() -> Vec<Space> {
     space(

@@ -1,0 +1,44 @@
+// Rewrite deep image IN into OUT, the same pixels, counts and offsets in another layout, one
+// invocation per OUT slot in slot order (twin: cpu::relayout::relayout). A merge writes its deep
+// output one pixel per invocation, each into its own run of slots, so into a linearised image
+// the writes of neighbouring invocations land far apart; merging into an interleaved image (whose
+// writes lie side by side) and relaying it out here makes both passes' writes coalesce, at the
+// price of one more copy (`GlOptions::deep_writes`). The reads here gather instead.
+layout(local_size_x = GROUP_SIZE) in;
+#include "common.glsl"
+#include "fragment.glsl"
+
+uniform uint u_pixels;
+uniform uint u_samples;
+
+// image.glsl's list walker reads it; the relayout addresses slots itself.
+#define MERGE_DESC 0
+
+#include_as "image.glsl" IN
+#include_as "image.glsl" OUT
+
+void main() {
+    uint s = linear_invocation();
+    if (s >= u_samples) {
+        return;
+    }
+    // The pixel holding slot s: the last p with offsets[p] <= s (empty pixels share an offset).
+    // Invariant: offsets[lo] <= s < offsets[hi].
+    uint lo = 0u;
+    uint hi = u_pixels;
+    while (hi - lo > 1u) {
+        uint mid = lo + (hi - lo) / 2u;
+        if (IN_offsets[mid] <= s) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    uint i = s - IN_offsets[lo];
+    uint from = IN_address(lo, i);
+    uint to = OUT_address(lo, i);
+    OUT_keys[to] = IN_keys[from];
+    for (uint c = 0u; c < NUM_COLUMNS; ++c) {
+        OUT_values[to * NUM_COLUMNS + c] = IN_values[from * NUM_COLUMNS + c];
+    }
+}

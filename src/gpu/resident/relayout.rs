@@ -1,0 +1,80 @@
+//! Relaying a merged deep image out (`relayout.comp`, twin `cpu::relayout::relayout`): a merge
+//! writes each pixel's list from its own invocation, so into a linearised image neighbouring
+//! invocations write far apart. With [`DeepWrites::Relayout`] the merge writes an interleaved
+//! image instead, where they write side by side, and one more pass copies it into the layout
+//! asked for, slot by slot of that layout, so that its writes coalesce too. Which is faster is
+//! the hardware's to say (docs/benchmarks.md, Table 2): both are kept, the direct writes by
+//! default until a GPU measures the other.
+
+use super::{allocate, base_defines, layout_defines, ColumnSpec, GpuImage};
+use crate::error::Result;
+use crate::gpu::GlContext;
+use crate::vocab::{Layout, GROUP_SIZE};
+
+/// How a merge writes a linearised deep output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DeepWrites {
+    /// Straight into the layout: each invocation writes its pixel's run of slots.
+    #[default]
+    Direct,
+    /// Into an interleaved image, then relaid out in slot order ([`relayout`]).
+    Relayout,
+}
+
+impl DeepWrites {
+    /// Both, the default first.
+    pub const ALL: [DeepWrites; 2] = [DeepWrites::Direct, DeepWrites::Relayout];
+
+    /// The layout a merge into `layout` writes under this choice.
+    pub fn written_layout(self, layout: Layout) -> Layout {
+        match (self, layout) {
+            (DeepWrites::Relayout, Layout::Linearised) => Layout::Interleaved,
+            _ => layout,
+        }
+    }
+}
+
+/// `image` rewritten in `layout` (the same pixels, counts and offsets; its offsets move into
+/// the result). Only an interleaved image into a linearised one is compiled: the pair
+/// [`DeepWrites::Relayout`] uses. Anything else is returned as it is.
+pub fn relayout<'a>(
+    ctx: &'a GlContext,
+    image: GpuImage<'a>,
+    layout: Layout,
+    columns: &ColumnSpec,
+) -> Result<GpuImage<'a>> {
+    if image.layout != Layout::Interleaved || layout != Layout::Linearised {
+        return Ok(image);
+    }
+    let GpuImage {
+        pixels,
+        samples,
+        stride,
+        keys,
+        values,
+        offsets,
+        aux1,
+        aux2,
+        ..
+    } = image;
+    let out = allocate(ctx, layout, 1, true, pixels, samples, stride, offsets)?;
+    let defines = layout_defines(
+        layout_defines(base_defines(1), "IN", Layout::Interleaved, 0, "readonly"),
+        "OUT",
+        layout,
+        10,
+        "",
+    );
+    let program = ctx.use_stage("relayout.comp", &columns.defines(defines))?;
+    ctx.uniform_u32(program, "u_pixels", pixels as u32);
+    ctx.uniform_u32(program, "u_samples", samples as u32);
+    keys.bind(0);
+    values.bind(1);
+    out.offsets.bind(2);
+    aux1.bind(3);
+    aux2.bind(4);
+    out.bind(10);
+    ctx.set_dispatch_bytes(2 * (keys.bytes + values.bytes) as u64);
+    ctx.dispatch(samples, GROUP_SIZE as usize)?;
+    Ok(out)
+}
