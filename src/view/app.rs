@@ -37,7 +37,8 @@ use winit::window::{Window, WindowId};
 
 use super::camera::{Area, Camera};
 use super::cloud::{
-    build_cloud, CloudRequest, GpuPoints, PointCloud, PointColour, PointDrawParams, PointLod,
+    build_cloud, CanvasKey, CloudRequest, GpuPoints, PointCanvas, PointCloud, PointColour,
+    PointDrawParams, PointLod, PointsDrawn, REFINE_FRAME_MS,
 };
 use super::gpu::{plan_layer, DrawParams, GpuLayer};
 use super::load::{Layer, LoadEvent, Loaded};
@@ -97,6 +98,8 @@ struct Open {
     gpu_layers: Vec<GpuLayer>,
     /// The point cloud of one layer, while the points mode has asked for one.
     points: Option<GpuPoints>,
+    /// What the points mode draws into.
+    canvas: Option<PointCanvas>,
     /// Bytes all layers may take on the GPU.
     gpu_budget: u64,
     surface: Surface<WindowSurface>,
@@ -148,8 +151,8 @@ pub struct App {
     moved_at: Option<Instant>,
     /// The last frame drew fewer points than the cloud holds: one with all of them is due.
     refine_pending: bool,
-    /// Points drawn in the last frame, and every how many.
-    last_points: Option<(usize, usize)>,
+    /// What the last frame of the points mode drew.
+    last_points: Option<PointsDrawn>,
     /// The last frame's time in ms.
     last_frame_ms: Option<f64>,
 }
@@ -308,6 +311,7 @@ impl App {
             vao,
             gpu_layers: Vec::new(),
             points: None,
+            canvas: None,
             gpu_budget,
             surface,
             context,
@@ -690,28 +694,66 @@ impl App {
             .filter(|p| self.state.points && p.info.layer == self.state.layer);
         let mut drawn_points = None;
         if let (Some(cloud), Some(orbit)) = (cloud, self.state.orbit) {
-            // The camera moved within REFINE_AFTER: the frame draws what the level of detail
-            // allows; at rest, every point.
-            let moving = self.moved_at.is_some_and(|t| t.elapsed() < REFINE_AFTER);
-            let every = if moving {
-                self.lod.every(cloud.info.points)
-            } else {
-                1
-            };
+            let area = (area_width, size.height);
             let colour = match self.state.point_colour {
                 PointColour::Id if cloud.info.id_channel.is_none() => PointColour::Depth,
                 other => other,
             };
             let params = PointDrawParams {
-                area: (area_width, size.height),
+                area,
                 matrix: orbit.gl_matrix(area_width as f64 / size.height.max(1) as f64),
                 colour,
                 depth_range: cloud.info.depth_range,
                 slice: (self.state.slice.near, self.state.slice.far),
-                every,
             };
-            let drawn = cloud.draw(&open.engine, &params)?;
-            drawn_points = Some((drawn, every));
+            let key = CanvasKey {
+                layer: cloud.info.layer,
+                matrix: params.matrix,
+                colour,
+                slice: params.slice,
+            };
+            if open.canvas.as_ref().is_some_and(|c| c.size != area) {
+                if let Some(old) = open.canvas.take() {
+                    old.delete(&open.engine);
+                }
+            }
+            if open.canvas.is_none() {
+                open.canvas = Some(PointCanvas::new(&open.engine, area)?);
+            }
+            let canvas = open.canvas.as_mut().expect("made above");
+            if canvas.key.as_ref() != Some(&key) {
+                canvas.start(&open.engine, key, self.lod.passes(cloud.info.points));
+            }
+            // While the camera moves only the first pass is drawn; at rest, more within the
+            // frame's time, until the canvas holds every point.
+            let moving = self.moved_at.is_some_and(|t| t.elapsed() < REFINE_AFTER);
+            let started = Instant::now();
+            let mut drawn = 0;
+            canvas.bind(&open.engine, true);
+            while canvas.done < canvas.passes {
+                let pass = canvas.done;
+                let pass_start = Instant::now();
+                let n = cloud.draw_passes(&open.engine, &params, pass..pass + 1, canvas.passes)?;
+                // SAFETY: a plain call on the current context: the pass is timed to its end.
+                unsafe { open.engine.gl.finish() };
+                self.lod
+                    .learn(n, (Instant::now() - pass_start).as_secs_f64() * 1e3);
+                drawn += n;
+                canvas.done += 1;
+                let elapsed = (Instant::now() - started).as_secs_f64() * 1e3;
+                if moving || elapsed >= REFINE_FRAME_MS {
+                    break;
+                }
+            }
+            canvas.bind(&open.engine, false);
+            canvas.show(&open.engine)?;
+            self.refine_pending = canvas.done < canvas.passes;
+            drawn_points = Some(PointsDrawn {
+                drawn,
+                shown: canvas.done,
+                passes: canvas.passes,
+                held: cloud.info.points,
+            });
         } else if let (Some(loaded), Some(gpu)) =
             (&self.loaded, open.gpu_layers.get(self.state.layer))
         {
@@ -775,18 +817,19 @@ impl App {
         unsafe { open.engine.gl.finish() };
         let done = Instant::now();
         let frame_ms = (done - frame_start).as_secs_f64() * 1e3;
-        if let Some((drawn, every)) = drawn_points {
-            self.lod.learn(drawn, frame_ms);
-            self.refine_pending = every > 1;
-        }
         if self.frame_stats {
             let what = match drawn_points {
-                Some((drawn, every)) => format!("points: {drawn} drawn, every {every}"),
+                Some(p) => format!(
+                    "points: {} drawn, passes {} of {} shown, {} held",
+                    p.drawn, p.shown, p.passes, p.held
+                ),
                 None => "image".to_string(),
             };
             eprintln!("deepmerge view: frame {frame_ms:.2} ms ({what})");
         }
-        self.last_points = drawn_points;
+        if drawn_points.is_some() {
+            self.last_points = drawn_points;
+        }
         self.last_frame_ms = Some(frame_ms);
         if let Some(since) = self.slice_changed_at.take() {
             let ms = (done - since).as_secs_f64() * 1e3;
@@ -876,8 +919,8 @@ impl ApplicationHandler<LoadEvent> for App {
     }
 
     fn about_to_wait(&mut self, event_loop: &ActiveEventLoop) {
-        // A frame of fewer points was drawn while the camera moved: once it rests, draw them
-        // all.
+        // The canvas holds fewer passes than the view is drawn in: once the camera rests, the
+        // next frames add them (each within REFINE_FRAME_MS, so input is answered between).
         if !self.refine_pending {
             event_loop.set_control_flow(ControlFlow::Wait);
             return;
@@ -886,7 +929,6 @@ impl ApplicationHandler<LoadEvent> for App {
             .moved_at
             .map_or_else(Instant::now, |t| t + REFINE_AFTER);
         if Instant::now() >= due {
-            self.refine_pending = false;
             event_loop.set_control_flow(ControlFlow::Wait);
             if let Some(open) = &self.open {
                 open.window.request_redraw();

@@ -9,9 +9,14 @@
 //!   while it is built; it gets what the layers leave of the GPU memory budget. A cloud that
 //!   would take more keeps every `stride`-th point (the panel and stderr say which stride), so
 //!   nothing is allocated beyond the budget.
-//! - **Interaction.** While the camera moves, each chunk draws every `every`-th point, chosen
-//!   so a frame stays near [`LOD_TARGET_MS`] on the device it runs on; when the camera rests,
-//!   the next frame draws every point ([`PointLod`]).
+//! - **Drawing in passes.** Each chunk's points are shuffled when the cloud is built, so any
+//!   run of a chunk is an even sample of it. A view of the cloud is drawn into a framebuffer of
+//!   its own ([`PointCanvas`]) in `passes` passes, pass `p` drawing the `p`-th of `passes` equal
+//!   runs of every chunk. While the camera moves, each frame clears the canvas and draws pass
+//!   0 only, `passes` chosen so that takes about [`LOD_DRAW_MS`] on the device it runs on
+//!   ([`PointLod`]); when the camera rests, the next frames add the other passes, each frame
+//!   within [`REFINE_FRAME_MS`], until every point is drawn. The window only copies the canvas
+//!   while nothing changes, so a frame never waits for the whole cloud.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -48,9 +53,23 @@ pub const POINT_BYTES: u64 = std::mem::size_of::<PointRecord>() as u64;
 /// driver, large enough that a frame is a few dozen draws.
 pub const CHUNK_POINTS: usize = 1 << 18;
 
-/// The longest attribute stride GL promises (`GL_MAX_VERTEX_ATTRIB_STRIDE`, 2048 bytes), in
-/// points: the most a chunk can skip between the points it draws.
-const MAX_EVERY: usize = 2048 / std::mem::size_of::<PointRecord>();
+/// Shuffle each [`CHUNK_POINTS`] run of `records` (Fisher-Yates, a fixed xorshift sequence
+/// so a cloud is drawn alike every time), so any run of a chunk is an even sample of it.
+fn shuffle_chunks(records: &mut [PointRecord]) {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for chunk in records.chunks_mut(CHUNK_POINTS) {
+        for i in (1..chunk.len()).rev() {
+            let j = (next() % (i as u64 + 1)) as usize;
+            chunk.swap(i, j);
+        }
+    }
+}
 
 /// What the window asks the worker for.
 #[derive(Clone)]
@@ -98,7 +117,8 @@ pub struct CloudInfo {
 
 /// A cloud built on the worker: the points and what describes them.
 pub struct PointCloud {
-    /// The points, in `points`' order (inputs, rows, samples).
+    /// The points: `points`' order (inputs, rows, samples), shuffled within each chunk of
+    /// [`CHUNK_POINTS`].
     pub records: Vec<PointRecord>,
     /// What describes them.
     pub info: CloudInfo,
@@ -213,6 +233,7 @@ pub fn build_cloud(request: &CloudRequest) -> Result<PointCloud> {
         .map_err(|e| e.in_file(path))?;
         debug_assert!(counted <= image.sample_count() as u64);
     }
+    shuffle_chunks(&mut records);
     if records.is_empty() {
         (lo, hi) = ([0.0; 3], [1.0; 3]);
     }
@@ -266,36 +287,40 @@ impl PointColour {
     }
 }
 
-/// The level of detail while the camera moves: how many points a frame can draw within
-/// [`LOD_TARGET_MS`], learnt from the frames drawn so far.
+/// The level of detail while the camera moves: how many points a pass can draw within
+/// [`LOD_DRAW_MS`], learnt from the passes drawn so far.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PointLod {
-    /// Points the next moving frame may draw (none until a frame was timed).
+    /// Points a pass may draw (none until a pass was timed).
     budget: Option<f64>,
 }
 
-/// The frame time the level of detail aims at while the camera moves, in ms.
-pub const LOD_TARGET_MS: f64 = 40.0;
-/// The fewest points a moving frame draws, however slow the device.
+/// The time the level of detail gives the points of a frame while the camera moves, in ms
+/// (the panel, clearing and copying the canvas take the rest of an interactive frame).
+pub const LOD_DRAW_MS: f64 = 25.0;
+/// The time a frame at rest may spend adding passes, in ms: long enough to fill in a large
+/// cloud in a few seconds, short enough that a new drag is answered at once.
+pub const REFINE_FRAME_MS: f64 = 100.0;
+/// Points the first pass draws, before any pass was timed.
+const LOD_FIRST_POINTS: f64 = 200_000.0;
+/// The fewest points a pass draws, however slow the device.
 const LOD_MIN_POINTS: f64 = 20_000.0;
 
 impl PointLod {
-    /// Every how many points each chunk draws in a moving frame of a cloud of `held` points.
-    pub fn every(&self, held: usize) -> usize {
-        match self.budget {
-            None => 1,
-            Some(budget) => (held as f64 / budget).ceil().clamp(1.0, usize::MAX as f64) as usize,
-        }
+    /// How many passes a cloud of `held` points is drawn in, so one pass fits the budget.
+    pub fn passes(&self, held: usize) -> usize {
+        let budget = self.budget.unwrap_or(LOD_FIRST_POINTS);
+        (held as f64 / budget).ceil().clamp(1.0, usize::MAX as f64) as usize
     }
 
-    /// A frame drawing `drawn` points took `ms`: aim the next moving frame at the target.
-    /// The step is damped (the geometric mean of the old and new estimates) so one slow
-    /// frame, the machine being busy, does not halve the detail.
+    /// Drawing `drawn` points took `ms`: aim the next pass at [`LOD_DRAW_MS`]. The step is
+    /// damped (the geometric mean of the old and new estimates) so one slow frame, the
+    /// machine being busy, does not halve the detail.
     pub fn learn(&mut self, drawn: usize, ms: f64) {
         if drawn == 0 || ms <= 0.0 {
             return;
         }
-        let proposed = (drawn as f64 * LOD_TARGET_MS / ms).max(LOD_MIN_POINTS);
+        let proposed = (drawn as f64 * LOD_DRAW_MS / ms).max(LOD_MIN_POINTS);
         self.budget = Some(match self.budget {
             None => proposed,
             Some(old) => (old * proposed).sqrt(),
@@ -316,8 +341,6 @@ pub struct PointDrawParams {
     pub depth_range: (f32, f32),
     /// The depth slice: points whose depth lies outside are not drawn.
     pub slice: (f32, f32),
-    /// Each chunk draws every `every`-th point (1: all).
-    pub every: usize,
 }
 
 /// A cloud on the GPU: vertex buffers of [`CHUNK_POINTS`] points and the vertex array that
@@ -401,23 +424,23 @@ impl GpuPoints {
         self.chunks.len()
     }
 
-    /// Draw the points into the image area, with a depth test against a cleared depth
-    /// buffer; returns the number drawn.
-    pub fn draw(&self, ctx: &GlContext, params: &PointDrawParams) -> Result<usize> {
+    /// Draw passes `passes` of `of` (each chunk's `p`-th of `of` equal runs, for each `p`)
+    /// into the bound framebuffer's `area`, depth-tested against what it holds; returns the
+    /// number of points drawn.
+    pub fn draw_passes(
+        &self,
+        ctx: &GlContext,
+        params: &PointDrawParams,
+        passes: std::ops::Range<usize>,
+        of: usize,
+    ) -> Result<usize> {
         let gl = &ctx.gl;
         let p = self.program;
-        // Past GL's attribute stride a chunk draws a prefix of every MAX_EVERY-th point: as
-        // many points, from fewer rows (only for clouds hundreds of times the frame's budget).
-        let step = params.every.clamp(1, MAX_EVERY);
         let record = std::mem::size_of::<PointRecord>() as i32;
         let mut drawn = 0;
         // SAFETY: the program, buffers and vertex array belong to this context.
         unsafe {
             gl.viewport(0, 0, params.area.0 as i32, params.area.1 as i32);
-            gl.enable(glow::SCISSOR_TEST);
-            gl.scissor(0, 0, params.area.0 as i32, params.area.1 as i32);
-            gl.clear_depth_f32(1.0);
-            gl.clear(glow::DEPTH_BUFFER_BIT);
             gl.enable(glow::DEPTH_TEST);
             gl.depth_func(glow::LESS);
             gl.disable(glow::BLEND);
@@ -439,20 +462,23 @@ impl GpuPoints {
                 gl.enable_vertex_attrib_array(k);
             }
             for &(buffer, len) in &self.chunks {
-                let count = len.div_ceil(params.every).min(len.div_ceil(step));
+                let run = len.div_ceil(of.max(1));
+                let first = (passes.start * run).min(len);
+                let last = (passes.end * run).min(len);
+                if last <= first {
+                    continue;
+                }
                 gl.bind_buffer(glow::ARRAY_BUFFER, Some(buffer));
-                let stride = record * step as i32;
-                gl.vertex_attrib_pointer_f32(0, 3, glow::FLOAT, false, stride, 0);
-                gl.vertex_attrib_pointer_f32(1, 1, glow::FLOAT, false, stride, 12);
-                gl.vertex_attrib_pointer_f32(2, 4, glow::UNSIGNED_BYTE, true, stride, 16);
-                gl.vertex_attrib_pointer_f32(3, 4, glow::UNSIGNED_BYTE, true, stride, 20);
-                gl.draw_arrays(glow::POINTS, 0, count as i32);
-                drawn += count;
+                gl.vertex_attrib_pointer_f32(0, 3, glow::FLOAT, false, record, 0);
+                gl.vertex_attrib_pointer_f32(1, 1, glow::FLOAT, false, record, 12);
+                gl.vertex_attrib_pointer_f32(2, 4, glow::UNSIGNED_BYTE, true, record, 16);
+                gl.vertex_attrib_pointer_f32(3, 4, glow::UNSIGNED_BYTE, true, record, 20);
+                gl.draw_arrays(glow::POINTS, first as i32, (last - first) as i32);
+                drawn += last - first;
             }
             gl.bind_buffer(glow::ARRAY_BUFFER, None);
             gl.bind_vertex_array(None);
             gl.disable(glow::DEPTH_TEST);
-            gl.disable(glow::SCISSOR_TEST);
         }
         ctx.check("drawing the points")?;
         Ok(drawn)
@@ -466,6 +492,172 @@ impl GpuPoints {
                 ctx.gl.delete_buffer(buffer);
             }
             ctx.gl.delete_vertex_array(self.vao);
+        }
+    }
+}
+
+/// What a frame of the points mode drew.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PointsDrawn {
+    /// Points drawn by this frame.
+    pub drawn: usize,
+    /// Passes the canvas shows.
+    pub shown: usize,
+    /// Passes the view is drawn in.
+    pub passes: usize,
+    /// Points the cloud holds.
+    pub held: usize,
+}
+
+/// What a view of the cloud depends on: a canvas drawn for one is kept only for the same.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CanvasKey {
+    /// The layer whose cloud it is.
+    pub layer: usize,
+    /// The camera.
+    pub matrix: [f32; 16],
+    /// The colouring.
+    pub colour: PointColour,
+    /// The depth slice.
+    pub slice: (f32, f32),
+}
+
+/// The framebuffer a view of the cloud is drawn into, pass by pass (colour and depth), and
+/// how far it got: the window copies it into the image area every frame.
+pub struct PointCanvas {
+    fbo: glow::Framebuffer,
+    colour: glow::Renderbuffer,
+    depth: glow::Renderbuffer,
+    /// Its size in pixels.
+    pub size: (u32, u32),
+    /// The view drawn, none when cleared for a new one.
+    pub key: Option<CanvasKey>,
+    /// Passes the view is drawn in.
+    pub passes: usize,
+    /// Passes drawn so far.
+    pub done: usize,
+}
+
+/// The image area's background, as the image views clear it.
+pub const BACKGROUND: [f32; 3] = [0.16, 0.16, 0.16];
+
+impl PointCanvas {
+    /// A canvas of `size` pixels (colour RGBA8, depth 24 bits).
+    pub fn new(ctx: &GlContext, size: (u32, u32)) -> Result<PointCanvas> {
+        let gl = &ctx.gl;
+        let (w, h) = (size.0.max(1) as i32, size.1.max(1) as i32);
+        // SAFETY: object creation on the current context.
+        unsafe {
+            let fbo = gl
+                .create_framebuffer()
+                .map_err(|e| Error::Gl(format!("cannot create a framebuffer: {e}")))?;
+            let colour = gl
+                .create_renderbuffer()
+                .map_err(|e| Error::Gl(format!("cannot create a renderbuffer: {e}")))?;
+            let depth = gl
+                .create_renderbuffer()
+                .map_err(|e| Error::Gl(format!("cannot create a renderbuffer: {e}")))?;
+            gl.bind_renderbuffer(glow::RENDERBUFFER, Some(colour));
+            gl.renderbuffer_storage(glow::RENDERBUFFER, glow::RGBA8, w, h);
+            gl.bind_renderbuffer(glow::RENDERBUFFER, Some(depth));
+            gl.renderbuffer_storage(glow::RENDERBUFFER, glow::DEPTH_COMPONENT24, w, h);
+            gl.bind_renderbuffer(glow::RENDERBUFFER, None);
+            gl.bind_framebuffer(glow::FRAMEBUFFER, Some(fbo));
+            gl.framebuffer_renderbuffer(
+                glow::FRAMEBUFFER,
+                glow::COLOR_ATTACHMENT0,
+                glow::RENDERBUFFER,
+                Some(colour),
+            );
+            gl.framebuffer_renderbuffer(
+                glow::FRAMEBUFFER,
+                glow::DEPTH_ATTACHMENT,
+                glow::RENDERBUFFER,
+                Some(depth),
+            );
+            let status = gl.check_framebuffer_status(glow::FRAMEBUFFER);
+            gl.bind_framebuffer(glow::FRAMEBUFFER, None);
+            let canvas = PointCanvas {
+                fbo,
+                colour,
+                depth,
+                size,
+                key: None,
+                passes: 1,
+                done: 0,
+            };
+            if status != glow::FRAMEBUFFER_COMPLETE {
+                canvas.delete(ctx);
+                return Err(Error::Gl(format!(
+                    "the points' framebuffer is incomplete (status 0x{status:04x})"
+                )));
+            }
+            ctx.check("making the points' framebuffer")?;
+            Ok(canvas)
+        }
+    }
+
+    /// Clear it for the view `key`, to be drawn in `passes` passes.
+    pub fn start(&mut self, ctx: &GlContext, key: CanvasKey, passes: usize) {
+        let gl = &ctx.gl;
+        // SAFETY: the framebuffer belongs to this context.
+        unsafe {
+            gl.bind_framebuffer(glow::FRAMEBUFFER, Some(self.fbo));
+            gl.disable(glow::SCISSOR_TEST);
+            gl.viewport(0, 0, self.size.0 as i32, self.size.1 as i32);
+            let [r, g, b] = BACKGROUND;
+            gl.clear_color(r, g, b, 1.0);
+            gl.clear_depth_f32(1.0);
+            gl.clear(glow::COLOR_BUFFER_BIT | glow::DEPTH_BUFFER_BIT);
+            gl.bind_framebuffer(glow::FRAMEBUFFER, None);
+        }
+        self.key = Some(key);
+        self.passes = passes.max(1);
+        self.done = 0;
+    }
+
+    /// Make it the framebuffer drawn into (`false`: the window's again).
+    pub fn bind(&self, ctx: &GlContext, on: bool) {
+        // SAFETY: the framebuffer belongs to this context.
+        unsafe {
+            ctx.gl
+                .bind_framebuffer(glow::FRAMEBUFFER, on.then_some(self.fbo));
+        }
+    }
+
+    /// Copy it into the window's framebuffer at the bottom-left corner (the image area).
+    pub fn show(&self, ctx: &GlContext) -> Result<()> {
+        let gl = &ctx.gl;
+        let (w, h) = (self.size.0 as i32, self.size.1 as i32);
+        // SAFETY: the framebuffers belong to this context.
+        unsafe {
+            gl.disable(glow::SCISSOR_TEST);
+            gl.bind_framebuffer(glow::READ_FRAMEBUFFER, Some(self.fbo));
+            gl.bind_framebuffer(glow::DRAW_FRAMEBUFFER, None);
+            gl.blit_framebuffer(
+                0,
+                0,
+                w,
+                h,
+                0,
+                0,
+                w,
+                h,
+                glow::COLOR_BUFFER_BIT,
+                glow::NEAREST,
+            );
+            gl.bind_framebuffer(glow::FRAMEBUFFER, None);
+        }
+        ctx.check("showing the points")
+    }
+
+    /// Free it.
+    pub fn delete(&self, ctx: &GlContext) {
+        // SAFETY: the objects belong to this context and are not used after this.
+        unsafe {
+            ctx.gl.delete_framebuffer(self.fbo);
+            ctx.gl.delete_renderbuffer(self.colour);
+            ctx.gl.delete_renderbuffer(self.depth);
         }
     }
 }
@@ -492,16 +684,38 @@ mod tests {
     #[test]
     fn the_level_of_detail_aims_at_the_target() {
         let mut lod = PointLod::default();
-        assert_eq!(lod.every(1_000_000), 1);
-        // Ten million points in 400 ms: a million fit the target.
-        lod.learn(10_000_000, 10.0 * LOD_TARGET_MS);
-        assert_eq!(lod.every(10_000_000), 10);
-        // Damped: a frame that came in at the target keeps the estimate.
-        lod.learn(1_000_000, LOD_TARGET_MS);
-        assert_eq!(lod.every(10_000_000), 10);
-        // A fast device draws everything.
+        assert_eq!(lod.passes(100_000), 1);
+        assert_eq!(lod.passes(1_000_000), 5);
+        // Ten million points in ten times the target: a million fit it.
+        lod.learn(10_000_000, 10.0 * LOD_DRAW_MS);
+        lod.learn(1_000_000, LOD_DRAW_MS);
+        assert_eq!(lod.passes(10_000_000), 10);
+        // Damped: a pass that took twice the target halves the budget only by a factor √2.
+        lod.learn(1_000_000, 2.0 * LOD_DRAW_MS);
+        assert_eq!(lod.passes(10_000_000), 15);
+        // A fast device draws everything at once.
         let mut fast = PointLod::default();
         fast.learn(1000, 1.0);
-        assert_eq!(fast.every(1000), 1);
+        assert_eq!(fast.passes(1000), 1);
+    }
+
+    #[test]
+    fn a_shuffled_chunk_holds_the_same_points_and_is_spread() {
+        let record = |k: usize| PointRecord {
+            position: [k as f32, 0.0, 0.0],
+            depth: 0.0,
+            rgba: [0; 4],
+            id_rgba: [0; 4],
+        };
+        let mut records: Vec<PointRecord> = (0..CHUNK_POINTS + 1000).map(record).collect();
+        shuffle_chunks(&mut records);
+        let mut xs: Vec<usize> = records.iter().map(|r| r.position[0] as usize).collect();
+        // Points stay in their chunk, and a run of the first is drawn from all of it.
+        assert!(xs[CHUNK_POINTS..].iter().all(|&x| x >= CHUNK_POINTS));
+        let run = &xs[..1000];
+        assert!(run.iter().any(|&x| x < CHUNK_POINTS / 4));
+        assert!(run.iter().any(|&x| x > 3 * CHUNK_POINTS / 4));
+        xs.sort_unstable();
+        assert!(xs.iter().enumerate().all(|(i, &x)| i == x));
     }
 }

@@ -42,8 +42,8 @@ pub struct PointsPanel<'a> {
     pub building: bool,
     /// Why the last cloud could not be made.
     pub error: Option<&'a str>,
-    /// Points the last frame drew, and every how many.
-    pub last_drawn: Option<(usize, usize)>,
+    /// What the last frame of the points mode drew.
+    pub last_drawn: Option<super::cloud::PointsDrawn>,
     /// The last frame's time, ms.
     pub last_frame_ms: Option<f64>,
 }
@@ -259,14 +259,13 @@ fn points_controls(
     if state.point_colour == PointColour::Depth {
         depth_ramp_legend(ui, info.depth_range);
     }
-    if let (Some((drawn, every)), Some(ms)) = (points.last_drawn, points.last_frame_ms) {
-        let detail = if every > 1 {
-            format!("every {every}th point while the camera moves")
-        } else {
-            "every point".to_string()
-        };
+    if let (Some(drawn), Some(ms)) = (points.last_drawn, points.last_frame_ms) {
+        let shown = (drawn.held * drawn.shown)
+            .div_ceil(drawn.passes.max(1))
+            .min(drawn.held);
         ui.label(format!(
-            "last frame: {drawn} points ({detail}) in {ms:.1} ms"
+            "showing {shown} of {} points ({} of {} passes; while the camera moves, 1); last frame {} points in {ms:.1} ms",
+            drawn.held, drawn.shown, drawn.passes, drawn.drawn
         ));
     }
 }
