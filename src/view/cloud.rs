@@ -441,6 +441,8 @@ impl GpuPoints {
         // SAFETY: the program, buffers and vertex array belong to this context.
         unsafe {
             gl.viewport(0, 0, params.area.0 as i32, params.area.1 as i32);
+            // The panel's painter leaves its last clip rectangle behind.
+            gl.disable(glow::SCISSOR_TEST);
             gl.enable(glow::DEPTH_TEST);
             gl.depth_func(glow::LESS);
             gl.disable(glow::BLEND);
