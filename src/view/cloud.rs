@@ -205,7 +205,7 @@ pub fn build_cloud(request: &CloudRequest) -> Result<PointCloud> {
             .and_then(|n| image.channel_index(n))
             .map(|c| &image.planes[c]);
         let counted = for_each_point(image, 0.0, &placement, |point| {
-            let keep = made % stride == 0;
+            let keep = made.is_multiple_of(stride);
             made += 1;
             let position = point.position.map(|v| v as f32);
             if !keep || !position.iter().all(|v| v.is_finite()) {

@@ -25,7 +25,8 @@ pub fn depth_ramp(z: f32, range: (f32, f32)) -> [f32; 3] {
     } else {
         (DEPTH_RAMP[1], DEPTH_RAMP[2], 2.0 * t - 1.0)
     };
-    std::array::from_fn(|k| a[k] + (b[k] - a[k]) * f)
+    // GLSL's mix, as the shader computes it.
+    std::array::from_fn(|k| a[k] * (1.0 - f) + b[k] * f)
 }
 
 /// An 8-bit display value of a linear colour component at `exposure` stops.
