@@ -326,7 +326,7 @@ fn load_layers(files: &[PathBuf]) -> Loaded {
     load(&request, &|event| match event {
         LoadEvent::Layer(layer) => layers.lock().unwrap().push(*layer),
         LoadEvent::Done(r) => *result.lock().unwrap() = Some(r),
-        LoadEvent::Progress(..) | LoadEvent::Cloud(_) => {}
+        LoadEvent::Progress(..) | LoadEvent::Cloud(..) => {}
     });
     let loaded = result.into_inner().unwrap().unwrap();
     let mut loaded = (*loaded).unwrap_or_else(|e| panic!("{e}"));
@@ -1393,7 +1393,6 @@ fn cloud_of(file: &Path, budget: u64) -> deepmerge::view::cloud::PointCloud {
     let layer = deepmerge::view::load::layer_of("layer", &image).unwrap();
     build_cloud(&CloudRequest {
         layer: 1,
-        layer_name: "layer".into(),
         files: vec![file.to_path_buf()],
         inputs: Arc::new(vec![image]),
         which: vec![0],
@@ -1661,4 +1660,29 @@ fn the_points_mode_orbits_zooms_and_colours_the_cloud_as_it_reports() {
     viewer.key(&x, "c", |l| l.contains("points colour sample "));
     // Back to the image.
     viewer.key(&x, "p", |l| l.contains(" view composite "));
+}
+
+#[test]
+fn a_cloud_beyond_the_gpu_memory_budget_keeps_every_stride_th_point_and_says_so() {
+    require("xdotool", &["version"]);
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/openexr/multivariate.deep.exr");
+    let samples = ply_points(&file).len();
+    // The two layers take 3.7 MiB each: 8 MiB leaves room for about 26,000 of 64,543 points.
+    let x = Xvfb::start();
+    let mut viewer = Viewer::start_with(&x, std::slice::from_ref(&file), &["--gpu-memory", "8MiB"]);
+    viewer.wait_for(|l| l.starts_with("deepmerge view: drawn"));
+    let from = viewer.lines_seen();
+    x.run("xdotool", &["key", "p"]);
+    let (_, held) = viewer.wait_for_after(from, |l| {
+        l.contains("on the GPU:") && l.contains("points of")
+    });
+    let stride: usize = parse_after(&held, "(every ").parse().unwrap();
+    let points: usize = parse_after(&held, "on the GPU: ").parse().unwrap();
+    assert!(stride > 1, "{held}");
+    assert_eq!(points, samples.div_ceil(stride), "{held}");
+    assert!(held.contains(&format!(
+        "{points} points of {samples} (every {stride} kept)"
+    )));
+    viewer.wait_for_after(from, |l| l.contains("points colour depth yaw 0 pitch 0 "));
 }

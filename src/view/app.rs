@@ -446,7 +446,6 @@ impl App {
         };
         let request = CloudRequest {
             layer,
-            layer_name: shown.name.clone(),
             files: self.workers.files.clone(),
             inputs: loaded.inputs.clone(),
             which,
@@ -465,7 +464,7 @@ impl App {
             .spawn(move || {
                 let result = build_cloud(&request);
                 // The window may be gone already; then nobody needs the points.
-                let _ = proxy.send_event(LoadEvent::Cloud(Box::new(result)));
+                let _ = proxy.send_event(LoadEvent::Cloud(request.layer, Box::new(result)));
             });
         match spawned {
             Ok(_) => {
@@ -486,18 +485,17 @@ impl App {
         self.mark_changed(false);
     }
 
-    /// A worker finished a cloud: upload it if it is the one asked for last.
-    fn on_cloud(&mut self, result: Result<PointCloud>) {
-        let cloud = match result {
-            Ok(cloud) if Some(cloud.info.layer) == self.cloud_pending => cloud,
+    /// A worker finished the cloud of `layer`: upload it if it is the one asked for last.
+    fn on_cloud(&mut self, layer: usize, result: Result<PointCloud>) {
+        if Some(layer) != self.cloud_pending {
             // A layer left before its cloud came: the cloud asked for since is on its way.
-            Ok(_) => return,
-            Err(e) => {
-                self.cloud_pending = None;
-                return self.cloud_failed(e);
-            }
-        };
+            return;
+        }
         self.cloud_pending = None;
+        let cloud = match result {
+            Ok(cloud) => cloud,
+            Err(e) => return self.cloud_failed(e),
+        };
         let area = self.area();
         let Some(open) = &mut self.open else {
             return;
@@ -914,7 +912,7 @@ impl ApplicationHandler<LoadEvent> for App {
             }
             LoadEvent::Layer(layer) => self.on_layer(*layer),
             LoadEvent::Done(result) => self.on_loaded(*result),
-            LoadEvent::Cloud(result) => self.on_cloud(*result),
+            LoadEvent::Cloud(layer, result) => self.on_cloud(layer, *result),
         }
     }
 

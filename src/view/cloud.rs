@@ -76,8 +76,6 @@ fn shuffle_chunks(records: &mut [PointRecord]) {
 pub struct CloudRequest {
     /// The layer the cloud is of (0: the merge).
     pub layer: usize,
-    /// The layer's name, for messages.
-    pub layer_name: String,
     /// The inputs' files and images as read (shared with the window's inspector).
     pub files: Vec<PathBuf>,
     /// All the inputs, as loaded.

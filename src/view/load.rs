@@ -109,8 +109,9 @@ pub enum LoadEvent {
     Layer(Box<Layer>),
     /// The end: everything, or the first error.
     Done(Box<Result<Loaded>>),
-    /// A point cloud the window asked for ([`super::cloud::build_cloud`]), or why not.
-    Cloud(Box<Result<super::cloud::PointCloud>>),
+    /// The point cloud of a layer the window asked for ([`super::cloud::build_cloud`]), or
+    /// why not.
+    Cloud(usize, Box<Result<super::cloud::PointCloud>>),
 }
 
 /// What to load.
