@@ -514,6 +514,10 @@ impl App {
                     info.placement
                 );
                 open.points = Some(gpu);
+                // Whatever the canvas holds was drawn from another cloud.
+                if let Some(canvas) = &mut open.canvas {
+                    canvas.key = None;
+                }
                 self.state
                     .fit_orbit(info.basis, info.bounds, area.width / area.height);
                 self.lod = PointLod::default();
