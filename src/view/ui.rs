@@ -230,11 +230,9 @@ fn points_controls(
     }
     let Some(info) = points.info else {
         if points.building {
-            ui.add(
-                egui::ProgressBar::new(0.0)
-                    .text("building the points")
-                    .animate(true),
-            );
+            // A still line, not an animated bar: an animation redraws the window all the while,
+            // which on a software rasteriser takes the cores the worker needs.
+            ui.label("building the points on a worker thread...");
         }
         return;
     };
