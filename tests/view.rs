@@ -326,7 +326,7 @@ fn load_layers(files: &[PathBuf]) -> Loaded {
     load(&request, &|event| match event {
         LoadEvent::Layer(layer) => layers.lock().unwrap().push(*layer),
         LoadEvent::Done(r) => *result.lock().unwrap() = Some(r),
-        LoadEvent::Progress(..) => {}
+        LoadEvent::Progress(..) | LoadEvent::Cloud(..) => {}
     });
     let loaded = result.into_inner().unwrap().unwrap();
     let mut loaded = (*loaded).unwrap_or_else(|e| panic!("{e}"));
@@ -1360,4 +1360,329 @@ fn the_id_view_of_an_id_carrying_render_shows_the_front_ids_colours() {
     viewer.key(&x, "0", |l| l.contains("layer 0 (merged) view composite "));
     x.run("xdotool", &["key", "q"]);
     assert!(wait_exit(&mut viewer.child).success());
+}
+
+/// The points `deepmerge points FILE` writes: (x, y, z bits, rgba) per point, in file order.
+fn ply_points(file: &Path) -> Vec<([u32; 3], [u8; 4])> {
+    let dir = tempfile::tempdir().unwrap();
+    let ply = dir.path().join("points.ply");
+    let out = Command::new(binary())
+        .arg("points")
+        .arg(file)
+        .arg("-o")
+        .arg(&ply)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let bytes = std::fs::read(&ply).unwrap();
+    let end = b"end_header\n";
+    let body = bytes.windows(end.len()).position(|w| w == end).unwrap() + end.len();
+    bytes[body..]
+        .chunks_exact(16)
+        .map(|r| {
+            let f = |k: usize| u32::from_le_bytes(r[4 * k..4 * k + 4].try_into().unwrap());
+            ([f(0), f(1), f(2)], [r[12], r[13], r[14], r[15]])
+        })
+        .collect()
+}
+
+/// The cloud the viewer builds of `file` alone, within `budget` bytes.
+fn cloud_of(file: &Path, budget: u64) -> deepmerge::view::cloud::PointCloud {
+    use deepmerge::view::cloud::{build_cloud, CloudRequest};
+    let image = read_deep(file, &ReadOptions::default()).unwrap();
+    let layer = deepmerge::view::load::layer_of("layer", &image).unwrap();
+    build_cloud(&CloudRequest {
+        layer: 1,
+        files: vec![file.to_path_buf()],
+        inputs: Arc::new(vec![image]),
+        which: vec![0],
+        read: ReadOptions::default(),
+        id_channel: layer.id_names.first().cloned(),
+        budget,
+    })
+    .unwrap()
+}
+
+#[test]
+fn the_point_cloud_holds_the_points_that_points_writes() {
+    use deepmerge::view::cloud::POINT_BYTES;
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    // A file with a camera (Arnold's) and one without (pixel coordinates) but with ids.
+    for file in [
+        data.join("oiio/deepalpha.exr"),
+        data.join("openexr/multivariate.deep.exr"),
+    ] {
+        let ply = ply_points(&file);
+        let cloud = cloud_of(&file, u64::MAX);
+        assert_eq!(cloud.info.stride, 1);
+        assert_eq!(cloud.info.points, ply.len(), "{}", file.display());
+        assert_eq!(cloud.info.samples, ply.len() as u64);
+        // The same points, bit for bit (the cloud's order is shuffled within its chunks).
+        let mut got: Vec<([u32; 3], [u8; 4])> = cloud
+            .records
+            .iter()
+            .map(|r| (r.position.map(f32::to_bits), r.rgba))
+            .collect();
+        let mut want = ply.clone();
+        got.sort_unstable();
+        want.sort_unstable();
+        assert!(got == want, "{}: the cloud's points differ", file.display());
+        // Over the budget: every stride-th of the file's points, and no more than fit.
+        let budget = 1000 * POINT_BYTES;
+        let small = cloud_of(&file, budget);
+        let stride = small.info.stride as usize;
+        assert_eq!(stride, ply.len().div_ceil(1000));
+        assert!(small.records.len() as u64 * POINT_BYTES <= budget);
+        let mut kept: Vec<_> = ply.iter().step_by(stride).copied().collect();
+        let mut got: Vec<_> = small
+            .records
+            .iter()
+            .map(|r| (r.position.map(f32::to_bits), r.rgba))
+            .collect();
+        kept.sort_unstable();
+        got.sort_unstable();
+        assert!(got == kept, "{}: the strided cloud differs", file.display());
+    }
+}
+
+/// The window-pixel box of the points of `cloud` seen by `camera` that land in an area of
+/// `size`.
+fn projected_box(
+    cloud: &deepmerge::view::cloud::PointCloud,
+    camera: &deepmerge::view::orbit::OrbitCamera,
+    size: (f64, f64),
+) -> [f64; 4] {
+    let mut b = [
+        f64::INFINITY,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NEG_INFINITY,
+    ];
+    for r in &cloud.records {
+        match camera.project(r.position.map(f64::from), size) {
+            Some([x, y]) if (0.0..size.0).contains(&x) && (0.0..size.1).contains(&y) => {
+                b = [b[0].min(x), b[1].min(y), b[2].max(x), b[3].max(y)];
+            }
+            _ => {}
+        }
+    }
+    b
+}
+
+/// The box of the image area's pixels that are not its background, and how many there are.
+fn drawn_box(shot: &(u32, u32, Vec<u8>), size: (u32, u32)) -> ([f64; 4], usize) {
+    let mut b = [
+        f64::INFINITY,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NEG_INFINITY,
+    ];
+    let mut count = 0;
+    for y in 0..size.1 as i64 {
+        for x in 0..size.0 as i64 {
+            if !close(pixel_rgb(shot, (x, y)), [41, 41, 41], 2) {
+                let (x, y) = (x as f64, y as f64);
+                b = [b[0].min(x), b[1].min(y), b[2].max(x), b[3].max(y)];
+                count += 1;
+            }
+        }
+    }
+    (b, count)
+}
+
+#[test]
+fn the_points_mode_orbits_zooms_and_colours_the_cloud_as_it_reports() {
+    use deepmerge::view::orbit::{OrbitCamera, ORBIT_PER_PIXEL};
+    require("xdotool", &["version"]);
+    require("import", &["-version"]);
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/openexr/multivariate.deep.exr");
+    let cloud = cloud_of(&file, u64::MAX);
+    let area = (WINDOW.0 - deepmerge::view::ui::PANEL_WIDTH as u32, WINDOW.1);
+    let size = (area.0 as f64, area.1 as f64);
+    let x = Xvfb::start();
+    let mut viewer = Viewer::start_with(&x, std::slice::from_ref(&file), &["--frame-stats"]);
+    viewer.wait_for(|l| l.starts_with("deepmerge view: drawn"));
+    // Waits for the frame that shows a state `accept`ed, then for a frame holding every pass.
+    // Waits for a frame showing a state `accept`ed, then until the window is still: the last
+    // state drawn, with a frame holding every pass after it and no change for 300 ms (one
+    // wheel click may come as more than one scroll event).
+    let settled = |viewer: &mut Viewer, from: usize, accept: &dyn Fn(&str) -> bool| {
+        viewer.wait_for_after(from, |l| {
+            l.starts_with("deepmerge view: drawn") && accept(l)
+        });
+        loop {
+            let (last, line) = {
+                let lines = viewer.stderr.lock().unwrap();
+                let (i, l) = lines
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .find(|(_, l)| l.starts_with("deepmerge view: drawn"))
+                    .unwrap();
+                (i, l.clone())
+            };
+            viewer.wait_for_after(last, |l| {
+                l.starts_with("deepmerge view: frame") && {
+                    let p = parse_after(l, "passes ");
+                    l.contains(&format!("passes {p} of {p} shown"))
+                }
+            });
+            std::thread::sleep(Duration::from_millis(300));
+            let still = !viewer.stderr.lock().unwrap()[last + 1..]
+                .iter()
+                .any(|l| l.starts_with("deepmerge view: drawn"));
+            if still {
+                return line;
+            }
+        }
+    };
+    let camera_of = |line: &str| {
+        let mut c = OrbitCamera::fit(
+            cloud.info.basis,
+            cloud.info.bounds.0,
+            cloud.info.bounds.1,
+            size.0 / size.1,
+        );
+        c.yaw = parse_after(line, "yaw ").parse().unwrap();
+        c.pitch = parse_after(line, "pitch ").parse().unwrap();
+        c.distance = parse_after(line, "distance ").parse().unwrap();
+        c
+    };
+    // The picture's box is the cloud's through the camera the window reports.
+    let check = |viewer: &Viewer, line: &str, what: &str| {
+        let keep = std::env::var_os("DEEPMERGE_VIEW_TEST_SHOTS")
+            .map(|d| Path::new(&d).join(format!("points-{}.png", what.replace(' ', "-"))));
+        let shot = viewer.screenshot(&x, keep.as_deref());
+        let (drawn, count) = drawn_box(&shot, area);
+        let want = projected_box(&cloud, &camera_of(line), size);
+        assert!(count > 1000, "{what}: {count} pixels drawn");
+        for k in 0..4 {
+            assert!(
+                (drawn[k] - want[k]).abs() <= 2.5,
+                "{what}: drawn box {drawn:?}, the points project to {want:?}"
+            );
+        }
+        shot
+    };
+
+    let from = viewer.lines_seen();
+    x.run("xdotool", &["key", "p"]);
+    let (_, held) = viewer.wait_for_after(from, |l| {
+        l.contains("on the GPU:") && l.contains("points of")
+    });
+    assert!(
+        held.contains(&format!(
+            "{} points of {} (every 1 kept)",
+            cloud.info.points, cloud.info.points
+        )),
+        "{held}"
+    );
+    assert!(held.contains("placed by pixel coordinates"), "{held}");
+    let line = settled(&mut viewer, from, &|l| {
+        l.contains("points colour depth yaw 0 pitch 0 ")
+    });
+    let before = check(&viewer, &line, "at rest");
+
+    // A drag right of 100 window pixels, in steps: the cloud turns by 100 ORBIT_PER_PIXEL.
+    let (cx, cy) = ((area.0 / 2).to_string(), (area.1 / 2).to_string());
+    let from = viewer.lines_seen();
+    x.run(
+        "xdotool",
+        &[
+            "mousemove",
+            "--window",
+            &viewer.window,
+            &cx,
+            &cy,
+            "mousedown",
+            "1",
+        ],
+    );
+    for _ in 0..10 {
+        x.run("xdotool", &["mousemove_relative", "--", "10", "0"]);
+    }
+    x.run("xdotool", &["mouseup", "1"]);
+    let line = settled(&mut viewer, from, &|l| {
+        l.contains("points colour depth yaw ")
+            && (parse_after(l, "yaw ").parse::<f64>().unwrap() - 100.0 * ORBIT_PER_PIXEL).abs()
+                < 1e-9
+    });
+    assert!(line.contains(" pitch 0 "), "{line}");
+    let turned = check(&viewer, &line, "turned");
+    let changed = before
+        .2
+        .iter()
+        .zip(&turned.2)
+        .filter(|(a, b)| a != b)
+        .count();
+    assert!(
+        changed > 3000,
+        "the orbit changed {changed} bytes of the picture"
+    );
+
+    // The wheel: nearer by 1.25 a scroll event (X may send a click as two).
+    let distance: f64 = parse_after(&line, "distance ").parse().unwrap();
+    let from = viewer.lines_seen();
+    x.run("xdotool", &["click", "4"]);
+    let line = settled(&mut viewer, from, &|l| {
+        l.contains("points colour depth ")
+            && parse_after(l, "distance ").parse::<f64>().unwrap() < distance
+    });
+    let nearer: f64 = parse_after(&line, "distance ").parse().unwrap();
+    let steps = (distance / nearer).ln() / 1.25f64.ln();
+    assert!(
+        steps >= 0.999 && (steps - steps.round()).abs() < 1e-6,
+        "{distance} then {line}"
+    );
+    check(&viewer, &line, "nearer");
+
+    // Colour by id: the cloud's id colours only (and the background).
+    let from = viewer.lines_seen();
+    x.run("xdotool", &["key", "d"]);
+    settled(&mut viewer, from, &|l| l.contains("points colour id "));
+    let shot = viewer.screenshot(&x, None);
+    let colours: std::collections::HashSet<[u8; 3]> = cloud
+        .records
+        .iter()
+        .map(|r| [r.id_rgba[0], r.id_rgba[1], r.id_rgba[2]])
+        .collect();
+    let mut foreign = 0;
+    for y in 0..area.1 as i64 {
+        for xx in 0..area.0 as i64 {
+            let c = pixel_rgb(&shot, (xx, y));
+            if !close(c, [41, 41, 41], 2) && !colours.contains(&c) {
+                foreign += 1;
+            }
+        }
+    }
+    assert_eq!(foreign, 0, "pixels of colours no id of the cloud has");
+    viewer.key(&x, "c", |l| l.contains("points colour sample "));
+    // Back to the image.
+    viewer.key(&x, "p", |l| l.contains(" view composite "));
+}
+
+#[test]
+fn a_cloud_beyond_the_gpu_memory_budget_keeps_every_stride_th_point_and_says_so() {
+    require("xdotool", &["version"]);
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/openexr/multivariate.deep.exr");
+    let samples = ply_points(&file).len();
+    // The two layers take 3.7 MiB each: 8 MiB leaves room for about 26,000 of 64,543 points.
+    let x = Xvfb::start();
+    let mut viewer = Viewer::start_with(&x, std::slice::from_ref(&file), &["--gpu-memory", "8MiB"]);
+    viewer.wait_for(|l| l.starts_with("deepmerge view: drawn"));
+    let from = viewer.lines_seen();
+    x.run("xdotool", &["key", "p"]);
+    let (_, held) = viewer.wait_for_after(from, |l| {
+        l.contains("on the GPU:") && l.contains("points of")
+    });
+    let stride: usize = parse_after(&held, "(every ").parse().unwrap();
+    let points: usize = parse_after(&held, "on the GPU: ").parse().unwrap();
+    assert!(stride > 1, "{held}");
+    assert_eq!(points, samples.div_ceil(stride), "{held}");
+    assert!(held.contains(&format!(
+        "{points} points of {samples} (every {stride} kept)"
+    )));
+    viewer.wait_for_after(from, |l| l.contains("points colour depth yaw 0 pitch 0 "));
 }

@@ -267,10 +267,41 @@ impl Camera {
     }
 }
 
-/// Where each sample's point goes.
-enum Placement {
+/// Where each sample's point goes (the module docs' two positions).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Placement {
+    /// Through the header's camera, with normalised device coordinates over the frame.
     Camera(Box<Camera>, Bounds),
+    /// At the pixel centre and depth, in pixel units, y down.
     Pixels,
+}
+
+impl Placement {
+    /// The point of a sample of pixel (`x`, `y`) (absolute) at depth `depth`, none where the
+    /// camera's projection is degenerate there.
+    pub fn position(&self, x: i32, y: i32, depth: f64) -> Option<[f64; 3]> {
+        match self {
+            Placement::Pixels => Some([x as f64 + 0.5, y as f64 + 0.5, depth]),
+            Placement::Camera(camera, frame) => {
+                let nx = 2.0 * (x as f64 + 0.5 - frame.x0 as f64) / frame.width() as f64 - 1.0;
+                let ny = 1.0 - 2.0 * (y as f64 + 0.5 - frame.y0 as f64) / frame.height() as f64;
+                camera.unproject(nx, ny, depth)
+            }
+        }
+    }
+}
+
+/// One point as `points` makes it, before it is written.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SamplePoint {
+    /// The sample's index in the image.
+    pub sample: usize,
+    /// The sample's depth `Z` (its front, for a volume).
+    pub depth: f64,
+    /// Where it goes ([`Placement::position`]).
+    pub position: [f64; 3],
+    /// Its colour and alpha as the PLY file holds them.
+    pub rgba: [u8; 4],
 }
 
 /// The header of the PLY file, with the vertex count in a fixed-width field.
@@ -349,6 +380,24 @@ fn band_points(
     placement: &Placement,
     out: &mut Vec<u8>,
 ) -> Result<u64> {
+    for_each_point(image, points.min_alpha, placement, |point| {
+        for v in point.position {
+            out.extend_from_slice(&(v as f32).to_le_bytes());
+        }
+        out.extend_from_slice(&point.rgba);
+    })
+}
+
+/// Every point `points` makes of `image` (samples whose alpha is at least `min_alpha`, placed
+/// by `placement`), in the file's order (rows, then samples), handed to `each`; the number of
+/// points. The PLY writer and the viewer's point cloud both walk the samples with this, so
+/// the two place every sample alike.
+pub fn for_each_point(
+    image: &DeepImage,
+    min_alpha: f32,
+    placement: &Placement,
+    mut each: impl FnMut(SamplePoint),
+) -> Result<u64> {
     let columns = Columns::of(image)?;
     let value = |k: usize, i: usize| image.planes[columns.channel_of[k]].get_f32(i);
     let window = image.data_window;
@@ -365,19 +414,13 @@ fn band_points(
                     .map(|&a| value(a, i))
                     .fold(f32::NEG_INFINITY, f32::max)
             };
-            if alpha < points.min_alpha {
+            if alpha < min_alpha {
                 continue;
             }
             let depth = image.planes[columns.z].get_f32(i) as f64;
-            let position = match placement {
-                Placement::Pixels => Some([x as f64 + 0.5, y as f64 + 0.5, depth]),
-                Placement::Camera(camera, frame) => {
-                    let nx = 2.0 * (x as f64 + 0.5 - frame.x0 as f64) / frame.width() as f64 - 1.0;
-                    let ny = 1.0 - 2.0 * (y as f64 + 0.5 - frame.y0 as f64) / frame.height() as f64;
-                    camera.unproject(nx, ny, depth)
-                }
+            let Some(position) = placement.position(x, y, depth) else {
+                continue;
             };
-            let Some(position) = position else { continue };
             let colour = columns.colour.map(|rgb| {
                 rgb.map(|k| {
                     let a = match columns.composite.kinds[k] {
@@ -392,10 +435,12 @@ fn band_points(
                 })
             });
             let rgba = crate::preview::preview_rgba(colour, Some(alpha.clamp(0.0, 1.0)));
-            for v in position {
-                out.extend_from_slice(&(v as f32).to_le_bytes());
-            }
-            out.extend_from_slice(&rgba);
+            each(SamplePoint {
+                sample: i,
+                depth,
+                position,
+                rgba,
+            });
             written += 1;
         }
     }

@@ -4,12 +4,19 @@
 //!
 //! What the window does is also said on stderr, one line per change (`deepmerge view: drawn
 //! ...`, with the time from the input event to the finished frame), so scripts and the window
-//! test can follow it; the inspector's table goes to stdout on request.
+//! test can follow it; the inspector's table goes to stdout on request. With `--frame-stats`
+//! every frame's time is said too (`deepmerge view: frame ...`), for measuring.
+//!
+//! The points mode asks a worker thread for the shown layer's cloud ([`super::cloud`]) when it
+//! is switched on or the layer changes, and draws it instead of the image once it is on the
+//! GPU; while the camera moves the frames draw fewer points ([`PointLod`]), and a frame of all
+//! of them follows when it rests ([`REFINE_AFTER`]).
 
 use std::io::Write as _;
 use std::num::NonZeroU32;
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use glow::HasContext;
 use glutin::config::{Config, ConfigTemplateBuilder, GlConfig};
@@ -24,16 +31,21 @@ use raw_window_handle::HasWindowHandle;
 use winit::application::ApplicationHandler;
 use winit::dpi::{PhysicalPosition, PhysicalSize};
 use winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
-use winit::event_loop::ActiveEventLoop;
+use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoopProxy};
 use winit::keyboard::{Key, NamedKey};
 use winit::window::{Window, WindowId};
 
 use super::camera::{Area, Camera};
+use super::cloud::{
+    build_cloud, CanvasKey, CloudRequest, GpuPoints, PointCanvas, PointCloud, PointColour,
+    PointDrawParams, PointLod, PointsDrawn, REFINE_FRAME_MS,
+};
 use super::gpu::{plan_layer, DrawParams, GpuLayer};
 use super::load::{Layer, LoadEvent, Loaded};
 use super::state::{frame_size, KeyAction, View, ViewState};
 use super::ui::{self, PanelInputs, PANEL_WIDTH};
 use crate::error::{Error, Result};
+use crate::exr::ReadOptions;
 use crate::gpu::GlContext;
 use crate::inspect::{pixel_report, PixelTable, TableValues};
 use crate::size::human_bytes;
@@ -53,6 +65,19 @@ fn process_cpu_ms() -> f64 {
 /// A press and release closer than this (window pixels) is a click, not a drag.
 const CLICK_SLOP: f64 = 3.0;
 
+/// How long the points mode's camera rests before a frame draws every point.
+pub const REFINE_AFTER: Duration = Duration::from_millis(250);
+
+/// What the window needs to start work of its own (point clouds) off its thread.
+pub struct Workers {
+    /// Wakes the window with the result.
+    pub proxy: EventLoopProxy<LoadEvent>,
+    /// The inputs' files, in order.
+    pub files: Vec<PathBuf>,
+    /// How they were read.
+    pub read: ReadOptions,
+}
+
 /// What the layers may take on the GPU.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GpuLimits {
@@ -71,6 +96,10 @@ struct Open {
     egui_ctx: egui::Context,
     vao: glow::VertexArray,
     gpu_layers: Vec<GpuLayer>,
+    /// The point cloud of one layer, while the points mode has asked for one.
+    points: Option<GpuPoints>,
+    /// What the points mode draws into.
+    canvas: Option<PointCanvas>,
     /// Bytes all layers may take on the GPU.
     gpu_budget: u64,
     surface: Surface<WindowSurface>,
@@ -109,12 +138,35 @@ pub struct App {
     dragging: bool,
     /// A fatal error of the window itself (no display, no GL).
     pub fatal: Option<Error>,
+    workers: Workers,
+    /// Print every frame's time (`--frame-stats`).
+    frame_stats: bool,
+    /// The layer whose cloud a worker is building.
+    cloud_pending: Option<usize>,
+    /// Why the last cloud could not be built or uploaded.
+    cloud_error: Option<String>,
+    /// The points mode's level of detail while the camera moves.
+    lod: PointLod,
+    /// When the points mode's camera last moved.
+    moved_at: Option<Instant>,
+    /// The last frame drew fewer points than the cloud holds: one with all of them is due.
+    refine_pending: bool,
+    /// What the last frame of the points mode drew.
+    last_points: Option<PointsDrawn>,
+    /// The last frame's time in ms.
+    last_frame_ms: Option<f64>,
 }
 
 impl App {
     /// A viewer for the files named in `title_files`, with a window of `size` pixels and the
     /// layers within `limits`.
-    pub fn new(title_files: String, size: (u32, u32), limits: GpuLimits) -> App {
+    pub fn new(
+        title_files: String,
+        size: (u32, u32),
+        limits: GpuLimits,
+        workers: Workers,
+        frame_stats: bool,
+    ) -> App {
         App {
             title_files,
             size,
@@ -138,6 +190,15 @@ impl App {
             press: None,
             dragging: false,
             fatal: None,
+            workers,
+            frame_stats,
+            cloud_pending: None,
+            cloud_error: None,
+            lod: PointLod::default(),
+            moved_at: None,
+            refine_pending: false,
+            last_points: None,
+            last_frame_ms: None,
         }
     }
 
@@ -249,6 +310,8 @@ impl App {
             egui_ctx,
             vao,
             gpu_layers: Vec::new(),
+            points: None,
+            canvas: None,
             gpu_budget,
             surface,
             context,
@@ -329,6 +392,7 @@ impl App {
                 self.loaded = Some(loaded);
                 self.need_slice = true;
                 self.changed_at = Some(Instant::now());
+                self.request_cloud();
             }
             Err(e) => self.fail(e),
         }
@@ -348,6 +412,119 @@ impl App {
         self.error = Some(e.to_string());
         self.progress = None;
         self.refresh_title();
+    }
+
+    /// In the points mode, start building the shown layer's cloud on a worker unless it is
+    /// on the GPU or being built. The cloud held before is let go first: its memory is the
+    /// new one's (the budget less what the layers hold).
+    fn request_cloud(&mut self) {
+        let (Some(open), Some(loaded)) = (&mut self.open, &self.loaded) else {
+            return;
+        };
+        let layer = self.state.layer;
+        let held_here = open.points.as_ref().is_some_and(|p| p.info.layer == layer);
+        if !self.state.points
+            || self.error.is_some()
+            || held_here
+            || self.cloud_pending == Some(layer)
+        {
+            return;
+        }
+        if let Some(old) = open.points.take() {
+            old.delete(&open.engine);
+        }
+        let held: u64 = open.gpu_layers.iter().map(GpuLayer::bytes).sum();
+        let shown = &loaded.layers[layer];
+        let which = if layer == 0 {
+            (0..loaded.inputs.len()).collect()
+        } else {
+            vec![layer - 1]
+        };
+        let id_channel = match self.state.view {
+            View::Id(k) => shown.id_names.get(k),
+            _ => shown.id_names.first(),
+        };
+        let request = CloudRequest {
+            layer,
+            files: self.workers.files.clone(),
+            inputs: loaded.inputs.clone(),
+            which,
+            read: self.workers.read.clone(),
+            id_channel: id_channel.cloned(),
+            budget: open.gpu_budget.saturating_sub(held),
+        };
+        eprintln!(
+            "deepmerge view: building the points of layer {layer} ({}) within {} of GPU memory",
+            shown.name,
+            human_bytes(request.budget)
+        );
+        let proxy = self.workers.proxy.clone();
+        let spawned = std::thread::Builder::new()
+            .name("deepmerge-view-points".into())
+            .spawn(move || {
+                let result = build_cloud(&request);
+                // The window may be gone already; then nobody needs the points.
+                let _ = proxy.send_event(LoadEvent::Cloud(request.layer, Box::new(result)));
+            });
+        match spawned {
+            Ok(_) => {
+                self.cloud_pending = Some(layer);
+                self.cloud_error = None;
+            }
+            Err(e) => self.cloud_failed(Error::internal(format!(
+                "cannot start the points thread: {e}"
+            ))),
+        }
+    }
+
+    /// The points could not be made or held: said in the panel and on stderr; the image views
+    /// go on.
+    fn cloud_failed(&mut self, e: Error) {
+        eprintln!("deepmerge view: no points: {e}");
+        self.cloud_error = Some(e.to_string());
+        self.mark_changed(false);
+    }
+
+    /// A worker finished the cloud of `layer`: upload it if it is the one asked for last.
+    fn on_cloud(&mut self, layer: usize, result: Result<PointCloud>) {
+        if Some(layer) != self.cloud_pending {
+            // A layer left before its cloud came: the cloud asked for since is on its way.
+            return;
+        }
+        self.cloud_pending = None;
+        let cloud = match result {
+            Ok(cloud) => cloud,
+            Err(e) => return self.cloud_failed(e),
+        };
+        let area = self.area();
+        let Some(open) = &mut self.open else {
+            return;
+        };
+        match GpuPoints::upload(&open.engine, cloud) {
+            Ok(gpu) => {
+                let info = gpu.info.clone();
+                eprintln!(
+                    "deepmerge view: points of layer {} on the GPU: {} points of {} (every {} kept), {} in {} buffer(s), placed by {}",
+                    info.layer,
+                    info.points,
+                    info.samples,
+                    info.stride,
+                    human_bytes(gpu.bytes()),
+                    gpu.chunks(),
+                    info.placement
+                );
+                open.points = Some(gpu);
+                // Whatever the canvas holds was drawn from another cloud.
+                if let Some(canvas) = &mut open.canvas {
+                    canvas.key = None;
+                }
+                self.state
+                    .fit_orbit(info.basis, info.bounds, area.width / area.height);
+                self.lod = PointLod::default();
+                self.mark_changed(false);
+            }
+            Err(e) => self.cloud_failed(e),
+        }
     }
 
     /// Recompute the inspector's text and curves for the pinned pixel.
@@ -414,9 +591,14 @@ impl App {
             KeyAction::Redraw => self.mark_changed(false),
             KeyAction::Reslice => self.mark_changed(true),
             KeyAction::CopyTable => self.copy_table(),
-            KeyAction::NoIds => eprintln!("{}", self.state.no_ids_line(self.layers())),
+            KeyAction::NoIds => {
+                eprintln!("{}", self.state.no_ids_line(self.layers()));
+                // The points' colouring may have fallen back to depth.
+                self.mark_changed(false);
+            }
             KeyAction::Quit => event_loop.exit(),
         }
+        self.request_cloud();
         if self.state.table != table_before {
             self.update_table();
         }
@@ -436,6 +618,10 @@ impl App {
             self.dragging = false;
             return;
         }
+        if self.state.points {
+            // No pixel under a point of the cloud: a click pins nothing.
+            return;
+        }
         let Some(layer) = self.layers().get(self.state.layer) else {
             return;
         };
@@ -448,6 +634,7 @@ impl App {
     }
 
     fn redraw(&mut self) -> Result<()> {
+        let frame_start = Instant::now();
         let Some(open) = &mut self.open else {
             return Ok(());
         };
@@ -462,6 +649,17 @@ impl App {
             table_text: self.table_text.as_deref(),
             curves: &self.curves,
             last_slice_ms: self.last_slice_ms,
+            points: ui::PointsPanel {
+                info: open
+                    .points
+                    .as_ref()
+                    .map(|p| &p.info)
+                    .filter(|i| i.layer == self.state.layer),
+                building: self.cloud_pending.is_some(),
+                error: self.cloud_error.as_deref(),
+                last_drawn: self.last_points,
+                last_frame_ms: self.last_frame_ms,
+            },
         };
         let table_before = self.state.table;
         let mut outcome = ui::PanelOutcome::default();
@@ -492,7 +690,75 @@ impl App {
             gl.clear_color(0.16, 0.16, 0.16, 1.0);
             gl.clear(glow::COLOR_BUFFER_BIT);
         }
-        if let (Some(loaded), Some(gpu)) = (&self.loaded, open.gpu_layers.get(self.state.layer)) {
+        let cloud = open
+            .points
+            .as_ref()
+            .filter(|p| self.state.points && p.info.layer == self.state.layer);
+        let mut drawn_points = None;
+        if let (Some(cloud), Some(orbit)) = (cloud, self.state.orbit) {
+            let area = (area_width, size.height);
+            let colour = match self.state.point_colour {
+                PointColour::Id if cloud.info.id_channel.is_none() => PointColour::Depth,
+                other => other,
+            };
+            let params = PointDrawParams {
+                area,
+                matrix: orbit.gl_matrix(area_width as f64 / size.height.max(1) as f64),
+                colour,
+                depth_range: cloud.info.depth_range,
+                slice: (self.state.slice.near, self.state.slice.far),
+            };
+            let key = CanvasKey {
+                layer: cloud.info.layer,
+                matrix: params.matrix,
+                colour,
+                slice: params.slice,
+            };
+            if open.canvas.as_ref().is_some_and(|c| c.size != area) {
+                if let Some(old) = open.canvas.take() {
+                    old.delete(&open.engine);
+                }
+            }
+            if open.canvas.is_none() {
+                open.canvas = Some(PointCanvas::new(&open.engine, area)?);
+            }
+            let canvas = open.canvas.as_mut().expect("made above");
+            if canvas.key.as_ref() != Some(&key) {
+                canvas.start(&open.engine, key, self.lod.passes(cloud.info.points));
+            }
+            // While the camera moves only the first pass is drawn; at rest, more within the
+            // frame's time, until the canvas holds every point.
+            let moving = self.moved_at.is_some_and(|t| t.elapsed() < REFINE_AFTER);
+            let started = Instant::now();
+            let mut drawn = 0;
+            canvas.bind(&open.engine, true);
+            while canvas.done < canvas.passes {
+                let pass = canvas.done;
+                let pass_start = Instant::now();
+                let n = cloud.draw_passes(&open.engine, &params, pass..pass + 1, canvas.passes)?;
+                // SAFETY: a plain call on the current context: the pass is timed to its end.
+                unsafe { open.engine.gl.finish() };
+                self.lod
+                    .learn(n, (Instant::now() - pass_start).as_secs_f64() * 1e3);
+                drawn += n;
+                canvas.done += 1;
+                let elapsed = (Instant::now() - started).as_secs_f64() * 1e3;
+                if moving || elapsed >= REFINE_FRAME_MS {
+                    break;
+                }
+            }
+            canvas.bind(&open.engine, false);
+            canvas.show(&open.engine)?;
+            self.refine_pending = canvas.done < canvas.passes;
+            drawn_points = Some(PointsDrawn {
+                drawn,
+                shown: canvas.done,
+                passes: canvas.passes,
+                held: cloud.info.points,
+            });
+        } else if let (Some(loaded), Some(gpu)) =
+            (&self.loaded, open.gpu_layers.get(self.state.layer))
+        {
             let layer = &loaded.layers[self.state.layer];
             if self.need_slice {
                 // The pass's GPU time from timer queries, as every GL stage is timed; taking the
@@ -552,6 +818,21 @@ impl App {
         // SAFETY: a plain call on the current context: the frame is done when this returns.
         unsafe { open.engine.gl.finish() };
         let done = Instant::now();
+        let frame_ms = (done - frame_start).as_secs_f64() * 1e3;
+        if self.frame_stats {
+            let what = match drawn_points {
+                Some(p) => format!(
+                    "points: {} drawn, passes {} of {} shown, {} held",
+                    p.drawn, p.shown, p.passes, p.held
+                ),
+                None => "image".to_string(),
+            };
+            eprintln!("deepmerge view: frame {frame_ms:.2} ms ({what})");
+        }
+        if drawn_points.is_some() {
+            self.last_points = drawn_points;
+        }
+        self.last_frame_ms = Some(frame_ms);
         if let Some(since) = self.slice_changed_at.take() {
             let ms = (done - since).as_secs_f64() * 1e3;
             self.last_slice_ms = Some(ms);
@@ -589,12 +870,15 @@ impl App {
                 open.window.request_redraw();
             }
         }
+        // The panel may have switched the points mode on or the layer.
+        self.request_cloud();
         Ok(())
     }
 }
 
-/// The config with the most samples of depth 0 (the viewer draws no 3-D geometry), preferring
-/// one without multisampling: what the window's surface is made with.
+/// The config with the most samples of depth 0 (the viewer draws no 3-D geometry on the
+/// window: the points mode draws into a framebuffer of its own), preferring one without
+/// multisampling: what the window's surface is made with.
 fn pick_config(configs: Box<dyn Iterator<Item = Config> + '_>) -> Config {
     configs
         .min_by_key(|c| (c.num_samples(), c.depth_size(), c.alpha_size()))
@@ -632,6 +916,27 @@ impl ApplicationHandler<LoadEvent> for App {
             }
             LoadEvent::Layer(layer) => self.on_layer(*layer),
             LoadEvent::Done(result) => self.on_loaded(*result),
+            LoadEvent::Cloud(layer, result) => self.on_cloud(layer, *result),
+        }
+    }
+
+    fn about_to_wait(&mut self, event_loop: &ActiveEventLoop) {
+        // The canvas holds fewer passes than the view is drawn in: once the camera rests, the
+        // next frames add them (each within REFINE_FRAME_MS, so input is answered between).
+        if !self.refine_pending {
+            event_loop.set_control_flow(ControlFlow::Wait);
+            return;
+        }
+        let due = self
+            .moved_at
+            .map_or_else(Instant::now, |t| t + REFINE_AFTER);
+        if Instant::now() >= due {
+            event_loop.set_control_flow(ControlFlow::Wait);
+            if let Some(open) = &self.open {
+                open.window.request_redraw();
+            }
+        } else {
+            event_loop.set_control_flow(ControlFlow::WaitUntil(due));
         }
     }
 
@@ -684,7 +989,14 @@ impl ApplicationHandler<LoadEvent> for App {
                     if self.dragging || moved > CLICK_SLOP {
                         self.dragging = true;
                         let delta = [at[0] - self.cursor[0], at[1] - self.cursor[1]];
-                        self.state.camera.pan(delta);
+                        match (self.state.points, &mut self.state.orbit) {
+                            (true, Some(orbit)) => {
+                                orbit.orbit(delta);
+                                self.moved_at = Some(Instant::now());
+                            }
+                            (true, None) => {}
+                            (false, _) => self.state.camera.pan(delta),
+                        }
                         self.mark_changed(false);
                     }
                 }
@@ -711,9 +1023,15 @@ impl ApplicationHandler<LoadEvent> for App {
                     MouseScrollDelta::LineDelta(_, y) => y as f64,
                     MouseScrollDelta::PixelDelta(p) => p.y / 40.0,
                 };
-                self.state
-                    .camera
-                    .zoom_about(self.cursor, 1.25f64.powf(lines));
+                let factor = 1.25f64.powf(lines);
+                match (self.state.points, &mut self.state.orbit) {
+                    (true, Some(orbit)) => {
+                        orbit.zoom(factor);
+                        self.moved_at = Some(Instant::now());
+                    }
+                    (true, None) => {}
+                    (false, _) => self.state.camera.zoom_about(self.cursor, factor),
+                }
                 self.mark_changed(false);
             }
             _ => {}

@@ -11,6 +11,24 @@ pub use crate::preview::{srgb, to_byte};
 /// How dark the farthest depth is drawn in the depth view: near is white, far is `1 - this`.
 pub const DEPTH_FAR_DIM: f32 = 0.8;
 
+/// The points mode's depth ramp: the colours of the nearest, middle and farthest depths
+/// (display values, 0..=1), warm to cold so near reads as near.
+pub const DEPTH_RAMP: [[f32; 3]; 3] = [[1.0, 0.85, 0.25], [0.85, 0.25, 0.45], [0.2, 0.35, 0.95]];
+
+/// The colour of depth `z` on the points mode's ramp spanning `range` (`view_points.vert` does
+/// the same in f32): linear between the three stops of [`DEPTH_RAMP`].
+pub fn depth_ramp(z: f32, range: (f32, f32)) -> [f32; 3] {
+    let span = (range.1 - range.0).max(1e-30);
+    let t = ((z - range.0) / span).clamp(0.0, 1.0);
+    let (a, b, f) = if t < 0.5 {
+        (DEPTH_RAMP[0], DEPTH_RAMP[1], 2.0 * t)
+    } else {
+        (DEPTH_RAMP[1], DEPTH_RAMP[2], 2.0 * t - 1.0)
+    };
+    // GLSL's mix, as the shader computes it.
+    std::array::from_fn(|k| a[k] * (1.0 - f) + b[k] * f)
+}
+
 /// An 8-bit display value of a linear colour component at `exposure` stops.
 pub fn display_byte(linear: f32, exposure: f32) -> u8 {
     to_byte(srgb(linear * exposure.exp2()))
@@ -106,6 +124,14 @@ mod tests {
         // sRGB 0.5 is linear 0.21404: just above it rounds to 128 of 255, just below to 127.
         assert_eq!(display_byte(0.2141, 0.0), 128);
         assert_eq!(display_byte(0.2139, 0.0), 127);
+    }
+
+    #[test]
+    fn the_depth_ramp_runs_from_near_to_far() {
+        assert_eq!(depth_ramp(1.0, (1.0, 3.0)), DEPTH_RAMP[0]);
+        assert_eq!(depth_ramp(2.0, (1.0, 3.0)), DEPTH_RAMP[1]);
+        assert_eq!(depth_ramp(3.0, (1.0, 3.0)), DEPTH_RAMP[2]);
+        assert_eq!(depth_ramp(-7.0, (1.0, 3.0)), DEPTH_RAMP[0]);
     }
 
     #[test]

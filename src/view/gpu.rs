@@ -532,15 +532,27 @@ pub struct DrawParams {
     pub pinned: Option<(i32, i32)>,
 }
 
-/// The image pass's program (vertex and fragment stages), built with the engine's resolver.
+/// The image pass's program.
 fn image_program(ctx: &GlContext, defines: &Defines) -> Result<glow::Program> {
-    let key = format!("view_image|{:?}", defines.0);
+    draw_program(ctx, "view_image.vert", "view_image.frag", defines)
+}
+
+/// A drawing program of the vertex stage `vertex_file` and the fragment stage `fragment_file`
+/// (the latter specialised with `defines`), built with the engine's resolver and cached in the
+/// context as its compute programs are.
+pub(super) fn draw_program(
+    ctx: &GlContext,
+    vertex_file: &str,
+    fragment_file: &str,
+    defines: &Defines,
+) -> Result<glow::Program> {
+    let key = format!("{vertex_file}|{fragment_file}|{:?}", defines.0);
     if let Some(p) = ctx.programs.borrow().get(&key) {
         return Ok(*p);
     }
     let gl = &ctx.gl;
-    let (vertex, _) = resolve("view_image.vert", &Defines::default())?;
-    let (fragment, _) = resolve("view_image.frag", defines)?;
+    let (vertex, _) = resolve(vertex_file, &Defines::default())?;
+    let (fragment, _) = resolve(fragment_file, defines)?;
     // SAFETY: object creation and queries on the current context.
     let program = unsafe {
         let program = gl
@@ -548,8 +560,8 @@ fn image_program(ctx: &GlContext, defines: &Defines) -> Result<glow::Program> {
             .map_err(|e| Error::Gl(format!("cannot create a program: {e}")))?;
         let mut shaders = Vec::new();
         for (kind, text, name) in [
-            (glow::VERTEX_SHADER, &vertex, "view_image.vert"),
-            (glow::FRAGMENT_SHADER, &fragment, "view_image.frag"),
+            (glow::VERTEX_SHADER, &vertex, vertex_file),
+            (glow::FRAGMENT_SHADER, &fragment, fragment_file),
         ] {
             let shader = gl
                 .create_shader(kind)
@@ -571,7 +583,7 @@ fn image_program(ctx: &GlContext, defines: &Defines) -> Result<glow::Program> {
         if !gl.get_program_link_status(program) {
             let log = gl.get_program_info_log(program).replace('\n', " | ");
             return Err(Error::Gl(format!(
-                "glsl/view/view_image failed to link: {log}"
+                "glsl/view/{vertex_file} and {fragment_file} failed to link: {log}"
             )));
         }
         program

@@ -7,6 +7,7 @@
 //! made: at production sizes the layers are most of the memory.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::composite::{
     merge_images_over, CompositeChannels, MergeOptions, MergeOutput, OutputKind,
@@ -94,8 +95,8 @@ pub fn is_id_channel(channel: &crate::deep::Channel) -> bool {
 pub struct Loaded {
     /// The inputs' section titles (path and part), as `deepmerge info --pixel` prints them.
     pub titles: Vec<String>,
-    /// The inputs as read.
-    pub inputs: Vec<DeepImage>,
+    /// The inputs as read (shared with the worker that builds point clouds).
+    pub inputs: Arc<Vec<DeepImage>>,
     /// Layer 0 is the merge, layer i the i-th input.
     pub layers: Vec<Layer>,
 }
@@ -108,6 +109,9 @@ pub enum LoadEvent {
     Layer(Box<Layer>),
     /// The end: everything, or the first error.
     Done(Box<Result<Loaded>>),
+    /// The point cloud of a layer the window asked for ([`super::cloud::build_cloud`]), or
+    /// why not.
+    Cloud(usize, Box<Result<super::cloud::PointCloud>>),
 }
 
 /// What to load.
@@ -169,7 +173,7 @@ fn load_inner(request: &LoadRequest, send: &dyn Fn(LoadEvent)) -> Result<Loaded>
     }
     Ok(Loaded {
         titles,
-        inputs,
+        inputs: Arc::new(inputs),
         layers: Vec::new(),
     })
 }

@@ -8,15 +8,20 @@
 //!   a layer is held in bands of rows, each buffer within the device's storage-block limit and
 //!   all of them within a GPU memory budget;
 //! - [`state`], [`camera`]: what is shown and where, and the keys;
+//! - [`cloud`], [`orbit`]: the points mode, every sample as a point placed as `deepmerge
+//!   points` places it (built on a worker thread, held in vertex buffers within the GPU memory
+//!   budget), seen through an orbit camera;
 //! - [`display`]: the display transforms, stated in Rust for the tests;
 //! - [`ui`]: the egui side panel with the inspector (tables from [`crate::inspect`]);
 //! - `app`: the winit event loop and the GL context on the window.
 
 mod app;
 pub mod camera;
+pub mod cloud;
 pub mod display;
 pub mod gpu;
 pub mod load;
+pub mod orbit;
 pub mod state;
 pub mod ui;
 
@@ -64,6 +69,9 @@ pub struct ViewArgs {
     /// of the banded layers).
     #[arg(long, value_name = "BYTES", hide = true)]
     pub storage_block_limit: Option<u64>,
+    /// Print every frame's time on stderr (for measuring the viewer: docs/benchmarks.md).
+    #[arg(long, hide = true)]
+    pub frame_stats: bool,
 }
 
 /// The viewer's flags, as the merge request's refusals name them (those it has; the others
@@ -141,6 +149,7 @@ pub fn run(args: &ViewArgs) -> Result<bool> {
         merge: merge.merge_options(),
     };
     check_before_window(args, &request.read)?;
+    let request_read = request.read.clone();
     let event_loop = EventLoop::<load::LoadEvent>::with_user_event()
         .build()
         .map_err(|_| {
@@ -150,6 +159,7 @@ pub fn run(args: &ViewArgs) -> Result<bool> {
             ))
         })?;
     let proxy = event_loop.create_proxy();
+    let cloud_proxy = proxy.clone();
     let worker = std::thread::Builder::new()
         .name("deepmerge-view-load".into())
         .spawn(move || {
@@ -176,6 +186,12 @@ pub fn run(args: &ViewArgs) -> Result<bool> {
             budget: gpu_budget,
             storage_block: args.storage_block_limit,
         },
+        app::Workers {
+            proxy: cloud_proxy,
+            files: args.files.clone(),
+            read: request_read,
+        },
+        args.frame_stats,
     );
     event_loop
         .run_app(&mut app)

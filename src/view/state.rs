@@ -1,8 +1,11 @@
 //! What the viewer shows, independent of the window: which layer, which view, exposure, the
-//! depth slice, the camera and the pinned pixel; and the keys that change them.
+//! depth slice, the camera and the pinned pixel, the points mode (its colouring and orbit
+//! camera); and the keys that change them.
 
 use super::camera::{Area, Camera};
+use super::cloud::PointColour;
 use super::load::Layer;
+use super::orbit::OrbitCamera;
 use crate::inspect::TableValues;
 
 /// What the image area draws.
@@ -116,6 +119,14 @@ pub struct ViewState {
     pub pinned: Option<(i32, i32)>,
     /// How the inspector lists values.
     pub table: TableValues,
+    /// The points mode is on: the layer's samples are drawn as a point cloud.
+    pub points: bool,
+    /// How the points are coloured.
+    pub point_colour: PointColour,
+    /// Where the points mode looks from (none until the first cloud is on the GPU).
+    pub orbit: Option<OrbitCamera>,
+    /// The view `f` goes back to: the last cloud fitted.
+    pub orbit_home: Option<OrbitCamera>,
 }
 
 impl Default for ViewState {
@@ -131,6 +142,10 @@ impl Default for ViewState {
             },
             pinned: None,
             table: TableValues::Raw,
+            points: false,
+            point_colour: PointColour::Depth,
+            orbit: None,
+            orbit_home: None,
         }
     }
 }
@@ -173,6 +188,12 @@ pub const KEYS: &[(&str, &str)] = &[
     ("=", "1:1 pixels"),
     ("i", "inspector: raw / accumulated"),
     ("t", "print the inspector table to stdout"),
+    ("p", "points mode: the samples as a 3-D point cloud"),
+    (
+        "z / d / c (points)",
+        "colour points by depth / id / the sample's colour",
+    ),
+    ("f (points)", "look at the whole cloud again"),
     ("q, Esc", "quit"),
 ];
 
@@ -188,6 +209,11 @@ impl ViewState {
         };
         let range = layer.depth_range;
         let column = |name: &str| layer.columns.names.iter().position(|n| n == name);
+        if self.points {
+            if let Some(action) = self.on_points_key(text, layer) {
+                return action;
+            }
+        }
         match text {
             "0" | "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9" => {
                 let i: usize = text.parse().unwrap_or(0);
@@ -239,9 +265,67 @@ impl ViewState {
                 KeyAction::Redraw
             }
             "t" => KeyAction::CopyTable,
+            "p" => {
+                self.points = true;
+                KeyAction::Redraw
+            }
             "q" => KeyAction::Quit,
             _ => KeyAction::None,
         }
+    }
+
+    /// The keys that mean something else in the points mode (none for the others, which keep
+    /// their meaning: layers, the slice, the inspector, quit). Keys of the image views that
+    /// change nothing drawn here (channels, heatmap, exposure, 1:1) do nothing.
+    fn on_points_key(&mut self, text: &str, layer: &Layer) -> Option<KeyAction> {
+        let colour = |state: &mut Self, colour: PointColour| {
+            if state.point_colour == colour {
+                KeyAction::None
+            } else {
+                state.point_colour = colour;
+                KeyAction::Redraw
+            }
+        };
+        Some(match text {
+            "p" => {
+                self.points = false;
+                KeyAction::Redraw
+            }
+            "z" => colour(self, PointColour::Depth),
+            "c" => colour(self, PointColour::Sample),
+            "d" if layer.id_names.is_empty() => {
+                // Said on stderr and in the panel; the colouring falls back to depth.
+                self.point_colour = PointColour::Depth;
+                KeyAction::NoIds
+            }
+            "d" => colour(self, PointColour::Id),
+            "f" => match self.orbit_home {
+                Some(home) if self.orbit != Some(home) => {
+                    self.orbit = Some(home);
+                    KeyAction::Redraw
+                }
+                _ => KeyAction::None,
+            },
+            "r" | "g" | "b" | "a" | "h" | "e" | "E" | "=" => KeyAction::None,
+            _ => return None,
+        })
+    }
+
+    /// A cloud of the layer shown arrived, filling the box `lo`..`hi` in `basis`: the orbit
+    /// camera is fitted to it, keeping the turn it had (so layers compare from one angle).
+    pub fn fit_orbit(
+        &mut self,
+        basis: super::orbit::Basis,
+        bounds: ([f64; 3], [f64; 3]),
+        aspect: f64,
+    ) {
+        let mut fitted = OrbitCamera::fit(basis, bounds.0, bounds.1, aspect);
+        self.orbit_home = Some(fitted);
+        if let Some(old) = self.orbit {
+            fitted.yaw = old.yaw;
+            fitted.pitch = old.pitch;
+        }
+        self.orbit = Some(fitted);
     }
 
     /// Show layer `i` (a valid index). The columns and id channels differ between layers: the
@@ -249,6 +333,9 @@ impl ViewState {
     /// it becomes the composite.
     pub fn switch_layer(&mut self, i: usize, layers: &[Layer]) {
         let name_of = |k: usize| layers.get(self.layer).and_then(|l| l.id_names.get(k));
+        if layers[i].id_names.is_empty() && self.point_colour == PointColour::Id {
+            self.point_colour = PointColour::Depth;
+        }
         self.view = match self.view {
             View::Channel(_) => View::Composite,
             View::Id(k) => name_of(k)
@@ -290,6 +377,17 @@ impl ViewState {
         let pinned = self
             .pinned
             .map_or("none".to_string(), |(x, y)| format!("({x}, {y})"));
+        if self.points {
+            return format!(
+                "layer {} ({}) points colour {} {} slice {}",
+                self.layer,
+                layer.map_or("-", |l| l.name.as_str()),
+                self.point_colour.name(),
+                self.orbit
+                    .map_or("camera waiting for the cloud".to_string(), |o| o.describe()),
+                self.slice.describe(),
+            );
+        }
         format!(
             "layer {} ({}) view {view} exposure {} slice {} origin ({}, {}) zoom {} pinned {pinned} table {}",
             self.layer,
@@ -328,11 +426,15 @@ impl ViewState {
     /// view stays as it is.
     pub fn no_ids_line(&self, layers: &[Layer]) -> String {
         let layer = layers.get(self.layer);
+        let stays = if self.points {
+            "the points are coloured by depth".to_string()
+        } else {
+            format!("the view stays {}", self.view_name(layer))
+        };
         format!(
-            "deepmerge view: layer {} ({}) has no id channel (a uint channel, or a half or float one whose name ends in id); the view stays {}",
+            "deepmerge view: layer {} ({}) has no id channel (a uint channel, or a half or float one whose name ends in id); {stays}",
             self.layer,
             layer.map_or("-", |l| l.name.as_str()),
-            self.view_name(layer)
         )
     }
 }
@@ -395,6 +497,50 @@ mod tests {
         state.view = View::Id(0);
         state.switch_layer(1, &layers);
         assert_eq!(state.view, View::Composite);
+    }
+
+    #[test]
+    fn the_points_mode_keys_colour_the_points_and_fall_back_to_depth_without_ids() {
+        let layers = [layer("merged", &["id"]), layer("b.exr", &[])];
+        let area = Area {
+            width: 100.0,
+            height: 100.0,
+        };
+        let mut state = ViewState::default();
+        assert_eq!(state.on_key("p", &layers, area), KeyAction::Redraw);
+        assert!(state.points);
+        assert!(state
+            .describe(&layers)
+            .starts_with("layer 0 (merged) points colour depth camera waiting"));
+        state.fit_orbit(
+            super::super::orbit::Basis::PIXELS,
+            ([0.0; 3], [4.0, 4.0, 1.0]),
+            1.0,
+        );
+        assert_eq!(state.on_key("d", &layers, area), KeyAction::Redraw);
+        assert_eq!(state.point_colour, PointColour::Id);
+        assert_eq!(state.on_key("c", &layers, area), KeyAction::Redraw);
+        assert_eq!(state.point_colour, PointColour::Sample);
+        // Keys of the image views that change nothing here, and the view is kept for later.
+        assert_eq!(state.on_key("h", &layers, area), KeyAction::None);
+        assert_eq!(state.view, View::Composite);
+        // f goes home after an orbit.
+        state.orbit.as_mut().unwrap().orbit([10.0, 0.0]);
+        assert_eq!(state.on_key("f", &layers, area), KeyAction::Redraw);
+        assert_eq!(state.orbit, state.orbit_home);
+        // A layer without ids: id colouring falls back to depth, and `d` says so.
+        state.on_key("d", &layers, area);
+        state.on_key("1", &layers, area);
+        assert_eq!(state.point_colour, PointColour::Depth);
+        assert_eq!(state.on_key("d", &layers, area), KeyAction::NoIds);
+        assert!(state
+            .no_ids_line(&layers)
+            .ends_with("the points are coloured by depth"));
+        assert!(state
+            .describe(&layers)
+            .contains(" points colour depth yaw 0 pitch 0 "));
+        assert_eq!(state.on_key("p", &layers, area), KeyAction::Redraw);
+        assert!(state.describe(&layers).contains(" view composite "));
     }
 
     #[test]

@@ -1,10 +1,12 @@
-//! The side panel (egui): status and progress, the view and its controls, the depth-slice
-//! sliders and a bar showing the planes, the heatmap's legend, and the pixel inspector (the
-//! shared [`crate::inspect`] table, a raw/accumulated toggle and a plot of accumulated alpha
-//! against depth).
+//! The side panel (egui): status and progress, the view and its controls, the points mode
+//! (its switch, colouring, what the cloud holds and how it is drawn), the depth-slice sliders
+//! and a bar showing the planes, the heatmap's legend, and the pixel inspector (the shared
+//! [`crate::inspect`] table, a raw/accumulated toggle and a plot of accumulated alpha against
+//! depth).
 
 use egui::{Color32, RichText, Stroke};
 
+use super::cloud::{CloudInfo, PointColour};
 use super::load::Layer;
 use super::state::{Slice, View, ViewState, KEYS};
 use crate::heatmap::BIN_COLOURS;
@@ -28,6 +30,22 @@ pub struct PanelInputs<'a> {
     pub curves: &'a [PixelTable],
     /// How long the last slice change took to show, in ms.
     pub last_slice_ms: Option<f64>,
+    /// The points mode's cloud and how it went.
+    pub points: PointsPanel<'a>,
+}
+
+/// What the panel says of the points mode.
+pub struct PointsPanel<'a> {
+    /// The shown layer's cloud, once on the GPU.
+    pub info: Option<&'a CloudInfo>,
+    /// A cloud is being built.
+    pub building: bool,
+    /// Why the last cloud could not be made.
+    pub error: Option<&'a str>,
+    /// What the last frame of the points mode drew.
+    pub last_drawn: Option<super::cloud::PointsDrawn>,
+    /// The last frame's time, ms.
+    pub last_frame_ms: Option<f64>,
 }
 
 /// What the panel changed.
@@ -62,7 +80,10 @@ pub fn panel(ctx: &egui::Context, state: &mut ViewState, inputs: &PanelInputs) -
                 status(ui, inputs);
                 if let Some(layer) = inputs.layers.get(state.layer) {
                     controls(ui, state, inputs.layers, layer, &mut out);
-                    inspector(ui, state, inputs, layer, &mut out);
+                    points_controls(ui, state, layer, &inputs.points, &mut out);
+                    if !state.points {
+                        inspector(ui, state, inputs, layer, &mut out);
+                    }
                 }
                 ui.separator();
                 ui.collapsing("Keys and mouse", |ui| {
@@ -70,6 +91,7 @@ pub fn panel(ctx: &egui::Context, state: &mut ViewState, inputs: &PanelInputs) -
                         ui.label(format!("{key}: {what}"));
                     }
                     ui.label("drag: pan; wheel: zoom about the cursor; click: pin a pixel");
+                    ui.label("points mode: drag: orbit; wheel: nearer / farther");
                 });
             });
         });
@@ -158,6 +180,113 @@ fn controls(
             layer.depth_range.0, layer.depth_range.1
         ));
     }
+}
+
+fn points_controls(
+    ui: &mut egui::Ui,
+    state: &mut ViewState,
+    layer: &Layer,
+    points: &PointsPanel,
+    out: &mut PanelOutcome,
+) {
+    ui.separator();
+    if ui
+        .checkbox(&mut state.points, "points mode (p): the samples in 3-D")
+        .changed()
+    {
+        out.redraw = true;
+    }
+    if !state.points {
+        return;
+    }
+    ui.horizontal(|ui| {
+        ui.label("colour by");
+        let mut colour = state.point_colour;
+        ui.selectable_value(&mut colour, PointColour::Depth, "depth (z)");
+        let has_ids = !layer.id_names.is_empty();
+        ui.add_enabled_ui(has_ids, |ui| {
+            ui.selectable_value(&mut colour, PointColour::Id, "id (d)");
+        });
+        ui.selectable_value(&mut colour, PointColour::Sample, "sample colour (c)");
+        if colour != state.point_colour {
+            state.point_colour = colour;
+            out.redraw = true;
+        }
+        if ui.button("reset camera (f)").clicked() && state.orbit != state.orbit_home {
+            state.orbit = state.orbit_home;
+            out.redraw = true;
+        }
+    });
+    if layer.id_names.is_empty() {
+        ui.label(format!(
+            "{} has no id channel: the points are coloured by depth, not by id",
+            layer.name
+        ));
+    }
+    if let Some(error) = points.error {
+        ui.label(
+            RichText::new(format!("no points: {error}")).color(Color32::from_rgb(255, 90, 90)),
+        );
+    }
+    let Some(info) = points.info else {
+        if points.building {
+            // A still line, not an animated bar: an animation redraws the window all the while,
+            // which on a software rasteriser takes the cores the worker needs.
+            ui.label("building the points on a worker thread...");
+        }
+        return;
+    };
+    ui.label(format!(
+        "{} points of {} samples, placed by {}",
+        info.points, info.samples, info.placement
+    ));
+    if info.stride > 1 {
+        ui.label(
+            RichText::new(format!(
+                "every {}th sample only: all of them would take more than the GPU memory budget leaves (--gpu-memory)",
+                info.stride
+            ))
+            .color(Color32::from_rgb(255, 200, 90)),
+        );
+    }
+    if let Some(id) = &info.id_channel {
+        if state.point_colour == PointColour::Id {
+            ui.label(format!("id colours from channel {id}"));
+        }
+    }
+    if state.point_colour == PointColour::Depth {
+        depth_ramp_legend(ui, info.depth_range);
+    }
+    if let (Some(drawn), Some(ms)) = (points.last_drawn, points.last_frame_ms) {
+        let shown = (drawn.held * drawn.shown)
+            .div_ceil(drawn.passes.max(1))
+            .min(drawn.held);
+        ui.label(format!(
+            "showing {shown} of {} points ({} of {} passes; while the camera moves, 1); last frame {} points in {ms:.1} ms",
+            drawn.held, drawn.shown, drawn.passes, drawn.drawn
+        ));
+    }
+}
+
+/// The depth ramp from its near to its far depth.
+fn depth_ramp_legend(ui: &mut egui::Ui, range: (f32, f32)) {
+    ui.horizontal(|ui| {
+        ui.label(format!("near {}", range.0));
+        let (rect, _) = ui.allocate_exact_size(egui::vec2(160.0, 12.0), egui::Sense::hover());
+        let steps = 32;
+        for k in 0..steps {
+            let z = range.0 + (range.1 - range.0) * (k as f32 + 0.5) / steps as f32;
+            let [r, g, b] = super::display::depth_ramp(z, range).map(|v| (v * 255.0) as u8);
+            let x0 = rect.left() + rect.width() * k as f32 / steps as f32;
+            let x1 = rect.left() + rect.width() * (k + 1) as f32 / steps as f32;
+            ui.painter().rect_filled(
+                egui::Rect::from_x_y_ranges(x0..=x1, rect.y_range()),
+                0.0,
+                Color32::from_rgb(r, g, b),
+            );
+        }
+        ui.label(format!("far {}", range.1));
+    });
 }
 
 fn slice_controls(ui: &mut egui::Ui, slice: &mut Slice, range: (f32, f32), out: &mut PanelOutcome) {

@@ -111,6 +111,8 @@ pub const GLSL_FILES: &[GlslFile] = glsl! {
     "slice.comp" in "view" => "slice", "cpu::tidy::split_alpha", defines::slice;
     "view_image.vert" in "view" => "", "", defines::plain;
     "view_image.frag" in "view" => "", "", defines::view_image_frag;
+    "view_points.vert" in "view" => "", "", defines::plain;
+    "view_points.frag" in "view" => "", "", defines::plain;
 };
 
 /// The registry's row for `name`, if it has one.
