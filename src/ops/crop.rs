@@ -12,7 +12,13 @@ use crate::deep::{Bounds, DeepImage};
 use crate::error::{Error, Result};
 use crate::request::{FieldNames, MergeOption, OptionNames};
 
-use super::{DeepOp, OpWindows};
+use super::registry::{
+    NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT,
+};
+use super::{run_op, DeepOp, OpWindows};
+use crate::request::OutputRequest;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use crate::deep::builder::{build_band, RowBuilder};
 
 /// A crop box and which side of it is kept (see the module docs).
@@ -147,6 +153,56 @@ impl DeepOp for Crop {
             band.state,
             fill,
         ))
+    }
+}
+
+/// `crop` in the table of operations ([`super::registry`]).
+pub const SPEC: OpSpec = OpSpec {
+    name: "crop",
+    python: "crop",
+    help: "Keep the pixels inside an inclusive box (or, with --keep-outside, outside it); the \
+           data window shrinks to what remains",
+    doc: "Keep the pixels of ``input`` inside the inclusive box ``(x0, y0, x1, y1)`` (or, with \
+          ``keep_outside``, outside it) and write them to ``out``, as ``deepmerge crop``; the \
+          data window shrinks to what remains. Options as ``deep_slice``.",
+    inputs: DEEP_INPUT,
+    options: &[
+        OptionSpec {
+            name: "box",
+            kind: ValueKind::Numbers { sep: ",", count: 4 },
+            value_name: "X0,Y0,X1,Y1",
+            help: "The box X0,Y0,X1,Y1: inclusive pixel corners, as EXR windows are written",
+            positional: true,
+            required: true,
+            hyphen_values: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "keep_outside",
+            help: "Keep the pixels outside the box instead",
+            positional: true,
+            ..OptionSpec::NEW
+        },
+    ],
+    produces: Produces::Image,
+    comp: true,
+    build: |v, names| {
+        let area = v.text("box").unwrap_or_default();
+        Ok(Arc::new(Crop::parse_named(area, v.flag("keep_outside"), names)?))
+    },
+};
+
+impl Operation for Crop {
+    fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
+        run_op(self, &inputs[0], output, &request.stream_options(output)?, None)?;
+        Ok(Ran::Image)
+    }
+
+    fn node(&self, _: &NodeInputs) -> Result<NodeWork> {
+        Ok(NodeWork::Band {
+            op: Box::new(*self),
+            dy: 0,
+        })
     }
 }
 

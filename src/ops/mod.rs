@@ -28,6 +28,7 @@ pub mod idselect;
 pub mod points;
 pub mod recolor;
 pub mod reformat;
+pub mod registry;
 pub mod slice;
 pub mod transform;
 
@@ -49,8 +50,23 @@ pub use idselect::{run_idselect, IdSelect};
 pub use points::{run_points, CameraMode, Points};
 pub use recolor::{recolor_op, run_recolor, Recolor};
 pub use reformat::{run_reformat, Filter, Reformat};
+pub use registry::{find, OpSpec, OpValue, OpValues, Operation, Ran};
 pub use slice::Slice;
 pub use transform::Transform;
+
+/// The table of deep operations ([`registry`]): the CLI's subcommands, Python's functions and
+/// `Graph` methods and the comp script's nodes are made from it, in this order.
+pub const OPERATIONS: &[&OpSpec] = &[
+    &slice::SPEC,
+    &crop::SPEC,
+    &transform::SPEC,
+    &idselect::SPEC,
+    &deepen::SPEC,
+    &recolor::SPEC,
+    &grade::SPEC,
+    &reformat::SPEC,
+    &points::SPEC,
+];
 
 /// The windows of an operation's output, and the input rows it needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
