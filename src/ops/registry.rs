@@ -177,6 +177,13 @@ impl OptionSpec {
     }
 }
 
+impl fmt::Debug for OpSpec {
+    /// Its name: the row is known by it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "OpSpec({})", self.name)
+    }
+}
+
 impl OpSpec {
     /// The option Python calls `name`.
     pub fn option(&self, name: &str) -> Option<&'static OptionSpec> {
@@ -380,7 +387,7 @@ mod tests {
             let start = stub
                 .find(&format!("def {}(", spec.python))
                 .unwrap_or_else(|| panic!("the stub has no def {}(", spec.python));
-            let end = stub[start..].find("...").expect("a body") + start;
+            let end = stub[start..].find(") ->").expect("a return type") + start;
             let def = &stub[start..end];
             // Inputs, `out` and the positional options in order; keyword-only ones anywhere.
             let mut ordered: Vec<&str> = spec.inputs.iter().map(|i| i.python).collect();
