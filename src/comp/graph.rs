@@ -460,4 +460,8 @@ impl OptionNames for ScriptNames {
     fn setting(&self, option: MergeOption, value: &str) -> String {
         format!("{} = {value:?}", self.spell(option))
     }
+
+    fn operation_option(&self, option: &crate::ops::registry::OptionSpec) -> String {
+        option.field().to_string()
+    }
 }
