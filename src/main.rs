@@ -14,7 +14,7 @@ use deepmerge::exr::{self, Codec, FlatType, MetadataMode, PartSelector, ReadOpti
 use deepmerge::gpu::{GlContext, Layout, MergeMethod, PixelOrder, RbmBlocks};
 use deepmerge::inspect::TableValues;
 use deepmerge::job::{MergeJob, SequenceSummary};
-use deepmerge::progress::{Progress, ProgressMode};
+use deepmerge::progress::Progress;
 use deepmerge::request::{Backend, GlRequest, MergeOption, MergeRequest};
 use deepmerge::run_stats::{RunStats, Stage};
 use deepmerge::sequence::{self, FramePattern};
@@ -824,24 +824,18 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
     let job = MergeJob::new(&request, args.inputs.len(), !args.quiet)?;
     // Choose the engine before reading, so a `--backend gl` without GL fails fast.
     let engine = request.engine()?;
-    let progress_mode = match (args.quiet, args.progress) {
-        (true, _) => ProgressMode::None,
-        (false, None | Some(ProgressArg::Auto)) => ProgressMode::Auto,
-        (false, Some(ProgressArg::Bar)) => ProgressMode::Bar,
-        (false, Some(ProgressArg::Openjd)) => ProgressMode::OpenJd,
-        (false, Some(ProgressArg::Plain)) => ProgressMode::Plain,
-        (false, Some(ProgressArg::None)) => ProgressMode::None,
-    };
+    let progress_mode = cli::ops::progress_mode(args.quiet, args.progress);
     let stats = RunStats::new();
     let (steps, what) = match &frames {
         Some(f) => (f.len() as u64, "frames"),
         None => (3, "stages"),
     };
     let progress = Progress::new(progress_mode, steps, what);
-    // One line, and only where it tells the user something: which GPU the GL engine runs on.
-    // The CPU engine is the default and says nothing.
+    // Which GPU the GL engine runs on, for a user who asked for the run's details (--runstats,
+    // --stats): a merge's default output is only what the user needs (the CPU engine and a
+    // plain GL merge say nothing).
     let announce = match engine.context() {
-        Some(ctx) if !args.quiet => {
+        Some(ctx) if args.runstats || args.stats => {
             let gl = request.gl_options();
             let kway = deepmerge::gpu::uses_kway(job.merge.strategy, args.inputs.len());
             let frames_note = match &frames {

@@ -603,6 +603,7 @@ impl MergeRequest {
             channels: self.channels.clone(),
             band_rows: self.band_rows,
             pruning: self.pruning,
+            flat_type_follows_inputs: self.flat_type.is_none(),
             bbox: self.bbox,
         })
     }

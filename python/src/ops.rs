@@ -10,7 +10,7 @@ use std::ffi::CString;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use deepmerge::ops::registry::{OpSpec, OpValue, OpValues, OptionSpec, Produces, Ran, ValueKind};
+use deepmerge::ops::registry::{self, OpSpec, OpValue, OpValues, OptionSpec, Produces, Ran, ValueKind};
 use deepmerge::ops::OPERATIONS;
 use deepmerge::request::OutputRequest;
 use deepmerge::stream::DEFAULT_MEMORY_BUDGET;
@@ -279,10 +279,10 @@ fn call(
         request.check(&out, &Keywords).map_err(to_py)?;
     }
     let ran = py
-        .detach(|| operation.run(&inputs, &out, request))
+        .detach(|| registry::run(spec, operation.as_ref(), &inputs, &out, request))
         .map_err(to_py)?;
     Ok(match ran {
-        Ran::Image => py.None(),
+        Ran::Image | Ran::Empty => py.None(),
         Ran::Points(n) => n.into_pyobject(py)?.into_any().unbind(),
     })
 }

@@ -108,12 +108,5 @@ pub fn run_comp(args: &CompArgs) -> Result<()> {
 }
 
 fn progress_mode(args: &CompArgs) -> ProgressMode {
-    match (args.quiet, args.progress) {
-        (true, _) => ProgressMode::None,
-        (false, None | Some(ProgressArg::Auto)) => ProgressMode::Auto,
-        (false, Some(ProgressArg::Bar)) => ProgressMode::Bar,
-        (false, Some(ProgressArg::Openjd)) => ProgressMode::OpenJd,
-        (false, Some(ProgressArg::Plain)) => ProgressMode::Plain,
-        (false, Some(ProgressArg::None)) => ProgressMode::None,
-    }
+    super::ops::progress_mode(args.quiet, args.progress)
 }

@@ -92,6 +92,7 @@ pub fn run_holdout(args: &HoldoutArgs) -> Result<()> {
         memory_budget: memory_size("--memory-budget", &args.memory_budget)?,
         band_rows: args.band_rows.map(|n| n as usize),
         channels: None,
+        quiet: false,
     };
     request.check(&args.output, &Flags)?;
     let options = request.stream_options(&args.output)?;

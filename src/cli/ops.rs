@@ -7,19 +7,22 @@
 //! `*.png` is an 8-bit sRGB preview of the flat composite; any other extension than `.exr` or
 //! `.png` is refused.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::builder::PossibleValuesParser;
 use clap::{value_parser, Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use deepmerge::exr::ChannelSelection;
 use deepmerge::exr::{FlatType, PartSelector};
-use deepmerge::ops::registry::{OpSpec, OpValue, OpValues, Produces, ValueKind};
+use deepmerge::job::SequenceSummary;
+use deepmerge::ops::registry::{self, OpSpec, OpValue, OpValues, Produces, Ran, ValueKind};
+use deepmerge::progress::{Progress, ProgressMode};
+use deepmerge::sequence::{self, FramePattern};
 use deepmerge::request::OutputRequest;
-use deepmerge::stream::{merge_files, MergeEngine};
+use deepmerge::stream::{merge_parts, plan_parts, MergeEngine, PartRequest};
 use deepmerge::{Error, Result};
 
 use super::options::{memory_size, named, Flags};
-use crate::{OutputArgs, DEFAULT_BUDGET, FLAT_TYPES};
+use crate::{OutputArgs, ProgressArg, DEFAULT_BUDGET, FLAT_TYPES};
 
 /// What every single-input command reads with.
 #[derive(Args, Debug)]
@@ -34,6 +37,86 @@ pub struct InputArgs {
     /// Bands of exactly N rows, whatever the budget says (for tests and measurements).
     #[arg(long, value_name = "N", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
     band_rows: Option<u32>,
+    /// Run a frame sequence: the frames (1-100, 1-100x4, 1-10,20) of the inputs and the output
+    /// with a frame token (#### or @@@@, %04d, $F4), as the merge runs them.
+    #[arg(long, value_name = "RANGE", allow_hyphen_values = true)]
+    frames: Option<String>,
+    /// Progress: a bar when stderr is a terminal (auto), the bar, `openjd_progress: N` lines
+    /// (Open Job Description) or `Progress: N%` lines (Deadline) on stdout, or none.
+    #[arg(long, value_enum, value_name = "MODE")]
+    progress: Option<ProgressArg>,
+    /// Print nothing but errors.
+    #[arg(short, long, conflicts_with = "progress")]
+    quiet: bool,
+}
+
+/// The progress `quiet` and `--progress` ask for (the merge's, `comp`'s and every single-input
+/// command's).
+pub fn progress_mode(quiet: bool, progress: Option<ProgressArg>) -> ProgressMode {
+    match (quiet, progress) {
+        (true, _) => ProgressMode::None,
+        (false, None | Some(ProgressArg::Auto)) => ProgressMode::Auto,
+        (false, Some(ProgressArg::Bar)) => ProgressMode::Bar,
+        (false, Some(ProgressArg::Openjd)) => ProgressMode::OpenJd,
+        (false, Some(ProgressArg::Plain)) => ProgressMode::Plain,
+        (false, Some(ProgressArg::None)) => ProgressMode::None,
+    }
+}
+
+/// Run a single-input command once, or with `--frames` once per frame, as the merge runs a
+/// sequence: the output path needs a frame token (and one without `--frames` is refused), the
+/// inputs' tokens take the frame too; a failed frame is one line and the others still run;
+/// progress and the closing line as the merge's. `once` gets the frame's inputs and output.
+fn run_frames(
+    read: &InputArgs,
+    inputs: &[PathBuf],
+    output: &Path,
+    once: &mut dyn FnMut(&[PathBuf], &Path) -> Result<()>,
+) -> Result<()> {
+    let pattern = FramePattern::parse(output)?;
+    let (frames, pattern) = match (&read.frames, pattern) {
+        (Some(range), Some(pattern)) => (sequence::parse_frames(range)?, pattern),
+        (Some(_), None) => {
+            return Err(Error::Usage(format!(
+                "--frames needs a frame token (####, %04d, $F4) in the output path {}",
+                output.display()
+            )))
+        }
+        (None, Some(_)) => {
+            return Err(Error::Usage(format!(
+                "{} has a frame token; give the frames with --frames",
+                output.display()
+            )))
+        }
+        (None, None) => return once(inputs, output),
+    };
+    let input_patterns: Vec<Option<FramePattern>> = inputs
+        .iter()
+        .map(|p| FramePattern::parse(p))
+        .collect::<Result<_>>()?;
+    let progress = Progress::new(
+        progress_mode(read.quiet, read.progress),
+        frames.len() as u64,
+        "frames",
+    );
+    let (mut written, mut failed) = (0, 0);
+    for &frame in &frames {
+        let paths: Vec<PathBuf> = inputs
+            .iter()
+            .zip(&input_patterns)
+            .map(|(path, p)| p.as_ref().map_or_else(|| path.clone(), |p| p.path(frame)))
+            .collect();
+        match once(&paths, &pattern.path(frame)) {
+            Ok(()) => written += 1,
+            Err(e) => {
+                failed += 1;
+                progress.note(&format!("deepmerge: error: frame {frame}: {e}"));
+            }
+        }
+        progress.step();
+    }
+    progress.finish();
+    crate::sequence_result(SequenceSummary { written, failed }, false, read.quiet)
 }
 
 /// The output options of an operation: as the merge's for deep output.
@@ -101,16 +184,20 @@ pub fn run_flatten(args: &FlattenArgs) -> Result<()> {
         ..read_request(&args.read)?
     };
     request.check(&args.output, &Flags)?;
-    let options = request.stream_options(&args.output)?;
-    deepmerge::exr::check_output_is_not_an_input(&args.output, std::slice::from_ref(&args.input))?;
-    merge_files(
-        std::slice::from_ref(&args.input),
-        &args.output,
-        &options,
-        MergeEngine::Cpu,
-        None,
-    )?;
-    Ok(())
+    // The parts as the one-input merge reads them: every deep part of a multi-part input
+    // (a multi-part output), unless --part picks one. So flatten writes the merge's bytes.
+    let parts = match &args.read.part {
+        Some(part) => PartRequest::Every(part.parse().expect("infallible")),
+        None => PartRequest::Auto,
+    };
+    let inputs = std::slice::from_ref(&args.input);
+    run_frames(&args.read, inputs, &args.output, &mut |inputs, output| {
+        let options = request.stream_options(output)?;
+        deepmerge::exr::check_output_is_not_an_input(output, inputs)?;
+        let plan = plan_parts(inputs, &parts)?;
+        merge_parts(inputs, output, &plan, &options, MergeEngine::Cpu, None)?;
+        Ok(())
+    })
 }
 
 /// The reading half of a request: part, budget, bands.
@@ -119,6 +206,7 @@ fn read_request(read: &InputArgs) -> Result<OutputRequest> {
         part: part_of(read),
         memory_budget: memory_size("--memory-budget", &read.memory_budget)?,
         band_rows: read.band_rows.map(|n| n as usize),
+        quiet: read.quiet,
         ..OutputRequest::default()
     })
 }
@@ -263,9 +351,20 @@ pub fn run_operation(spec: &'static OpSpec, matches: &ArgMatches) -> Result<()> 
             (read_request(&read)?, output.expect("a required output"))
         }
     };
-    if let Some(note) = operation.note(&inputs)? {
-        eprintln!("deepmerge {}: {note}", spec.name);
-    }
-    operation.run(&inputs, &output, request)?;
-    Ok(())
+    let quiet = read.quiet;
+    run_frames(&read, &inputs, &output, &mut |inputs, output| {
+        if let Some(note) = operation.note(inputs).ok().flatten().filter(|_| !quiet) {
+            eprintln!("deepmerge {}: {note}", spec.name);
+        }
+        let ran = registry::run(spec, operation.as_ref(), inputs, output, request.clone())?;
+        if ran == Ran::Empty && !quiet {
+            eprintln!(
+                "deepmerge {}: {}: nothing of the input remains; the image is written with no \
+                 samples",
+                spec.name,
+                output.display()
+            );
+        }
+        Ok(())
+    })
 }

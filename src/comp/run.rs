@@ -383,12 +383,16 @@ impl<'g> Runner<'g> {
                     self.make_gl(request)?;
                 }
                 let head = self.merged_head(n, &merge, window)?;
+                // Flat output follows the inputs' colour types, as the command's.
+                let flat_type = request.flat_type.unwrap_or_else(|| {
+                    FlatType::following((0..k).flat_map(|i| &self.head(n, i).channels))
+                });
                 NodePlan {
                     window,
                     display: self.input(n, 0).display,
                     head,
                     attributes: self.input(n, 0).attributes.clone(),
-                    flat_type: request.flat_type.unwrap_or_default(),
+                    flat_type,
                     work: Work::Merge {
                         options: merge,
                         pruning: request.pruning,
@@ -459,7 +463,8 @@ impl<'g> Runner<'g> {
                     },
                     None,
                 );
-                plan.flat_type = flat_type.unwrap_or_default();
+                plan.flat_type = flat_type
+                    .unwrap_or_else(|| FlatType::following(&self.head(n, 0).channels));
                 plan
             }
             Op::Tidy { .. } => {
@@ -511,6 +516,14 @@ impl<'g> Runner<'g> {
     fn plan_op(&self, n: usize, op: Box<dyn DeepOp + Send>, dy: i32) -> Result<NodePlan> {
         let input = self.input(n, 0);
         let windows = op.windows(input.window, input.display)?;
+        if windows.read.area() == 0 {
+            // The command writes an image with no samples; a graph's node has no rows to
+            // stream its bands from.
+            return Err(Error::Usage(format!(
+                "nothing of its input's data window {} remains",
+                input.window
+            )));
+        }
         let empty_rows = Bounds {
             y1: windows.read.y0 - 1,
             y0: windows.read.y0,

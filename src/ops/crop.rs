@@ -6,7 +6,9 @@
 //! kept, and none otherwise. The output's data window shrinks to what remains: the input's data
 //! window intersected with the box, or, with `keep_outside`, the smallest window holding the
 //! input's window minus the box (it shrinks only where the box covers whole rows or columns of
-//! it). Nothing remaining is an error. The display window and `deepImageState` are the input's.
+//! it). When nothing remains the output has no samples: its data window is the box (or, keeping
+//! the outside of a box covering it all, the input's), every count zero, and the command notes
+//! it. The display window and `deepImageState` are the input's.
 
 use crate::deep::{Bounds, DeepImage};
 use crate::error::{Error, Result};
@@ -111,15 +113,17 @@ impl DeepOp for Crop {
             intersection(data, self.area)
         };
         if left.area() == 0 {
-            return Err(Error::Usage(format!(
-                "the box {} leaves nothing of the data window {data}{}",
-                self.area,
-                if self.keep_outside {
-                    " (keeping the outside drops all of it)"
-                } else {
-                    ""
-                }
-            )));
+            // Nothing remains: an output with no samples, read from no row of the input. Its
+            // data window is the box (what was asked for), or the input's for the outside of
+            // a box that covers it all.
+            return Ok(OpWindows {
+                read: Bounds {
+                    y1: data.y0 - 1,
+                    ..data
+                },
+                data: if self.keep_outside { data } else { self.area },
+                display,
+            });
         }
         Ok(OpWindows {
             read: left,
@@ -194,8 +198,8 @@ pub const SPEC: OpSpec = OpSpec {
 
 impl Operation for Crop {
     fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
-        run_op(self, &inputs[0], output, &request.stream_options(output)?, None)?;
-        Ok(Ran::Image)
+        let options = request.stream_options(output)?;
+        Ok(Ran::image(run_op(self, &inputs[0], output, &options, None)?))
     }
 
     fn node(&self, _: &NodeInputs) -> Result<NodeWork> {

@@ -420,7 +420,7 @@ pub fn run_deepen(deepen: &Deepen, input: &Path, output: &Path, request: OpOutpu
         Some(rows) => rows.max(1),
         None => band_rows(&source, value_bytes, merged, options.budget)?,
     };
-    let (deep_write, flat_write) = options.write_options_from(&source.attributes);
+    let (deep_write, flat_write) = options.write_options_from(&source.attributes, &[&source.channels]);
     let format = match options.merge.output {
         OutputKind::Deep => OutputFormat::Deep(&deep_write),
         OutputKind::Flat { .. } => OutputFormat::flat_for(output, &flat_write),

@@ -566,7 +566,7 @@ impl DeepOp for Grade {
 
 /// Run `grade` on `input`, writing `output` as `request` says; id names are looked up in the
 /// input's id manifest first.
-pub fn run_grade(grade: &Grade, input: &Path, output: &Path, request: OpOutput) -> Result<()> {
+pub fn run_grade(grade: &Grade, input: &Path, output: &Path, request: OpOutput) -> Result<u64> {
     let options = request.stream_options(output)?;
     let select = IdSelect {
         conditions: grade.ids.clone(),
@@ -693,8 +693,7 @@ pub const SPEC: OpSpec = OpSpec {
 
 impl Operation for Grade {
     fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
-        run_grade(self, &inputs[0], output, request)?;
-        Ok(Ran::Image)
+        Ok(Ran::image(run_grade(self, &inputs[0], output, request)?))
     }
 
     /// As [`run_grade`]: id names resolved from the input's manifest.

@@ -378,7 +378,7 @@ pub fn run_idselect(
     output: &Path,
     mask: Option<&Path>,
     request: OpOutput,
-) -> Result<()> {
+) -> Result<u64> {
     let mask_options = match mask {
         Some(mask) => {
             check_output_name(mask, false)?;
@@ -417,11 +417,11 @@ pub fn run_idselect(
     } else {
         select
     };
-    run_op(select, input, output, &options, None)?;
+    let samples = run_op(select, input, output, &options, None)?;
     if let (Some(mask), Some(mask_options)) = (mask, mask_options) {
         run_op(&select.mask(), input, mask, &mask_options, None)?;
     }
-    Ok(())
+    Ok(samples)
 }
 
 /// `idselect` in the table of operations ([`super::registry`]).
@@ -490,14 +490,19 @@ struct IdSelectRun {
 
 impl Operation for IdSelectRun {
     fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
-        run_idselect(
+        let samples = run_idselect(
             &self.select,
             &inputs[0],
             output,
             self.mask.as_deref(),
             request,
         )?;
-        Ok(Ran::Image)
+        Ok(Ran::image(samples))
+    }
+
+    /// A mask is a flat file of one part: with one, the first deep part is selected from.
+    fn part_by_part(&self) -> bool {
+        self.mask.is_none()
     }
 
     fn node(&self, inputs: &NodeInputs) -> Result<NodeWork> {

@@ -88,6 +88,8 @@ pub struct Points {
     pub frame: Option<Bounds>,
     /// Also draw the points seen from above into this PNG ([`write_top_view`]).
     pub top_view: Option<std::path::PathBuf>,
+    /// Print no note on stderr (where the points are placed from): `-q`.
+    pub quiet: bool,
 }
 
 impl Points {
@@ -114,6 +116,7 @@ impl Points {
             camera,
             frame,
             top_view: None,
+            quiet: false,
         })
     }
 }
@@ -437,7 +440,9 @@ pub fn run_points(
             let frame = points.frame.unwrap_or(source.display_window);
             let frame_aspect = frame.width() as f64 / frame.height() as f64;
             if (camera.aspect() / frame_aspect - 1.0).abs() > 0.01 {
-                eprintln!(
+                // A note, not an error: the output is still right for an uncut image.
+                if !points.quiet {
+                    eprintln!(
                     "deepmerge points: {}: the camera's projection is {:.4} wide per unit of \
                      height but the frame {frame} is {:.4}; the image may be cut out of a \
                      larger render: give that render's display window with --frame",
@@ -445,6 +450,7 @@ pub fn run_points(
                     camera.aspect(),
                     frame_aspect
                 );
+                }
             }
             Placement::Camera(Box::new(camera), frame)
         }
@@ -455,11 +461,13 @@ pub fn run_points(
             ))
         }
         (CameraMode::Auto, None) => {
-            eprintln!(
-                "deepmerge points: {}: no camera in the header (worldToCamera, worldToNDC): \
-                 points are at pixel centres (x, y down) and depth Z",
-                input.display()
-            );
+            if !points.quiet {
+                eprintln!(
+                    "deepmerge points: {}: no camera in the header (worldToCamera, \
+                     worldToNDC): points are at pixel centres (x, y down) and depth Z",
+                    input.display()
+                );
+            }
             Placement::Pixels
         }
     };
@@ -710,8 +718,12 @@ pub const SPEC: OpSpec = OpSpec {
 
 impl Operation for Points {
     fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
+        let quiet = Points {
+            quiet: request.quiet,
+            ..self.clone()
+        };
         let points = run_points(
-            self,
+            &quiet,
             &inputs[0],
             output,
             &request.part,

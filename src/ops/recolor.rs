@@ -338,7 +338,7 @@ pub fn run_recolor(
     flat: &Path,
     output: &Path,
     request: OpOutput,
-) -> Result<()> {
+) -> Result<u64> {
     crate::exr::check_output_is_not_an_input(output, &[deep.to_path_buf(), flat.to_path_buf()])?;
     let mut options = request.stream_options(output)?;
     let source = FlatSource::open(flat, &crate::exr::PartSelector::FirstDeep, options.budget)?;
@@ -402,8 +402,8 @@ pub const SPEC: OpSpec = OpSpec {
 
 impl Operation for Recolor {
     fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
-        run_recolor(*self, &inputs[0], &inputs[1], output, request)?;
-        Ok(Ran::Image)
+        let samples = run_recolor(*self, &inputs[0], &inputs[1], output, request)?;
+        Ok(Ran::image(samples))
     }
 
     fn node(&self, inputs: &NodeInputs) -> Result<NodeWork> {

@@ -792,7 +792,7 @@ pub fn run_reformat(
             }
         }
     }
-    let (deep_write, flat_write) = options.write_options_from(&sources[0].attributes);
+    let (deep_write, flat_write) = options.write_options_from(&sources[0].attributes, &[&sources[0].all_channels]);
     let format = match options.merge.output {
         crate::composite::OutputKind::Deep => OutputFormat::Deep(&deep_write),
         crate::composite::OutputKind::Flat { .. } => OutputFormat::flat_for(output, &flat_write),

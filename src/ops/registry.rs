@@ -20,6 +20,7 @@ use super::{DeepOp, DeepenRows};
 use crate::error::{Error, Result};
 use crate::exr::{IdManifest, PartSelector};
 use crate::request::{OptionNames, OutputRequest};
+use crate::stream::{plan_parts, write_part_by_part, PartPlan, PartRequest};
 
 /// One deep operation in the table.
 pub struct OpSpec {
@@ -301,8 +302,22 @@ impl OpValues {
 pub enum Ran {
     /// An image.
     Image,
+    /// An image with no samples: nothing of the input remained (a crop beside the data
+    /// window, a slice of empty depths), which the CLI notes.
+    Empty,
     /// A point cloud of this many points.
     Points(u64),
+}
+
+impl Ran {
+    /// An image of `samples` samples.
+    pub fn image(samples: u64) -> Ran {
+        if samples == 0 {
+            Ran::Empty
+        } else {
+            Ran::Image
+        }
+    }
 }
 
 /// What a comp node's operation reads besides its input nodes' bands.
@@ -339,11 +354,63 @@ pub trait Operation: Send + Sync + fmt::Debug {
         Err(Error::internal("this operation is no comp node"))
     }
 
+    /// Whether it runs part by part on a multi-part input ([`run`]); not where it writes a
+    /// side file of one part (idselect's mask).
+    fn part_by_part(&self) -> bool {
+        true
+    }
+
     /// A note the CLI prints once before running on `inputs` (what the user should know of
     /// their files), if any.
     fn note(&self, _inputs: &[PathBuf]) -> Result<Option<String>> {
         Ok(None)
     }
+}
+
+/// Run `operation` of `spec` as every front end does: on each deep part of a multi-part input
+/// into a multi-part output (as the one-input merge writes it), unless `request.part` picks a
+/// part; otherwise once.
+pub fn run(
+    spec: &OpSpec,
+    operation: &dyn Operation,
+    inputs: &[PathBuf],
+    output: &Path,
+    request: OutputRequest,
+) -> Result<Ran> {
+    let one_deep_input = matches!(spec.inputs, [input] if !input.flat);
+    let part_chosen = request.part != PartSelector::FirstDeep;
+    if spec.produces != Produces::Image
+        || !one_deep_input
+        || part_chosen
+        || !operation.part_by_part()
+    {
+        return operation.run(inputs, output, request);
+    }
+    let PartPlan::Each(parts) = plan_parts(&inputs[..1], &PartRequest::Auto)? else {
+        return operation.run(inputs, output, request);
+    };
+    if crate::preview::is_png_path(output) {
+        return Err(Error::Usage(format!(
+            "{} is a PNG preview of one image, and {} has {} deep parts: choose one with \
+             --part",
+            output.display(),
+            inputs[0].display(),
+            parts.len()
+        )));
+    }
+    crate::exr::check_output_is_not_an_input(output, inputs)?;
+    let mut ran = Ran::Empty;
+    write_part_by_part(output, &parts, &mut |part, file| {
+        let request = OutputRequest {
+            part: PartSelector::Index(part.parts[0]),
+            ..request.clone()
+        };
+        if operation.run(inputs, file, request)? != Ran::Empty {
+            ran = Ran::Image;
+        }
+        Ok(())
+    })?;
+    Ok(ran)
 }
 
 #[cfg(test)]

@@ -262,8 +262,8 @@ pub const SPEC: OpSpec = OpSpec {
 
 impl Operation for Transform {
     fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
-        run_op(self, &inputs[0], output, &request.stream_options(output)?, None)?;
-        Ok(Ran::Image)
+        let options = request.stream_options(output)?;
+        Ok(Ran::image(run_op(self, &inputs[0], output, &options, None)?))
     }
 
     fn node(&self, _: &NodeInputs) -> Result<NodeWork> {
