@@ -51,7 +51,10 @@ fn a_part_or_a_channel_an_input_lacks_is_exit_code_2() {
         args.extend([s(&ids), "--part", "7", "-o", s(&out)]);
         let (code, err) = exit(&args);
         assert_eq!(code, 2, "{args:?}: {err}");
-        assert!(err.contains("has no part 7") && err.lines().count() == 1, "{err}");
+        assert!(
+            err.contains("has no part 7") && err.lines().count() == 1,
+            "{err}"
+        );
     }
     let stereo = data("openexr-images/Stereo-Trunks-multipart.exr");
     let balls = data("openexr-images/Balls.exr");
@@ -166,12 +169,18 @@ fn empty_results_succeed_with_one_note() {
         let with_out = [&args[..], &["-o", s(&out)]].concat();
         let (code, err) = exit(&with_out);
         assert_eq!(code, 0, "{args:?}: {err}");
-        assert!(err.lines().count() == 1 && err.contains("no samples"), "{err}");
+        assert!(
+            err.lines().count() == 1 && err.contains("no samples"),
+            "{err}"
+        );
         assert_eq!(read(&out, 0).sample_count(), 0);
         if args[0] == "crop" {
             // The crop's data window is the box.
             let window = read(&out, 0).data_window;
-            assert_eq!((window.x0, window.y0, window.x1, window.y1), (5000, 5000, 5009, 5004));
+            assert_eq!(
+                (window.x0, window.y0, window.x1, window.y1),
+                (5000, 5000, 5009, 5004)
+            );
         }
         let quiet = [&with_out[..], &["-q"]].concat();
         assert_eq!(exit(&quiet), (0, String::new()), "{args:?} -q");

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use deepmerge::comp::{
     parse_script, run_graph, write_script, Graph, RunOptions, ScriptTable, ScriptValue,
 };
+use deepmerge::ops::{OpSpec, OPERATIONS};
 use deepmerge::sequence::parse_frames;
 use deepmerge::stream::DEFAULT_MEMORY_BUDGET;
-use deepmerge::ops::{OpSpec, OPERATIONS};
 use pyo3::exceptions::{PyAttributeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyCFunction, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -304,13 +304,23 @@ impl PyGraph {
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyNode> {
         let options = fields_of(options)?;
-        self.node("flatten", name, vec![("input", node_value(input)?)], options)
+        self.node(
+            "flatten",
+            name,
+            vec![("input", node_value(input)?)],
+            options,
+        )
     }
 
     /// The merge of one input with ``--deep --tidy``.
     #[pyo3(signature = (input, name=None))]
     fn tidy(&mut self, input: &Bound<'_, PyAny>, name: Option<String>) -> PyResult<PyNode> {
-        self.node("tidy", name, vec![("input", node_value(input)?)], Vec::new())
+        self.node(
+            "tidy",
+            name,
+            vec![("input", node_value(input)?)],
+            Vec::new(),
+        )
     }
 
     /// The node method of an operation of the table (``slice``, ``crop``, ``transform``,

@@ -31,8 +31,14 @@ fn _deepmerge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(module)?;
     graph::register(module)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    let operations: Vec<&str> = deepmerge::ops::OPERATIONS.iter().map(|s| s.python).collect();
-    module.add("OPERATIONS", pyo3::types::PyTuple::new(module.py(), operations)?)?;
+    let operations: Vec<&str> = deepmerge::ops::OPERATIONS
+        .iter()
+        .map(|s| s.python)
+        .collect();
+    module.add(
+        "OPERATIONS",
+        pyo3::types::PyTuple::new(module.py(), operations)?,
+    )?;
     module.add("GiB", 1u64 << 30)?;
     module.add(
         "DEFAULT_MEMORY_BUDGET",

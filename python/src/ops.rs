@@ -10,7 +10,9 @@ use std::ffi::CString;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use deepmerge::ops::registry::{self, OpSpec, OpValue, OpValues, OptionSpec, Produces, Ran, ValueKind};
+use deepmerge::ops::registry::{
+    self, OpSpec, OpValue, OpValues, OptionSpec, Produces, Ran, ValueKind,
+};
 use deepmerge::ops::OPERATIONS;
 use deepmerge::request::OutputRequest;
 use deepmerge::stream::DEFAULT_MEMORY_BUDGET;
@@ -206,7 +208,11 @@ fn value_of(spec: &OpSpec, option: &OptionSpec, value: &Bound<'_, PyAny>) -> PyR
             "{}() argument '{}' must be {what}, not {}",
             spec.python,
             option.name,
-            value.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            value
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
         ))
     };
     Ok(match option.kind {
@@ -248,10 +254,12 @@ fn call(
         }
     }
     let path = |name: &str| -> PyResult<PathBuf> {
-        given(name)
-            .expect("bound")
-            .extract()
-            .map_err(|_| PyTypeError::new_err(format!("{}() argument '{name}' must be a path", spec.python)))
+        given(name).expect("bound").extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{}() argument '{name}' must be a path",
+                spec.python
+            ))
+        })
     };
     let inputs: Vec<PathBuf> = spec
         .inputs
@@ -346,4 +354,3 @@ fn channel_values(value: &Bound<'_, PyAny>, name: &str) -> PyResult<String> {
         "{name} is a number, (r, g, b), {{channel: value}} or the CLI's text"
     )))
 }
-

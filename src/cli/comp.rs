@@ -95,7 +95,10 @@ pub fn run_comp(args: &CompArgs) -> Result<()> {
         "failed"
     };
     if failed > 0 && !args.quiet {
-        eprintln!("deepmerge: {written} frames written, {failed} {verb}");
+        eprintln!(
+            "deepmerge: {} written, {failed} {verb}",
+            crate::counted(written, "frame")
+        );
     }
     match (failed, written, args.skip_bad_frames) {
         (0, _, _) => Ok(()),

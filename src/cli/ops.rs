@@ -16,8 +16,8 @@ use deepmerge::exr::{FlatType, PartSelector};
 use deepmerge::job::SequenceSummary;
 use deepmerge::ops::registry::{self, OpSpec, OpValue, OpValues, Produces, Ran, ValueKind};
 use deepmerge::progress::{Progress, ProgressMode};
-use deepmerge::sequence::{self, FramePattern};
 use deepmerge::request::OutputRequest;
+use deepmerge::sequence::{self, FramePattern};
 use deepmerge::stream::{merge_parts, plan_parts, MergeEngine, PartRequest};
 use deepmerge::{Error, Result};
 

@@ -16,8 +16,8 @@ use crate::composite::HoldoutMode;
 use crate::error::{Error, Result};
 use crate::exr::{Codec, FlatType, MetadataMode, PartSelector};
 use crate::ops::{OpSpec, Operation};
-use std::sync::Arc;
 use crate::request::{MergeOption, MergeRequest, OptionNames};
+use std::sync::Arc;
 
 /// The ops a node can run, as scripts name them: the merge's own and the table's.
 pub fn op_names() -> Vec<&'static str> {

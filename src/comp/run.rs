@@ -463,8 +463,8 @@ impl<'g> Runner<'g> {
                     },
                     None,
                 );
-                plan.flat_type = flat_type
-                    .unwrap_or_else(|| FlatType::following(&self.head(n, 0).channels));
+                plan.flat_type =
+                    flat_type.unwrap_or_else(|| FlatType::following(&self.head(n, 0).channels));
                 plan
             }
             Op::Tidy { .. } => {

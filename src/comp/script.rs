@@ -267,7 +267,10 @@ fn operation_node(name: &str, spec: &'static OpSpec, f: &mut Fields) -> Result<O
             ValueKind::F32 | ValueKind::F64 => f.number(key)?.map(OpValue::Number),
             ValueKind::Count => match f.integer(key)? {
                 Some(n) if n < 0 => {
-                    return Err(f.place.error(line, format!("{key} takes a whole number of 0 or more, not {n}")))
+                    return Err(f.place.error(
+                        line,
+                        format!("{key} takes a whole number of 0 or more, not {n}"),
+                    ))
                 }
                 n => n.map(|n| OpValue::Count(n as u64)),
             },

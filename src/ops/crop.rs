@@ -18,10 +18,10 @@ use super::registry::{
     NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT,
 };
 use super::{run_op, DeepOp, OpWindows};
+use crate::deep::builder::{build_band, RowBuilder};
 use crate::request::OutputRequest;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use crate::deep::builder::{build_band, RowBuilder};
 
 /// A crop box and which side of it is kept (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,14 +192,20 @@ pub const SPEC: OpSpec = OpSpec {
     comp: true,
     build: |v, names| {
         let area = v.text("box").unwrap_or_default();
-        Ok(Arc::new(Crop::parse_named(area, v.flag("keep_outside"), names)?))
+        Ok(Arc::new(Crop::parse_named(
+            area,
+            v.flag("keep_outside"),
+            names,
+        )?))
     },
 };
 
 impl Operation for Crop {
     fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
         let options = request.stream_options(output)?;
-        Ok(Ran::image(run_op(self, &inputs[0], output, &options, None)?))
+        Ok(Ran::image(run_op(
+            self, &inputs[0], output, &options, None,
+        )?))
     }
 
     fn node(&self, _: &NodeInputs) -> Result<NodeWork> {

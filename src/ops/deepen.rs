@@ -35,8 +35,10 @@ use crate::request::{FieldNames, MergeOption, OptionNames};
 use crate::stream::plan::{Band, MAX_BAND_BYTES};
 use crate::stream::{stream_bands, BandOutput, OutputFormat, StreamOptions};
 
+use super::registry::{
+    InputSpec, NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind,
+};
 use super::{finish_band, OpOutput};
-use super::registry::{InputSpec, NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind};
 use crate::request::OutputRequest;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -420,7 +422,8 @@ pub fn run_deepen(deepen: &Deepen, input: &Path, output: &Path, request: OpOutpu
         Some(rows) => rows.max(1),
         None => band_rows(&source, value_bytes, merged, options.budget)?,
     };
-    let (deep_write, flat_write) = options.write_options_from(&source.attributes, &[&source.channels]);
+    let (deep_write, flat_write) =
+        options.write_options_from(&source.attributes, &[&source.channels]);
     let format = match options.merge.output {
         OutputKind::Deep => OutputFormat::Deep(&deep_write),
         OutputKind::Flat { .. } => OutputFormat::flat_for(output, &flat_write),

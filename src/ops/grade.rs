@@ -37,12 +37,14 @@ use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
 
 use super::idselect::{id_at, read_id_manifest, IdCondition, IdSelect};
+use super::registry::{
+    NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT,
+};
 use super::{run_op, DeepOp, OpOutput, OpWindows};
-use super::registry::{NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT};
+use crate::deep::builder::{build_band, RowBuilder};
 use crate::request::OutputRequest;
 use std::path::PathBuf;
 use std::sync::Arc;
-use crate::deep::builder::{build_band, RowBuilder};
 
 /// The pivot of `contrast` (Nuke's ColorCorrect: mid grey).
 pub const CONTRAST_PIVOT: f64 = 0.18;

@@ -40,12 +40,14 @@ use crate::exr::{read_parts_info, IdManifest, PartSelector};
 use crate::preview::check_output_name;
 use crate::stream::StreamOptions;
 
+use super::registry::{
+    NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT,
+};
 use super::{run_op, DeepOp, OpOutput, OpWindows};
-use super::registry::{NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT};
+use crate::deep::builder::{build_band, RowBuilder};
 use crate::request::OutputRequest;
 use std::path::PathBuf;
 use std::sync::Arc;
-use crate::deep::builder::{build_band, RowBuilder};
 
 /// One `--id` condition: the channel and the ids it may hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -507,8 +509,7 @@ impl Operation for IdSelectRun {
 
     fn node(&self, inputs: &NodeInputs) -> Result<NodeWork> {
         let select = if self.select.has_names() {
-            self.select
-                .with_names_resolved(inputs.manifest.as_ref())?
+            self.select.with_names_resolved(inputs.manifest.as_ref())?
         } else {
             self.select.clone()
         };

@@ -39,8 +39,8 @@ use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
 use crate::exr::ChunkSource;
 use crate::run_stats::RunStats;
-use crate::stream::plan::OutputShape;
 use crate::stream::plan::Band;
+use crate::stream::plan::OutputShape;
 use crate::stream::{plan_bands, stream_bands, BandOutput, OutputFormat, StreamOptions};
 
 pub use crop::Crop;
@@ -146,7 +146,8 @@ pub fn run_op(
     let bands = plan_bands(&sources, windows.read, &shape, options)?;
     // The input's attributes (of the part read), as `--metadata first` asks: an operation keeps
     // the merge's metadata rules.
-    let (deep_write, flat_write) = options.write_options_from(&sources[0].attributes, &[&sources[0].all_channels]);
+    let (deep_write, flat_write) =
+        options.write_options_from(&sources[0].attributes, &[&sources[0].all_channels]);
     let format = match options.merge.output {
         OutputKind::Deep => OutputFormat::Deep(&deep_write),
         OutputKind::Flat { .. } => OutputFormat::flat_for(output, &flat_write),

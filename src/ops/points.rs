@@ -34,14 +34,14 @@
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
+use super::registry::{OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT};
 use crate::composite::{CompositeChannels, CompositeKind, OutputKind};
 use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
 use crate::exr::{AtomicFile, ChunkSource, PartSelector, RawAttribute};
+use crate::request::OutputRequest;
 use crate::stream::plan::OutputShape;
 use crate::stream::{plan_bands, StreamOptions};
-use super::registry::{OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT};
-use crate::request::OutputRequest;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -443,13 +443,13 @@ pub fn run_points(
                 // A note, not an error: the output is still right for an uncut image.
                 if !points.quiet {
                     eprintln!(
-                    "deepmerge points: {}: the camera's projection is {:.4} wide per unit of \
+                        "deepmerge points: {}: the camera's projection is {:.4} wide per unit of \
                      height but the frame {frame} is {:.4}; the image may be cut out of a \
                      larger render: give that render's display window with --frame",
-                    input.display(),
-                    camera.aspect(),
-                    frame_aspect
-                );
+                        input.display(),
+                        camera.aspect(),
+                        frame_aspect
+                    );
                 }
             }
             Placement::Camera(Box::new(camera), frame)

@@ -38,8 +38,10 @@ use crate::deep::{Bounds, Channel, ChannelRole, DeepImage, Plane, SampleType};
 use crate::error::{Error, Result};
 use crate::exr::{ChunkSource, FlatRows, FlatSource};
 
+use super::registry::{
+    InputSpec, NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran,
+};
 use super::{run_op, DeepOp, OpOutput, OpWindows};
-use super::registry::{InputSpec, NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran};
 use crate::request::OutputRequest;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -58,8 +58,8 @@ use crate::exr::ChunkSource;
 use crate::stream::plan::OutputShape;
 use crate::stream::{plan_bands, stream_bands, BandOutput, OutputFormat, StreamOptions};
 
-use super::{finish_band, DeepOp, OpOutput, OpWindows};
 use super::registry::{OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT};
+use super::{finish_band, DeepOp, OpOutput, OpWindows};
 use crate::request::OutputRequest;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -792,7 +792,8 @@ pub fn run_reformat(
             }
         }
     }
-    let (deep_write, flat_write) = options.write_options_from(&sources[0].attributes, &[&sources[0].all_channels]);
+    let (deep_write, flat_write) =
+        options.write_options_from(&sources[0].attributes, &[&sources[0].all_channels]);
     let format = match options.merge.output {
         crate::composite::OutputKind::Deep => OutputFormat::Deep(&deep_write),
         crate::composite::OutputKind::Flat { .. } => OutputFormat::flat_for(output, &flat_write),

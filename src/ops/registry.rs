@@ -255,7 +255,9 @@ impl OpValues {
     pub fn number(&self, name: &str) -> Option<f64> {
         match self.get(name) {
             Some(OpValue::Number(x)) => Some(*x),
-            _ => self.default(name).map(|d| d.parse().expect("a numeric default")),
+            _ => self
+                .default(name)
+                .map(|d| d.parse().expect("a numeric default")),
         }
     }
 
@@ -268,7 +270,9 @@ impl OpValues {
     pub fn count(&self, name: &str) -> Option<u64> {
         match self.get(name) {
             Some(OpValue::Count(n)) => Some(*n),
-            _ => self.default(name).map(|d| d.parse().expect("a whole default")),
+            _ => self
+                .default(name)
+                .map(|d| d.parse().expect("a whole default")),
         }
     }
 

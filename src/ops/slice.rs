@@ -33,10 +33,10 @@ use super::registry::{
     NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT,
 };
 use super::{run_op, DeepOp, OpWindows};
+use crate::deep::builder::{build_band, RowBuilder};
 use crate::request::OutputRequest;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use crate::deep::builder::{build_band, RowBuilder};
 
 /// The depth range an output keeps (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -240,7 +240,9 @@ pub const SPEC: OpSpec = OpSpec {
 impl Operation for Slice {
     fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
         let options = request.stream_options(output)?;
-        Ok(Ran::image(run_op(self, &inputs[0], output, &options, None)?))
+        Ok(Ran::image(run_op(
+            self, &inputs[0], output, &options, None,
+        )?))
     }
 
     fn node(&self, _: &NodeInputs) -> Result<NodeWork> {

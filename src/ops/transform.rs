@@ -263,7 +263,9 @@ pub const SPEC: OpSpec = OpSpec {
 impl Operation for Transform {
     fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
         let options = request.stream_options(output)?;
-        Ok(Ran::image(run_op(self, &inputs[0], output, &options, None)?))
+        Ok(Ran::image(run_op(
+            self, &inputs[0], output, &options, None,
+        )?))
     }
 
     fn node(&self, _: &NodeInputs) -> Result<NodeWork> {

@@ -30,9 +30,7 @@ pub mod pipeline;
 pub mod plan;
 
 pub use bbox::OutputWindow;
-pub use parts::{
-    merge_parts, plan_parts, write_part_by_part, OutputPart, PartPlan, PartRequest,
-};
+pub use parts::{merge_parts, plan_parts, write_part_by_part, OutputPart, PartPlan, PartRequest};
 pub use pipeline::{
     merge_checked, merge_files, stream_bands, BandOutput, EngineOutput, MergeEngine, OutputFormat,
     StreamMerge, StreamReport,
@@ -40,11 +38,11 @@ pub use pipeline::{
 pub use plan::{plan_bands, Band};
 
 use crate::composite::MergeOptions;
-use crate::deep::Channel;
 use crate::composite::Pruning;
+use crate::deep::Channel;
 use crate::exr::{
-    carried_attributes, ChannelSelection, DeepWriteOptions, FlatType, FlatWriteOptions, MetadataMode,
-    PartSelector, RawAttribute,
+    carried_attributes, ChannelSelection, DeepWriteOptions, FlatType, FlatWriteOptions,
+    MetadataMode, PartSelector, RawAttribute,
 };
 
 /// The default memory budget: 1 GiB. A band is at most a third of it (three are alive at

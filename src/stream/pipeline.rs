@@ -297,7 +297,10 @@ impl<'o> StreamMerge<'o> {
         // The first input's attributes (of the part read), as `--metadata first` asks.
         let (deep_write, flat_write) = options.write_options_from(
             &sources[0].attributes,
-            &sources.iter().map(|s| s.all_channels.as_slice()).collect::<Vec<_>>(),
+            &sources
+                .iter()
+                .map(|s| s.all_channels.as_slice())
+                .collect::<Vec<_>>(),
         );
         #[cfg_attr(not(feature = "gl"), allow(unused_mut))]
         let mut report = StreamReport {

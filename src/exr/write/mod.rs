@@ -45,7 +45,10 @@ impl FlatType {
         use crate::deep::{ChannelRole, SampleType};
         let float = channels.into_iter().any(|c| {
             c.sample_type == SampleType::F32
-                && !matches!(c.role, ChannelRole::Z | ChannelRole::ZBack | ChannelRole::Id)
+                && !matches!(
+                    c.role,
+                    ChannelRole::Z | ChannelRole::ZBack | ChannelRole::Id
+                )
         });
         if float {
             FlatType::Float
