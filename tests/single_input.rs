@@ -102,6 +102,20 @@ fn every_command_runs_frames_quietly() {
         args.extend([s(&ids), "--frames", "1-2", "-o", s(&single)]);
         assert_eq!(exit(&args).0, 2, "{args:?}");
     }
+    // The holdout too (its two inputs' tokens take the frame).
+    let out = dir.path().join("h.####.exr");
+    let args = [
+        "holdout",
+        s(&input),
+        s(&input),
+        "--frames",
+        "1-2",
+        "-q",
+        "-o",
+        s(&out),
+    ];
+    assert_eq!(exit(&args), (0, String::new()));
+    assert!(dir.path().join("h.0002.exr").exists());
     // Without -q a sequence closes with the merge's line.
     let out = dir.path().join("f.####.exr");
     let (code, err) = exit(&["flatten", s(&input), "--frames", "1-2", "-o", s(&out)]);

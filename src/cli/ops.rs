@@ -73,8 +73,33 @@ fn run_frames(
     output: &Path,
     once: &mut dyn FnMut(&[PathBuf], &Path) -> Result<()>,
 ) -> Result<()> {
+    let sequence = SequenceArgs {
+        frames: read.frames.clone(),
+        progress: read.progress,
+        quiet: read.quiet,
+    };
+    run_sequence(&sequence, inputs, output, once)
+}
+
+/// `--frames`, `--progress` and `-q` as a command with its own arguments takes them (`holdout`).
+pub struct SequenceArgs {
+    /// The frames' range, if a sequence.
+    pub frames: Option<String>,
+    /// The progress asked for.
+    pub progress: Option<ProgressArg>,
+    /// Nothing but errors.
+    pub quiet: bool,
+}
+
+/// [`run_frames`] for a command with its own arguments.
+pub fn run_sequence(
+    sequence: &SequenceArgs,
+    inputs: &[PathBuf],
+    output: &Path,
+    once: &mut dyn FnMut(&[PathBuf], &Path) -> Result<()>,
+) -> Result<()> {
     let pattern = FramePattern::parse(output)?;
-    let (frames, pattern) = match (&read.frames, pattern) {
+    let (frames, pattern) = match (&sequence.frames, pattern) {
         (Some(range), Some(pattern)) => (sequence::parse_frames(range)?, pattern),
         (Some(_), None) => {
             return Err(Error::Usage(format!(
@@ -95,7 +120,7 @@ fn run_frames(
         .map(|p| FramePattern::parse(p))
         .collect::<Result<_>>()?;
     let progress = Progress::new(
-        progress_mode(read.quiet, read.progress),
+        progress_mode(sequence.quiet, sequence.progress),
         frames.len() as u64,
         "frames",
     );
@@ -116,7 +141,7 @@ fn run_frames(
         progress.step();
     }
     progress.finish();
-    crate::sequence_result(SequenceSummary { written, failed }, false, read.quiet)
+    crate::sequence_result(SequenceSummary { written, failed }, false, sequence.quiet)
 }
 
 /// The output options of an operation: as the merge's for deep output.
