@@ -201,6 +201,47 @@ fn empty_results_succeed_with_one_note() {
     }
 }
 
+/// The empty crop is a valid image to the peer readers: oiiotool reads and flattens it, and the
+/// OpenEXR module (without `deepImageState`, which it does not read) sees the box and no
+/// sample.
+#[test]
+fn an_empty_crop_is_read_by_oiiotool_and_the_openexr_module() {
+    let dir = tempfile::tempdir().unwrap();
+    let balls = data("openexr-images/Balls.exr");
+    let out = dir.path().join("empty.exr");
+    let args = [
+        "crop",
+        s(&balls),
+        "--box",
+        "5000,5000,5009,5004",
+        "--no-deep-state",
+        "-q",
+        "-o",
+        s(&out),
+    ];
+    assert_eq!(exit(&args), (0, String::new()));
+    let flat = dir.path().join("flat.exr");
+    let oiio = common::oiiotool()
+        .args([s(&out), "--flatten", "-o", s(&flat)])
+        .output()
+        .unwrap();
+    assert!(oiio.status.success(), "{oiio:?}");
+    let script = "import sys, OpenEXR\n\
+                  p = OpenEXR.File(sys.argv[1], separate_channels=True).parts[0]\n\
+                  (x0, y0), (x1, y1) = p.header['dataWindow']\n\
+                  n = sum(sum(len(v) for v in row if v is not None) for row in p.channels['A'].pixels)\n\
+                  print(x0, y0, x1, y1, n)\n";
+    let py = common::test_python()
+        .args(["-c", script, s(&out)])
+        .output()
+        .unwrap();
+    assert!(py.status.success(), "{py:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&py.stdout).trim(),
+        "5000 5000 5009 5004 0"
+    );
+}
+
 #[test]
 fn flat_output_keeps_float_colour_unless_a_type_is_asked_for() {
     use deepmerge::exr::read_parts_info;
