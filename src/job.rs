@@ -56,6 +56,8 @@ pub struct MergeJob {
     pub pruning: crate::composite::Pruning,
     /// The output data window (`--bbox`).
     pub bbox: crate::stream::OutputWindow,
+    /// Flat output stores colour as the inputs do (no `--flat-type` given).
+    pub flat_type_follows_inputs: bool,
 }
 
 /// How a sequence went.
@@ -86,6 +88,7 @@ impl MergeJob {
             band_rows: request.band_rows,
             pruning: request.pruning,
             bbox: request.bbox,
+            flat_type_follows_inputs: request.flat_type.is_none(),
         })
     }
 
@@ -198,6 +201,7 @@ impl MergeJob {
             band_rows: self.band_rows,
             pruning: self.pruning,
             bbox: self.bbox,
+            flat_type_follows_inputs: self.flat_type_follows_inputs,
         }
     }
 

@@ -5,7 +5,7 @@ mod cli_conventions;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use deepmerge::bench::{self, BenchArgs};
 use deepmerge::composite::{MergeStrategy, Pruning};
 use deepmerge::error::ErrorKind;
@@ -14,7 +14,7 @@ use deepmerge::exr::{self, Codec, FlatType, MetadataMode, PartSelector, ReadOpti
 use deepmerge::gpu::{GlContext, Layout, MergeMethod, PixelOrder, RbmBlocks};
 use deepmerge::inspect::TableValues;
 use deepmerge::job::{MergeJob, SequenceSummary};
-use deepmerge::progress::{Progress, ProgressMode};
+use deepmerge::progress::Progress;
 use deepmerge::request::{Backend, GlRequest, MergeOption, MergeRequest};
 use deepmerge::run_stats::{RunStats, Stage};
 use deepmerge::sequence::{self, FramePattern};
@@ -49,32 +49,6 @@ enum Command {
     /// Flatten one deep file into a flat EXR, or a PNG preview for `-o *.png` (the merge of
     /// one input).
     Flatten(cli::ops::FlattenArgs),
-    /// Keep the part of every sample inside the depth range [--near, --far), splitting volumes
-    /// that cross a plane; --keep-outside keeps the rest.
-    Slice(cli::ops::SliceArgs),
-    /// Keep the pixels inside an inclusive box (or, with --keep-outside, outside it); the data
-    /// window shrinks to what remains.
-    Crop(cli::ops::CropArgs),
-    /// Move by whole pixels (--translate) and change depths: Z' = Z*S + D.
-    Transform(cli::ops::TransformArgs),
-    /// Keep the samples whose id channels hold the given ids (OpenEXR's deepidselect):
-    /// --id options are ANDed, the ids of one are ORed; --invert keeps the rest.
-    Idselect(cli::ops::IdselectArgs),
-    /// Make a flat image deep, one sample per pixel at depth --z or --z-channel, a volume with
-    /// --thickness or --zback-channel (Gaffer FlatToDeep, oiiotool --deepen).
-    Deepen(cli::ops::DeepenArgs),
-    /// Give a deep image a flat image's colour, keeping its opacity (DeepRecolor);
-    /// --target-alpha also scales the opacity to the flat alpha.
-    Recolor(cli::ops::RecolorArgs),
-    /// Colour-correct every sample (lift, gain, offset, gamma, contrast, saturation) on
-    /// unpremultiplied colour, masked by depth (--near/--far/--ramp) and ids (--id).
-    Grade(cli::grade::GradeArgs),
-    /// Change the resolution (--size WxH or --scale S): --filter box gathers each footprint so
-    /// that flattening commutes with resizing; --filter nearest copies one pixel's samples.
-    Reformat(cli::reformat::ReformatArgs),
-    /// Write every sample as a point of a binary PLY file, placed by the header's camera
-    /// (worldToCamera, worldToNDC) or, without one, at pixel coordinates and depth.
-    Points(cli::points::PointsArgs),
     /// Run a compositing graph from a script (TOML: inputs, nodes, outputs) in one streamed
     /// pass: no intermediate files, each input decoded once; --frames for sequences.
     Comp(cli::comp::CompArgs),
@@ -391,7 +365,14 @@ fn main() -> ExitCode {
         eprintln!("deepmerge: error: cannot install signal handlers: {e}");
         return ExitCode::FAILURE;
     }
-    let cli = Cli::parse();
+    let matches = command().get_matches();
+    // An operation of the table is its own subcommand (`cli::ops`); the rest are `Command`'s.
+    if let Some((name, args)) = matches.subcommand() {
+        if let Some(spec) = deepmerge::ops::find(name) {
+            return exit_with(cli::ops::run_operation(spec, args), "--memory-budget");
+        }
+    }
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // The spelling of the memory budget's option in this command, for its refusals.
     let budget_flag = match &cli.command {
         Some(Command::Info { .. } | Command::Holdout { .. } | Command::View(_)) => "--max-memory",
@@ -425,15 +406,6 @@ fn main() -> ExitCode {
         },
         Some(Command::Holdout(args)) => cli::holdout::run_holdout(&args),
         Some(Command::Flatten(args)) => cli::ops::run_flatten(&args),
-        Some(Command::Slice(args)) => cli::ops::run_slice(&args),
-        Some(Command::Crop(args)) => cli::ops::run_crop(&args),
-        Some(Command::Transform(args)) => cli::ops::run_transform(&args),
-        Some(Command::Idselect(args)) => cli::ops::run_idselect(&args),
-        Some(Command::Deepen(args)) => cli::ops::run_deepen(&args),
-        Some(Command::Recolor(args)) => cli::ops::run_recolor(&args),
-        Some(Command::Grade(args)) => cli::grade::run_grade(&args),
-        Some(Command::Reformat(args)) => cli::reformat::run_reformat(&args),
-        Some(Command::Points(args)) => cli::points::run_points(&args),
         Some(Command::Comp(args)) => cli::comp::run_comp(&args),
         Some(Command::GpuInfo {
             programs,
@@ -464,14 +436,39 @@ fn main() -> ExitCode {
         Some(Command::Heatmap { file, output, part }) => run_heatmap(&file, &output, part),
         Some(Command::Bench(args)) => bench::run_front_end(&args, std::env::current_exe().ok()),
         Some(Command::Completions { shell }) => {
-            cli_conventions::print_completions(shell, &mut Cli::command());
+            cli_conventions::print_completions(shell, &mut command());
             Ok(())
         }
         Some(Command::Manpage { command }) => {
-            cli_conventions::print_manpage(Cli::command(), command.as_deref())
+            cli_conventions::print_manpage(self::command(), command.as_deref())
         }
         None => run_merge(&cli.merge),
     };
+    exit_with(result, budget_flag)
+}
+
+/// The command line: `Cli`'s commands with the operations of the table among them (after
+/// `flatten`, as their help lists them).
+fn command() -> clap::Command {
+    let mut command = Cli::command();
+    let derived: Vec<String> = command
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    let operations = cli::ops::subcommands();
+    let first = 2; // holdout, flatten
+    for (i, name) in derived.iter().enumerate() {
+        let order = if i < first { i } else { i + operations.len() };
+        command = command.mut_subcommand(name, |c| c.display_order(order));
+    }
+    for (k, operation) in operations.into_iter().enumerate() {
+        command = command.subcommand(operation.display_order(first + k));
+    }
+    command
+}
+
+/// The exit of a command that gave `result`: its error printed in one line.
+fn exit_with(result: Result<()>, budget_flag: &str) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -827,24 +824,18 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
     let job = MergeJob::new(&request, args.inputs.len(), !args.quiet)?;
     // Choose the engine before reading, so a `--backend gl` without GL fails fast.
     let engine = request.engine()?;
-    let progress_mode = match (args.quiet, args.progress) {
-        (true, _) => ProgressMode::None,
-        (false, None | Some(ProgressArg::Auto)) => ProgressMode::Auto,
-        (false, Some(ProgressArg::Bar)) => ProgressMode::Bar,
-        (false, Some(ProgressArg::Openjd)) => ProgressMode::OpenJd,
-        (false, Some(ProgressArg::Plain)) => ProgressMode::Plain,
-        (false, Some(ProgressArg::None)) => ProgressMode::None,
-    };
+    let progress_mode = cli::ops::progress_mode(args.quiet, args.progress);
     let stats = RunStats::new();
     let (steps, what) = match &frames {
         Some(f) => (f.len() as u64, "frames"),
         None => (3, "stages"),
     };
     let progress = Progress::new(progress_mode, steps, what);
-    // One line, and only where it tells the user something: which GPU the GL engine runs on.
-    // The CPU engine is the default and says nothing.
+    // Which GPU the GL engine runs on, for a user who asked for the run's details (--runstats,
+    // --stats): a merge's default output is only what the user needs (the CPU engine and a
+    // plain GL merge say nothing).
     let announce = match engine.context() {
-        Some(ctx) if !args.quiet => {
+        Some(ctx) if args.runstats || args.stats => {
             let gl = request.gl_options();
             let kway = deepmerge::gpu::uses_kway(job.merge.strategy, args.inputs.len());
             let frames_note = match &frames {

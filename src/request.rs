@@ -161,6 +161,13 @@ pub trait OptionNames {
 
     /// `option` set to `value`, as the user would write it (`--backend cpu`, `backend="cpu"`).
     fn setting(&self, option: MergeOption, value: &str) -> String;
+
+    /// An option of an operation of the table ([`crate::ops::OPERATIONS`]) as the user sets it:
+    /// its flag (`--min-alpha`), keyword (`min_alpha`) or script field. A new operation words
+    /// its refusals with this, needing no [`MergeOption`] of its own. By default, the keyword.
+    fn operation_option(&self, option: &crate::ops::registry::OptionSpec) -> String {
+        option.name.to_string()
+    }
 }
 
 /// The names of [`MergeRequest`]'s fields, for library callers.
@@ -599,6 +606,7 @@ impl MergeRequest {
             channels: self.channels.clone(),
             band_rows: self.band_rows,
             pruning: self.pruning,
+            flat_type_follows_inputs: self.flat_type.is_none(),
             bbox: self.bbox,
         })
     }

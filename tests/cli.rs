@@ -189,6 +189,19 @@ fn gl_backend_gives_the_cpu_result_through_the_readme_command() {
         gl.to_str().unwrap(),
     ]);
     assert!(ok, "{err}");
+    // A merge prints only what the user needs: the engine's line waits for --runstats.
+    assert!(err.is_empty(), "says nothing by default: {err}");
+    let (ok, _, err) = run(&[
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--layout",
+        "bia",
+        "--rbm",
+        "--runstats",
+        "-o",
+        gl.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
     assert!(err.contains("with OpenGL on"), "says which engine: {err}");
     let (ok, _, err) = run(&[
         a.to_str().unwrap(),

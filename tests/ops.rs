@@ -271,11 +271,13 @@ fn crop_keeps_the_box_and_shrinks_the_window_to_it() {
             }
         }
     }
+    // A box that misses the image leaves an output of the box itself, read from no row.
     let missed = Crop::parse("100,100,120,120", false).unwrap();
-    let e = missed
+    let windows = missed
         .windows(input.data_window, input.display_window)
-        .unwrap_err();
-    assert!(e.to_string().contains("leaves nothing"), "{e}");
+        .unwrap();
+    assert_eq!(windows.data, missed.area);
+    assert_eq!(windows.read.area(), 0);
 }
 
 #[test]
@@ -399,7 +401,8 @@ proptest! {
         let window = input.data_window;
         let kept: Vec<DeepImage> = [&inside, &outside]
             .into_iter()
-            .filter(|op| op.windows(window, window).is_ok())
+            // A side that keeps nothing reads no row (its output has no samples).
+            .filter(|op| op.windows(window, window).unwrap().read.area() > 0)
             .map(|op| apply(op, &input))
             .collect();
         prop_assert!(!kept.is_empty());
@@ -615,22 +618,31 @@ fn output_names_say_the_format_and_bad_ones_are_refused_without_output() {
         assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
         assert!(!target.exists(), "{args:?} wrote {name}");
     }
-    // A box that misses the image names the file.
+    // A box that misses the image succeeds: an image of the box with no samples, and one
+    // note (none under -q).
     let target = out("miss.exr");
-    let (ok, _, err) = run(&[
+    let args = [
         "crop",
         s(&input),
         "--box",
         "100,100,110,110",
         "-o",
         s(&target),
-    ]);
-    assert!(
-        !ok && err.contains("input-crop.deep.exr") && err.contains("leaves nothing"),
-        "{err}"
+    ];
+    let (ok, _, err) = run(&args);
+    assert!(ok && err.lines().count() == 1, "{err}");
+    assert!(err.contains("no samples"), "{err}");
+    let empty = read(&target, 0);
+    assert_eq!(
+        (empty.data_window.x0, empty.data_window.y1),
+        (100, 110),
+        "the box is the data window"
     );
-    assert!(!target.exists());
+    assert_eq!(empty.sample_count(), 0);
+    let (ok, _, err) = run(&[&args[..], &["-q"]].concat());
+    assert!(ok && err.is_empty(), "{err}");
     // A broken input is one named line too.
+    let target = out("from-broken.exr");
     let broken = out("broken.exr");
     let bytes = std::fs::read(&input).unwrap();
     std::fs::write(&broken, &bytes[..bytes.len() / 2]).unwrap();

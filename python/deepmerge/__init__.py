@@ -47,6 +47,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
+from . import _deepmerge
 from ._deepmerge import (
     DEFAULT_MEMORY_BUDGET,
     GiB,
@@ -55,23 +56,18 @@ from ._deepmerge import (
     Graph,
     Node,
     __version__,
-    crop,
-    deep_slice,
-    deepen,
     flatten,
-    grade,
     holdout,
-    idselect,
     info,
     info_text,
     merge,
-    points,
     read,
-    recolor,
-    reformat,
-    transform,
     write,
 )
+
+# The deep operations (deep_slice, crop, transform, idselect, deepen, recolor, grade, reformat,
+# points): one function per row of the engine's table of operations, named in OPERATIONS.
+from ._deepmerge import *  # noqa: E402,F401,F403
 from ._errors import (
     BudgetError,
     Error,
@@ -95,15 +91,6 @@ __all__ = [
     "read",
     "merge",
     "flatten",
-    "deep_slice",
-    "crop",
-    "transform",
-    "idselect",
-    "deepen",
-    "recolor",
-    "grade",
-    "reformat",
-    "points",
     "holdout",
     "write",
     "info",
@@ -117,7 +104,7 @@ __all__ = [
     "GiB",
     "DEFAULT_MEMORY_BUDGET",
     "__version__",
-]
+] + list(_deepmerge.OPERATIONS)
 
 Window = Tuple[Tuple[int, int], Tuple[int, int]]
 

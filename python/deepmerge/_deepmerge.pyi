@@ -11,6 +11,9 @@ Window = Tuple[Tuple[int, int], Tuple[int, int]]
 PathLike = Union[str, "os.PathLike[str]"]
 DeepState = Literal["messy", "sorted", "non-overlapping", "tidy"]
 Part = Union[int, str, None]
+
+# The Python names of the deep operations, one function each (the engine's table).
+OPERATIONS: Tuple[str, ...]
 Parts = Union[int, str, Sequence[Union[int, str]], None]
 """``merge``'s ``part``: one part for every input, or one per input (the CLI's ``--part``)."""
 

@@ -620,6 +620,7 @@ fn holdout(
         memory_budget: budget_bytes(memory_budget)?.unwrap_or(DEFAULT_MEMORY_BUDGET),
         band_rows: None,
         channels: None,
+        quiet: false,
     };
     request.check(&out, &Keywords).map_err(to_py)?;
     let mode = if cull {

@@ -1,7 +1,8 @@
 //! `deepmerge.Graph`: a compositing graph built one node at a time from Python (each method
 //! adds a node and returns its handle), read from a script or written to one, and run by the
 //! library's one streamed pass (`deepmerge::comp`), so it writes the bytes `deepmerge comp`
-//! writes. The graph is kept as the script's tables: `to_script()` is exactly what `run()`
+//! writes. The operations of the table (`deepmerge::ops::OPERATIONS`) are methods made from it
+//! (`Graph.__getattr__`). The graph is kept as the script's tables: `to_script()` is exactly what `run()`
 //! parses, so a pipeline can generate scripts for a farm, and every refusal is the script's.
 
 use std::path::{Path, PathBuf};
@@ -9,10 +10,12 @@ use std::path::{Path, PathBuf};
 use deepmerge::comp::{
     parse_script, run_graph, write_script, Graph, RunOptions, ScriptTable, ScriptValue,
 };
+use deepmerge::ops::{OpSpec, OPERATIONS};
 use deepmerge::sequence::parse_frames;
 use deepmerge::stream::DEFAULT_MEMORY_BUDGET;
+use pyo3::exceptions::{PyAttributeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyCFunction, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::errors::{to_py, usage};
 use crate::functions::budget_bytes;
@@ -111,30 +114,19 @@ impl PyGraph {
         })
     }
 
-    /// Add node `op` reading `reads` (field, value) with `options`.
+    /// Add node `op` reading `reads` (field, value) with `options` (the script's fields).
     fn node(
         &mut self,
         op: &str,
         name: Option<String>,
         reads: Vec<(&str, ScriptValue)>,
-        options: Option<&Bound<'_, PyDict>>,
+        options: Vec<(String, ScriptValue)>,
     ) -> PyResult<PyNode> {
         self.editable()?;
         let name = self.name_for(op, name);
         let mut fields = vec![("op".to_string(), ScriptValue::String(op.into()))];
         fields.extend(reads.into_iter().map(|(k, v)| (k.to_string(), v)));
-        if let Some(options) = options {
-            for (key, value) in options.iter() {
-                let key: String = key.extract()?;
-                // Python's keyword for idselect's ids is the script's `id`.
-                let key = if op == "idselect" && key == "ids" {
-                    "id".to_string()
-                } else {
-                    key
-                };
-                fields.push((key, value_of(&value)?));
-            }
-        }
+        fields.extend(options);
         self.tables.push(ScriptTable {
             header: format!("node.{name}"),
             fields,
@@ -142,6 +134,46 @@ impl PyGraph {
         Ok(PyNode { name })
     }
 
+    /// Add a node of the table's operation `spec`: its inputs by position or by name, `name`,
+    /// and its options by Python's keyword or the script's field.
+    fn operation_node(
+        &mut self,
+        spec: &'static OpSpec,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyNode> {
+        let method = format!("Graph.{}()", spec.name);
+        if args.len() > spec.inputs.len() {
+            return Err(PyTypeError::new_err(format!(
+                "{method} takes {} nodes by position; give the options by keyword",
+                spec.inputs.len()
+            )));
+        }
+        let mut given: Vec<(String, Bound<'_, PyAny>)> = Vec::new();
+        for (key, value) in kwargs.into_iter().flat_map(|k| k.iter()) {
+            given.push((key.extract()?, value));
+        }
+        let mut take = |key: &str| {
+            let at = given.iter().position(|(k, _)| k == key)?;
+            Some(given.remove(at).1)
+        };
+        let mut reads = Vec::new();
+        for (k, input) in spec.inputs.iter().enumerate() {
+            let value = match args.get_item(k).ok() {
+                Some(value) => value,
+                None => take(input.name).ok_or_else(|| {
+                    PyTypeError::new_err(format!("{method} missing required node '{}'", input.name))
+                })?,
+            };
+            reads.push((input.name, value_of(&value)?));
+        }
+        let name = match take("name") {
+            Some(n) if !n.is_none() => Some(n.extract()?),
+            _ => None,
+        };
+        let options = options_of(spec, given)?;
+        self.node(spec.name, name, reads, options)
+    }
     fn text(&self) -> String {
         self.text
             .clone()
@@ -156,6 +188,30 @@ impl PyGraph {
 
 fn node_value(node: &Bound<'_, PyAny>) -> PyResult<ScriptValue> {
     value_of(node)
+}
+
+/// Keyword options as a script's fields, as they are named.
+fn fields_of(options: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String, ScriptValue)>> {
+    let mut fields = Vec::new();
+    for (key, value) in options.into_iter().flat_map(|o| o.iter()) {
+        fields.push((key.extract()?, value_of(&value)?));
+    }
+    Ok(fields)
+}
+
+/// An operation's keyword options as the script's fields: Python's keyword (`ids`) becomes the
+/// script's field (`id`); what is no option of it is left for the script's refusal.
+fn options_of(
+    spec: &OpSpec,
+    given: Vec<(String, Bound<'_, PyAny>)>,
+) -> PyResult<Vec<(String, ScriptValue)>> {
+    given
+        .into_iter()
+        .map(|(key, value)| {
+            let field = spec.option(&key).map_or(key, |o| o.field().to_string());
+            Ok((field, value_of(&value)?))
+        })
+        .collect()
 }
 
 #[pymethods]
@@ -220,7 +276,7 @@ impl PyGraph {
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyNode> {
         let inputs = node_value(inputs)?;
-        self.node("merge", name, vec![("inputs", inputs)], options)
+        self.node("merge", name, vec![("inputs", inputs)], fields_of(options)?)
     }
 
     /// ``deepmerge holdout``: ``input`` held out by ``holdout`` (``cull=True`` to cull).
@@ -236,98 +292,7 @@ impl PyGraph {
             ("input", node_value(input)?),
             ("holdout", node_value(holdout)?),
         ];
-        self.node("holdout", name, reads, options)
-    }
-
-    /// ``deepmerge slice`` (``near``, ``far``, ``keep_outside``).
-    #[pyo3(signature = (input, name=None, **options))]
-    fn slice(
-        &mut self,
-        input: &Bound<'_, PyAny>,
-        name: Option<String>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyNode> {
-        self.node("slice", name, vec![("input", node_value(input)?)], options)
-    }
-
-    /// ``deepmerge grade`` (``lift``, ``gain``, ``offset``, ``gamma``, ``contrast``: a number or
-    /// the CLI's text; ``saturation``, ``near``, ``far``, ``ramp``, ``id``).
-    #[pyo3(signature = (input, name=None, **options))]
-    fn grade(
-        &mut self,
-        input: &Bound<'_, PyAny>,
-        name: Option<String>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyNode> {
-        self.node("grade", name, vec![("input", node_value(input)?)], options)
-    }
-
-    /// ``deepmerge crop`` (``box=(x0, y0, x1, y1)``, ``keep_outside``).
-    #[pyo3(signature = (input, name=None, **options))]
-    fn crop(
-        &mut self,
-        input: &Bound<'_, PyAny>,
-        name: Option<String>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyNode> {
-        self.node("crop", name, vec![("input", node_value(input)?)], options)
-    }
-
-    /// ``deepmerge transform`` (``translate=(x, y)``, ``z_offset``, ``z_scale``).
-    #[pyo3(signature = (input, name=None, **options))]
-    fn transform(
-        &mut self,
-        input: &Bound<'_, PyAny>,
-        name: Option<String>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyNode> {
-        self.node(
-            "transform",
-            name,
-            vec![("input", node_value(input)?)],
-            options,
-        )
-    }
-
-    /// ``deepmerge idselect`` (``ids="id=1,2"`` or a list, ``invert``).
-    #[pyo3(signature = (input, name=None, **options))]
-    fn idselect(
-        &mut self,
-        input: &Bound<'_, PyAny>,
-        name: Option<String>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyNode> {
-        self.node(
-            "idselect",
-            name,
-            vec![("input", node_value(input)?)],
-            options,
-        )
-    }
-
-    /// ``deepmerge recolor``: ``input`` with the colour of the flat input ``flat``.
-    #[pyo3(signature = (input, flat, name=None, **options))]
-    fn recolor(
-        &mut self,
-        input: &Bound<'_, PyAny>,
-        flat: &Bound<'_, PyAny>,
-        name: Option<String>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyNode> {
-        let reads = vec![("input", node_value(input)?), ("flat", node_value(flat)?)];
-        self.node("recolor", name, reads, options)
-    }
-
-    /// ``deepmerge deepen`` of the flat input ``input`` (``z``, ``z_channel``, ``thickness``,
-    /// ``zback_channel``).
-    #[pyo3(signature = (input, name=None, **options))]
-    fn deepen(
-        &mut self,
-        input: &Bound<'_, PyAny>,
-        name: Option<String>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyNode> {
-        self.node("deepen", name, vec![("input", node_value(input)?)], options)
+        self.node("holdout", name, reads, fields_of(options)?)
     }
 
     /// ``deepmerge flatten`` (``flat_z``, ``flat_type``).
@@ -338,6 +303,7 @@ impl PyGraph {
         name: Option<String>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyNode> {
+        let options = fields_of(options)?;
         self.node(
             "flatten",
             name,
@@ -349,7 +315,38 @@ impl PyGraph {
     /// The merge of one input with ``--deep --tidy``.
     #[pyo3(signature = (input, name=None))]
     fn tidy(&mut self, input: &Bound<'_, PyAny>, name: Option<String>) -> PyResult<PyNode> {
-        self.node("tidy", name, vec![("input", node_value(input)?)], None)
+        self.node(
+            "tidy",
+            name,
+            vec![("input", node_value(input)?)],
+            Vec::new(),
+        )
+    }
+
+    /// The node method of an operation of the table (``slice``, ``crop``, ``transform``,
+    /// ``idselect``, ``grade``, ``recolor``, ``deepen``): ``graph.slice(input, name=None,
+    /// **options)`` adds the node and returns it.
+    fn __getattr__(slf: &Bound<'_, Self>, attribute: &str) -> PyResult<Py<PyAny>> {
+        let found = OPERATIONS
+            .iter()
+            .zip(crate::ops::texts())
+            .find(|(spec, _)| spec.comp && spec.name == attribute);
+        let Some((spec, texts)) = found else {
+            return Err(PyAttributeError::new_err(format!(
+                "'Graph' object has no attribute '{attribute}'"
+            )));
+        };
+        let graph: Py<PyGraph> = slf.clone().unbind();
+        let method = PyCFunction::new_closure(
+            slf.py(),
+            Some(texts.method),
+            Some(texts.method_doc),
+            move |args, kwargs| -> PyResult<PyNode> {
+                let mut graph = graph.bind(args.py()).try_borrow_mut()?;
+                graph.operation_node(spec, args, kwargs)
+            },
+        )?;
+        Ok(method.into_any().unbind())
     }
 
     /// Write ``node`` to ``path`` (``compression``, ``zstd_level``, ``metadata``,

@@ -4,7 +4,8 @@
 //!   of the Rust buffers (no copy), and building a `DeepImage` from arrays.
 //! - [`functions`]: `read`, `merge`, `flatten`, `holdout`, `write`, `info`; each converts its
 //!   arguments, releases the GIL and calls [`engine`], the one file that calls the library.
-//! - [`ops`]: `deep_slice`, `crop` and `transform`, file to file as the CLI's commands.
+//! - [`ops`]: the deep operations (`deep_slice`, `crop`, ... one per row of the library's table
+//!   `deepmerge::ops::OPERATIONS`), file to file as the CLI's commands.
 //! - [`graph`]: `Graph`, a compositing graph built node by node (or read from a script), run in
 //!   one streamed pass as `deepmerge comp`.
 //! - [`errors`]: the library's errors as the `deepmerge.Error` family, with the CLI's messages.
@@ -30,6 +31,14 @@ fn _deepmerge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(module)?;
     graph::register(module)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    let operations: Vec<&str> = deepmerge::ops::OPERATIONS
+        .iter()
+        .map(|s| s.python)
+        .collect();
+    module.add(
+        "OPERATIONS",
+        pyo3::types::PyTuple::new(module.py(), operations)?,
+    )?;
     module.add("GiB", 1u64 << 30)?;
     module.add(
         "DEFAULT_MEMORY_BUDGET",

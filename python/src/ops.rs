@@ -1,155 +1,298 @@
-//! The deep operations as Python functions: `deep_slice`, `crop`, `transform`, `idselect`,
-//! `deepen`, `recolor`, `grade`, `reformat` and `points`, file to file,
-//! streamed in bands exactly as the `deepmerge slice|crop|transform` commands run them
-//! ([`deepmerge::ops::run_op`] with the same [`OpOutput`]), so the files have the CLI's bytes.
+//! The deep operations as Python functions, one for each row of the table
+//! [`deepmerge::ops::OPERATIONS`] (`deep_slice`, `crop`, `transform`, `idselect`, `deepen`,
+//! `recolor`, `grade`, `reformat`, `points`): file to file, streamed in bands exactly as the
+//! CLI's commands run them (the same [`deepmerge::ops::Operation`] and [`OutputRequest`]), so
+//! the files have the CLI's bytes. Each function is made from its row ([`register`]): its
+//! name, docstring and signature, and one keyword parser ([`call`]) takes its arguments.
 //! The flatten of one file is `merge([path], out=...)`, as `deepmerge IN -o OUT`.
 
+use std::ffi::CString;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
-use deepmerge::ops::reformat::DEFAULT_MAX_GATHER;
-use deepmerge::ops::{
-    run_deepen, run_grade, run_idselect, run_op, run_points, run_recolor, run_reformat, CameraMode,
-    Crop, DeepOp, Deepen, Filter, Grade, GradeArgs, IdSelect, Points, Recolor, Reformat, Slice,
-    Transform,
+use deepmerge::ops::registry::{
+    self, OpSpec, OpValue, OpValues, OptionSpec, Produces, Ran, ValueKind,
 };
+use deepmerge::ops::OPERATIONS;
 use deepmerge::request::OutputRequest;
 use deepmerge::stream::DEFAULT_MEMORY_BUDGET;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyCFunction, PyDict, PyTuple};
 
 use crate::errors::{to_py, usage};
 use crate::functions::{budget_bytes, part_selector, Keywords, PartArg};
 
 /// Add the functions to the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add_function(wrap_pyfunction!(deep_slice, module)?)?;
-    module.add_function(wrap_pyfunction!(crop, module)?)?;
-    module.add_function(wrap_pyfunction!(transform, module)?)?;
-    module.add_function(wrap_pyfunction!(idselect, module)?)?;
-    module.add_function(wrap_pyfunction!(deepen, module)?)?;
-    module.add_function(wrap_pyfunction!(recolor, module)?)?;
-    module.add_function(wrap_pyfunction!(grade, module)?)?;
-    module.add_function(wrap_pyfunction!(reformat, module)?)?;
-    module.add_function(wrap_pyfunction!(points, module)?)?;
+    for (spec, text) in OPERATIONS.iter().zip(texts()) {
+        let function = PyCFunction::new_closure(
+            module.py(),
+            Some(text.function),
+            Some(text.function_doc),
+            move |args, kwargs| call(spec, args, kwargs),
+        )?;
+        function.setattr("__module__", "deepmerge")?;
+        module.add(spec.python, function)?;
+    }
     Ok(())
 }
 
-/// The output options every operation shares: the CLI's `--compression`, `--no-deep-state`,
-/// `--tidy`, `--part` and `--memory-budget` (bytes here), checked against `out` in Python's
-/// keywords.
-fn output_request(
-    out: &std::path::Path,
-    compression: Option<&str>,
-    no_deep_state: bool,
-    tidy: bool,
-    part: Option<PartArg>,
-    memory_budget: Option<&Bound<'_, PyAny>>,
-) -> PyResult<OutputRequest> {
-    let request = OutputRequest {
-        compression: compression.map(str::parse).transpose().map_err(to_py)?,
-        deep_state: !no_deep_state,
-        tidy,
+/// The names and docstrings Python keeps for the life of the interpreter, made once.
+pub(crate) struct Texts {
+    /// The function's name.
+    pub function: &'static std::ffi::CStr,
+    /// Its signature line (which `help()` and `inspect` read) and docstring.
+    pub function_doc: &'static std::ffi::CStr,
+    /// The `Graph` method's name.
+    pub method: &'static std::ffi::CStr,
+    /// Its signature line and docstring.
+    pub method_doc: &'static std::ffi::CStr,
+}
+
+/// The texts of every operation, in the table's order.
+pub(crate) fn texts() -> &'static [Texts] {
+    static TEXTS: OnceLock<Vec<Texts>> = OnceLock::new();
+    TEXTS.get_or_init(|| {
+        let leak = |text: String| -> &'static std::ffi::CStr {
+            Box::leak(CString::new(text).expect("no NUL").into_boxed_c_str())
+        };
+        OPERATIONS
+            .iter()
+            .map(|spec| {
+                let options: Vec<String> = spec
+                    .options
+                    .iter()
+                    .filter(|o| o.in_script)
+                    .map(|o| format!("``{}``", o.field()))
+                    .collect();
+                let inputs: Vec<&str> = spec.inputs.iter().map(|i| i.name).collect();
+                Texts {
+                    function: leak(spec.python.into()),
+                    function_doc: leak(format!(
+                        "{}{}\n--\n\n{}",
+                        spec.python,
+                        signature(spec),
+                        spec.doc
+                    )),
+                    method: leak(spec.name.into()),
+                    method_doc: leak(format!(
+                        "{}($self, {}, name=None, **options)\n--\n\nA node of ``deepmerge {}`` \
+                         ({}).",
+                        spec.name,
+                        inputs.join(", "),
+                        spec.name,
+                        options.join(", ")
+                    )),
+                }
+            })
+            .collect()
+    })
+}
+
+/// The keyword-only options every operation writing an image takes (the CLI's
+/// `--compression`, `--no-deep-state`, `--tidy`, `--part`, `--memory-budget`), and those of an
+/// operation writing a file of its own (`--part`, `--memory-budget`).
+fn common_keywords(spec: &OpSpec) -> &'static [&'static str] {
+    match spec.produces {
+        Produces::Image => &[
+            "compression",
+            "no_deep_state",
+            "tidy",
+            "part",
+            "memory_budget",
+        ],
+        Produces::File { .. } => &["part", "memory_budget"],
+    }
+}
+
+/// The parameters in order: the inputs, `out`, the positional options.
+fn positional(spec: &OpSpec) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = spec.inputs.iter().map(|i| i.python).collect();
+    names.push("out");
+    names.extend(spec.options.iter().filter(|o| o.positional).map(|o| o.name));
+    names
+}
+
+/// The function's signature as Python writes it.
+fn signature(spec: &OpSpec) -> String {
+    let default = |o: &OptionSpec| match (o.kind, o.default) {
+        (_, None) if o.required => String::new(),
+        (ValueKind::Flag, _) => "=False".into(),
+        (ValueKind::Name(_), Some(d)) => format!("=\"{d}\""),
+        (ValueKind::F32 | ValueKind::F64, Some(d)) if !d.contains('.') => format!("={d}.0"),
+        (_, Some(d)) => format!("={d}"),
+        (_, None) => "=None".into(),
+    };
+    let mut parts: Vec<String> = Vec::new();
+    for name in positional(spec) {
+        match spec.option(name) {
+            Some(o) => parts.push(format!("{name}{}", default(o))),
+            None => parts.push(name.into()),
+        }
+    }
+    parts.push("*".into());
+    for o in spec.options.iter().filter(|o| !o.positional) {
+        parts.push(format!("{}{}", o.name, default(o)));
+    }
+    for &k in common_keywords(spec) {
+        let d = if matches!(k, "no_deep_state" | "tidy") {
+            "False"
+        } else {
+            "None"
+        };
+        parts.push(format!("{k}={d}"));
+    }
+    format!("({})", parts.join(", "))
+}
+
+/// The arguments of one call by parameter name, as Python binds them (`None` is not given).
+fn bind<'py>(
+    spec: &OpSpec,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Vec<(&'static str, Bound<'py, PyAny>)>> {
+    let f = spec.python;
+    let positional = positional(spec);
+    if args.len() > positional.len() {
+        return Err(PyTypeError::new_err(format!(
+            "{f}() takes at most {} positional arguments ({} given)",
+            positional.len(),
+            args.len()
+        )));
+    }
+    let mut bound: Vec<(&'static str, Bound<'py, PyAny>)> =
+        positional.iter().copied().zip(args.iter()).collect();
+    let keywords = spec
+        .options
+        .iter()
+        .map(|o| o.name)
+        .chain(positional.iter().copied())
+        .chain(common_keywords(spec).iter().copied());
+    let keywords: Vec<&'static str> = keywords.collect();
+    for (key, value) in kwargs.into_iter().flat_map(|k| k.iter()) {
+        let key: String = key.extract()?;
+        let Some(&name) = keywords.iter().find(|&&k| k == key) else {
+            return Err(PyTypeError::new_err(format!(
+                "{f}() got an unexpected keyword argument '{key}'"
+            )));
+        };
+        if bound.iter().any(|(n, _)| *n == name) {
+            return Err(PyTypeError::new_err(format!(
+                "{f}() got multiple values for argument '{name}'"
+            )));
+        }
+        bound.push((name, value));
+    }
+    bound.retain(|(_, v)| !v.is_none());
+    let required = spec
+        .inputs
+        .iter()
+        .map(|i| i.python)
+        .chain(["out"])
+        .chain(spec.options.iter().filter(|o| o.required).map(|o| o.name));
+    for name in required {
+        if !bound.iter().any(|(n, _)| *n == name) {
+            return Err(PyTypeError::new_err(format!(
+                "{f}() missing required argument '{name}'"
+            )));
+        }
+    }
+    Ok(bound)
+}
+
+/// A Python value of option `option` in the table's canonical form.
+fn value_of(spec: &OpSpec, option: &OptionSpec, value: &Bound<'_, PyAny>) -> PyResult<OpValue> {
+    let wrong = |what: &str| {
+        PyTypeError::new_err(format!(
+            "{}() argument '{}' must be {what}, not {}",
+            spec.python,
+            option.name,
+            value
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    };
+    Ok(match option.kind {
+        ValueKind::Flag => OpValue::Flag(value.extract().map_err(|_| wrong("a bool"))?),
+        ValueKind::F32 | ValueKind::F64 => {
+            OpValue::Number(value.extract().map_err(|_| wrong("a number"))?)
+        }
+        ValueKind::Count => OpValue::Count(value.extract().map_err(|_| wrong("a whole number"))?),
+        ValueKind::Text | ValueKind::Name(_) => {
+            OpValue::Text(value.extract().map_err(|_| wrong("a string"))?)
+        }
+        ValueKind::Path => OpValue::Path(value.extract().map_err(|_| wrong("a path"))?),
+        ValueKind::Numbers { sep, count } => {
+            let numbers: Vec<i64> = value.extract().map_err(|_| wrong("a tuple of integers"))?;
+            if numbers.len() != count {
+                return Err(wrong(&format!("a tuple of {count} integers")));
+            }
+            let texts: Vec<String> = numbers.iter().map(i64::to_string).collect();
+            OpValue::Text(texts.join(sep))
+        }
+        ValueKind::Ids => OpValue::Texts(id_texts(value)?),
+        ValueKind::ChannelValues => OpValue::Text(channel_values(value, option.name)?),
+    })
+}
+
+/// Call the function of operation `spec` (see the module docs).
+fn call(
+    spec: &'static OpSpec,
+    args: &Bound<'_, PyTuple>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Py<PyAny>> {
+    let py = args.py();
+    let bound = bind(spec, args, kwargs)?;
+    let given = |name: &str| bound.iter().find(|(n, _)| *n == name).map(|(_, v)| v);
+    let mut values = OpValues::new(spec);
+    for option in spec.options {
+        if let Some(value) = given(option.name) {
+            values.set(option, value_of(spec, option, value)?);
+        }
+    }
+    let path = |name: &str| -> PyResult<PathBuf> {
+        given(name).expect("bound").extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{}() argument '{name}' must be a path",
+                spec.python
+            ))
+        })
+    };
+    let inputs: Vec<PathBuf> = spec
+        .inputs
+        .iter()
+        .map(|i| path(i.python))
+        .collect::<PyResult<_>>()?;
+    let out = path("out")?;
+    let operation = (spec.build)(&values, &Keywords).map_err(to_py)?;
+    let flag = |name: &str| -> PyResult<bool> { given(name).map_or(Ok(false), |v| v.extract()) };
+    let part: Option<PartArg> = given("part").map(|p| p.extract()).transpose()?;
+    let mut request = OutputRequest {
         part: part_selector(part),
-        memory_budget: budget_bytes(memory_budget)?.unwrap_or(DEFAULT_MEMORY_BUDGET),
+        memory_budget: budget_bytes(given("memory_budget"))?.unwrap_or(DEFAULT_MEMORY_BUDGET),
         ..OutputRequest::default()
     };
-    request.check(out, &Keywords).map_err(to_py)?;
-    Ok(request)
-}
-
-fn run(
-    py: Python<'_>,
-    op: &dyn DeepOp,
-    input: PathBuf,
-    out: PathBuf,
-    request: OutputRequest,
-) -> PyResult<()> {
-    py.detach(|| {
-        let options = request.stream_options(&out)?;
-        run_op(op, &input, &out, &options, None)
-    })
-    .map_err(to_py)
-}
-
-/// Keep the part of every sample of the deep file ``input`` inside the depth range
-/// ``[near, far)`` and write it to ``out``, as ``deepmerge slice``: volumes crossing a plane are
-/// split with the tidy's rule, points exactly at ``far`` belong to the back, ``keep_outside``
-/// keeps the complement. ``out`` is a deep EXR, or ``*.png`` for a preview of its flat
-/// composite. ``compression``, ``no_deep_state``, ``tidy``, ``part`` and ``memory_budget``
-/// (bytes) are the CLI's options.
-#[pyfunction]
-#[pyo3(signature = (input, out, near=None, far=None, keep_outside=false, *, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
-#[allow(clippy::too_many_arguments)]
-fn deep_slice(
-    py: Python<'_>,
-    input: PathBuf,
-    out: PathBuf,
-    near: Option<f32>,
-    far: Option<f32>,
-    keep_outside: bool,
-    compression: Option<&str>,
-    no_deep_state: bool,
-    tidy: bool,
-    part: Option<PartArg>,
-    memory_budget: Option<&Bound<'_, PyAny>>,
-) -> PyResult<()> {
-    let slice = Slice::named(near, far, keep_outside, &Keywords).map_err(to_py)?;
-    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
-    run(py, &slice, input, out, request)
-}
-
-/// Keep the pixels of ``input`` inside the inclusive box ``(x0, y0, x1, y1)`` (or, with
-/// ``keep_outside``, outside it) and write them to ``out``, as ``deepmerge crop``; the data
-/// window shrinks to what remains. Options as ``deep_slice``.
-#[pyfunction]
-#[pyo3(signature = (input, out, r#box, keep_outside=false, *, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
-#[allow(clippy::too_many_arguments)]
-fn crop(
-    py: Python<'_>,
-    input: PathBuf,
-    out: PathBuf,
-    r#box: (i32, i32, i32, i32),
-    keep_outside: bool,
-    compression: Option<&str>,
-    no_deep_state: bool,
-    tidy: bool,
-    part: Option<PartArg>,
-    memory_budget: Option<&Bound<'_, PyAny>>,
-) -> PyResult<()> {
-    let (x0, y0, x1, y1) = r#box;
-    let crop = Crop::parse_named(&format!("{x0},{y0},{x1},{y1}"), keep_outside, &Keywords)
+    if spec.produces == Produces::Image {
+        let compression: Option<String> = given("compression").map(|c| c.extract()).transpose()?;
+        request.compression = compression
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(to_py)?;
+        request.deep_state = !flag("no_deep_state")?;
+        request.tidy = flag("tidy")?;
+        request.check(&out, &Keywords).map_err(to_py)?;
+    }
+    let ran = py
+        .detach(|| registry::run(spec, operation.as_ref(), &inputs, &out, request))
         .map_err(to_py)?;
-    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
-    run(py, &crop, input, out, request)
-}
-
-/// Move ``input`` by whole pixels (``translate=(x, y)``; the display window stays unless
-/// ``move_display``) and map its depths to ``Z * z_scale + z_offset`` (``z_scale > 0``; half
-/// depths are written as float), writing ``out``, as ``deepmerge transform``. Options as
-/// ``deep_slice``.
-#[pyfunction]
-#[pyo3(signature = (input, out, translate=None, z_offset=0.0, z_scale=1.0, *, move_display=false, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
-#[allow(clippy::too_many_arguments)]
-fn transform(
-    py: Python<'_>,
-    input: PathBuf,
-    out: PathBuf,
-    translate: Option<(i32, i32)>,
-    z_offset: f64,
-    z_scale: f64,
-    move_display: bool,
-    compression: Option<&str>,
-    no_deep_state: bool,
-    tidy: bool,
-    part: Option<PartArg>,
-    memory_budget: Option<&Bound<'_, PyAny>>,
-) -> PyResult<()> {
-    let translate = translate.map(|(x, y)| format!("{x},{y}"));
-    let transform = Transform::named(translate.as_deref(), z_offset, z_scale, &Keywords)
-        .map_err(to_py)?
-        .moving_display(move_display);
-    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
-    run(py, &transform, input, out, request)
+    Ok(match ran {
+        Ran::Image | Ran::Empty => py.None(),
+        Ran::Points(n) => n.into_pyobject(py)?.into_any().unbind(),
+    })
 }
 
 /// The `ids` argument as `--id` texts: one `"CHANNEL=N[,N...]"`, a list of them, or a dict
@@ -180,97 +323,14 @@ fn id_texts(ids: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
         .map_err(|_| usage("ids must be \"CHANNEL=N[,N...]\", a list of them, or {channel: ids}"))
 }
 
-/// Keep the samples of ``input`` whose id channels hold the given ids and write them to
-/// ``out``, as ``deepmerge idselect``. ``ids`` is ``"CHANNEL=N[,N...]"``, a list of them (the
-/// CLI's ``--id`` options: ANDed across, the ids of one ORed), or ``{channel: id or [ids]}``.
-/// uint channels are compared exactly; half and float channels hold ids as whole numbers.
-/// ``invert`` keeps the other samples; ``mask=PATH`` also writes the flat alpha of the kept
-/// samples (a flat EXR, or ``*.png``). Other options as ``deep_slice``.
-#[pyfunction]
-#[pyo3(signature = (input, out, ids, invert=false, mask=None, *, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
-#[allow(clippy::too_many_arguments)]
-fn idselect(
-    py: Python<'_>,
-    input: PathBuf,
-    out: PathBuf,
-    ids: &Bound<'_, PyAny>,
-    invert: bool,
-    mask: Option<PathBuf>,
-    compression: Option<&str>,
-    no_deep_state: bool,
-    tidy: bool,
-    part: Option<PartArg>,
-    memory_budget: Option<&Bound<'_, PyAny>>,
-) -> PyResult<()> {
-    let select = IdSelect::parse_named(&id_texts(ids)?, invert, &Keywords).map_err(to_py)?;
-    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
-    py.detach(|| run_idselect(&select, &input, &out, mask.as_deref(), request))
-        .map_err(to_py)
-}
-
-/// Make the flat EXR ``input`` deep, one sample per pixel, and write it to ``out``, as
-/// ``deepmerge deepen``: the depth is the constant ``z`` or the channel ``z_channel`` (exactly
-/// one of them), the back depth ``Z + thickness`` or the channel ``zback_channel`` (neither:
-/// point samples). Pixels whose every channel is zero get no sample; the input needs an alpha
-/// channel. ``part`` picks the flat part; other options as ``deep_slice``.
-#[pyfunction]
-#[pyo3(signature = (input, out, z=None, z_channel=None, thickness=None, zback_channel=None, *, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
-#[allow(clippy::too_many_arguments)]
-fn deepen(
-    py: Python<'_>,
-    input: PathBuf,
-    out: PathBuf,
-    z: Option<f32>,
-    z_channel: Option<&str>,
-    thickness: Option<f32>,
-    zback_channel: Option<&str>,
-    compression: Option<&str>,
-    no_deep_state: bool,
-    tidy: bool,
-    part: Option<PartArg>,
-    memory_budget: Option<&Bound<'_, PyAny>>,
-) -> PyResult<()> {
-    let deepen = Deepen::named(z, z_channel, thickness, zback_channel, &Keywords).map_err(to_py)?;
-    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
-    py.detach(|| run_deepen(&deepen, &input, &out, request))
-        .map_err(to_py)
-}
-
-/// Give the deep EXR ``deep`` the colour of the flat EXR ``flat`` and write it to ``out``, as
-/// ``deepmerge recolor``: the samples keep their depths and opacity, and each takes the share
-/// ``C * a / A`` of the flat colour ``C`` (``A`` the pixel's flattened alpha), so that ``out``
-/// flattens to the flat colour wherever ``A > 0``. ``target_alpha`` also scales the
-/// opacities so that the flattened alpha is the flat alpha. Other options as ``deep_slice``
-/// (``part`` picks the deep part).
-#[pyfunction]
-#[pyo3(signature = (deep, flat, out, target_alpha=false, *, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
-#[allow(clippy::too_many_arguments)]
-fn recolor(
-    py: Python<'_>,
-    deep: PathBuf,
-    flat: PathBuf,
-    out: PathBuf,
-    target_alpha: bool,
-    compression: Option<&str>,
-    no_deep_state: bool,
-    tidy: bool,
-    part: Option<PartArg>,
-    memory_budget: Option<&Bound<'_, PyAny>>,
-) -> PyResult<()> {
-    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
-    py.detach(|| run_recolor(Recolor { target_alpha }, &deep, &flat, &out, request))
-        .map_err(to_py)
-}
-
 /// A per-channel value as the CLI's text: a number, three numbers ``(r, g, b)``, a
 /// ``{channel: value}`` dict, or the CLI's text itself.
-fn channel_values(value: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<String>> {
-    let Some(value) = value else { return Ok(None) };
+fn channel_values(value: &Bound<'_, PyAny>, name: &str) -> PyResult<String> {
     if let Ok(text) = value.extract::<String>() {
-        return Ok(Some(text));
+        return Ok(text);
     }
     if let Ok(v) = value.extract::<f64>() {
-        return Ok(Some(v.to_string()));
+        return Ok(v.to_string());
     }
     if let Ok(dict) = value.cast::<PyDict>() {
         let items: Vec<String> = dict
@@ -284,131 +344,13 @@ fn channel_values(value: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Opti
             })
             .collect::<PyResult<_>>()
             .map_err(|_: PyErr| usage(format!("{name} as a dict maps channel names to numbers")))?;
-        return Ok(Some(items.join(",")));
+        return Ok(items.join(","));
     }
     if let Ok(list) = value.extract::<Vec<f64>>() {
         let items: Vec<String> = list.iter().map(f64::to_string).collect();
-        return Ok(Some(items.join(",")));
+        return Ok(items.join(","));
     }
     Err(usage(format!(
         "{name} is a number, (r, g, b), {{channel: value}} or the CLI's text"
     )))
-}
-
-/// Colour-correct every sample of ``input`` and write ``out``, as ``deepmerge grade``:
-/// ``lift``, ``gain``, ``offset``, ``gamma`` and ``contrast`` each take a number (every colour
-/// channel), ``(r, g, b)``, ``{channel: value}`` or the CLI's text; ``saturation`` a number.
-/// The correction works on unpremultiplied colour and is mixed by the depth mask ``near``,
-/// ``far``, ``ramp`` and the id mask ``ids`` (as ``idselect``'s). Other options as
-/// ``deep_slice``.
-#[pyfunction]
-#[pyo3(signature = (input, out, *, lift=None, gain=None, offset=None, gamma=None, contrast=None, saturation=None, near=None, far=None, ramp=0.0, ids=None, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
-#[allow(clippy::too_many_arguments)]
-fn grade(
-    py: Python<'_>,
-    input: PathBuf,
-    out: PathBuf,
-    lift: Option<&Bound<'_, PyAny>>,
-    gain: Option<&Bound<'_, PyAny>>,
-    offset: Option<&Bound<'_, PyAny>>,
-    gamma: Option<&Bound<'_, PyAny>>,
-    contrast: Option<&Bound<'_, PyAny>>,
-    saturation: Option<f64>,
-    near: Option<f64>,
-    far: Option<f64>,
-    ramp: f64,
-    ids: Option<&Bound<'_, PyAny>>,
-    compression: Option<&str>,
-    no_deep_state: bool,
-    tidy: bool,
-    part: Option<PartArg>,
-    memory_budget: Option<&Bound<'_, PyAny>>,
-) -> PyResult<()> {
-    let (lift, gain, offset, gamma, contrast) = (
-        channel_values(lift, "lift")?,
-        channel_values(gain, "gain")?,
-        channel_values(offset, "offset")?,
-        channel_values(gamma, "gamma")?,
-        channel_values(contrast, "contrast")?,
-    );
-    let ids = match ids {
-        Some(ids) => id_texts(ids)?,
-        None => Vec::new(),
-    };
-    let grade = Grade::parse(&GradeArgs {
-        lift: lift.as_deref(),
-        gain: gain.as_deref(),
-        offset: offset.as_deref(),
-        gamma: gamma.as_deref(),
-        contrast: contrast.as_deref(),
-        saturation,
-        near,
-        far,
-        ramp,
-        ids: &ids,
-    })
-    .map_err(to_py)?;
-    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
-    py.detach(|| run_grade(&grade, &input, &out, request))
-        .map_err(to_py)
-}
-
-/// Change the resolution of ``input`` and write ``out``, as ``deepmerge reformat``: ``size``
-/// is ``(width, height)`` or ``scale`` a factor (exactly one); ``filter`` is ``"box"`` (the
-/// footprint's pixels gathered so that flattening commutes with resizing) or ``"nearest"``;
-/// ``max_gather`` bounds the samples one output pixel gathers. Other options as
-/// ``deep_slice``.
-#[pyfunction]
-#[pyo3(signature = (input, out, size=None, scale=None, *, filter="box", max_gather=DEFAULT_MAX_GATHER, compression=None, no_deep_state=false, tidy=false, part=None, memory_budget=None))]
-#[allow(clippy::too_many_arguments)]
-fn reformat(
-    py: Python<'_>,
-    input: PathBuf,
-    out: PathBuf,
-    size: Option<(u32, u32)>,
-    scale: Option<f64>,
-    filter: &str,
-    max_gather: u64,
-    compression: Option<&str>,
-    no_deep_state: bool,
-    tidy: bool,
-    part: Option<PartArg>,
-    memory_budget: Option<&Bound<'_, PyAny>>,
-) -> PyResult<()> {
-    let size = size.map(|(w, h)| format!("{w}x{h}"));
-    let filter: Filter = filter.parse().map_err(to_py)?;
-    let reformat = Reformat::new(size.as_deref(), scale, filter, max_gather).map_err(to_py)?;
-    let request = output_request(&out, compression, no_deep_state, tidy, part, memory_budget)?;
-    py.detach(|| run_reformat(&reformat, &input, &out, request))
-        .map_err(to_py)
-}
-
-/// Write every sample of ``input`` with alpha at least ``min_alpha`` as a point of the binary
-/// PLY file ``out``, as ``deepmerge points``: placed by the header's camera (``camera="auto"``
-/// falls back to pixel coordinates, ``"file"`` requires the camera, ``"pixels"`` ignores it),
-/// ``frame=(x0, y0, x1, y1)`` the render's display window for a cut-out image,
-/// ``top_view=PATH`` also a PNG of the points seen from above. Returns the number of points.
-#[pyfunction]
-#[pyo3(signature = (input, out, min_alpha=0.0, *, camera="auto", frame=None, top_view=None, part=None, memory_budget=None))]
-#[allow(clippy::too_many_arguments)]
-fn points(
-    py: Python<'_>,
-    input: PathBuf,
-    out: PathBuf,
-    min_alpha: f32,
-    camera: &str,
-    frame: Option<(i32, i32, i32, i32)>,
-    top_view: Option<PathBuf>,
-    part: Option<PartArg>,
-    memory_budget: Option<&Bound<'_, PyAny>>,
-) -> PyResult<u64> {
-    let camera: CameraMode = camera.parse().map_err(to_py)?;
-    let frame = frame.map(|(a, b, c, d)| format!("{a},{b},{c},{d}"));
-    let points = Points::new(min_alpha, camera, frame.as_deref())
-        .and_then(|p| p.with_top_view(top_view.as_deref()))
-        .map_err(to_py)?;
-    let part = part_selector(part);
-    let budget = budget_bytes(memory_budget)?.unwrap_or(DEFAULT_MEMORY_BUDGET);
-    py.detach(|| run_points(&points, &input, &out, &part, budget, None))
-        .map_err(to_py)
 }

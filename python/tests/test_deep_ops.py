@@ -58,7 +58,6 @@ def test_png_previews_and_the_flatten_of_one_path_match_the_cli(cli, tmp_path):
     [
         (lambda o: dm.deep_slice(VOLUMES, o, near=2.0, far=1.0), "behind far="),
         (lambda o: dm.transform(VOLUMES, o, z_scale=0.0), "^z_scale must be"),
-        (lambda o: dm.crop(VOLUMES, o, (100, 100, 110, 110)), "leaves nothing"),
         (lambda o: dm.crop(VOLUMES, str(o) + ".tif", (0, 0, 3, 3)), "from the extension"),
     ],
 )
@@ -66,3 +65,10 @@ def test_refusals_are_usage_errors_and_write_nothing(tmp_path, call, message):
     with pytest.raises(dm.UsageError, match=message):
         call(tmp_path / "x.exr")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_crop_that_leaves_nothing_writes_an_image_without_samples(tmp_path):
+    dm.crop(VOLUMES, tmp_path / "empty.exr", (100, 100, 110, 110))
+    empty = dm.read(tmp_path / "empty.exr")
+    assert empty.data_window == ((100, 100), (110, 110))
+    assert empty.sample_count == 0

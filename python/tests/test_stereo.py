@@ -43,7 +43,8 @@ def test_a_part_per_input_is_the_cli_part_given_once_per_input(cli, tmp_path):
 
 
 def test_a_missing_part_and_an_unchosen_one(tmp_path):
-    with pytest.raises(dm.FormatError, match=r'Balls\.exr: has no deep part "rgba\.right"'):
+    # A part the file lacks is a usage error (the CLI's exit code 2), with all_parts as with part.
+    with pytest.raises(dm.UsageError, match=r'Balls\.exr: has no deep part "rgba\.right"'):
         dm.merge([STEREO, BALLS], backend="cpu", out=tmp_path / "x.exr", all_parts=True)
     assert not (tmp_path / "x.exr").exists()
     with pytest.warns(UserWarning, match=r'merging its first deep part "rgba\.left" of 2'):

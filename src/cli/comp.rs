@@ -95,7 +95,10 @@ pub fn run_comp(args: &CompArgs) -> Result<()> {
         "failed"
     };
     if failed > 0 && !args.quiet {
-        eprintln!("deepmerge: {written} frames written, {failed} {verb}");
+        eprintln!(
+            "deepmerge: {} written, {failed} {verb}",
+            crate::counted(written, "frame")
+        );
     }
     match (failed, written, args.skip_bad_frames) {
         (0, _, _) => Ok(()),
@@ -108,12 +111,5 @@ pub fn run_comp(args: &CompArgs) -> Result<()> {
 }
 
 fn progress_mode(args: &CompArgs) -> ProgressMode {
-    match (args.quiet, args.progress) {
-        (true, _) => ProgressMode::None,
-        (false, None | Some(ProgressArg::Auto)) => ProgressMode::Auto,
-        (false, Some(ProgressArg::Bar)) => ProgressMode::Bar,
-        (false, Some(ProgressArg::Openjd)) => ProgressMode::OpenJd,
-        (false, Some(ProgressArg::Plain)) => ProgressMode::Plain,
-        (false, Some(ProgressArg::None)) => ProgressMode::None,
-    }
+    super::ops::progress_mode(args.quiet, args.progress)
 }

@@ -16,8 +16,9 @@ use deepmerge::ops::run_holdout as run_streamed_holdout;
 use deepmerge::request::{Backend, OutputRequest};
 use deepmerge::Result;
 
+use super::ops::{run_sequence, SequenceArgs};
 use super::options::{memory_size, named, Flags};
-use crate::{OutputArgs, DEFAULT_BUDGET, FLAT_TYPES};
+use crate::{OutputArgs, ProgressArg, DEFAULT_BUDGET, FLAT_TYPES};
 
 /// `deepmerge holdout`.
 #[derive(Args, Debug)]
@@ -66,6 +67,17 @@ pub struct HoldoutArgs {
     /// Bands of exactly N rows, whatever the budget says (for tests and measurements).
     #[arg(long, value_name = "N", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
     band_rows: Option<u32>,
+    /// Run a frame sequence: the frames (1-100, 1-100x4, 1-10,20) of the inputs and the output
+    /// with a frame token (#### or @@@@, %04d, $F4), as the merge runs them.
+    #[arg(long, value_name = "RANGE", allow_hyphen_values = true)]
+    frames: Option<String>,
+    /// Progress: a bar when stderr is a terminal (auto), the bar, `openjd_progress: N` lines
+    /// (Open Job Description) or `Progress: N%` lines (Deadline) on stdout, or none.
+    #[arg(long, value_enum, value_name = "MODE")]
+    progress: Option<ProgressArg>,
+    /// Print nothing but errors.
+    #[arg(short, long, conflicts_with = "progress")]
+    quiet: bool,
     /// Which engine runs the holdout: the CPU (auto, cpu); gl is refused, saying why.
     #[arg(long, value_name = "ENGINE", default_value = "auto", value_parser = named::<Backend>(&["auto", "cpu", "gl"]))]
     backend: Backend,
@@ -92,20 +104,22 @@ pub fn run_holdout(args: &HoldoutArgs) -> Result<()> {
         memory_budget: memory_size("--memory-budget", &args.memory_budget)?,
         band_rows: args.band_rows.map(|n| n as usize),
         channels: None,
+        quiet: false,
     };
     request.check(&args.output, &Flags)?;
-    let options = request.stream_options(&args.output)?;
     let mode = if args.cull {
         HoldoutMode::Cull
     } else {
         HoldoutMode::Attenuate
     };
-    run_streamed_holdout(
-        &args.input,
-        &args.holdout,
-        &args.output,
-        mode,
-        &options,
-        None,
-    )
+    let sequence = SequenceArgs {
+        frames: args.frames.clone(),
+        progress: args.progress,
+        quiet: args.quiet,
+    };
+    let inputs = [args.input.clone(), args.holdout.clone()];
+    run_sequence(&sequence, &inputs, &args.output, &mut |inputs, output| {
+        let options = request.stream_options(output)?;
+        run_streamed_holdout(&inputs[0], &inputs[1], output, mode, &options, None)
+    })
 }

@@ -1,9 +1,6 @@
 //! The command line's subcommands other than the merge, and what they share with it.
 
 pub mod comp;
-pub mod grade;
 pub mod holdout;
 pub mod ops;
 pub mod options;
-pub mod points;
-pub mod reformat;

@@ -1,24 +1,28 @@
-//! `flatten`, `slice`, `crop`, `transform` and `idselect`: one deep input, one output, streamed in bands
-//! within `--memory-budget` (`deepmerge::ops`); `deepen` (a flat input) and `recolor` (a deep
-//! and a flat input) likewise. Output options are the merge's: deep output
-//! takes `--compression`, `--no-deep-state` and `--tidy`; an output named `*.png` is an 8-bit
-//! sRGB preview of the flat composite; any other extension than `.exr` or `.png` is refused.
+//! The single-input commands: `flatten` (the merge of one input), and every operation of the
+//! table [`deepmerge::ops::OPERATIONS`] (`slice`, `crop`, `transform`, `idselect`, `deepen`,
+//! `recolor`, `grade`, `reformat`, `points`), whose subcommands are made from the table with
+//! clap's builder ([`subcommands`]) and run through it ([`run_operation`]). One input (two for
+//! `recolor`), one output, streamed in bands within `--memory-budget`. Output options are the
+//! merge's: deep output takes `--compression`, `--no-deep-state` and `--tidy`; an output named
+//! `*.png` is an 8-bit sRGB preview of the flat composite; any other extension than `.exr` or
+//! `.png` is refused.
 
 use std::path::{Path, PathBuf};
 
-use clap::Args;
+use clap::builder::PossibleValuesParser;
+use clap::{value_parser, Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use deepmerge::exr::ChannelSelection;
 use deepmerge::exr::{FlatType, PartSelector};
-use deepmerge::ops::{
-    run_deepen as run_deepening, run_idselect as run_id_selection, run_op,
-    run_recolor as run_recoloring, Crop, DeepOp, Deepen, IdSelect, Recolor, Slice, Transform,
-};
+use deepmerge::job::SequenceSummary;
+use deepmerge::ops::registry::{self, OpSpec, OpValue, OpValues, Produces, Ran, ValueKind};
+use deepmerge::progress::{Progress, ProgressMode};
 use deepmerge::request::OutputRequest;
-use deepmerge::stream::{merge_files, MergeEngine};
-use deepmerge::Result;
+use deepmerge::sequence::{self, FramePattern};
+use deepmerge::stream::{merge_parts, plan_parts, MergeEngine, PartRequest};
+use deepmerge::{Error, Result};
 
 use super::options::{memory_size, named, Flags};
-use crate::{OutputArgs, DEFAULT_BUDGET, FLAT_TYPES};
+use crate::{OutputArgs, ProgressArg, DEFAULT_BUDGET, FLAT_TYPES};
 
 /// What every single-input command reads with.
 #[derive(Args, Debug)]
@@ -33,6 +37,111 @@ pub struct InputArgs {
     /// Bands of exactly N rows, whatever the budget says (for tests and measurements).
     #[arg(long, value_name = "N", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
     band_rows: Option<u32>,
+    /// Run a frame sequence: the frames (1-100, 1-100x4, 1-10,20) of the inputs and the output
+    /// with a frame token (#### or @@@@, %04d, $F4), as the merge runs them.
+    #[arg(long, value_name = "RANGE", allow_hyphen_values = true)]
+    frames: Option<String>,
+    /// Progress: a bar when stderr is a terminal (auto), the bar, `openjd_progress: N` lines
+    /// (Open Job Description) or `Progress: N%` lines (Deadline) on stdout, or none.
+    #[arg(long, value_enum, value_name = "MODE")]
+    progress: Option<ProgressArg>,
+    /// Print nothing but errors.
+    #[arg(short, long, conflicts_with = "progress")]
+    quiet: bool,
+}
+
+/// The progress `quiet` and `--progress` ask for (the merge's, `comp`'s and every single-input
+/// command's).
+pub fn progress_mode(quiet: bool, progress: Option<ProgressArg>) -> ProgressMode {
+    match (quiet, progress) {
+        (true, _) => ProgressMode::None,
+        (false, None | Some(ProgressArg::Auto)) => ProgressMode::Auto,
+        (false, Some(ProgressArg::Bar)) => ProgressMode::Bar,
+        (false, Some(ProgressArg::Openjd)) => ProgressMode::OpenJd,
+        (false, Some(ProgressArg::Plain)) => ProgressMode::Plain,
+        (false, Some(ProgressArg::None)) => ProgressMode::None,
+    }
+}
+
+/// Run a single-input command once, or with `--frames` once per frame, as the merge runs a
+/// sequence: the output path needs a frame token (and one without `--frames` is refused), the
+/// inputs' tokens take the frame too; a failed frame is one line and the others still run;
+/// progress and the closing line as the merge's. `once` gets the frame's inputs and output.
+fn run_frames(
+    read: &InputArgs,
+    inputs: &[PathBuf],
+    output: &Path,
+    once: &mut dyn FnMut(&[PathBuf], &Path) -> Result<()>,
+) -> Result<()> {
+    let sequence = SequenceArgs {
+        frames: read.frames.clone(),
+        progress: read.progress,
+        quiet: read.quiet,
+    };
+    run_sequence(&sequence, inputs, output, once)
+}
+
+/// `--frames`, `--progress` and `-q` as a command with its own arguments takes them (`holdout`).
+pub struct SequenceArgs {
+    /// The frames' range, if a sequence.
+    pub frames: Option<String>,
+    /// The progress asked for.
+    pub progress: Option<ProgressArg>,
+    /// Nothing but errors.
+    pub quiet: bool,
+}
+
+/// [`run_frames`] for a command with its own arguments.
+pub fn run_sequence(
+    sequence: &SequenceArgs,
+    inputs: &[PathBuf],
+    output: &Path,
+    once: &mut dyn FnMut(&[PathBuf], &Path) -> Result<()>,
+) -> Result<()> {
+    let pattern = FramePattern::parse(output)?;
+    let (frames, pattern) = match (&sequence.frames, pattern) {
+        (Some(range), Some(pattern)) => (sequence::parse_frames(range)?, pattern),
+        (Some(_), None) => {
+            return Err(Error::Usage(format!(
+                "--frames needs a frame token (####, %04d, $F4) in the output path {}",
+                output.display()
+            )))
+        }
+        (None, Some(_)) => {
+            return Err(Error::Usage(format!(
+                "{} has a frame token; give the frames with --frames",
+                output.display()
+            )))
+        }
+        (None, None) => return once(inputs, output),
+    };
+    let input_patterns: Vec<Option<FramePattern>> = inputs
+        .iter()
+        .map(|p| FramePattern::parse(p))
+        .collect::<Result<_>>()?;
+    let progress = Progress::new(
+        progress_mode(sequence.quiet, sequence.progress),
+        frames.len() as u64,
+        "frames",
+    );
+    let (mut written, mut failed) = (0, 0);
+    for &frame in &frames {
+        let paths: Vec<PathBuf> = inputs
+            .iter()
+            .zip(&input_patterns)
+            .map(|(path, p)| p.as_ref().map_or_else(|| path.clone(), |p| p.path(frame)))
+            .collect();
+        match once(&paths, &pattern.path(frame)) {
+            Ok(()) => written += 1,
+            Err(e) => {
+                failed += 1;
+                progress.note(&format!("deepmerge: error: frame {frame}: {e}"));
+            }
+        }
+        progress.step();
+    }
+    progress.finish();
+    crate::sequence_result(SequenceSummary { written, failed }, false, sequence.quiet)
 }
 
 /// The output options of an operation: as the merge's for deep output.
@@ -76,148 +185,6 @@ pub struct FlattenArgs {
     read: InputArgs,
 }
 
-/// `deepmerge slice`.
-#[derive(Args, Debug)]
-pub struct SliceArgs {
-    /// Deep EXR input.
-    input: PathBuf,
-    /// Front plane: keep from this depth on (inclusive; default -inf).
-    #[arg(long, value_name = "Z", allow_hyphen_values = true)]
-    near: Option<f32>,
-    /// Back plane: keep up to this depth (exclusive; default +inf).
-    #[arg(long, value_name = "Z", allow_hyphen_values = true)]
-    far: Option<f32>,
-    /// Keep what lies outside [near, far) instead.
-    #[arg(long)]
-    keep_outside: bool,
-    #[command(flatten)]
-    out: OpOutputArgs,
-    #[command(flatten)]
-    read: InputArgs,
-}
-
-/// `deepmerge crop`.
-#[derive(Args, Debug)]
-pub struct CropArgs {
-    /// Deep EXR input.
-    input: PathBuf,
-    /// The box X0,Y0,X1,Y1: inclusive pixel corners, as EXR windows are written.
-    #[arg(long = "box", value_name = "X0,Y0,X1,Y1", allow_hyphen_values = true)]
-    area: String,
-    /// Keep the pixels outside the box instead.
-    #[arg(long)]
-    keep_outside: bool,
-    #[command(flatten)]
-    out: OpOutputArgs,
-    #[command(flatten)]
-    read: InputArgs,
-}
-
-/// `deepmerge transform`.
-#[derive(Args, Debug)]
-pub struct TransformArgs {
-    /// Deep EXR input.
-    input: PathBuf,
-    /// Move the image by whole pixels: X,Y (the data window; the display window stays).
-    #[arg(long, value_name = "X,Y", allow_hyphen_values = true)]
-    translate: Option<String>,
-    /// Move the display window with the data window.
-    #[arg(long)]
-    move_display: bool,
-    /// Add D to every depth (after the scale): Z' = Z*S + D.
-    #[arg(
-        long,
-        value_name = "D",
-        default_value_t = 0.0,
-        allow_hyphen_values = true
-    )]
-    z_offset: f64,
-    /// Multiply every depth by S (> 0): Z' = Z*S + D.
-    #[arg(
-        long,
-        value_name = "S",
-        default_value_t = 1.0,
-        allow_hyphen_values = true
-    )]
-    z_scale: f64,
-    #[command(flatten)]
-    out: OpOutputArgs,
-    #[command(flatten)]
-    read: InputArgs,
-}
-
-/// `deepmerge idselect`.
-#[derive(Args, Debug)]
-pub struct IdselectArgs {
-    /// Deep EXR input.
-    input: PathBuf,
-    /// CHANNEL=N[,N...]: keep the samples whose CHANNEL holds one of the ids (uint channels, or
-    /// float channels holding whole numbers). With an idManifest, names (shell patterns, e.g.
-    /// "id=blob/*") stand for the ids they name. Repeat for more channels: all must match.
-    #[arg(long = "id", value_name = "CHANNEL=N|NAME[,...]", required = true)]
-    ids: Vec<String>,
-    /// Keep the samples that are not selected instead.
-    #[arg(long)]
-    invert: bool,
-    /// Also write the flat alpha of the kept samples to MASK (a flat EXR, or `*.png`).
-    #[arg(long, value_name = "MASK")]
-    mask: Option<PathBuf>,
-    #[command(flatten)]
-    out: OpOutputArgs,
-    #[command(flatten)]
-    read: InputArgs,
-}
-
-/// `deepmerge deepen`.
-#[derive(Args, Debug)]
-pub struct DeepenArgs {
-    /// Flat EXR input (it needs an alpha channel).
-    input: PathBuf,
-    /// Every sample's depth Z.
-    #[arg(
-        long,
-        value_name = "Z",
-        allow_hyphen_values = true,
-        required_unless_present = "z_channel",
-        conflicts_with = "z_channel"
-    )]
-    z: Option<f32>,
-    /// Take each sample's Z from this channel of the input.
-    #[arg(long, value_name = "NAME")]
-    z_channel: Option<String>,
-    /// Make volumes: ZBack = Z + T (T >= 0). Without it or --zback-channel, samples are points.
-    #[arg(
-        long,
-        value_name = "T",
-        conflicts_with = "zback_channel",
-        allow_hyphen_values = true
-    )]
-    thickness: Option<f32>,
-    /// Take each sample's ZBack from this channel of the input.
-    #[arg(long, value_name = "NAME")]
-    zback_channel: Option<String>,
-    #[command(flatten)]
-    out: OpOutputArgs,
-    #[command(flatten)]
-    read: InputArgs,
-}
-
-/// `deepmerge recolor`.
-#[derive(Args, Debug)]
-pub struct RecolorArgs {
-    /// Deep EXR input: its samples, depths and opacity are kept.
-    deep: PathBuf,
-    /// Flat EXR input: the colour the deep image takes (its first flat part).
-    flat: PathBuf,
-    /// Also scale the opacities so that the flattened alpha is the flat image's alpha.
-    #[arg(long)]
-    target_alpha: bool,
-    #[command(flatten)]
-    out: OpOutputArgs,
-    #[command(flatten)]
-    read: InputArgs,
-}
-
 fn part_of(read: &InputArgs) -> PartSelector {
     read.part
         .as_deref()
@@ -242,23 +209,20 @@ pub fn run_flatten(args: &FlattenArgs) -> Result<()> {
         ..read_request(&args.read)?
     };
     request.check(&args.output, &Flags)?;
-    let options = request.stream_options(&args.output)?;
-    deepmerge::exr::check_output_is_not_an_input(&args.output, std::slice::from_ref(&args.input))?;
-    merge_files(
-        std::slice::from_ref(&args.input),
-        &args.output,
-        &options,
-        MergeEngine::Cpu,
-        None,
-    )?;
-    Ok(())
-}
-
-/// What an operation reads: the part, the memory budget in bytes and the fixed band height
-/// (for `points`, which writes no EXR and so takes no output request).
-pub(crate) fn input_of(read: &InputArgs) -> Result<(PartSelector, u64, Option<usize>)> {
-    let request = read_request(read)?;
-    Ok((request.part, request.memory_budget, request.band_rows))
+    // The parts as the one-input merge reads them: every deep part of a multi-part input
+    // (a multi-part output), unless --part picks one. So flatten writes the merge's bytes.
+    let parts = match &args.read.part {
+        Some(part) => PartRequest::Every(part.parse().expect("infallible")),
+        None => PartRequest::Auto,
+    };
+    let inputs = std::slice::from_ref(&args.input);
+    run_frames(&args.read, inputs, &args.output, &mut |inputs, output| {
+        let options = request.stream_options(output)?;
+        deepmerge::exr::check_output_is_not_an_input(output, inputs)?;
+        let plan = plan_parts(inputs, &parts)?;
+        merge_parts(inputs, output, &plan, &options, MergeEngine::Cpu, None)?;
+        Ok(())
+    })
 }
 
 /// The reading half of a request: part, budget, bands.
@@ -267,12 +231,13 @@ fn read_request(read: &InputArgs) -> Result<OutputRequest> {
         part: part_of(read),
         memory_budget: memory_size("--memory-budget", &read.memory_budget)?,
         band_rows: read.band_rows.map(|n| n as usize),
+        quiet: read.quiet,
         ..OutputRequest::default()
     })
 }
 
 /// An operation's request from its flags, checked against its output in the flags' words.
-pub(crate) fn request_of(out: &OpOutputArgs, read: &InputArgs) -> Result<OutputRequest> {
+fn request_of(out: &OpOutputArgs, read: &InputArgs) -> Result<OutputRequest> {
     let request = OutputRequest {
         tidy: out.tidy,
         deep_state: !out.no_deep_state,
@@ -285,77 +250,146 @@ pub(crate) fn request_of(out: &OpOutputArgs, read: &InputArgs) -> Result<OutputR
     Ok(request)
 }
 
-fn run(op: &dyn DeepOp, input: &Path, out: &OpOutputArgs, read: &InputArgs) -> Result<()> {
-    let options = request_of(out, read)?.stream_options(&out.output)?;
-    run_op(op, input, &out.output, &options, None)
-}
-
-/// Run `slice`.
-pub fn run_slice(args: &SliceArgs) -> Result<()> {
-    let slice = Slice::named(args.near, args.far, args.keep_outside, &Flags)?;
-    run(&slice, &args.input, &args.out, &args.read)
-}
-
-/// Run `crop`.
-pub fn run_crop(args: &CropArgs) -> Result<()> {
-    let crop = Crop::parse_named(&args.area, args.keep_outside, &Flags)?;
-    run(&crop, &args.input, &args.out, &args.read)
-}
-
-/// Run `transform`.
-pub fn run_transform(args: &TransformArgs) -> Result<()> {
-    let transform = Transform::named(
-        args.translate.as_deref(),
-        args.z_offset,
-        args.z_scale,
-        &Flags,
-    )?
-    .moving_display(args.move_display);
-    // Half depths cannot hold most depth changes: the operation writes them as float, and says
-    // so here, once.
-    let half_depths = deepmerge::exr::read_parts_info(&args.input)?
+/// The subcommand of every operation of the table, as clap's derive would make it from
+/// argument structs: the inputs, the operation's options, the output options, the reading
+/// options.
+pub fn subcommands() -> Vec<Command> {
+    deepmerge::ops::OPERATIONS
         .iter()
-        .any(|part| part.deep && transform.promotes(&part.channels));
-    if half_depths {
-        eprintln!(
-            "deepmerge transform: {}: its Z/ZBack are half, which would overflow or not change; \
-             the new depths are written as float",
-            args.input.display()
+        .map(|spec| subcommand(spec))
+        .collect()
+}
+
+fn subcommand(spec: &OpSpec) -> Command {
+    let mut command = Command::new(spec.name);
+    for input in spec.inputs {
+        command = command.arg(
+            Arg::new(input.python)
+                .value_name(input.python.to_uppercase())
+                .help(input.help)
+                .required(true)
+                .value_parser(value_parser!(PathBuf)),
         );
     }
-    run(&transform, &args.input, &args.out, &args.read)
-}
-
-/// Run `idselect` (and its `--mask`).
-pub fn run_idselect(args: &IdselectArgs) -> Result<()> {
-    let select = IdSelect::parse_named(&args.ids, args.invert, &Flags)?;
-    run_id_selection(
-        &select,
-        &args.input,
-        &args.out.output,
-        args.mask.as_deref(),
-        request_of(&args.out, &args.read)?,
-    )
-}
-
-/// Run `deepen`.
-pub fn run_deepen(args: &DeepenArgs) -> Result<()> {
-    let deepen = Deepen::named(
-        args.z,
-        args.z_channel.as_deref(),
-        args.thickness,
-        args.zback_channel.as_deref(),
-        &Flags,
-    )?;
-    let request = request_of(&args.out, &args.read)?;
-    run_deepening(&deepen, &args.input, &args.out.output, request)
-}
-
-/// Run `recolor`.
-pub fn run_recolor(args: &RecolorArgs) -> Result<()> {
-    let recolor = Recolor {
-        target_alpha: args.target_alpha,
+    // A file of the operation's own kind is named before its options (an image's output
+    // comes with the output options, after them).
+    if let Produces::File { value_name, help } = spec.produces {
+        command = command.arg(
+            Arg::new("output")
+                .short('o')
+                .long("output")
+                .value_name(value_name)
+                .help(help)
+                .required(true)
+                .value_parser(value_parser!(PathBuf)),
+        );
+    }
+    for option in spec.options {
+        let mut arg = Arg::new(option.name)
+            .long(option.flag())
+            .help(option.help)
+            .allow_hyphen_values(option.hyphen_values)
+            .required(option.required);
+        if option.kind != ValueKind::Flag {
+            arg = arg.value_name(option.value_name);
+        }
+        arg = match option.kind {
+            ValueKind::Flag => arg.action(ArgAction::SetTrue),
+            ValueKind::F32 => arg.value_parser(value_parser!(f32)),
+            ValueKind::F64 => arg.value_parser(value_parser!(f64)),
+            ValueKind::Count => arg.value_parser(value_parser!(u64)),
+            ValueKind::Name(names) => arg.value_parser(PossibleValuesParser::new(names)),
+            ValueKind::Path => arg.value_parser(value_parser!(PathBuf)),
+            ValueKind::Ids => arg.action(ArgAction::Append),
+            ValueKind::Text | ValueKind::Numbers { .. } | ValueKind::ChannelValues => arg,
+        };
+        if let Some(default) = option.default {
+            arg = arg.default_value(default);
+        }
+        if let Some(other) = option.either {
+            arg = arg.required_unless_present(other).conflicts_with(other);
+        }
+        if let Some(other) = option.conflicts_with {
+            arg = arg.conflicts_with(other);
+        }
+        command = command.arg(arg);
+    }
+    command = match spec.produces {
+        Produces::Image => OpOutputArgs::augment_args(command),
+        Produces::File { .. } => command,
     };
-    let request = request_of(&args.out, &args.read)?;
-    run_recoloring(recolor, &args.deep, &args.flat, &args.out.output, request)
+    // The derived arguments bring their struct's doc as `about`: the operation's is the help.
+    InputArgs::augment_args(command).about(spec.help)
+}
+
+/// The operation's values as the command line gave them.
+fn values_of(spec: &'static OpSpec, matches: &ArgMatches) -> OpValues {
+    let mut values = OpValues::new(spec);
+    for option in spec.options {
+        let id = option.name;
+        let text = || matches.get_one::<String>(id).cloned().map(OpValue::Text);
+        let value = match option.kind {
+            ValueKind::Flag => matches.get_flag(id).then_some(OpValue::Flag(true)),
+            ValueKind::F32 => matches
+                .get_one::<f32>(id)
+                .map(|&x| OpValue::Number(x as f64)),
+            ValueKind::F64 => matches.get_one::<f64>(id).map(|&x| OpValue::Number(x)),
+            ValueKind::Count => matches.get_one::<u64>(id).map(|&n| OpValue::Count(n)),
+            ValueKind::Path => matches.get_one::<PathBuf>(id).cloned().map(OpValue::Path),
+            ValueKind::Ids => matches
+                .get_many::<String>(id)
+                .map(|texts| OpValue::Texts(texts.cloned().collect())),
+            ValueKind::Text
+            | ValueKind::Name(_)
+            | ValueKind::Numbers { .. }
+            | ValueKind::ChannelValues => text(),
+        };
+        if let Some(value) = value {
+            values.set(option, value);
+        }
+    }
+    values
+}
+
+/// Run the operation `spec` with the command line's `matches` (of its [`subcommand`]).
+pub fn run_operation(spec: &'static OpSpec, matches: &ArgMatches) -> Result<()> {
+    let operation = (spec.build)(&values_of(spec, matches), &Flags)?;
+    let inputs: Vec<PathBuf> = spec
+        .inputs
+        .iter()
+        .map(|input| {
+            matches
+                .get_one::<PathBuf>(input.python)
+                .cloned()
+                .expect("a required input")
+        })
+        .collect();
+    let read = InputArgs::from_arg_matches(matches).map_err(|e| Error::Usage(e.to_string()))?;
+    let (request, output) = match spec.produces {
+        Produces::Image => {
+            let out =
+                OpOutputArgs::from_arg_matches(matches).map_err(|e| Error::Usage(e.to_string()))?;
+            (request_of(&out, &read)?, out.output)
+        }
+        Produces::File { .. } => {
+            let output = matches.get_one::<PathBuf>("output").cloned();
+            (read_request(&read)?, output.expect("a required output"))
+        }
+    };
+    let quiet = read.quiet;
+    run_frames(&read, &inputs, &output, &mut |inputs, output| {
+        if let Some(note) = operation.note(inputs).ok().flatten().filter(|_| !quiet) {
+            eprintln!("deepmerge {}: {note}", spec.name);
+        }
+        let ran = registry::run(spec, operation.as_ref(), inputs, output, request.clone())?;
+        if ran == Ran::Empty && !quiet {
+            eprintln!(
+                "deepmerge {}: {}: nothing of the input remains; the image is written with no \
+                 samples",
+                spec.name,
+                output.display()
+            );
+        }
+        Ok(())
+    })
 }

@@ -61,6 +61,10 @@ impl OptionNames for Flags {
     fn setting(&self, option: MergeOption, value: &str) -> String {
         format!("{} {value}", self.spell(option))
     }
+
+    fn operation_option(&self, option: &deepmerge::ops::registry::OptionSpec) -> String {
+        format!("--{}", option.flag())
+    }
 }
 
 /// A clap parser for the library option enum `T`: `names` are shown in help and completions,

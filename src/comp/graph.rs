@@ -4,10 +4,10 @@
 //! together) naming the script's line, and orders the nodes so that every node comes after
 //! what it reads. Nothing here opens a file.
 //!
-//! A new operation is one variant of [`Op`] with its inputs in [`Op::inputs`], its name in
-//! [`OP_NAMES`] and [`Op::name`], its options in `script.rs` (`node_op`), and its band in
-//! `run.rs` (`Runner::plan_node`; a band operation implementing [`crate::ops::DeepOp`] is one
-//! `plan_op` call there). Python's `Graph` adds a method naming it.
+//! The deep operations of the table ([`crate::ops::OPERATIONS`]) are one variant,
+//! [`Op::Operation`]: a new operation is a node by its row alone (its options parsed by
+//! `script.rs` from the row, its band given by [`crate::ops::Operation::node`]). The merge,
+//! holdout, flatten and tidy, which are the merge's own, have variants of their own.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -15,23 +15,22 @@ use std::path::PathBuf;
 use crate::composite::HoldoutMode;
 use crate::error::{Error, Result};
 use crate::exr::{Codec, FlatType, MetadataMode, PartSelector};
-use crate::ops::{Crop, Deepen, Grade, IdSelect, Recolor, Slice, Transform};
+use crate::ops::{OpSpec, Operation};
 use crate::request::{MergeOption, MergeRequest, OptionNames};
+use std::sync::Arc;
 
-/// The ops a node can run, as scripts name them.
-pub const OP_NAMES: [&str; 11] = [
-    "merge",
-    "holdout",
-    "slice",
-    "crop",
-    "transform",
-    "idselect",
-    "grade",
-    "recolor",
-    "deepen",
-    "flatten",
-    "tidy",
-];
+/// The ops a node can run, as scripts name them: the merge's own and the table's.
+pub fn op_names() -> Vec<&'static str> {
+    let table = crate::ops::OPERATIONS
+        .iter()
+        .filter(|s| s.comp)
+        .map(|s| s.name);
+    ["merge", "holdout"]
+        .into_iter()
+        .chain(table)
+        .chain(["flatten", "tidy"])
+        .collect()
+}
 
 /// A node's reference to another node (or input): its name and the script line naming it,
 /// then, once the graph is checked, its index in [`Graph::nodes`].
@@ -63,56 +62,14 @@ pub enum Op {
         /// Attenuate or cull.
         mode: HoldoutMode,
     },
-    /// `deepmerge slice`.
-    Slice {
-        /// The node sliced.
-        input: NodeRef,
-        /// The depth range.
-        slice: Slice,
-    },
-    /// `deepmerge crop`.
-    Crop {
-        /// The node cropped.
-        input: NodeRef,
-        /// The box.
-        crop: Crop,
-    },
-    /// `deepmerge transform`.
-    Transform {
-        /// The node moved.
-        input: NodeRef,
-        /// The move and depth change.
-        transform: Transform,
-    },
-    /// `deepmerge idselect`.
-    IdSelect {
-        /// The node selected from.
-        input: NodeRef,
-        /// The ids (names resolved from the first input's manifest).
-        select: IdSelect,
-    },
-    /// `deepmerge grade`.
-    Grade {
-        /// The node graded.
-        input: NodeRef,
-        /// The correction and its masks (id names resolved from the input's manifest).
-        grade: Grade,
-    },
-    /// `deepmerge recolor DEEP FLAT`.
-    Recolor {
-        /// The deep node.
-        input: NodeRef,
-        /// The flat input (an input, not a node: its file is read band by band).
-        flat: NodeRef,
-        /// With the target alpha or not.
-        recolor: Recolor,
-    },
-    /// `deepmerge deepen FLAT`.
-    Deepen {
-        /// The flat input.
-        input: NodeRef,
-        /// The depths.
-        deepen: Deepen,
+    /// An operation of the table (`deepmerge slice`, `crop`, ...).
+    Operation {
+        /// Its row of the table.
+        spec: &'static OpSpec,
+        /// The nodes it reads, in the row's order of inputs.
+        inputs: Vec<NodeRef>,
+        /// The operation its options made.
+        operation: Arc<dyn Operation>,
     },
     /// `deepmerge flatten` (the merge of one input, flat).
     Flatten {
@@ -137,13 +94,7 @@ impl Op {
             Op::Read { .. } => "input",
             Op::Merge { .. } => "merge",
             Op::Holdout { .. } => "holdout",
-            Op::Slice { .. } => "slice",
-            Op::Crop { .. } => "crop",
-            Op::Transform { .. } => "transform",
-            Op::IdSelect { .. } => "idselect",
-            Op::Grade { .. } => "grade",
-            Op::Recolor { .. } => "recolor",
-            Op::Deepen { .. } => "deepen",
+            Op::Operation { spec, .. } => spec.name,
             Op::Flatten { .. } => "flatten",
             Op::Tidy { .. } => "tidy",
         }
@@ -155,15 +106,12 @@ impl Op {
             Op::Read { .. } => Vec::new(),
             Op::Merge { inputs, .. } => inputs.iter().map(|i| (i, false)).collect(),
             Op::Holdout { input, holdout, .. } => vec![(input, false), (holdout, false)],
-            Op::Recolor { input, flat, .. } => vec![(input, false), (flat, true)],
-            Op::Deepen { input, .. } => vec![(input, true)],
-            Op::Slice { input, .. }
-            | Op::Crop { input, .. }
-            | Op::Transform { input, .. }
-            | Op::IdSelect { input, .. }
-            | Op::Grade { input, .. }
-            | Op::Flatten { input, .. }
-            | Op::Tidy { input } => vec![(input, false)],
+            Op::Operation { spec, inputs, .. } => inputs
+                .iter()
+                .zip(spec.inputs)
+                .map(|(i, kind)| (i, kind.flat))
+                .collect(),
+            Op::Flatten { input, .. } | Op::Tidy { input } => vec![(input, false)],
         }
     }
 
@@ -511,5 +459,9 @@ impl OptionNames for ScriptNames {
 
     fn setting(&self, option: MergeOption, value: &str) -> String {
         format!("{} = {value:?}", self.spell(option))
+    }
+
+    fn operation_option(&self, option: &crate::ops::registry::OptionSpec) -> String {
+        option.field().to_string()
     }
 }

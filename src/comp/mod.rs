@@ -13,6 +13,6 @@ pub mod graph;
 pub mod run;
 pub mod script;
 
-pub use graph::{Graph, Node, Op, Output, OP_NAMES};
+pub use graph::{op_names, Graph, Node, Op, Output};
 pub use run::{run_graph, RunOptions};
 pub use script::{parse_script, read_script, write_script, ScriptTable, ScriptValue};

@@ -43,6 +43,7 @@ use crate::exr::{
     MetadataMode, OutputOptions, RawAttribute,
 };
 use crate::ops::deepen::DeepenRows;
+use crate::ops::registry::{NodeInputs, NodeWork};
 use crate::ops::{DeepOp, OpWindows};
 use crate::preview::{is_png_path, PngBandWriter};
 use crate::stream::plan::OutputShape;
@@ -114,7 +115,7 @@ enum Work {
     },
     /// A holdout.
     Holdout(crate::composite::HoldoutMode),
-    /// A band operation of `crate::ops` (slice, crop, transform, idselect, recolor); `dy` is
+    /// A band operation of the table (slice, crop, transform, idselect, grade, recolor); `dy` is
     /// the rows its output moves by.
     Op {
         op: Box<dyn DeepOp + Send>,
@@ -382,12 +383,16 @@ impl<'g> Runner<'g> {
                     self.make_gl(request)?;
                 }
                 let head = self.merged_head(n, &merge, window)?;
+                // Flat output follows the inputs' colour types, as the command's.
+                let flat_type = request.flat_type.unwrap_or_else(|| {
+                    FlatType::following((0..k).flat_map(|i| &self.head(n, i).channels))
+                });
                 NodePlan {
                     window,
                     display: self.input(n, 0).display,
                     head,
                     attributes: self.input(n, 0).attributes.clone(),
-                    flat_type: request.flat_type.unwrap_or_default(),
+                    flat_type,
                     work: Work::Merge {
                         options: merge,
                         pruning: request.pruning,
@@ -399,61 +404,38 @@ impl<'g> Runner<'g> {
                 let head = holdout(self.head(n, 0), self.head(n, 1), *mode)?;
                 same_as_input(self, Work::Holdout(*mode), Some(head))
             }
-            Op::Slice { slice, .. } => self.plan_op(n, Box::new(*slice), 0)?,
-            Op::Crop { crop, .. } => self.plan_op(n, Box::new(*crop), 0)?,
-            Op::Transform { transform, .. } => {
-                self.plan_op(n, Box::new(*transform), transform.dy)?
-            }
-            Op::IdSelect { select, .. } => {
-                let select = if select.has_names() {
-                    let manifest = self.input_manifest(n)?;
-                    select.with_names_resolved(manifest.as_ref())?
-                } else {
-                    select.clone()
+            Op::Operation {
+                spec, operation, ..
+            } => {
+                // Flat inputs are files the operation reads itself (the graph checked that they
+                // are inputs).
+                let flat_files = graph.reads[n]
+                    .iter()
+                    .zip(spec.inputs)
+                    .map(|(&i, input)| match &graph.nodes[i].op {
+                        Op::Read { path, part } if input.flat => Some((path.as_path(), part)),
+                        _ => None,
+                    })
+                    .collect();
+                let inputs = NodeInputs {
+                    manifest: self.input_manifest(n)?,
+                    flat_files,
+                    budget: options.budget,
                 };
-                self.plan_op(n, Box::new(select), 0)?
-            }
-            Op::Grade { grade, .. } => {
-                // As `ops::run_grade`: id names resolved from the input's manifest.
-                let select = crate::ops::IdSelect {
-                    conditions: grade.ids.clone(),
-                    invert: false,
-                    alpha_only: false,
-                };
-                let grade = if select.has_names() {
-                    let manifest = self.input_manifest(n)?;
-                    crate::ops::Grade {
-                        ids: select.with_names_resolved(manifest.as_ref())?.conditions,
-                        ..grade.clone()
+                match operation.node(&inputs)? {
+                    NodeWork::Band { op, dy } => self.plan_op(n, op, dy)?,
+                    NodeWork::FlatRows(mut rows) => {
+                        let (window, display) = rows.windows();
+                        let head = rows.rows(window.y0..=window.y0 - 1)?;
+                        NodePlan {
+                            window,
+                            display,
+                            head: Some(head),
+                            attributes: rows.attributes().to_vec(),
+                            flat_type: FlatType::Half,
+                            work: Work::Deepen(rows),
+                        }
                     }
-                } else {
-                    grade.clone()
-                };
-                self.plan_op(n, Box::new(grade), 0)?
-            }
-            Op::Recolor { recolor, .. } => {
-                let flat = &graph.nodes[graph.reads[n][1]];
-                let Op::Read { path, .. } = &flat.op else {
-                    unreachable!("the graph checked that flat inputs are inputs")
-                };
-                let op = crate::ops::recolor::recolor_op(*recolor, path, options.budget)?;
-                self.plan_op(n, op, 0)?
-            }
-            Op::Deepen { deepen, .. } => {
-                let flat = &graph.nodes[graph.reads[n][0]];
-                let Op::Read { path, part } = &flat.op else {
-                    unreachable!("the graph checked that flat inputs are inputs")
-                };
-                let mut rows = DeepenRows::open(deepen, path, part, options.budget)?;
-                let (window, display) = rows.windows();
-                let head = rows.rows(window.y0..=window.y0 - 1)?;
-                NodePlan {
-                    window,
-                    display,
-                    head: Some(head),
-                    attributes: rows.attributes().to_vec(),
-                    flat_type: FlatType::Half,
-                    work: Work::Deepen(Box::new(rows)),
                 }
             }
             Op::Flatten {
@@ -481,7 +463,8 @@ impl<'g> Runner<'g> {
                     },
                     None,
                 );
-                plan.flat_type = flat_type.unwrap_or_default();
+                plan.flat_type =
+                    flat_type.unwrap_or_else(|| FlatType::following(&self.head(n, 0).channels));
                 plan
             }
             Op::Tidy { .. } => {
@@ -533,6 +516,14 @@ impl<'g> Runner<'g> {
     fn plan_op(&self, n: usize, op: Box<dyn DeepOp + Send>, dy: i32) -> Result<NodePlan> {
         let input = self.input(n, 0);
         let windows = op.windows(input.window, input.display)?;
+        if windows.read.area() == 0 {
+            // The command writes an image with no samples; a graph's node has no rows to
+            // stream its bands from.
+            return Err(Error::Usage(format!(
+                "nothing of its input's data window {} remains",
+                input.window
+            )));
+        }
         let empty_rows = Bounds {
             y1: windows.read.y0 - 1,
             y0: windows.read.y0,

@@ -30,7 +30,7 @@ use super::graph::{Graph, Node, Op, Output, ScriptNames};
 use crate::composite::{HoldoutMode, Pruning};
 use crate::error::{Error, Result};
 use crate::exr::{Codec, FlatType, MetadataMode, PartSelector};
-use crate::ops::{Crop, Deepen, Grade, GradeArgs, IdSelect, Recolor, Slice, Transform};
+use crate::ops::registry::{OpSpec, OpValue, OpValues, ValueKind};
 use crate::request::{Backend, GlRequest, MergeRequest};
 use crate::vocab::MergeStrategy;
 
@@ -227,85 +227,6 @@ fn node_op(name: &str, f: &mut Fields) -> Result<Op> {
                 HoldoutMode::Attenuate
             },
         },
-        "slice" => Op::Slice {
-            input: f.name("input")?,
-            slice: Slice::new(
-                f.number("near")?.map(|v| v as f32),
-                f.number("far")?.map(|v| v as f32),
-                f.bool("keep_outside")?.unwrap_or(false),
-            )
-            .map_err(usage)?,
-        },
-        "crop" => {
-            let input = f.name("input")?;
-            let area = f.corners("box")?.ok_or_else(|| {
-                f.place.error(
-                    line,
-                    format!("node {name}: crop needs box = \"X0,Y0,X1,Y1\""),
-                )
-            })?;
-            Op::Crop {
-                input,
-                crop: Crop::parse(&area, f.bool("keep_outside")?.unwrap_or(false))
-                    .map_err(usage)?,
-            }
-        }
-        "transform" => Op::Transform {
-            input: f.name("input")?,
-            transform: Transform::new(
-                f.corners("translate")?.as_deref(),
-                f.number("z_offset")?.unwrap_or(0.0),
-                f.number("z_scale")?.unwrap_or(1.0),
-            )
-            .map_err(usage)?,
-        },
-        "idselect" => {
-            let input = f.name("input")?;
-            let ids = f.strings("id")?;
-            Op::IdSelect {
-                input,
-                select: IdSelect::parse(&ids, f.bool("invert")?.unwrap_or(false)).map_err(usage)?,
-            }
-        }
-        "grade" => {
-            let input = f.name("input")?;
-            let (lift, gamma, gain) = (f.values("lift")?, f.values("gamma")?, f.values("gain")?);
-            let (offset, contrast) = (f.values("offset")?, f.values("contrast")?);
-            let ids = f.strings("id")?;
-            let grade = Grade::parse(&GradeArgs {
-                lift: lift.as_deref(),
-                gamma: gamma.as_deref(),
-                gain: gain.as_deref(),
-                offset: offset.as_deref(),
-                saturation: f.number("saturation")?,
-                contrast: contrast.as_deref(),
-                near: f.number("near")?,
-                far: f.number("far")?,
-                ramp: f.number("ramp")?.unwrap_or(0.0),
-                ids: &ids,
-            })
-            .map_err(usage)?;
-            Op::Grade { input, grade }
-        }
-        "recolor" => Op::Recolor {
-            input: f.name("input")?,
-            flat: f.name("flat")?,
-            recolor: Recolor {
-                target_alpha: f.bool("target_alpha")?.unwrap_or(false),
-            },
-        },
-        "deepen" => {
-            let input = f.name("input")?;
-            let z = f.number("z")?.map(|v| v as f32);
-            let z_channel = f.string("z_channel")?;
-            let thickness = f.number("thickness")?.map(|v| v as f32);
-            let zback_channel = f.string("zback_channel")?;
-            Op::Deepen {
-                input,
-                deepen: Deepen::new(z, z_channel.as_deref(), thickness, zback_channel.as_deref())
-                    .map_err(usage)?,
-            }
-        }
         "flatten" => Op::Flatten {
             input: f.name("input")?,
             flat_z: f.bool("flat_z")?.unwrap_or(false),
@@ -314,15 +235,77 @@ fn node_op(name: &str, f: &mut Fields) -> Result<Op> {
         "tidy" => Op::Tidy {
             input: f.name("input")?,
         },
-        other => {
-            return Err(f.place.error(
-                line,
-                format!(
-                    "node {name}: unknown op {other:?}; the ops are {}",
-                    super::graph::OP_NAMES.join(", ")
-                ),
-            ))
+        other => match crate::ops::find(other).filter(|spec| spec.comp) {
+            Some(spec) => operation_node(name, spec, f)?,
+            None => {
+                return Err(f.place.error(
+                    line,
+                    format!(
+                        "node {name}: unknown op {other:?}; the ops are {}",
+                        super::graph::op_names().join(", ")
+                    ),
+                ))
+            }
+        },
+    })
+}
+
+/// Node `name` of the table's operation `spec`: its inputs by their names, its options by
+/// their fields, each as its type takes it (the CLI's text for what the CLI writes as text).
+fn operation_node(name: &str, spec: &'static OpSpec, f: &mut Fields) -> Result<Op> {
+    let line = f.line;
+    let inputs = spec
+        .inputs
+        .iter()
+        .map(|input| f.name(input.name))
+        .collect::<Result<Vec<_>>>()?;
+    let mut values = OpValues::new(spec);
+    for option in spec.options.iter().filter(|o| o.in_script) {
+        let key = option.field();
+        let value = match option.kind {
+            ValueKind::Flag => f.bool(key)?.map(OpValue::Flag),
+            ValueKind::F32 | ValueKind::F64 => f.number(key)?.map(OpValue::Number),
+            ValueKind::Count => match f.integer(key)? {
+                Some(n) if n < 0 => {
+                    return Err(f.place.error(
+                        line,
+                        format!("{key} takes a whole number of 0 or more, not {n}"),
+                    ))
+                }
+                n => n.map(|n| OpValue::Count(n as u64)),
+            },
+            ValueKind::Text | ValueKind::Name(_) => f.string(key)?.map(OpValue::Text),
+            ValueKind::Path => f.string(key)?.map(|p| OpValue::Path(p.into())),
+            ValueKind::Numbers { sep, .. } => f
+                .corners(key)?
+                .map(|text| OpValue::Text(text.replace(',', sep))),
+            ValueKind::Ids => Some(f.strings(key)?)
+                .filter(|ids| !ids.is_empty())
+                .map(OpValue::Texts),
+            ValueKind::ChannelValues => f.values(key)?.map(OpValue::Text),
+        };
+        match value {
+            Some(value) => values.set(option, value),
+            None if option.required => {
+                return Err(f.place.error(
+                    line,
+                    format!(
+                        "node {name}: {} needs {key} = \"{}\"",
+                        spec.name, option.value_name
+                    ),
+                ))
+            }
+            None => {}
         }
+    }
+    let operation = (spec.build)(&values, &ScriptNames).map_err(|e| match e {
+        Error::Usage(m) => f.place.error(line, format!("node {name}: {m}")),
+        other => other,
+    })?;
+    Ok(Op::Operation {
+        spec,
+        inputs,
+        operation,
     })
 }
 

@@ -6,14 +6,22 @@
 //! kept, and none otherwise. The output's data window shrinks to what remains: the input's data
 //! window intersected with the box, or, with `keep_outside`, the smallest window holding the
 //! input's window minus the box (it shrinks only where the box covers whole rows or columns of
-//! it). Nothing remaining is an error. The display window and `deepImageState` are the input's.
+//! it). When nothing remains the output has no samples: its data window is the box (or, keeping
+//! the outside of a box covering it all, the input's), every count zero, and the command notes
+//! it. The display window and `deepImageState` are the input's.
 
 use crate::deep::{Bounds, DeepImage};
 use crate::error::{Error, Result};
 use crate::request::{FieldNames, MergeOption, OptionNames};
 
-use super::{DeepOp, OpWindows};
+use super::registry::{
+    NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT,
+};
+use super::{run_op, DeepOp, OpWindows};
 use crate::deep::builder::{build_band, RowBuilder};
+use crate::request::OutputRequest;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A crop box and which side of it is kept (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,15 +113,17 @@ impl DeepOp for Crop {
             intersection(data, self.area)
         };
         if left.area() == 0 {
-            return Err(Error::Usage(format!(
-                "the box {} leaves nothing of the data window {data}{}",
-                self.area,
-                if self.keep_outside {
-                    " (keeping the outside drops all of it)"
-                } else {
-                    ""
-                }
-            )));
+            // Nothing remains: an output with no samples, read from no row of the input. Its
+            // data window is the box (what was asked for), or the input's for the outside of
+            // a box that covers it all.
+            return Ok(OpWindows {
+                read: Bounds {
+                    y1: data.y0 - 1,
+                    ..data
+                },
+                data: if self.keep_outside { data } else { self.area },
+                display,
+            });
         }
         Ok(OpWindows {
             read: left,
@@ -147,6 +157,62 @@ impl DeepOp for Crop {
             band.state,
             fill,
         ))
+    }
+}
+
+/// `crop` in the table of operations ([`super::registry`]).
+pub const SPEC: OpSpec = OpSpec {
+    name: "crop",
+    python: "crop",
+    help: "Keep the pixels inside an inclusive box (or, with --keep-outside, outside it); the \
+           data window shrinks to what remains",
+    doc: "Keep the pixels of ``input`` inside the inclusive box ``(x0, y0, x1, y1)`` (or, with \
+          ``keep_outside``, outside it) and write them to ``out``, as ``deepmerge crop``; the \
+          data window shrinks to what remains. Options as ``deep_slice``.",
+    inputs: DEEP_INPUT,
+    options: &[
+        OptionSpec {
+            name: "box",
+            kind: ValueKind::Numbers { sep: ",", count: 4 },
+            value_name: "X0,Y0,X1,Y1",
+            help: "The box X0,Y0,X1,Y1: inclusive pixel corners, as EXR windows are written",
+            positional: true,
+            required: true,
+            hyphen_values: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "keep_outside",
+            help: "Keep the pixels outside the box instead",
+            positional: true,
+            ..OptionSpec::NEW
+        },
+    ],
+    produces: Produces::Image,
+    comp: true,
+    build: |v, names| {
+        let area = v.text("box").unwrap_or_default();
+        Ok(Arc::new(Crop::parse_named(
+            area,
+            v.flag("keep_outside"),
+            names,
+        )?))
+    },
+};
+
+impl Operation for Crop {
+    fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
+        let options = request.stream_options(output)?;
+        Ok(Ran::image(run_op(
+            self, &inputs[0], output, &options, None,
+        )?))
+    }
+
+    fn node(&self, _: &NodeInputs) -> Result<NodeWork> {
+        Ok(NodeWork::Band {
+            op: Box::new(*self),
+            dy: 0,
+        })
     }
 }
 

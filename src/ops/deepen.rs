@@ -35,7 +35,13 @@ use crate::request::{FieldNames, MergeOption, OptionNames};
 use crate::stream::plan::{Band, MAX_BAND_BYTES};
 use crate::stream::{stream_bands, BandOutput, OutputFormat, StreamOptions};
 
+use super::registry::{
+    InputSpec, NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind,
+};
 use super::{finish_band, OpOutput};
+use crate::request::OutputRequest;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Depths at or beyond this are "no depth" when deciding whether a pixel is empty (oiiotool's
 /// threshold for a far background).
@@ -416,7 +422,8 @@ pub fn run_deepen(deepen: &Deepen, input: &Path, output: &Path, request: OpOutpu
         Some(rows) => rows.max(1),
         None => band_rows(&source, value_bytes, merged, options.budget)?,
     };
-    let (deep_write, flat_write) = options.write_options_from(&source.attributes);
+    let (deep_write, flat_write) =
+        options.write_options_from(&source.attributes, &[&source.channels]);
     let format = match options.merge.output {
         OutputKind::Deep => OutputFormat::Deep(&deep_write),
         OutputKind::Flat { .. } => OutputFormat::flat_for(output, &flat_write),
@@ -440,4 +447,90 @@ pub fn run_deepen(deepen: &Deepen, input: &Path, output: &Path, request: OpOutpu
         },
     )
     .map_err(|e| e.in_file(input))
+}
+
+/// `deepen` in the table of operations ([`super::registry`]).
+pub const SPEC: OpSpec = OpSpec {
+    name: "deepen",
+    python: "deepen",
+    help: "Make a flat image deep, one sample per pixel at depth --z or --z-channel, a volume \
+           with --thickness or --zback-channel (Gaffer FlatToDeep, oiiotool --deepen)",
+    doc: "Make the flat EXR ``input`` deep, one sample per pixel, and write it to ``out``, as \
+          ``deepmerge deepen``: the depth is the constant ``z`` or the channel ``z_channel`` \
+          (exactly one of them), the back depth ``Z + thickness`` or the channel \
+          ``zback_channel`` (neither: point samples). Pixels whose every channel is zero get no \
+          sample; the input needs an alpha channel. ``part`` picks the flat part; other options \
+          as ``deep_slice``.",
+    inputs: &[InputSpec {
+        name: "input",
+        python: "input",
+        flat: true,
+        help: "Flat EXR input (it needs an alpha channel)",
+    }],
+    options: &[
+        OptionSpec {
+            name: "z",
+            kind: ValueKind::F32,
+            value_name: "Z",
+            help: "Every sample's depth Z",
+            positional: true,
+            either: Some("z_channel"),
+            hyphen_values: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "z_channel",
+            kind: ValueKind::Text,
+            value_name: "NAME",
+            help: "Take each sample's Z from this channel of the input",
+            positional: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "thickness",
+            kind: ValueKind::F32,
+            value_name: "T",
+            help: "Make volumes: ZBack = Z + T (T >= 0). Without it or --zback-channel, samples \
+                   are points",
+            positional: true,
+            conflicts_with: Some("zback_channel"),
+            hyphen_values: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "zback_channel",
+            kind: ValueKind::Text,
+            value_name: "NAME",
+            help: "Take each sample's ZBack from this channel of the input",
+            positional: true,
+            ..OptionSpec::NEW
+        },
+    ],
+    produces: Produces::Image,
+    comp: true,
+    build: |v, names| {
+        let deepen = Deepen::named(
+            v.f32("z"),
+            v.text("z_channel"),
+            v.f32("thickness"),
+            v.text("zback_channel"),
+            names,
+        )?;
+        Ok(Arc::new(deepen))
+    },
+};
+
+impl Operation for Deepen {
+    fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
+        run_deepen(self, &inputs[0], output, request)?;
+        Ok(Ran::Image)
+    }
+
+    fn node(&self, inputs: &NodeInputs) -> Result<NodeWork> {
+        let Some((path, part)) = inputs.flat_files[0] else {
+            return Err(Error::internal("deepen's input is no flat file"));
+        };
+        let rows = DeepenRows::open(self, path, part, inputs.budget)?;
+        Ok(NodeWork::FlatRows(Box::new(rows)))
+    }
 }

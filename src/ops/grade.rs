@@ -37,8 +37,14 @@ use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
 
 use super::idselect::{id_at, read_id_manifest, IdCondition, IdSelect};
+use super::registry::{
+    NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT,
+};
 use super::{run_op, DeepOp, OpOutput, OpWindows};
 use crate::deep::builder::{build_band, RowBuilder};
+use crate::request::OutputRequest;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// The pivot of `contrast` (Nuke's ColorCorrect: mid grey).
 pub const CONTRAST_PIVOT: f64 = 0.18;
@@ -562,7 +568,7 @@ impl DeepOp for Grade {
 
 /// Run `grade` on `input`, writing `output` as `request` says; id names are looked up in the
 /// input's id manifest first.
-pub fn run_grade(grade: &Grade, input: &Path, output: &Path, request: OpOutput) -> Result<()> {
+pub fn run_grade(grade: &Grade, input: &Path, output: &Path, request: OpOutput) -> Result<u64> {
     let options = request.stream_options(output)?;
     let select = IdSelect {
         conditions: grade.ids.clone(),
@@ -581,6 +587,139 @@ pub fn run_grade(grade: &Grade, input: &Path, output: &Path, request: OpOutput) 
         return run_op(&grade, input, output, &options, None);
     }
     run_op(grade, input, output, &options, None)
+}
+
+/// A per-channel option of `grade` in the table: `V|R,G,B|NAME=V`.
+const fn channel_option(name: &'static str, help: &'static str) -> OptionSpec {
+    OptionSpec {
+        name,
+        kind: ValueKind::ChannelValues,
+        value_name: "V|R,G,B|NAME=V",
+        help,
+        hyphen_values: true,
+        ..OptionSpec::NEW
+    }
+}
+
+/// `grade` in the table of operations ([`super::registry`]).
+pub const SPEC: OpSpec = OpSpec {
+    name: "grade",
+    python: "grade",
+    help: "Colour-correct every sample (lift, gain, offset, gamma, contrast, saturation) on \
+           unpremultiplied colour, masked by depth (--near/--far/--ramp) and ids (--id)",
+    doc: "Colour-correct every sample of ``input`` and write ``out``, as ``deepmerge grade``: \
+          ``lift``, ``gain``, ``offset``, ``gamma`` and ``contrast`` each take a number (every \
+          colour channel), ``(r, g, b)``, ``{channel: value}`` or the CLI's text; \
+          ``saturation`` a number. The correction works on unpremultiplied colour and is mixed \
+          by the depth mask ``near``, ``far``, ``ramp`` and the id mask ``ids`` (as \
+          ``idselect``'s). Other options as ``deep_slice``.",
+    inputs: DEEP_INPUT,
+    options: &[
+        channel_option(
+            "lift",
+            "Black lift: v = lift + v*(gain - lift). V for every colour channel, R,G,B, or \
+             NAME=V[,NAME=V...]",
+        ),
+        channel_option("gain", "Gain (multiplier), applied with the lift"),
+        channel_option("offset", "Offset added after lift and gain"),
+        channel_option("gamma", "Gamma (> 0), applied last: v^(1/gamma) for v > 0"),
+        channel_option(
+            "contrast",
+            "Contrast (>= 0) about 0.18, applied first after saturation",
+        ),
+        OptionSpec {
+            name: "saturation",
+            kind: ValueKind::F64,
+            value_name: "S",
+            help: "Saturation of R, G and B (>= 0; 0 is grey), applied first, about the Rec. \
+                   709 luma",
+            hyphen_values: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "near",
+            kind: ValueKind::F64,
+            value_name: "Z",
+            help: "Depth mask: grade samples whose Z is at or behind this depth (default -inf)",
+            hyphen_values: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "far",
+            kind: ValueKind::F64,
+            value_name: "Z",
+            help: "Depth mask: grade samples whose Z is in front of this depth (default +inf)",
+            hyphen_values: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "ramp",
+            kind: ValueKind::F64,
+            default: Some("0"),
+            value_name: "D",
+            help: "Soften the depth mask: it falls linearly to 0 over this depth outside [near, \
+                   far)",
+            hyphen_values: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "ids",
+            flag: "id",
+            field: "id",
+            kind: ValueKind::Ids,
+            value_name: "CHANNEL=N|NAME[,...]",
+            help: "Id mask: grade only samples whose CHANNEL holds one of the ids (as \
+                   idselect's --id, manifest names included). Repeat for more channels: all \
+                   must match",
+            ..OptionSpec::NEW
+        },
+    ],
+    produces: Produces::Image,
+    comp: true,
+    build: |v, _| {
+        let grade = Grade::parse(&GradeArgs {
+            lift: v.text("lift"),
+            gamma: v.text("gamma"),
+            gain: v.text("gain"),
+            offset: v.text("offset"),
+            saturation: v.number("saturation"),
+            contrast: v.text("contrast"),
+            near: v.number("near"),
+            far: v.number("far"),
+            ramp: v.number("ramp").unwrap_or(0.0),
+            ids: v.texts("ids"),
+        })?;
+        Ok(Arc::new(grade))
+    },
+};
+
+impl Operation for Grade {
+    fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
+        Ok(Ran::image(run_grade(self, &inputs[0], output, request)?))
+    }
+
+    /// As [`run_grade`]: id names resolved from the input's manifest.
+    fn node(&self, inputs: &NodeInputs) -> Result<NodeWork> {
+        let select = IdSelect {
+            conditions: self.ids.clone(),
+            invert: false,
+            alpha_only: false,
+        };
+        let grade = if select.has_names() {
+            Grade {
+                ids: select
+                    .with_names_resolved(inputs.manifest.as_ref())?
+                    .conditions,
+                ..self.clone()
+            }
+        } else {
+            self.clone()
+        };
+        Ok(NodeWork::Band {
+            op: Box::new(grade),
+            dy: 0,
+        })
+    }
 }
 
 #[cfg(test)]

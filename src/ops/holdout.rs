@@ -64,7 +64,10 @@ pub fn run_holdout(
             .count() as u64,
     };
     let bands = plan_bands(&sources, window, &shape, options)?;
-    let (deep_write, flat_write) = options.write_options_from(&sources[0].attributes);
+    let (deep_write, flat_write) = options.write_options_from(
+        &sources[0].attributes,
+        &[&sources[0].all_channels, &sources[1].all_channels],
+    );
     let format = match options.merge.output {
         OutputKind::Deep => OutputFormat::Deep(&deep_write),
         OutputKind::Flat { .. } => OutputFormat::flat_for(output, &flat_write),

@@ -40,8 +40,14 @@ use crate::exr::{read_parts_info, IdManifest, PartSelector};
 use crate::preview::check_output_name;
 use crate::stream::StreamOptions;
 
+use super::registry::{
+    NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT,
+};
 use super::{run_op, DeepOp, OpOutput, OpWindows};
 use crate::deep::builder::{build_band, RowBuilder};
+use crate::request::OutputRequest;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// One `--id` condition: the channel and the ids it may hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -374,7 +380,7 @@ pub fn run_idselect(
     output: &Path,
     mask: Option<&Path>,
     request: OpOutput,
-) -> Result<()> {
+) -> Result<u64> {
     let mask_options = match mask {
         Some(mask) => {
             check_output_name(mask, false)?;
@@ -413,11 +419,105 @@ pub fn run_idselect(
     } else {
         select
     };
-    run_op(select, input, output, &options, None)?;
+    let samples = run_op(select, input, output, &options, None)?;
     if let (Some(mask), Some(mask_options)) = (mask, mask_options) {
         run_op(&select.mask(), input, mask, &mask_options, None)?;
     }
-    Ok(())
+    Ok(samples)
+}
+
+/// `idselect` in the table of operations ([`super::registry`]).
+pub const SPEC: OpSpec = OpSpec {
+    name: "idselect",
+    python: "idselect",
+    help: "Keep the samples whose id channels hold the given ids (OpenEXR's deepidselect): --id \
+           options are ANDed, the ids of one are ORed; --invert keeps the rest",
+    doc: "Keep the samples of ``input`` whose id channels hold the given ids and write them to \
+          ``out``, as ``deepmerge idselect``. ``ids`` is ``\"CHANNEL=N[,N...]\"``, a list of \
+          them (the CLI's ``--id`` options: ANDed across, the ids of one ORed), or \
+          ``{channel: id or [ids]}``. uint channels are compared exactly; half and float \
+          channels hold ids as whole numbers. ``invert`` keeps the other samples; \
+          ``mask=PATH`` also writes the flat alpha of the kept samples (a flat EXR, or \
+          ``*.png``). Other options as ``deep_slice``.",
+    inputs: DEEP_INPUT,
+    options: &[
+        OptionSpec {
+            name: "ids",
+            flag: "id",
+            field: "id",
+            kind: ValueKind::Ids,
+            value_name: "CHANNEL=N|NAME[,...]",
+            help: "CHANNEL=N[,N...]: keep the samples whose CHANNEL holds one of the ids (uint \
+                   channels, or float channels holding whole numbers). With an idManifest, \
+                   names (shell patterns, e.g. \"id=blob/*\") stand for the ids they name. \
+                   Repeat for more channels: all must match",
+            positional: true,
+            required: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "invert",
+            help: "Keep the samples that are not selected instead",
+            positional: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "mask",
+            kind: ValueKind::Path,
+            value_name: "MASK",
+            help: "Also write the flat alpha of the kept samples to MASK (a flat EXR, or \
+                   `*.png`)",
+            positional: true,
+            in_script: false,
+            ..OptionSpec::NEW
+        },
+    ],
+    produces: Produces::Image,
+    comp: true,
+    build: |v, names| {
+        let select = IdSelect::parse_named(v.texts("ids"), v.flag("invert"), names)?;
+        Ok(Arc::new(IdSelectRun {
+            select,
+            mask: v.path("mask").map(Path::to_path_buf),
+        }))
+    },
+};
+
+/// An id selection as the front ends ask for it: with its mask file, if any.
+#[derive(Debug)]
+struct IdSelectRun {
+    select: IdSelect,
+    mask: Option<PathBuf>,
+}
+
+impl Operation for IdSelectRun {
+    fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
+        let samples = run_idselect(
+            &self.select,
+            &inputs[0],
+            output,
+            self.mask.as_deref(),
+            request,
+        )?;
+        Ok(Ran::image(samples))
+    }
+
+    /// A mask is a flat file of one part: with one, the first deep part is selected from.
+    fn part_by_part(&self) -> bool {
+        self.mask.is_none()
+    }
+
+    fn node(&self, inputs: &NodeInputs) -> Result<NodeWork> {
+        let select = if self.select.has_names() {
+            self.select.with_names_resolved(inputs.manifest.as_ref())?
+        } else {
+            self.select.clone()
+        };
+        Ok(NodeWork::Band {
+            op: Box::new(select),
+            dy: 0,
+        })
+    }
 }
 
 #[cfg(test)]

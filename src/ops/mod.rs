@@ -28,6 +28,7 @@ pub mod idselect;
 pub mod points;
 pub mod recolor;
 pub mod reformat;
+pub mod registry;
 pub mod slice;
 pub mod transform;
 
@@ -38,6 +39,7 @@ use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
 use crate::exr::ChunkSource;
 use crate::run_stats::RunStats;
+use crate::stream::plan::Band;
 use crate::stream::plan::OutputShape;
 use crate::stream::{plan_bands, stream_bands, BandOutput, OutputFormat, StreamOptions};
 
@@ -49,8 +51,23 @@ pub use idselect::{run_idselect, IdSelect};
 pub use points::{run_points, CameraMode, Points};
 pub use recolor::{recolor_op, run_recolor, Recolor};
 pub use reformat::{run_reformat, Filter, Reformat};
+pub use registry::{find, OpSpec, OpValue, OpValues, Operation, Ran};
 pub use slice::Slice;
 pub use transform::Transform;
+
+/// The table of deep operations ([`registry`]): the CLI's subcommands, Python's functions and
+/// `Graph` methods and the comp script's nodes are made from it, in this order.
+pub const OPERATIONS: &[&OpSpec] = &[
+    &slice::SPEC,
+    &crop::SPEC,
+    &transform::SPEC,
+    &idselect::SPEC,
+    &deepen::SPEC,
+    &recolor::SPEC,
+    &grade::SPEC,
+    &reformat::SPEC,
+    &points::SPEC,
+];
 
 /// The windows of an operation's output, and the input rows it needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,14 +93,16 @@ pub trait DeepOp: Sync {
 }
 
 /// Apply `op` to the deep part `options.part` of `input`, writing `output` as `options` say
-/// (deep or flat, compression, state, tidy, budget, bands). Stage times go to `stats`.
+/// (deep or flat, compression, state, tidy, budget, bands). Stage times go to `stats`. The
+/// number of samples written comes back (0: an image with no samples, which a front end
+/// notes).
 pub fn run_op(
     op: &dyn DeepOp,
     input: &Path,
     output: &Path,
     options: &StreamOptions,
     stats: Option<&RunStats>,
-) -> Result<()> {
+) -> Result<u64> {
     let inputs = [input.to_path_buf()];
     crate::exr::check_output_is_not_an_input(output, &inputs)?;
     let mut source = ChunkSource::open(input, &options.part, options.budget)?;
@@ -116,11 +135,19 @@ pub fn run_op(
             .filter(|c| c.role == ChannelRole::Id)
             .count() as u64,
     };
+    if windows.read.area() == 0 {
+        // Nothing of the input remains (a crop beside the data window): the output's rows are
+        // written empty, read from nothing.
+        return write_empty(&head, &windows, output, options, &source.attributes)
+            .map(|()| 0)
+            .map_err(|e| e.in_file(input).in_merge(&[input]));
+    }
     let sources = vec![source];
     let bands = plan_bands(&sources, windows.read, &shape, options)?;
     // The input's attributes (of the part read), as `--metadata first` asks: an operation keeps
     // the merge's metadata rules.
-    let (deep_write, flat_write) = options.write_options_from(&sources[0].attributes);
+    let (deep_write, flat_write) =
+        options.write_options_from(&sources[0].attributes, &[&sources[0].all_channels]);
     let format = match options.merge.output {
         OutputKind::Deep => OutputFormat::Deep(&deep_write),
         OutputKind::Flat { .. } => OutputFormat::flat_for(output, &flat_write),
@@ -131,12 +158,56 @@ pub fn run_op(
         format,
         empty_rows: None,
     };
+    let mut samples = 0;
     stream_bands(sources, bands, &target, stats, &mut |_, images| {
         let mut out = op.apply(&images[0], &windows)?;
         out.display_window = windows.display;
+        samples += out.sample_count() as u64;
         finish_band(out, options)
     })
-    .map_err(|e| e.in_file(input).in_merge(&[input]))
+    .map_err(|e| e.in_file(input).in_merge(&[input]))?;
+    Ok(samples)
+}
+
+/// Write an output of `windows.data` with no samples, the channels of `head` (an input of no
+/// rows), in bands that fit the budget.
+fn write_empty(
+    head: &DeepImage,
+    windows: &OpWindows,
+    output: &Path,
+    options: &StreamOptions,
+    attributes: &[crate::exr::RawAttribute],
+) -> Result<()> {
+    let data = windows.data;
+    // An empty row costs its offsets (and a flat row its pixels): a generous 64 bytes a pixel.
+    let width = (data.x1 - data.x0 + 1).max(1) as u64;
+    let rows = (options.budget / 4 / (64 * width)).clamp(1, 1 << 16) as i32;
+    let bands: Vec<Band> = (data.y0..=data.y1)
+        .step_by(rows as usize)
+        .map(|y0| y0..=(y0 + rows - 1).min(data.y1))
+        .collect();
+    let (deep_write, flat_write) = options.write_options_from(attributes, &[&head.channels]);
+    let format = match options.merge.output {
+        OutputKind::Deep => OutputFormat::Deep(&deep_write),
+        OutputKind::Flat { .. } => OutputFormat::flat_for(output, &flat_write),
+    };
+    let target = BandOutput {
+        path: output,
+        window: data,
+        format,
+        empty_rows: None,
+    };
+    stream_bands(Vec::new(), bands, &target, None, &mut |band, _| {
+        let rows = Bounds {
+            y0: *band.start(),
+            y1: *band.end(),
+            ..data
+        };
+        finish_band(
+            DeepImage::empty(windows.display, rows, head.channels.clone()),
+            options,
+        )
+    })
 }
 
 /// What an operation writes and reads with: the one output request every command, Python

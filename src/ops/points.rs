@@ -34,12 +34,16 @@
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
+use super::registry::{OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT};
 use crate::composite::{CompositeChannels, CompositeKind, OutputKind};
 use crate::deep::{Bounds, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
 use crate::exr::{AtomicFile, ChunkSource, PartSelector, RawAttribute};
+use crate::request::OutputRequest;
 use crate::stream::plan::OutputShape;
 use crate::stream::{plan_bands, StreamOptions};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// A 4x4 matrix, row-major, applied to row vectors (`p' = p M`), as Imath's `M44f`.
 pub type Matrix = [[f64; 4]; 4];
@@ -84,6 +88,8 @@ pub struct Points {
     pub frame: Option<Bounds>,
     /// Also draw the points seen from above into this PNG ([`write_top_view`]).
     pub top_view: Option<std::path::PathBuf>,
+    /// Print no note on stderr (where the points are placed from): `-q`.
+    pub quiet: bool,
 }
 
 impl Points {
@@ -110,6 +116,7 @@ impl Points {
             camera,
             frame,
             top_view: None,
+            quiet: false,
         })
     }
 }
@@ -478,14 +485,17 @@ pub fn run_points(
             let frame = points.frame.unwrap_or(source.display_window);
             let frame_aspect = frame.width() as f64 / frame.height() as f64;
             if (camera.aspect() / frame_aspect - 1.0).abs() > 0.01 {
-                eprintln!(
-                    "deepmerge points: {}: the camera's projection is {:.4} wide per unit of \
+                // A note, not an error: the output is still right for an uncut image.
+                if !points.quiet {
+                    eprintln!(
+                        "deepmerge points: {}: the camera's projection is {:.4} wide per unit of \
                      height but the frame {frame} is {:.4}; the image may be cut out of a \
                      larger render: give that render's display window with --frame",
-                    input.display(),
-                    camera.aspect(),
-                    frame_aspect
-                );
+                        input.display(),
+                        camera.aspect(),
+                        frame_aspect
+                    );
+                }
             }
             Placement::Camera(Box::new(camera), frame)
         }
@@ -496,11 +506,13 @@ pub fn run_points(
             ))
         }
         (CameraMode::Auto, None) => {
-            eprintln!(
-                "deepmerge points: {}: no camera in the header (worldToCamera, worldToNDC): \
-                 points are at pixel centres (x, y down) and depth Z",
-                input.display()
-            );
+            if !points.quiet {
+                eprintln!(
+                    "deepmerge points: {}: no camera in the header (worldToCamera, \
+                     worldToNDC): points are at pixel centres (x, y down) and depth Z",
+                    input.display()
+                );
+            }
             Placement::Pixels
         }
     };
@@ -681,6 +693,90 @@ pub fn write_top_view(ply: &Path, camera: Option<&Camera>, png: &Path) -> Result
     let mut writer = crate::preview::PngBandWriter::create(png, window)?;
     writer.write_band(&image)?;
     writer.finish()
+}
+
+/// `points` in the table of operations ([`super::registry`]).
+pub const SPEC: OpSpec = OpSpec {
+    name: "points",
+    python: "points",
+    help: "Write every sample as a point of a binary PLY file, placed by the header's camera \
+           (worldToCamera, worldToNDC) or, without one, at pixel coordinates and depth",
+    doc: "Write every sample of ``input`` with alpha at least ``min_alpha`` as a point of the \
+          binary PLY file ``out``, as ``deepmerge points``: placed by the header's camera \
+          (``camera=\"auto\"`` falls back to pixel coordinates, ``\"file\"`` requires the \
+          camera, ``\"pixels\"`` ignores it), ``frame=(x0, y0, x1, y1)`` the render's display \
+          window for a cut-out image, ``top_view=PATH`` also a PNG of the points seen from \
+          above. Returns the number of points.",
+    inputs: DEEP_INPUT,
+    options: &[
+        OptionSpec {
+            name: "min_alpha",
+            kind: ValueKind::F32,
+            default: Some("0"),
+            value_name: "A",
+            help: "Keep samples whose alpha is at least this (0 to 1; default: every sample)",
+            positional: true,
+            hyphen_values: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "camera",
+            kind: ValueKind::Name(CAMERA_NAMES),
+            default: Some("auto"),
+            value_name: "MODE",
+            help: "auto: the header's camera (worldToCamera, worldToNDC) when it has one, else \
+                   pixel coordinates; file: the header's camera or an error; pixels: pixel \
+                   coordinates and Z",
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "frame",
+            kind: ValueKind::Numbers { sep: ",", count: 4 },
+            value_name: "X0,Y0,X1,Y1",
+            help: "The raster the camera's NDC spans, X0,Y0,X1,Y1 (default: the display \
+                   window): for an image cut out of a larger render, that render's display \
+                   window in this image's pixels",
+            hyphen_values: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "top_view",
+            kind: ValueKind::Path,
+            value_name: "PNG",
+            help: "Also draw the points seen from above into this PNG: across the camera's x, \
+                   up the view depth (near at the bottom)",
+            ..OptionSpec::NEW
+        },
+    ],
+    produces: Produces::File {
+        value_name: "OUT.ply",
+        help: "Output: a binary little-endian PLY file",
+    },
+    comp: false,
+    build: |v, _| {
+        let camera: CameraMode = v.text("camera").unwrap_or("auto").parse()?;
+        let points = Points::new(v.f32("min_alpha").unwrap_or(0.0), camera, v.text("frame"))?
+            .with_top_view(v.path("top_view"))?;
+        Ok(Arc::new(points))
+    },
+};
+
+impl Operation for Points {
+    fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
+        let quiet = Points {
+            quiet: request.quiet,
+            ..self.clone()
+        };
+        let points = run_points(
+            &quiet,
+            &inputs[0],
+            output,
+            &request.part,
+            request.memory_budget,
+            request.band_rows,
+        )?;
+        Ok(Ran::Points(points))
+    }
 }
 
 #[cfg(test)]

@@ -38,7 +38,13 @@ use crate::deep::{Bounds, Channel, ChannelRole, DeepImage, Plane, SampleType};
 use crate::error::{Error, Result};
 use crate::exr::{ChunkSource, FlatRows, FlatSource};
 
+use super::registry::{
+    InputSpec, NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran,
+};
 use super::{run_op, DeepOp, OpOutput, OpWindows};
+use crate::request::OutputRequest;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// What `recolor` does beyond the colour (see the module docs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -334,7 +340,7 @@ pub fn run_recolor(
     flat: &Path,
     output: &Path,
     request: OpOutput,
-) -> Result<()> {
+) -> Result<u64> {
     crate::exr::check_output_is_not_an_input(output, &[deep.to_path_buf(), flat.to_path_buf()])?;
     let mut options = request.stream_options(output)?;
     let source = FlatSource::open(flat, &crate::exr::PartSelector::FirstDeep, options.budget)?;
@@ -353,6 +359,64 @@ pub fn run_recolor(
         flat: Mutex::new(source),
     };
     run_op(&op, deep, output, &options, None)
+}
+
+/// `recolor` in the table of operations ([`super::registry`]).
+pub const SPEC: OpSpec = OpSpec {
+    name: "recolor",
+    python: "recolor",
+    help: "Give a deep image a flat image's colour, keeping its opacity (DeepRecolor); \
+           --target-alpha also scales the opacity to the flat alpha",
+    doc: "Give the deep EXR ``deep`` the colour of the flat EXR ``flat`` and write it to \
+          ``out``, as ``deepmerge recolor``: the samples keep their depths and opacity, and each \
+          takes the share ``C * a / A`` of the flat colour ``C`` (``A`` the pixel's flattened \
+          alpha), so that ``out`` flattens to the flat colour wherever ``A > 0``. \
+          ``target_alpha`` also scales the opacities so that the flattened alpha is the flat \
+          alpha. Other options as ``deep_slice`` (``part`` picks the deep part).",
+    inputs: &[
+        InputSpec {
+            name: "input",
+            python: "deep",
+            flat: false,
+            help: "Deep EXR input: its samples, depths and opacity are kept",
+        },
+        InputSpec {
+            name: "flat",
+            python: "flat",
+            flat: true,
+            help: "Flat EXR input: the colour the deep image takes (its first flat part)",
+        },
+    ],
+    options: &[OptionSpec {
+        name: "target_alpha",
+        help: "Also scale the opacities so that the flattened alpha is the flat image's alpha",
+        positional: true,
+        ..OptionSpec::NEW
+    }],
+    produces: Produces::Image,
+    comp: true,
+    build: |v, _| {
+        Ok(Arc::new(Recolor {
+            target_alpha: v.flag("target_alpha"),
+        }))
+    },
+};
+
+impl Operation for Recolor {
+    fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
+        let samples = run_recolor(*self, &inputs[0], &inputs[1], output, request)?;
+        Ok(Ran::image(samples))
+    }
+
+    fn node(&self, inputs: &NodeInputs) -> Result<NodeWork> {
+        let Some((flat, _)) = inputs.flat_files[1] else {
+            return Err(Error::internal("recolor's flat input is no flat file"));
+        };
+        Ok(NodeWork::Band {
+            op: recolor_op(*self, flat, inputs.budget)?,
+            dy: 0,
+        })
+    }
 }
 
 #[cfg(test)]

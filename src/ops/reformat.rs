@@ -58,7 +58,11 @@ use crate::exr::ChunkSource;
 use crate::stream::plan::OutputShape;
 use crate::stream::{plan_bands, stream_bands, BandOutput, OutputFormat, StreamOptions};
 
+use super::registry::{OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT};
 use super::{finish_band, DeepOp, OpOutput, OpWindows};
+use crate::request::OutputRequest;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// The largest output side a reformat makes: beyond it a typo in `--scale` would ask for an
 /// image no one can hold.
@@ -788,7 +792,8 @@ pub fn run_reformat(
             }
         }
     }
-    let (deep_write, flat_write) = options.write_options_from(&sources[0].attributes);
+    let (deep_write, flat_write) =
+        options.write_options_from(&sources[0].attributes, &[&sources[0].all_channels]);
     let format = match options.merge.output {
         crate::composite::OutputKind::Deep => OutputFormat::Deep(&deep_write),
         crate::composite::OutputKind::Flat { .. } => OutputFormat::flat_for(output, &flat_write),
@@ -833,6 +838,76 @@ pub fn run_reformat(
         finish_band(out, &options)
     })
     .map_err(|e| e.in_file(input).in_merge(&[input]))
+}
+
+/// `reformat` in the table of operations ([`super::registry`]).
+pub const SPEC: OpSpec = OpSpec {
+    name: "reformat",
+    python: "reformat",
+    help: "Change the resolution (--size WxH or --scale S): --filter box gathers each footprint \
+           so that flattening commutes with resizing; --filter nearest copies one pixel's \
+           samples",
+    doc: "Change the resolution of ``input`` and write ``out``, as ``deepmerge reformat``: \
+          ``size`` is ``(width, height)`` or ``scale`` a factor (exactly one); ``filter`` is \
+          ``\"box\"`` (the footprint's pixels gathered so that flattening commutes with \
+          resizing) or ``\"nearest\"``; ``max_gather`` bounds the samples one output pixel \
+          gathers. Other options as ``deep_slice``.",
+    inputs: DEEP_INPUT,
+    options: &[
+        OptionSpec {
+            name: "size",
+            kind: ValueKind::Numbers { sep: "x", count: 2 },
+            value_name: "WxH",
+            help: "The new display window size, WIDTHxHEIGHT (the data window follows, overscan \
+                   in proportion)",
+            positional: true,
+            either: Some("scale"),
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "scale",
+            kind: ValueKind::F64,
+            value_name: "S",
+            help: "Scale the display window by S (> 0); sides are rounded, at least 1",
+            positional: true,
+            hyphen_values: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "filter",
+            kind: ValueKind::Name(FILTER_NAMES),
+            default: Some("box"),
+            value_name: "FILTER",
+            help: "box: gather each footprint's pixels so that flattening commutes with \
+                   resizing; nearest: each output pixel takes one input pixel's samples \
+                   unchanged",
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "max_gather",
+            kind: ValueKind::Count,
+            default: Some("65536"),
+            value_name: "N",
+            help: "The box filter refuses an output pixel that would gather more samples than \
+                   this",
+            ..OptionSpec::NEW
+        },
+    ],
+    produces: Produces::Image,
+    comp: false,
+    build: |v, _| {
+        let filter: Filter = v.text("filter").unwrap_or("box").parse()?;
+        let max_gather = v.count("max_gather").unwrap_or(DEFAULT_MAX_GATHER);
+        let reformat = Reformat::new(v.text("size"), v.number("scale"), filter, max_gather)?;
+        Ok(Arc::new(reformat))
+    },
+};
+
+impl Operation for Reformat {
+    fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
+        run_reformat(self, &inputs[0], output, request)?;
+        Ok(Ran::Image)
+    }
 }
 
 #[cfg(test)]

@@ -29,8 +29,14 @@ use crate::error::{Error, Result};
 use crate::request::{FieldNames, MergeOption, OptionNames};
 use crate::vocab::{depth_cmp, depth_key};
 
-use super::{DeepOp, OpWindows};
+use super::registry::{
+    NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT,
+};
+use super::{run_op, DeepOp, OpWindows};
 use crate::deep::builder::{build_band, RowBuilder};
+use crate::request::OutputRequest;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The depth range an output keeps (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -181,5 +187,68 @@ impl DeepOp for Slice {
             band.state,
             fill,
         ))
+    }
+}
+
+/// `slice` in the table of operations ([`super::registry`]).
+pub const SPEC: OpSpec = OpSpec {
+    name: "slice",
+    python: "deep_slice",
+    help: "Keep the part of every sample inside the depth range [--near, --far), splitting \
+           volumes that cross a plane; --keep-outside keeps the rest",
+    doc: "Keep the part of every sample of the deep file ``input`` inside the depth range \
+          ``[near, far)`` and write it to ``out``, as ``deepmerge slice``: volumes crossing a \
+          plane are split with the tidy's rule, points exactly at ``far`` belong to the back, \
+          ``keep_outside`` keeps the complement. ``out`` is a deep EXR, or ``*.png`` for a \
+          preview of its flat composite. ``compression``, ``no_deep_state``, ``tidy``, ``part`` \
+          and ``memory_budget`` (bytes) are the CLI's options.",
+    inputs: DEEP_INPUT,
+    options: &[
+        OptionSpec {
+            name: "near",
+            kind: ValueKind::F32,
+            value_name: "Z",
+            help: "Front plane: keep from this depth on (inclusive; default -inf)",
+            positional: true,
+            hyphen_values: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "far",
+            kind: ValueKind::F32,
+            value_name: "Z",
+            help: "Back plane: keep up to this depth (exclusive; default +inf)",
+            positional: true,
+            hyphen_values: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "keep_outside",
+            help: "Keep what lies outside [near, far) instead",
+            positional: true,
+            ..OptionSpec::NEW
+        },
+    ],
+    produces: Produces::Image,
+    comp: true,
+    build: |v, names| {
+        let slice = Slice::named(v.f32("near"), v.f32("far"), v.flag("keep_outside"), names)?;
+        Ok(Arc::new(slice))
+    },
+};
+
+impl Operation for Slice {
+    fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
+        let options = request.stream_options(output)?;
+        Ok(Ran::image(run_op(
+            self, &inputs[0], output, &options, None,
+        )?))
+    }
+
+    fn node(&self, _: &NodeInputs) -> Result<NodeWork> {
+        Ok(NodeWork::Band {
+            op: Box::new(*self),
+            dy: 0,
+        })
     }
 }

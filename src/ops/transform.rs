@@ -19,7 +19,13 @@ use crate::deep::{Bounds, ChannelRole, DeepImage, Plane, SampleType};
 use crate::error::{Error, Result};
 use crate::request::{FieldNames, MergeOption, OptionNames};
 
-use super::{DeepOp, OpWindows};
+use super::registry::{
+    NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT,
+};
+use super::{run_op, DeepOp, OpWindows};
+use crate::request::OutputRequest;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A whole-pixel translation and a depth change (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -190,6 +196,98 @@ impl DeepOp for Transform {
             }
         }
         Ok(out)
+    }
+}
+
+/// `transform` in the table of operations ([`super::registry`]).
+pub const SPEC: OpSpec = OpSpec {
+    name: "transform",
+    python: "transform",
+    help: "Move by whole pixels (--translate) and change depths: Z' = Z*S + D",
+    doc: "Move ``input`` by whole pixels (``translate=(x, y)``; the display window stays unless \
+          ``move_display``) and map its depths to ``Z * z_scale + z_offset`` (``z_scale > 0``; \
+          half depths are written as float), writing ``out``, as ``deepmerge transform``. \
+          Options as ``deep_slice``.",
+    inputs: DEEP_INPUT,
+    options: &[
+        OptionSpec {
+            name: "translate",
+            kind: ValueKind::Numbers { sep: ",", count: 2 },
+            value_name: "X,Y",
+            help: "Move the image by whole pixels: X,Y (the data window; the display window \
+                   stays)",
+            positional: true,
+            hyphen_values: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "move_display",
+            help: "Move the display window with the data window",
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "z_offset",
+            kind: ValueKind::F64,
+            default: Some("0"),
+            value_name: "D",
+            help: "Add D to every depth (after the scale): Z' = Z*S + D",
+            positional: true,
+            hyphen_values: true,
+            ..OptionSpec::NEW
+        },
+        OptionSpec {
+            name: "z_scale",
+            kind: ValueKind::F64,
+            default: Some("1"),
+            value_name: "S",
+            help: "Multiply every depth by S (> 0): Z' = Z*S + D",
+            positional: true,
+            hyphen_values: true,
+            ..OptionSpec::NEW
+        },
+    ],
+    produces: Produces::Image,
+    comp: true,
+    build: |v, names| {
+        let (offset, scale) = (v.number("z_offset"), v.number("z_scale"));
+        let transform = Transform::named(
+            v.text("translate"),
+            offset.unwrap_or(0.0),
+            scale.unwrap_or(1.0),
+            names,
+        )?;
+        Ok(Arc::new(transform.moving_display(v.flag("move_display"))))
+    },
+};
+
+impl Operation for Transform {
+    fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
+        let options = request.stream_options(output)?;
+        Ok(Ran::image(run_op(
+            self, &inputs[0], output, &options, None,
+        )?))
+    }
+
+    fn node(&self, _: &NodeInputs) -> Result<NodeWork> {
+        Ok(NodeWork::Band {
+            op: Box::new(*self),
+            dy: self.dy,
+        })
+    }
+
+    /// Half depths cannot hold most depth changes: the operation writes them as float, and the
+    /// CLI says so, once.
+    fn note(&self, inputs: &[PathBuf]) -> Result<Option<String>> {
+        let half_depths = crate::exr::read_parts_info(&inputs[0])?
+            .iter()
+            .any(|part| part.deep && self.promotes(&part.channels));
+        Ok(half_depths.then(|| {
+            format!(
+                "{}: its Z/ZBack are half, which would overflow or not change; the new depths \
+                 are written as float",
+                inputs[0].display()
+            )
+        }))
     }
 }
 

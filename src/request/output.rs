@@ -48,6 +48,8 @@ pub struct OutputRequest {
     pub band_rows: Option<usize>,
     /// Keep only these channels (and what they need), where the command takes them.
     pub channels: Option<ChannelSelection>,
+    /// Print no note on stderr (`-q`): what an operation says of its input besides errors.
+    pub quiet: bool,
 }
 
 impl Default for OutputRequest {
@@ -65,6 +67,7 @@ impl Default for OutputRequest {
             memory_budget: DEFAULT_MEMORY_BUDGET,
             band_rows: None,
             channels: None,
+            quiet: false,
         }
     }
 }
@@ -224,6 +227,7 @@ impl OutputRequest {
             budget: self.memory_budget,
             band_rows: self.band_rows,
             channels: self.channels.clone(),
+            flat_type_follows_inputs: self.flat_type.is_none(),
             ..StreamOptions::default()
         })
     }

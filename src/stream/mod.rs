@@ -30,7 +30,7 @@ pub mod pipeline;
 pub mod plan;
 
 pub use bbox::OutputWindow;
-pub use parts::{merge_parts, plan_parts, OutputPart, PartPlan, PartRequest};
+pub use parts::{merge_parts, plan_parts, write_part_by_part, OutputPart, PartPlan, PartRequest};
 pub use pipeline::{
     merge_checked, merge_files, stream_bands, BandOutput, EngineOutput, MergeEngine, OutputFormat,
     StreamMerge, StreamReport,
@@ -39,9 +39,10 @@ pub use plan::{plan_bands, Band};
 
 use crate::composite::MergeOptions;
 use crate::composite::Pruning;
+use crate::deep::Channel;
 use crate::exr::{
-    carried_attributes, ChannelSelection, DeepWriteOptions, FlatWriteOptions, MetadataMode,
-    PartSelector, RawAttribute,
+    carried_attributes, ChannelSelection, DeepWriteOptions, FlatType, FlatWriteOptions,
+    MetadataMode, PartSelector, RawAttribute,
 };
 
 /// The default memory budget: 1 GiB. A band is at most a third of it (three are alive at
@@ -75,15 +76,21 @@ pub struct StreamOptions {
     pub pruning: Pruning,
     /// The merge's output data window (`--bbox`; operations ignore it).
     pub bbox: OutputWindow,
+    /// Flat output stores colour as its inputs do ([`FlatType::following`]) rather than as
+    /// `flat_write` says: no type was asked for.
+    pub flat_type_follows_inputs: bool,
 }
 
 impl StreamOptions {
     /// The writers' options for an output made from an input whose header holds `attributes`
     /// (the first input's, of the part read): the writers' own attributes, then the input's as
     /// [`Self::metadata`] asks. The merge and every operation keep these metadata rules.
+    /// Flat output follows the types of `inputs`' channels where
+    /// [`Self::flat_type_follows_inputs`].
     pub fn write_options_from(
         &self,
         attributes: &[RawAttribute],
+        inputs: &[&[Channel]],
     ) -> (DeepWriteOptions, FlatWriteOptions) {
         let carried = match self.metadata {
             MetadataMode::First => carried_attributes(attributes),
@@ -93,6 +100,9 @@ impl StreamOptions {
         deep_write.attributes.extend(carried.iter().cloned());
         let mut flat_write = self.flat_write.clone();
         flat_write.attributes.extend(carried);
+        if self.flat_type_follows_inputs {
+            flat_write.flat_type = FlatType::following(inputs.iter().flat_map(|c| c.iter()));
+        }
         (deep_write, flat_write)
     }
 }
@@ -113,6 +123,7 @@ impl Default for StreamOptions {
             band_rows: None,
             pruning: Pruning::default(),
             bbox: OutputWindow::Union,
+            flat_type_follows_inputs: false,
         }
     }
 }

@@ -148,15 +148,17 @@ pub fn plan_parts(inputs: &[PathBuf], request: &PartRequest) -> Result<PartPlan>
         if let Some((path, list, part)) = missing {
             let have: Vec<String> = list.iter().filter(|p| p.deep).map(label).collect();
             let view = view_of(part).map_or(String::new(), |v| format!(" (view {v:?})"));
-            return Err(Error::file(
-                path,
+            // A part the file lacks is a usage error (exit 2), as with --part.
+            return Err(Error::of_kind(
+                crate::error::ErrorKind::Usage,
                 format!(
                     "has no deep part {}{view} to merge part by part with {}; its deep parts: {}",
                     label(part),
                     inputs[0].display(),
                     have.join(", ")
                 ),
-            ));
+            )
+            .in_file(path));
         }
         if first_deep.is_empty() {
             // The reader's own refusal of a file without a deep part.
@@ -262,6 +264,33 @@ pub fn merge_parts(
         None => timed()?,
     }
     Ok(reports)
+}
+
+/// Write a part-by-part output: `write` makes each part of `parts` (its index and a scratch
+/// file beside `output`), one after another, then `output` is joined from them (the
+/// operations' multi-part output, as [`merge_parts`] writes the merge's).
+pub fn write_part_by_part(
+    output: &Path,
+    parts: &[OutputPart],
+    write: &mut dyn FnMut(&OutputPart, &Path) -> Result<()>,
+) -> Result<()> {
+    // The scratch files live (and are removed when dropped, or on a signal) until the join.
+    let mut scratches = Vec::with_capacity(parts.len());
+    for (number, part) in parts.iter().enumerate() {
+        let file = PartScratch::create(output, number)?;
+        write(part, file.path())?;
+        scratches.push(file);
+    }
+    let files: Vec<PartFile> = scratches
+        .iter()
+        .zip(parts)
+        .map(|(file, part)| PartFile {
+            path: file.path().to_path_buf(),
+            name: part.name.clone(),
+            view: part.view.clone(),
+        })
+        .collect();
+    join_parts(output, &files)
 }
 
 /// The file one part of a part-by-part output is streamed into before the join: a name of its

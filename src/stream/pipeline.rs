@@ -295,7 +295,13 @@ impl<'o> StreamMerge<'o> {
         let _ = shape;
         let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
         // The first input's attributes (of the part read), as `--metadata first` asks.
-        let (deep_write, flat_write) = options.write_options_from(&sources[0].attributes);
+        let (deep_write, flat_write) = options.write_options_from(
+            &sources[0].attributes,
+            &sources
+                .iter()
+                .map(|s| s.all_channels.as_slice())
+                .collect::<Vec<_>>(),
+        );
         #[cfg_attr(not(feature = "gl"), allow(unused_mut))]
         let mut report = StreamReport {
             bands: bands.len(),

@@ -31,7 +31,7 @@ use super::bytes::ByteSource;
 use super::header::{PartInfo, PartSelector};
 use super::part::{PartKind, PartReader};
 use crate::deep::{Bounds, Channel, Plane};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::exr::codec::{compression_name, decompress, BlockLayout, Codec};
 
 /// Bytes per row of the window held for the whole run: the offset table (at most one chunk
@@ -455,11 +455,11 @@ fn select_flat_part(infos: &[PartInfo], selector: &PartSelector) -> Result<usize
             .ok_or_else(|| Error::format("is a deep EXR; this command needs a flat image"))?,
         PartSelector::Index(i) => (*i < infos.len())
             .then_some(*i)
-            .ok_or_else(|| Error::format(format!("has no part {i}")))?,
+            .ok_or_else(|| Error::of_kind(ErrorKind::Usage, format!("has no part {i}")))?,
         PartSelector::Name(n) => infos
             .iter()
             .position(|p| p.name.as_deref() == Some(n.as_str()))
-            .ok_or_else(|| Error::format(format!("has no part named {n:?}")))?,
+            .ok_or_else(|| Error::of_kind(ErrorKind::Usage, format!("has no part named {n:?}")))?,
     };
     if infos[index].deep {
         return Err(Error::format(format!(

@@ -37,6 +37,27 @@ pub enum FlatType {
     Float,
 }
 
+impl FlatType {
+    /// The storage that loses nothing of inputs with `channels`: float when a colour or alpha
+    /// channel (one composited into the flat image) is float, half otherwise. Flat output
+    /// follows its inputs unless a type is asked for (oiiotool keeps float too).
+    pub fn following<'c>(channels: impl IntoIterator<Item = &'c crate::deep::Channel>) -> Self {
+        use crate::deep::{ChannelRole, SampleType};
+        let float = channels.into_iter().any(|c| {
+            c.sample_type == SampleType::F32
+                && !matches!(
+                    c.role,
+                    ChannelRole::Z | ChannelRole::ZBack | ChannelRole::Id
+                )
+        });
+        if float {
+            FlatType::Float
+        } else {
+            FlatType::Half
+        }
+    }
+}
+
 impl std::str::FromStr for FlatType {
     type Err = Error;
 
