@@ -664,3 +664,91 @@ path = "{}"
         "{err}"
     );
 }
+
+#[test]
+fn reformat_nodes_read_the_rows_their_footprints_cover_across_bands() {
+    // A reformat moves rows by a scale: its band's output rows need input rows of other
+    // bands, some of them twice. Down and up, box and nearest, under a translation, read twice
+    // (reformatted and as it is) and merged with an input of another size; in bands of 1, 5
+    // and 64 rows. The bytes are the steps'.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let balls = data("openexr-images/Balls.exr");
+    let leaves = data("openexr-images/Leaves.exr");
+    for (scale, filter) in [("0.5", "box"), ("2", "nearest"), ("0.37", "box")] {
+        let script = d.join("reformat.toml");
+        std::fs::write(
+            &script,
+            format!(
+                r#"
+[input.balls]
+path = "{balls}"
+[input.leaves]
+path = "{leaves}"
+[node.moved]
+op = "transform"
+input = "balls"
+translate = [5, 17]
+[node.scaled]
+op = "reformat"
+input = "moved"
+scale = {scale}
+filter = "{filter}"
+[node.both]
+op = "merge"
+inputs = ["scaled", "leaves", "balls"]
+deep = true
+[[output]]
+node = "both"
+path = "{both}"
+[[output]]
+node = "scaled"
+path = "{scaled}"
+"#,
+                balls = balls.display(),
+                leaves = leaves.display(),
+                both = d.join("graph.exr").display(),
+                scaled = d.join("graph-scaled.exr").display(),
+            ),
+        )
+        .unwrap();
+        ok(&[
+            "transform",
+            s(&balls),
+            "--translate",
+            "5,17",
+            "-o",
+            s(&d.join("moved.exr")),
+        ]);
+        ok(&[
+            "reformat",
+            s(&d.join("moved.exr")),
+            "--scale",
+            scale,
+            "--filter",
+            filter,
+            "-o",
+            s(&d.join("scaled.exr")),
+        ]);
+        ok(&[
+            s(&d.join("scaled.exr")),
+            s(&leaves),
+            s(&balls),
+            "--deep",
+            "-o",
+            s(&d.join("steps.exr")),
+        ]);
+        for rows in ["1", "5", "64"] {
+            ok(&["comp", s(&script), "--band-rows", rows]);
+            let what = format!("scale {scale} {filter} rows {rows}");
+            assert!(
+                same(&d.join("graph-scaled.exr"), &d.join("scaled.exr")),
+                "{what}: the reformat node"
+            );
+            assert!(
+                same(&d.join("graph.exr"), &d.join("steps.exr")),
+                "{what}: the merge after it"
+            );
+        }
+    }
+}

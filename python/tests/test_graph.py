@@ -57,6 +57,16 @@ def test_a_graph_writes_the_steps_bytes_and_the_cli_comp_bytes(tmp_path, cli):
     same_bytes(tmp_path / "cli" / "comp.exr", tmp_path / "steps.exr")
 
 
+def test_a_reformat_node_writes_the_reformat_commands_bytes(tmp_path, cli):
+    g = dm.Graph()
+    small = g.reformat(g.input(BALLS), scale=0.5)
+    g.output(small, tmp_path / "small.exr")
+    g.run()
+    cli("reformat", BALLS, "--scale", "0.5", "-o", tmp_path / "cli.exr")
+    same_bytes(tmp_path / "small.exr", tmp_path / "cli.exr")
+    assert 'op = "reformat"' in g.to_script()
+
+
 def test_frames_run_per_frame(tmp_path, cli):
     import shutil
 

@@ -11,11 +11,14 @@
 //!   the inputs' count tables ([`crate::stream::plan_bands`]), in the budget's share of each
 //!   node (every node may hold a band).
 //! - **Rows.** For each band each output asks its node for the band's rows; a node asks its
-//!   inputs for the rows it needs (the same rows, except `transform`, which moves rows: it asks
-//!   for the rows its translation brings into the band) and works on them as its command
-//!   works on a band. Results are kept for the band, so a node read by several is worked once.
+//!   inputs for the rows it needs (the same rows, except `transform`, which asks for the rows
+//!   its translation brings into the band, and `reformat`, which asks for the rows its output
+//!   rows' footprints cover: [`crate::ops::DeepOp::rows_read`]) and works on them as its
+//!   command works on a band. Results are kept for the band, so a node read by several is worked once.
 //!   Each input keeps the decoded rows that a later request of the band may still need
-//!   (`RowCache`): with translations, the rows between its lowest and highest readers.
+//!   (`RowCache`): from the lowest row any path of mappings from an output asks of it
+//!   (`Runner::lowest_rows`), so a reformat's footprints that straddle two bands find their
+//!   rows.
 //! - **Threads.** As in the streamed merge, a writer thread encodes band k-1's outputs while the
 //!   calling thread (which owns the GL context) works band k and, where no translation moves
 //!   rows, a reader thread decodes band k+1's input rows (`Runner::run`).
@@ -137,15 +140,15 @@ struct RowCache {
     /// How far above a band its readers reach: the largest shift of rows on a path from an
     /// output to this input (translations down move the rows read up).
     reach: i32,
-    /// Whether every reader asks for the same rows of a band (no translation tells them
-    /// apart): the rows handed out then need not be kept.
+    /// Whether every reader asks for the same rows of a band (no translation or change of
+    /// resolution tells them apart): the rows handed out then need not be kept.
     one_shift: bool,
 }
 
 impl RowCache {
     /// Forget the rows above `lowest`; a band's readers ask for nothing above it.
-    fn start_band(&mut self, band_top: i32) {
-        self.lowest = band_top.saturating_sub(self.reach);
+    fn start_band(&mut self, lowest: i32) {
+        self.lowest = lowest;
         if let Some(held) = &self.held {
             let w = held.data_window;
             if w.y1 < self.lowest {
@@ -530,7 +533,7 @@ impl<'g> Runner<'g> {
             ..input.window
         };
         let head_in = input.head.as_ref().expect("deep").cropped(empty_rows);
-        let mut head = op.apply(&head_in, &windows)?;
+        let mut head = op.apply_rows(&head_in, &windows, windows.data.y0..=windows.data.y0 - 1)?;
         head.display_window = windows.display;
         Ok(NodePlan {
             window: windows.data,
@@ -568,24 +571,68 @@ impl<'g> Runner<'g> {
         for output in &graph.outputs {
             shifts[output.node].push(0);
         }
+        // Whether a node's rows are read through a change of resolution somewhere above it.
+        let mut scaled = vec![false; graph.nodes.len()];
         for n in (0..graph.nodes.len()).rev() {
-            let dy = match &self.plans[n].work {
-                Work::Op { dy, .. } => *dy,
-                _ => 0,
+            let (dy, scales) = match &self.plans[n].work {
+                Work::Op { dy, op, .. } => (*dy, op.scales_rows()),
+                _ => (0, false),
             };
             let mine: Vec<i32> = shifts[n].iter().map(|s| s.saturating_add(dy)).collect();
+            let below_scaled = scaled[n] || scales;
             for &i in &graph.reads[n] {
                 shifts[i].extend(&mine);
                 shifts[i].sort_unstable();
                 shifts[i].dedup();
+                scaled[i] |= below_scaled;
             }
         }
-        for (plan, shifts) in self.plans.iter_mut().zip(shifts) {
+        for ((plan, shifts), scaled) in self.plans.iter_mut().zip(shifts).zip(scaled) {
             if let Work::Read(cache) = &mut plan.work {
                 // The reader shifted most moves the rows it reads up the most.
                 cache.reach = shifts.iter().copied().max().unwrap_or(0);
-                cache.one_shift = shifts.len() <= 1;
+                // A change of resolution asks for rows other than the band's (and for some
+                // twice, across bands): they are kept, and read on demand.
+                cache.one_shift = shifts.len() <= 1 && !scaled;
             }
+        }
+    }
+
+    /// Per node, the lowest row a band whose outputs start at `band_top` may ask of it: the
+    /// band's top carried down every path from an output through each node's mapping of
+    /// rows (a translation's shift, a reformat's footprints).
+    fn lowest_rows(&self, band_top: i32) -> Vec<i32> {
+        let graph = self.graph;
+        let mut lowest = vec![i32::MAX; graph.nodes.len()];
+        for output in &graph.outputs {
+            lowest[output.node] = lowest[output.node].min(band_top);
+        }
+        for n in (0..graph.nodes.len()).rev() {
+            if lowest[n] == i32::MAX {
+                continue;
+            }
+            let (first, _) = self.rows_read(n, lowest[n], lowest[n]);
+            for &i in &graph.reads[n] {
+                lowest[i] = lowest[i].min(first);
+            }
+        }
+        lowest
+    }
+
+    /// The rows of its deep inputs node `n` reads for its output rows `y0..=y1` (before
+    /// clipping to their windows).
+    fn rows_read(&self, n: usize, y0: i32, y1: i32) -> (i32, i32) {
+        match &self.plans[n].work {
+            Work::Op { op, windows, dy } => {
+                let display = self.input(n, 0).display;
+                op.rows_read(
+                    display,
+                    windows,
+                    y0.saturating_sub(*dy),
+                    y1.saturating_sub(*dy),
+                )
+            }
+            _ => (y0, y1),
         }
     }
 
@@ -658,7 +705,7 @@ impl<'g> Runner<'g> {
             readers[output.node] += 1;
         }
         for n in 0..self.graph.nodes.len() {
-            for &i in &self.graph.reads[n][..self.deep_inputs(n).1] {
+            for &i in &self.graph.reads[n][..self.deep_inputs(n)] {
                 readers[i] += 1;
             }
         }
@@ -751,9 +798,10 @@ impl<'g> Runner<'g> {
                     }
                 }
                 None => {
-                    for plan in &mut self.plans {
+                    let lowest = self.lowest_rows(*band.start());
+                    for (plan, lowest) in self.plans.iter_mut().zip(lowest) {
                         if let Work::Read(cache) = &mut plan.work {
-                            cache.start_band(*band.start());
+                            cache.start_band(lowest);
                         }
                     }
                 }
@@ -852,10 +900,11 @@ impl<'g> Runner<'g> {
     fn make_rows(&mut self, n: usize, y0: i32, y1: i32, memo: &mut Memo) -> Result<MergeOutput> {
         let window = self.plans[n].window;
         let band_window = Bounds { y0, y1, ..window };
-        let (shift, deep_inputs) = self.deep_inputs(n);
+        let deep_inputs = self.deep_inputs(n);
+        let (a, b) = self.rows_read(n, y0, y1);
         let mut got = Vec::with_capacity(deep_inputs);
         for k in 0..deep_inputs {
-            got.push(self.input_rows(n, k, y0 - shift, y1 - shift, memo)?);
+            got.push(self.input_rows(n, k, a, b, memo)?);
         }
         let engine_gl;
         let out = match &mut self.plans[n].work {
@@ -885,7 +934,7 @@ impl<'g> Runner<'g> {
                 MergeOutput::Deep(holdout(deep(&got[0])?, deep(&got[1])?, *mode)?)
             }
             Work::Op { op, windows, .. } => {
-                let mut image = op.apply(deep(&got[0])?, windows)?;
+                let mut image = op.apply_rows(deep(&got[0])?, windows, y0..=y1)?;
                 image.display_window = windows.display;
                 MergeOutput::Deep(image)
             }
@@ -894,13 +943,13 @@ impl<'g> Runner<'g> {
         Ok(out)
     }
 
-    /// How far node `n` moves rows, and how many of its inputs it reads deep rows of (the
-    /// first ones; a recolor's flat input is read by its op, a deepen's by the node).
-    fn deep_inputs(&self, n: usize) -> (i32, usize) {
+    /// How many of its inputs node `n` reads deep rows of (the first ones; a recolor's flat
+    /// input is read by its op, a deepen's by the node).
+    fn deep_inputs(&self, n: usize) -> usize {
         match &self.plans[n].work {
-            Work::Op { dy, .. } => (*dy, 1),
-            Work::Read(_) | Work::FlatInput | Work::Deepen(_) => (0, 0),
-            _ => (0, self.graph.reads[n].len()),
+            Work::Op { .. } => 1,
+            Work::Read(_) | Work::FlatInput | Work::Deepen(_) => 0,
+            _ => self.graph.reads[n].len(),
         }
     }
 

@@ -90,6 +90,37 @@ pub trait DeepOp: Sync {
     /// inside `windows.read`'s rows). The result spans the output's data window's columns and
     /// holds the output rows those input rows make, with the input's channels.
     fn apply(&self, band: &DeepImage, windows: &OpWindows) -> Result<DeepImage>;
+
+    /// For a node of a graph (`deepmerge comp`): the input rows that output rows `y0..=y1` are
+    /// made from (before clipping to the input's window, whose display window is
+    /// `input_display`). The same rows, unless the operation scales rows (reformat); a
+    /// translation's shift is its node's own (`registry::NodeWork::Band::dy`).
+    fn rows_read(
+        &self,
+        _input_display: Bounds,
+        _windows: &OpWindows,
+        y0: i32,
+        y1: i32,
+    ) -> (i32, i32) {
+        (y0, y1)
+    }
+
+    /// Whether [`Self::rows_read`] maps rows other than one to one.
+    fn scales_rows(&self) -> bool {
+        false
+    }
+
+    /// For a node of a graph: output rows `rows` made from `band`, the input rows
+    /// [`Self::rows_read`] names, clipped to the input's window. [`Self::apply`] unless the
+    /// operation scales rows.
+    fn apply_rows(
+        &self,
+        band: &DeepImage,
+        windows: &OpWindows,
+        _rows: std::ops::RangeInclusive<i32>,
+    ) -> Result<DeepImage> {
+        self.apply(band, windows)
+    }
 }
 
 /// Apply `op` to the deep part `options.part` of `input`, writing `output` as `options` say

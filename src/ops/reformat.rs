@@ -58,7 +58,9 @@ use crate::exr::ChunkSource;
 use crate::stream::plan::OutputShape;
 use crate::stream::{plan_bands, stream_bands, BandOutput, OutputFormat, StreamOptions};
 
-use super::registry::{OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT};
+use super::registry::{
+    NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT,
+};
 use super::{finish_band, DeepOp, OpOutput, OpWindows};
 use crate::request::OutputRequest;
 use std::path::PathBuf;
@@ -627,6 +629,43 @@ impl DeepOp for Reformat {
         debug_assert_eq!(geometry.data, windows.data);
         self.output_rows(band, &geometry, geometry.data.y0..=geometry.data.y1)
     }
+
+    /// The input rows the footprints of output rows `y0..=y1` cover (the geometry was
+    /// checked when the node was planned).
+    fn rows_read(
+        &self,
+        input_display: Bounds,
+        windows: &OpWindows,
+        y0: i32,
+        y1: i32,
+    ) -> (i32, i32) {
+        match self.geometry(windows.read, input_display) {
+            Ok(g) => {
+                let row = |v: i64| v.clamp(i32::MIN as i64, i32::MAX as i64) as i32;
+                (
+                    row(g.y.first_read(y0, self.filter)),
+                    row(g.y.last_read(y1, self.filter)),
+                )
+            }
+            Err(_) => (y0, y1),
+        }
+    }
+
+    fn scales_rows(&self) -> bool {
+        true
+    }
+
+    /// Output rows `rows` from `band`, which holds the input rows they read: the rows the
+    /// command's own bands give ([`Reformat::output_rows`]).
+    fn apply_rows(
+        &self,
+        band: &DeepImage,
+        windows: &OpWindows,
+        rows: RangeInclusive<i32>,
+    ) -> Result<DeepImage> {
+        let geometry = self.geometry(windows.read, band.display_window)?;
+        self.output_rows(band, &geometry, rows)
+    }
 }
 
 /// `a` followed by `b` (the rows after `a`'s, with the same channels and columns).
@@ -894,7 +933,7 @@ pub const SPEC: OpSpec = OpSpec {
         },
     ],
     produces: Produces::Image,
-    comp: false,
+    comp: true,
     build: |v, _| {
         let filter: Filter = v.text("filter").unwrap_or("box").parse()?;
         let max_gather = v.count("max_gather").unwrap_or(DEFAULT_MAX_GATHER);
@@ -907,6 +946,15 @@ impl Operation for Reformat {
     fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
         run_reformat(self, &inputs[0], output, request)?;
         Ok(Ran::Image)
+    }
+
+    /// A graph's node: each band's output rows from the input rows their footprints cover
+    /// ([`DeepOp::rows_read`]), which the graph's reader keeps between bands.
+    fn node(&self, _: &NodeInputs) -> Result<NodeWork> {
+        Ok(NodeWork::Band {
+            op: Box::new(*self),
+            dy: 0,
+        })
     }
 }
 
