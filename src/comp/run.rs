@@ -662,9 +662,23 @@ impl<'g> Runner<'g> {
                 _ => None,
             })
             .collect();
+        // A reformat that shrinks reads several input rows per output row, which the planner
+        // (costing each input row at its own row) does not see: the bands shrink by as much.
+        let spread = (0..self.plans.len())
+            .filter_map(|n| match &self.plans[n].work {
+                Work::Op { op, .. } if op.scales_rows() => {
+                    let w = self.plans[n].window;
+                    let y = w.y0 + (w.height() / 2) as i32;
+                    let (a, b) = self.rows_read(n, y, y);
+                    Some((b as i64 - a as i64 + 1).max(1) as u64)
+                }
+                _ => None,
+            })
+            .max()
+            .unwrap_or(1);
         // Every node may hold a band: each gets its share of the budget.
         let stream = StreamOptions {
-            budget: options.budget / workers,
+            budget: options.budget / workers / spread,
             band_rows: options.band_rows,
             merge: MergeOptions {
                 output: OutputKind::Deep,
