@@ -1,6 +1,7 @@
 //! The single-input commands (flatten and the operations of the table) behave alike (issue 27
 //! item 6): `-q` and `--frames` on each, every deep part of a multi-part input unless `--part`
-//! picks one (flatten writing the one-input merge's bytes), exit code 2 for a part or channel
+//! picks one (flatten writing the one-input merge's bytes; an operation that reads one part
+//! asks for it), exit code 2 for a part or channel
 //! an input lacks, an empty result written with a note, flat output typed as its inputs.
 
 mod common;
@@ -168,6 +169,21 @@ fn operations_write_every_deep_part_unless_one_is_picked() {
     // A PNG preview is one image: it needs a part.
     let png = dir.path().join("both.png");
     let (code, err) = exit(&["slice", s(&stereo), "--far", "100", "-o", s(&png)]);
+    assert!(code == 2 && err.contains("--part"), "{err}");
+    // So is a point cloud, and a recolor (two inputs): they say so rather than take the first
+    // part silently, and run on the part asked for.
+    let ply = dir.path().join("points.ply");
+    let (code, err) = exit(&["points", s(&stereo), "-o", s(&ply)]);
+    assert!(
+        code == 2 && err.contains("2 deep parts") && err.contains("--part"),
+        "{err}"
+    );
+    assert!(!ply.exists());
+    let (code, err) = exit(&["points", s(&stereo), "--part", "1", "-o", s(&ply)]);
+    assert_eq!(code, 0, "{err}");
+    let flat = data("openexr-images/composited.exr");
+    let recoloured = dir.path().join("recoloured.exr");
+    let (code, err) = exit(&["recolor", s(&stereo), s(&flat), "-o", s(&recoloured)]);
     assert!(code == 2 && err.contains("--part"), "{err}");
 }
 

@@ -383,11 +383,19 @@ pub fn run(
 ) -> Result<Ran> {
     let one_deep_input = matches!(spec.inputs, [input] if !input.flat);
     let part_chosen = request.part != PartSelector::FirstDeep;
-    if spec.produces != Produces::Image
-        || !one_deep_input
-        || part_chosen
-        || !operation.part_by_part()
-    {
+    let each_part = spec.produces == Produces::Image && one_deep_input && operation.part_by_part();
+    if !each_part && !part_chosen && matches!(spec.inputs.first(), Some(i) if !i.flat) {
+        // An operation that reads one part says which, rather than taking the first silently.
+        if let PartPlan::Each(parts) = plan_parts(&inputs[..1], &PartRequest::Auto)? {
+            return Err(Error::Usage(format!(
+                "{} has {} deep parts and {} reads one: choose it with --part",
+                inputs[0].display(),
+                parts.len(),
+                spec.name
+            )));
+        }
+    }
+    if !each_part || part_chosen {
         return operation.run(inputs, output, request);
     }
     let PartPlan::Each(parts) = plan_parts(&inputs[..1], &PartRequest::Auto)? else {
