@@ -752,3 +752,56 @@ path = "{scaled}"
         }
     }
 }
+
+#[test]
+fn a_crop_node_that_leaves_nothing_writes_the_commands_empty_image() {
+    // As the command: the box with no samples, and a merge over it sees nothing there.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let balls = data("openexr-images/Balls.exr");
+    let script = d.join("empty.toml");
+    std::fs::write(
+        &script,
+        format!(
+            r#"
+[input.balls]
+path = "{balls}"
+[node.outside]
+op = "crop"
+input = "balls"
+box = [5000, 5000, 5009, 5004]
+[node.both]
+op = "merge"
+inputs = ["outside", "balls"]
+[[output]]
+node = "outside"
+path = "{outside}"
+[[output]]
+node = "both"
+path = "{both}"
+"#,
+            balls = balls.display(),
+            outside = d.join("graph-outside.exr").display(),
+            both = d.join("graph-both.exr").display(),
+        ),
+    )
+    .unwrap();
+    ok(&["comp", s(&script), "-q"]);
+    ok(&[
+        "crop",
+        s(&balls),
+        "--box",
+        "5000,5000,5009,5004",
+        "-q",
+        "-o",
+        s(&d.join("outside.exr")),
+    ]);
+    ok(&[
+        s(&d.join("outside.exr")),
+        s(&balls),
+        "-o",
+        s(&d.join("both.exr")),
+    ]);
+    assert!(same(&d.join("graph-outside.exr"), &d.join("outside.exr")));
+    assert!(same(&d.join("graph-both.exr"), &d.join("both.exr")));
+}

@@ -39,7 +39,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use super::graph::{Graph, Op, Output};
 use crate::composite::{check_compatible, holdout, MergeOptions, MergeOutput, OutputKind, Pruning};
-use crate::deep::{Bounds, DeepImage, Plane};
+use crate::deep::{Bounds, DeepImage, DeepState, Plane};
 use crate::error::{Error, Result};
 use crate::exr::{
     carried_attributes, ChunkSource, DeepChunkWriter, FlatChunkWriter, FlatType, IdManifest,
@@ -127,6 +127,9 @@ enum Work {
     },
     /// A flat file made deep.
     Deepen(Box<DeepenRows>),
+    /// An operation that leaves nothing of its input (a crop outside it): its window with no
+    /// samples, as the command writes it.
+    Empty,
 }
 
 /// A deep input's decoded rows, kept while a reader of this band may still need them.
@@ -520,12 +523,27 @@ impl<'g> Runner<'g> {
         let input = self.input(n, 0);
         let windows = op.windows(input.window, input.display)?;
         if windows.read.area() == 0 {
-            // The command writes an image with no samples; a graph's node has no rows to
-            // stream its bands from.
-            return Err(Error::Usage(format!(
-                "nothing of its input's data window {} remains",
-                input.window
-            )));
+            // Nothing of the input is read: the node's rows are its window with no samples,
+            // the image the command writes.
+            let head = input.head.as_ref().expect("deep");
+            let mut empty = DeepImage::empty(
+                windows.display,
+                Bounds {
+                    y1: windows.data.y0 - 1,
+                    ..windows.data
+                },
+                head.channels.clone(),
+            );
+            // An image with no samples is tidy, as the command writes it.
+            empty.state = DeepState::Tidy;
+            return Ok(NodePlan {
+                window: windows.data,
+                display: windows.display,
+                head: Some(empty),
+                attributes: input.attributes.clone(),
+                flat_type: input.flat_type,
+                work: Work::Empty,
+            });
         }
         let empty_rows = Bounds {
             y1: windows.read.y0 - 1,
@@ -953,6 +971,17 @@ impl<'g> Runner<'g> {
                 MergeOutput::Deep(image)
             }
             Work::Deepen(rows) => MergeOutput::Deep(rows.rows(y0..=y1)?),
+            Work::Empty => {
+                let head = self.plans[n]
+                    .head
+                    .as_ref()
+                    .expect("an empty node has a head");
+                MergeOutput::Deep(DeepImage::empty(
+                    self.plans[n].display,
+                    band_window,
+                    head.channels.clone(),
+                ))
+            }
         };
         Ok(out)
     }
@@ -962,7 +991,7 @@ impl<'g> Runner<'g> {
     fn deep_inputs(&self, n: usize) -> usize {
         match &self.plans[n].work {
             Work::Op { .. } => 1,
-            Work::Read(_) | Work::FlatInput | Work::Deepen(_) => 0,
+            Work::Read(_) | Work::FlatInput | Work::Deepen(_) | Work::Empty => 0,
             _ => self.graph.reads[n].len(),
         }
     }
