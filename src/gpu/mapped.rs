@@ -9,7 +9,8 @@
 //! `glBufferSubData` and `glGetBufferSubData` calls ([`TransferPath::Calls`]).
 //!
 //! Staging goes through a few buffers of at most [`STAGING_BYTES`] each: a larger upload is cut
-//! into rounds, and the host fills one buffer while the GPU copies out of the other. A staging
+//! into rounds, and the host fills one buffer while the GPU copies out of another (a second one
+//! is made rather than waited for, [`STAGING_BUFFERS`]). A staging
 //! buffer is written again only once the fence after its last copies has signalled (the host
 //! waits for it: a GPU-side wait cannot hold back a host write). Readback buffers are free once
 //! the host has read them. Free buffers are bounded ([`MAX_FREE_BUFFERS`] each way).
@@ -18,6 +19,7 @@
 //! buffer whose last copy is not known finished is a hazard (`hazard.rs`).
 
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use glow::HasContext;
@@ -33,6 +35,10 @@ pub const STAGING_BYTES: usize = 64 << 20;
 
 /// Free mapped buffers kept for reuse, per direction; older ones are deleted.
 const MAX_FREE_BUFFERS: usize = 4;
+
+/// Staging buffers made before the host waits for one to be free again: two, so that the host
+/// fills one while the GPU copies out of the other.
+const STAGING_BUFFERS: usize = 2;
 
 /// Copies below this size are made on one host thread (a task costs more than it saves).
 const PARALLEL_COPY_BYTES: usize = 1 << 20;
@@ -127,6 +133,8 @@ pub(crate) struct MappedPool {
     pub(crate) overlap: Cell<Option<bool>>,
     /// The most bytes of one staging round or readback chunk (0: [`STAGING_BYTES`]).
     round_bytes: Cell<usize>,
+    /// Readbacks dropped before they were waited for: their buffers and fences, to delete.
+    orphans: Rc<RefCell<Vec<Pending>>>,
 }
 
 /// A pointer the copy threads share; each writes its own range.
@@ -155,14 +163,29 @@ pub(crate) struct Piece<'p, 'a> {
 }
 
 /// A readback issued ahead of need: the bytes arrive in mapped memory behind a fence, or were
-/// read at once (the calls path).
-pub(crate) enum PendingRead {
+/// read at once (the calls path). Dropped unfinished (an error between issuing and waiting),
+/// its buffers and fence go to the context's orphans, deleted at the next readback.
+pub(crate) struct PendingRead {
+    inner: Option<Pending>,
+    orphans: Rc<RefCell<Vec<Pending>>>,
+}
+
+/// What a [`PendingRead`] holds.
+enum Pending {
     Mapped {
         chunks: Vec<(MappedBuffer, usize)>,
         fence: Fence,
         bytes: usize,
     },
     Ready(Vec<u8>),
+}
+
+impl Drop for PendingRead {
+    fn drop(&mut self) {
+        if let Some(pending @ Pending::Mapped { .. }) = self.inner.take() {
+            self.orphans.borrow_mut().push(pending);
+        }
+    }
 }
 
 /// Copy `tasks` of (destination pointer offset, source) into `base`, in parallel when large.
@@ -334,6 +357,10 @@ impl GlContext {
             }
         }
         let fence = self.make_fence();
+        if fence.is_none() {
+            // No fence to wait on before the next write: wait for the copies now.
+            self.finish();
+        }
         self.give_back_staging(staging, fence);
         self.count_transfer(|s| s.staging_rounds += 1);
         result
@@ -359,14 +386,21 @@ impl GlContext {
             match status {
                 glow::ALREADY_SIGNALED | glow::CONDITION_SATISFIED => break,
                 glow::TIMEOUT_EXPIRED if start.elapsed() < FENCE_TIMEOUT => continue,
-                _ => {
+                other => {
                     // SAFETY: as above.
                     unsafe { self.gl.delete_sync(fence.sync) };
-                    return Err(Error::Gl(format!(
-                        "{} did not finish its work within {} s (glClientWaitSync)",
-                        self.info().renderer,
-                        FENCE_TIMEOUT.as_secs()
-                    )));
+                    return Err(Error::Gl(if other == glow::TIMEOUT_EXPIRED {
+                        format!(
+                            "{} did not finish its work within {} s (glClientWaitSync)",
+                            self.info().renderer,
+                            FENCE_TIMEOUT.as_secs()
+                        )
+                    } else {
+                        format!(
+                            "glClientWaitSync failed on {} (status 0x{other:x})",
+                            self.info().renderer
+                        )
+                    }));
                 }
             }
         }
@@ -377,22 +411,40 @@ impl GlContext {
         Ok(start.elapsed().as_secs_f64())
     }
 
-    /// A staging buffer of at least `bytes`, its last copies finished.
+    /// A staging buffer of at least `bytes`, its last copies finished: a free one whose copies
+    /// are done, else a new one while fewer than [`STAGING_BUFFERS`] exist (so the host fills
+    /// one while the GPU copies out of another), else the oldest fitting one, once it is done.
     fn take_staging(&self, bytes: usize) -> Result<MappedBuffer> {
         let found = {
             let mut free = self.mapped.staging.borrow_mut();
-            free.iter()
-                .enumerate()
-                .filter(|(_, (b, _))| b.capacity >= bytes)
-                .min_by_key(|(_, (b, _))| b.capacity)
-                .map(|(k, _)| k)
-                .map(|k| free.remove(k))
+            let done = |fence: &Option<Fence>| {
+                fence.as_ref().is_none_or(|f| {
+                    // SAFETY: a status query of a live fence of this context.
+                    let status = unsafe { self.gl.client_wait_sync(f.sync, 0, 0) };
+                    status == glow::ALREADY_SIGNALED || status == glow::CONDITION_SATISFIED
+                })
+            };
+            let fits: Vec<usize> = (0..free.len())
+                .filter(|&k| free[k].0.capacity >= bytes)
+                .collect();
+            let ready = fits.iter().copied().find(|&k| done(&free[k].1));
+            let pick = match ready {
+                Some(k) => Some(k),
+                None if free.len() < STAGING_BUFFERS => None,
+                None => fits.first().copied(),
+            };
+            pick.map(|k| free.remove(k))
         };
         match found {
             Some((buffer, fence)) => {
                 if let Some(fence) = fence {
-                    let waited = self.wait_fence(fence)?;
-                    self.count_transfer(|s| s.staging_wait_s += waited);
+                    match self.wait_fence(fence) {
+                        Ok(waited) => self.count_transfer(|s| s.staging_wait_s += waited),
+                        Err(e) => {
+                            self.delete_mapped(buffer);
+                            return Err(e);
+                        }
+                    }
                 }
                 Ok(buffer)
             }
@@ -477,13 +529,18 @@ impl GlContext {
             at + bytes <= src.capacity(),
             "a readback outside a GPU buffer"
         );
+        let pending = |inner| PendingRead {
+            inner: Some(inner),
+            orphans: self.mapped.orphans.clone(),
+        };
         if self.transfer_path() == TransferPath::Calls {
             let mut out = vec![0u8; bytes];
             if bytes > 0 {
                 src.read_bytes_at(at, &mut out);
             }
-            return Ok(PendingRead::Ready(out));
+            return Ok(pending(Pending::Ready(out)));
         }
+        self.bury_orphans();
         let mut chunks = Vec::new();
         let mut result = Ok(());
         for from in (0..bytes).step_by(self.round_bytes()) {
@@ -520,26 +577,41 @@ impl GlContext {
             return Err(e);
         }
         self.count_transfer(|s| s.reads_ahead += 1);
-        Ok(PendingRead::Mapped {
+        Ok(pending(Pending::Mapped {
             chunks,
             fence: fence.expect("checked above"),
             bytes,
-        })
+        }))
+    }
+
+    /// Delete what readbacks dropped unfinished left (GL keeps a buffer's storage until the
+    /// copy into it is done).
+    fn bury_orphans(&self) {
+        let orphans: Vec<Pending> = self.mapped.orphans.borrow_mut().drain(..).collect();
+        for orphan in orphans {
+            if let Pending::Mapped { chunks, fence, .. } = orphan {
+                // SAFETY: the fence belongs to this context; nothing waits on it any more.
+                unsafe { self.gl.delete_sync(fence.sync) };
+                for (chunk, _) in chunks {
+                    self.delete_mapped(chunk);
+                }
+            }
+        }
     }
 
     /// The bytes of a readback started by [`Self::read_ahead`], as `T`s, once the GPU has copied
     /// them (the host waits on the fence here, and counts the wait).
     pub(crate) fn finish_read<T: bytemuck::Pod + Default>(
         &self,
-        pending: PendingRead,
+        mut pending: PendingRead,
     ) -> Result<Vec<T>> {
-        match pending {
-            PendingRead::Ready(bytes) => {
+        match pending.inner.take().expect("a readback is finished once") {
+            Pending::Ready(bytes) => {
                 let mut out = vec![T::default(); bytes.len() / std::mem::size_of::<T>()];
                 bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(&bytes);
                 Ok(out)
             }
-            PendingRead::Mapped {
+            Pending::Mapped {
                 chunks,
                 fence,
                 bytes,
@@ -560,7 +632,12 @@ impl GlContext {
                     }
                 }
                 for (chunk, _) in chunks {
-                    self.give_back_readback(chunk);
+                    if waited.is_ok() {
+                        self.give_back_readback(chunk);
+                    } else {
+                        // The copy may still be running: never reuse the buffer.
+                        self.delete_mapped(chunk);
+                    }
                 }
                 waited.map(|_| out)
             }
@@ -594,6 +671,7 @@ impl GlContext {
 
     /// Delete every free mapped buffer (the context is being dropped, or its pool cleared).
     pub(crate) fn clear_mapped(&self) {
+        self.bury_orphans();
         for (buffer, fence) in self
             .mapped
             .staging
