@@ -32,30 +32,13 @@ use deepmerge::gpu::{
     merge_images_gl, GlContext, GlOptions, Layout, MergeMethod, PixelOrder, RbmBlocks,
 };
 use gpu_common::{
-    assert_gl_matches, assert_gl_matches_reference, crop, real, with_gl, Reference, Stages, Synth,
+    assert_gl_matches, assert_gl_matches_reference, crop, outputs, real, with_gl, Reference,
+    Stages, Synth,
 };
 
 const BLOCKS: [u32; 4] = [1, 4, 8, 16];
 /// The block size the host stages run at in the full matrices (the default).
 const HOST_BLOCK: u32 = 8;
-
-fn outputs() -> [MergeOptions; 3] {
-    [
-        MergeOptions {
-            output: OutputKind::Flat { z: true },
-            ..Default::default()
-        },
-        MergeOptions {
-            output: OutputKind::Deep,
-            ..Default::default()
-        },
-        MergeOptions {
-            output: OutputKind::Deep,
-            tidy: true,
-            ..Default::default()
-        },
-    ]
-}
 
 /// Every layout × method × block × output on `inputs` with the GPU stages, chained; the k-way
 /// merge over every layout × output, every block for BIA (module doc); the host stages at block

@@ -16,7 +16,7 @@ use deepmerge::composite::{MergeOptions, MergeStrategy, OutputKind};
 use deepmerge::deep::{Bounds, DeepImage};
 use deepmerge::gpu::{merge_images_gl, GlContext, GlOptions, Layout, MergeMethod, PixelOrder};
 use deepmerge::stream::{merge_files, MergeEngine, StreamOptions};
-use gpu_common::{assert_merge_matches, crop, Reference, Stages, Synth};
+use gpu_common::{assert_merge_matches, crop, outputs, Reference, Stages, Synth};
 
 /// Rows per band: the streamed pipeline hands the GL engine one band of rows at a time.
 const BAND_ROWS: i32 = 6;
@@ -25,24 +25,6 @@ fn context() -> GlContext {
     GlContext::new_with(true).unwrap_or_else(|e| {
         panic!("a GL context is required (apt-get install libegl1 libgl1-mesa-dri): {e}")
     })
-}
-
-fn outputs() -> [MergeOptions; 3] {
-    [
-        MergeOptions {
-            output: OutputKind::Flat { z: true },
-            ..Default::default()
-        },
-        MergeOptions {
-            output: OutputKind::Deep,
-            ..Default::default()
-        },
-        MergeOptions {
-            output: OutputKind::Deep,
-            tidy: true,
-            ..Default::default()
-        },
-    ]
 }
 
 /// Three overlapping inputs with volumes, cut into bands of [`BAND_ROWS`] rows as the

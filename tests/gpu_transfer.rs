@@ -11,28 +11,10 @@
 
 mod gpu_common;
 
-use deepmerge::composite::{MergeOptions, MergeStrategy, OutputKind};
+use deepmerge::composite::{MergeOptions, MergeStrategy};
 use deepmerge::deep::Bounds;
 use deepmerge::gpu::{GlContext, GlOptions, Layout, TransferPath};
-use gpu_common::{assert_gl_matches_reference, real, with_gl, Stages, Synth};
-
-fn outputs() -> [MergeOptions; 3] {
-    [
-        MergeOptions {
-            output: OutputKind::Flat { z: true },
-            ..Default::default()
-        },
-        MergeOptions {
-            output: OutputKind::Deep,
-            ..Default::default()
-        },
-        MergeOptions {
-            output: OutputKind::Deep,
-            tidy: true,
-            ..Default::default()
-        },
-    ]
-}
+use gpu_common::{assert_gl_matches_reference, outputs, real, with_gl, Stages, Synth};
 
 /// Run `job` with `path` and rounds of `round_bytes`, then put the context's defaults back.
 fn with_transfer<R>(

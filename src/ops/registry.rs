@@ -347,6 +347,20 @@ pub enum NodeWork {
     FlatRows(Box<DeepenRows>),
 }
 
+/// [`Operation::run`] of a band operation with no inputs of its own beyond its deep one: the
+/// streamed [`super::run_op`] over `inputs[0]`, as the request says.
+pub fn run_band_op(
+    op: &dyn DeepOp,
+    inputs: &[PathBuf],
+    output: &Path,
+    request: OutputRequest,
+) -> Result<Ran> {
+    let options = request.stream_options(output)?;
+    Ok(Ran::image(super::run_op(
+        op, &inputs[0], output, &options, None,
+    )?))
+}
+
 /// An operation made from its options.
 pub trait Operation: Send + Sync + fmt::Debug {
     /// Run it on the files `inputs` (in [`OpSpec::inputs`]' order), writing `output` as

@@ -20,9 +20,10 @@ use crate::error::{Error, Result};
 use crate::request::{FieldNames, MergeOption, OptionNames};
 
 use super::registry::{
-    NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind, DEEP_INPUT,
+    run_band_op, NodeInputs, NodeWork, OpSpec, Operation, OptionSpec, Produces, Ran, ValueKind,
+    DEEP_INPUT,
 };
-use super::{run_op, DeepOp, OpWindows};
+use super::{DeepOp, OpWindows};
 use crate::request::OutputRequest;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -262,10 +263,7 @@ pub const SPEC: OpSpec = OpSpec {
 
 impl Operation for Transform {
     fn run(&self, inputs: &[PathBuf], output: &Path, request: OutputRequest) -> Result<Ran> {
-        let options = request.stream_options(output)?;
-        Ok(Ran::image(run_op(
-            self, &inputs[0], output, &options, None,
-        )?))
+        run_band_op(self, inputs, output, request)
     }
 
     fn node(&self, _: &NodeInputs) -> Result<NodeWork> {

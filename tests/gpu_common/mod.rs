@@ -489,3 +489,22 @@ pub fn with_gl<R: Send + 'static>(job: impl FnOnce(&GlContext) -> R + Send + 'st
         }
     }
 }
+
+/// The three outputs every GL matrix runs: flat with Z, deep, deep tidy.
+pub fn outputs() -> [MergeOptions; 3] {
+    [
+        MergeOptions {
+            output: OutputKind::Flat { z: true },
+            ..Default::default()
+        },
+        MergeOptions {
+            output: OutputKind::Deep,
+            ..Default::default()
+        },
+        MergeOptions {
+            output: OutputKind::Deep,
+            tidy: true,
+            ..Default::default()
+        },
+    ]
+}
