@@ -9,8 +9,10 @@
 #   benches/end_to_end.sh [--bin PATH] [--scenes "powerplant atrium hairball"] [--size 1920x1080]
 #                         [--cores "2 4 8 all"] [--repeats 3] [--dir /tmp/e2e] [--gl-variants]
 #
-# --gl-variants adds the GL engine's transfer and overlap variants (DEEPMERGE_GL_TRANSFER=calls,
-# DEEPMERGE_GL_OVERLAP=0) as more columns, so a GPU host's run says which default to keep.
+# --gl-variants adds the GL engine's variants as more columns, so a GPU host's run says which
+# default to keep: transfers by calls (DEEPMERGE_GL_TRANSFER=calls), bands not overlapped
+# (DEEPMERGE_GL_OVERLAP=0), the k-way kernel for a long-list pair (DEEPMERGE_GL_PAIRWISE=0) and,
+# for deep output, the merge written interleaved and relaid out (DEEPMERGE_GL_DEEP_WRITES=relayout).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release/deepmerge
@@ -56,8 +58,8 @@ measure() {
 echo "host: $all cores; $("$bin" gpu-info 2>/dev/null | sed -n 's/^renderer: *//p' | head -1)"
 echo
 if [ "$variants" = 1 ]; then
-    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | GL calls | GL no overlap |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | GL calls | GL no overlap | GL k-way | GL relayout |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 else
     echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL |"
     echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
@@ -65,12 +67,14 @@ fi
 for scene in $scenes; do
     base=$dir/$scene-$size
     [ -f "${base}_1.exr" ] || "$bin" scene "$scene" --size "$size" --seed 3 -o "$base" >/dev/null
-    for kind in flat deep; do
-        extra=()
-        [ "$kind" = deep ] && extra=(--deep)
-        for c in $cores; do
-            [ "$c" = all ] && c=$all
-            [ "$c" -le "$all" ] || continue
+    # Core counts outside, so that a run cut short (a device lease ends) has both output kinds
+    # of the counts it reached, in the order --cores gives.
+    for c in $cores; do
+        [ "$c" = all ] && c=$all
+        [ "$c" -le "$all" ] || continue
+        for kind in flat deep; do
+            extra=()
+            [ "$kind" = deep ] && extra=(--deep)
             read -r cpu_s floor_s cpu_peak < <(measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend cpu -o "$dir/out.exr")
             read -r gl_s _ gl_peak < <(measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
             printf '| %s %s | %s | %s | %.2f s | %.2f s | %.2f s | %.2fx | %.2fx | %.0f / %.0f MiB |' \
@@ -79,7 +83,13 @@ for scene in $scenes; do
             if [ "$variants" = 1 ]; then
                 read -r calls_s _ _ < <(DEEPMERGE_GL_TRANSFER=calls measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
                 read -r serial_s _ _ < <(DEEPMERGE_GL_OVERLAP=0 measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
-                printf ' %.2f s | %.2f s |' "$calls_s" "$serial_s"
+                read -r kway_s _ _ < <(DEEPMERGE_GL_PAIRWISE=0 measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
+                relayout=-
+                if [ "$kind" = deep ]; then
+                    read -r relayout_s _ _ < <(DEEPMERGE_GL_DEEP_WRITES=relayout measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
+                    relayout=$(printf '%.2f s' "$relayout_s")
+                fi
+                printf ' %.2f s | %.2f s | %.2f s | %s |' "$calls_s" "$serial_s" "$kway_s" "$relayout"
             fi
             echo
         done

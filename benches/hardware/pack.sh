@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Pack what a GPU machine needs to run the GL test suite, `gpu-info --verify` and the benchmark
 # tables (docs/hardware/README.md): the release binary and every GL test binary, stripped, in
-# .hw/, and the EGL loader packages in .gl/ (both ignored by git). Run here, in the repository,
-# on a machine with the same processor as the GPU machine; then send the repository with .hw and
-# .gl to the GPU machine and run benches/hardware/run.sh there.
+# .hw/, the same compressed in .hwpack/hw.tar.xz (what travels: the working tree a device call
+# sends is limited to 64 MiB), and the EGL loader packages in .gl/ (all ignored by git). Run
+# here, in the repository, on a machine with the same processor as the GPU machine; then send
+# the repository with .hwpack and .gl to the GPU machine and run benches/hardware/run.sh there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -29,6 +30,9 @@ done
 echo "$root" > .hw/built_at
 git rev-parse HEAD > .hw/commit
 ls .hw
+rm -rf .hwpack
+mkdir -p .hwpack
+tar cJf .hwpack/hw.tar.xz .hw
 
 if ! ls .gl/*.deb >/dev/null 2>&1; then
     mkdir -p .gl /tmp/amd64/partial
@@ -40,4 +44,5 @@ if ! ls .gl/*.deb >/dev/null 2>&1; then
 fi
 grep -qx '/.hw/' .git/info/exclude 2>/dev/null || echo /.hw/ >> .git/info/exclude
 grep -qx '/.gl/' .git/info/exclude 2>/dev/null || echo /.gl/ >> .git/info/exclude
-du -sh .hw .gl
+grep -qx '/.hwpack/' .git/info/exclude 2>/dev/null || echo /.hwpack/ >> .git/info/exclude
+du -sh .hw .hwpack .gl

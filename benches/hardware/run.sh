@@ -1,16 +1,32 @@
 #!/usr/bin/env bash
-# On a GPU machine, in the repository with .hw/ and .gl/ from benches/hardware/pack.sh: the
-# device, `gpu-info --verify`, then every GL test binary in strict mode, then (with --bench) the
-# benchmark tables. Writes everything to $OUT (or ./hw-out) as a record for docs/hardware/:
+# On a GPU machine, in the repository with .hwpack/ (or .hw/) and .gl/ from
+# benches/hardware/pack.sh: the device, `gpu-info --verify`, then every GL test binary in strict
+# mode, then (with --bench) the end-to-end table with the GL engine's variants and the
+# paper-style tables. Writes everything to $OUT (or ./hw-out) as a record for docs/hardware/:
 # summary.md (date, device, driver, commit, what passed) and the logs. Exits non-zero when
 # anything failed.
+#
+#   benches/hardware/run.sh [--bench] [--budget SECONDS]
+#
+# --budget: a device lease is short, so every step runs under `timeout` within what is left of
+# SECONDS (default: no limit), most important first; a step with no time left is recorded as
+# skipped, and a step cut short keeps what it printed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/hw-out}
 mkdir -p "$out"
 bench=false
-[ "${1:-}" = --bench ] && bench=true
+budget=1000000
+while [ $# -gt 0 ]; do
+    case $1 in
+        --bench) bench=true; shift ;;
+        --budget) budget=$2; shift 2 ;;
+        *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+deadline=$(($(date +%s) + budget))
 
+[ -d .hw ] || tar xJf .hwpack/hw.tar.xz
 for f in .gl/*.deb; do dpkg -x "$f" / >/dev/null 2>&1; done
 ldconfig
 # NVIDIA's EGL vendor file, where the loader does not find it on its own.
@@ -27,10 +43,27 @@ if [ "$built_at" != "$PWD" ]; then
     cp .hw/deepmerge "$built_at/target/release/deepmerge"
 fi
 chmod +x .hw/*
-B=.hw/deepmerge
+B=$PWD/.hw/deepmerge
 
 summary=$out/summary.md
 status=0
+# within CAP CMD...: CMD under `timeout`, at most CAP seconds and what is left of the budget
+# (exit 125 without running it when under 10 s are left).
+within() {
+    local cap=$1; shift
+    local left=$((deadline - $(date +%s) - 5))
+    [ "$left" -lt "$cap" ] && cap=$left
+    [ "$cap" -lt 10 ] && return 125
+    timeout "$cap" "$@"
+}
+outcome() { # exit status -> words
+    case $1 in
+        0) echo passed ;;
+        124) echo "FAILED (cut short by the time budget)" ;;
+        125) echo "skipped (no time left in the budget)" ;;
+        *) echo "FAILED (exit $1)" ;;
+    esac
+}
 {
     echo "# Hardware run $(date -u +%Y-%m-%d)"
     echo
@@ -40,7 +73,7 @@ status=0
     echo "- host: $(nproc) cores"
     echo
 } > "$summary"
-$B gpu-info > "$out/gpu-info.txt" 2>&1
+within 30 "$B" gpu-info > "$out/gpu-info.txt" 2>&1
 # The GL vendor, renderer and version name the device and driver where nvidia-smi does not.
 sed 's/^/    /' "$out/gpu-info.txt" >> "$summary"
 echo >> "$summary"
@@ -48,42 +81,52 @@ echo >> "$summary"
 echo "## gpu-info --verify" >> "$summary"
 echo >> "$summary"
 start=$(date +%s)
-if $B gpu-info --verify --data tests/data/openexr-images > "$out/verify.log" 2>&1; then
-    echo "- passed in $(($(date +%s) - start)) s: $(tail -1 "$out/verify.log")" >> "$summary"
-else
-    status=1
-    echo "- FAILED in $(($(date +%s) - start)) s (verify.log):" >> "$summary"
-    grep "verify:" "$out/verify.log" | head -20 | sed 's/^/    /' >> "$summary"
-fi
+within 150 "$B" gpu-info --verify --data tests/data/openexr-images > "$out/verify.log" 2>&1
+rc=$?
+[ $rc = 0 ] || status=1
+echo "- $(outcome $rc) in $(($(date +%s) - start)) s: $(tail -1 "$out/verify.log")" >> "$summary"
+grep "verify:" "$out/verify.log" | head -20 | sed 's/^/    /' >> "$summary"
 echo >> "$summary"
 grep "^  " "$out/verify.log" | sed 's/^/    /' >> "$summary"
 echo >> "$summary"
 
-echo "## GL tests (strict mode, --test-threads 4)" >> "$summary"
+echo "## GL tests (strict mode, --test-threads 8)" >> "$summary"
 echo >> "$summary"
 echo "| binary | result |" >> "$summary"
 echo "| --- | --- |" >> "$summary"
 for t in .hw/gpu_*; do
     name=$(basename "$t")
     start=$(date +%s)
-    if "$t" --test-threads 4 > "$out/$name.log" 2>&1; then r=passed; else r=FAILED; status=1; fi
+    within 180 "$t" --test-threads 8 > "$out/$name.log" 2>&1
+    rc=$?
+    [ $rc = 0 ] || status=1
     line=$(grep "^test result" "$out/$name.log" | tail -1)
-    echo "| $name | $r: ${line#test result: } ($(($(date +%s) - start)) s) |" >> "$summary"
+    echo "| $name | $(outcome $rc): ${line#test result: } ($(($(date +%s) - start)) s) |" >> "$summary"
     grep -E "^test .* FAILED" "$out/$name.log" | sed 's/^/    /' >> "$summary" || true
 done
 
 if $bench; then
-    printf "\n## benchmark tables\n\n" >> "$summary"
-    for s in atrium hairball; do
-        timeout 170 $B bench --scenes $s --size 1920x1080 --repeats 3 --markdown --no-oiiotool \
-            --stages > "$out/bench-$s.md" 2> "$out/bench-$s.err"
-        echo "- bench $s: exit $? (bench-$s.md)" >> "$summary"
-    done
-    # The end-to-end table against the codec floor (issue 25), at 2, 4, 8 and all cores, with
-    # the GL engine's transfer (mapped or calls) and overlap variants beside its defaults.
-    timeout 300 benches/end_to_end.sh --bin "$B" --scenes powerplant --cores "2 4 8 all" \
+    printf "\n## benchmarks\n\n" >> "$summary"
+    # The end-to-end table against the codec floor (issue 25), with the GL engine's variants
+    # (transfers, overlap, k-way for a long-list pair, relaid-out deep writes) beside its
+    # defaults, then one --stats run of each output kind: where the GL engine's time goes.
+    unset DEEPMERGE_GL_STRICT
+    within 280 benches/end_to_end.sh --bin "$B" --scenes powerplant --cores "${E2E_CORES:-all 2 8 4}" \
         --repeats 1 --gl-variants --dir /tmp/deepmerge-e2e > "$out/end-to-end.md" 2> "$out/end-to-end.err"
-    echo "- end to end: exit $? (end-to-end.md)" >> "$summary"
+    echo "- end to end: $(outcome $?) (end-to-end.md)" >> "$summary"
+    pp=/tmp/deepmerge-e2e/powerplant-1920x1080
+    for kind in flat deep; do
+        extra=()
+        [ $kind = deep ] && extra=(--deep)
+        within 30 "$B" "${pp}_0.exr" "${pp}_1.exr" "${extra[@]}" --backend gl --stats -o /tmp/stats.exr \
+            > "$out/stats-$kind.log" 2>&1
+        echo "- GL --stats, $kind: $(outcome $?) (stats-$kind.log)" >> "$summary"
+    done
+    for s in atrium hairball; do
+        within 170 "$B" bench --scenes $s --size 1920x1080 --repeats 3 --markdown --no-oiiotool \
+            --stages > "$out/bench-$s.md" 2> "$out/bench-$s.err"
+        echo "- bench $s: $(outcome $?) (bench-$s.md)" >> "$summary"
+    done
 fi
 cat "$summary"
 exit $status

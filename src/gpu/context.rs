@@ -148,6 +148,12 @@ impl GlContext {
     /// [`Self::new`] with strict mode on or off (`strict`: a debug context, the hazard checker,
     /// poison and every GL error a failure), whatever the environment says.
     pub fn new_with(strict: bool) -> Result<GlContext> {
+        // A bad measurement variable (`DEEPMERGE_GL_*`) is the user's to fix, whatever the
+        // device: say so first rather than that no device would do.
+        super::mapped::TransferPath::from_env()?;
+        super::mapped::overlap_from_env()?;
+        super::mapped::pairwise_from_env()?;
+        super::mapped::deep_writes_from_env()?;
         let devices: Vec<Device> = Device::query_devices()
             .map_err(|e| {
                 Error::Gl(format!(
@@ -301,6 +307,14 @@ impl GlContext {
             .mapped
             .overlap
             .set(super::mapped::overlap_from_env()?);
+        context
+            .mapped
+            .pairwise
+            .set(super::mapped::pairwise_from_env()?);
+        context
+            .mapped
+            .deep_writes
+            .set(super::mapped::deep_writes_from_env()?);
         Ok(context)
     }
 

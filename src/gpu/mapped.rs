@@ -91,6 +91,33 @@ pub fn overlap_from_env() -> Result<Option<bool>> {
     }
 }
 
+/// What `DEEPMERGE_GL_PAIRWISE` asks for, if anything: 1 runs the pairwise kernel for two
+/// inputs with long lists, 0 the k-way one (`GlOptions::pairwise_long_pairs`; for measurements).
+pub fn pairwise_from_env() -> Result<Option<bool>> {
+    match std::env::var("DEEPMERGE_GL_PAIRWISE").ok().as_deref() {
+        None | Some("") => Ok(None),
+        Some("1") => Ok(Some(true)),
+        Some("0") => Ok(Some(false)),
+        Some(other) => Err(Error::Usage(format!(
+            "DEEPMERGE_GL_PAIRWISE={other} is neither 0 nor 1"
+        ))),
+    }
+}
+
+/// What `DEEPMERGE_GL_DEEP_WRITES` asks for, if anything: `direct` or `relayout`
+/// (`GlOptions::deep_writes`; for measurements).
+pub fn deep_writes_from_env() -> Result<Option<crate::gpu::resident::DeepWrites>> {
+    use crate::gpu::resident::DeepWrites;
+    match std::env::var("DEEPMERGE_GL_DEEP_WRITES").ok().as_deref() {
+        None | Some("") => Ok(None),
+        Some("direct") => Ok(Some(DeepWrites::Direct)),
+        Some("relayout") => Ok(Some(DeepWrites::Relayout)),
+        Some(other) => Err(Error::Usage(format!(
+            "DEEPMERGE_GL_DEEP_WRITES={other} is not a way of writing; use direct or relayout"
+        ))),
+    }
+}
+
 /// Counts and times of the mapped transfers, for `--stats` and the tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TransferStats {
@@ -131,6 +158,10 @@ pub(crate) struct MappedPool {
     pub(crate) path: Cell<Option<TransferPath>>,
     /// Whether bands overlap, as `DEEPMERGE_GL_OVERLAP` says (`GlOptions::overlaps_bands`).
     pub(crate) overlap: Cell<Option<bool>>,
+    /// What `DEEPMERGE_GL_PAIRWISE` said when the context was made.
+    pub(crate) pairwise: Cell<Option<bool>>,
+    /// What `DEEPMERGE_GL_DEEP_WRITES` said when the context was made.
+    pub(crate) deep_writes: Cell<Option<crate::gpu::resident::DeepWrites>>,
     /// The most bytes of one staging round or readback chunk (0: [`STAGING_BYTES`]).
     round_bytes: Cell<usize>,
     /// Readbacks dropped before they were waited for: their buffers and fences, to delete.
@@ -272,6 +303,16 @@ impl GlContext {
     /// Whether `DEEPMERGE_GL_OVERLAP` asked for overlapped bands when the context was made.
     pub(crate) fn overlap_from_env(&self) -> Option<bool> {
         self.mapped.overlap.get()
+    }
+
+    /// Whether `DEEPMERGE_GL_PAIRWISE` asked for the pairwise kernel when the context was made.
+    pub(crate) fn pairwise_from_env(&self) -> Option<bool> {
+        self.mapped.pairwise.get()
+    }
+
+    /// How `DEEPMERGE_GL_DEEP_WRITES` asked deep outputs to be written when the context was made.
+    pub(crate) fn deep_writes_from_env(&self) -> Option<crate::gpu::resident::DeepWrites> {
+        self.mapped.deep_writes.get()
     }
 
     /// What the mapped transfers have done since the context was made.

@@ -105,10 +105,12 @@ pub struct GlOptions {
     /// (`merge.comp`) instead of `merge_kway.comp`: the same bytes, and on an H100 1.6x
     /// (hairball) and 2.7x (powerplant) faster, where short lists (atrium) were 1.5x slower
     /// (docs/benchmarks.md, "Table 5 on hardware"). `None`: on hardware, not on a software
-    /// rasteriser (where it was not measured).
+    /// rasteriser (where it was not measured). `DEEPMERGE_GL_PAIRWISE=0|1` sets the default, for
+    /// measurements.
     pub pairwise_long_pairs: Option<bool>,
     /// How a merge writes a linearised deep output: straight, or into an interleaved image
     /// relaid out after (`resident::DeepWrites`; coalesced writes, one more copy).
+    /// `DEEPMERGE_GL_DEEP_WRITES=direct|relayout` overrides it, for measurements.
     pub deep_writes: resident::DeepWrites,
 }
 
@@ -119,6 +121,12 @@ impl GlOptions {
         self.overlap_bands
             .or(ctx.overlap_from_env())
             .unwrap_or(!ctx.info().software)
+    }
+
+    /// How a merge on `ctx` writes a linearised deep output: what `DEEPMERGE_GL_DEEP_WRITES`
+    /// said when the context was made (for measurements), else [`Self::deep_writes`].
+    pub fn deep_writes_on(&self, ctx: &GlContext) -> resident::DeepWrites {
+        ctx.deep_writes_from_env().unwrap_or(self.deep_writes)
     }
 
     /// Whether inputs that need sorting are sorted by `sort.comp` (unless the host is asked to).

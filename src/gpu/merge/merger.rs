@@ -103,7 +103,10 @@ fn kway_on(ctx: &GlContext, strategy: MergeStrategy, plan: &MergePlan, gl: &GlOp
     if !uses_kway(strategy, plan.inputs.len()) {
         return false;
     }
-    let pairwise = gl.pairwise_long_pairs.unwrap_or(!ctx.info().software);
+    let pairwise = gl
+        .pairwise_long_pairs
+        .or(ctx.pairwise_from_env())
+        .unwrap_or(!ctx.info().software);
     if plan.inputs.len() != 2 || !pairwise {
         return true;
     }
@@ -401,7 +404,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 } else {
                     self.gl_options.layout
                 };
-                let writes = self.gl_options.deep_writes;
+                let writes = self.gl_options.deep_writes_on(self.ctx);
                 let written = if tidy_here {
                     layout
                 } else {
@@ -479,7 +482,9 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             let written = if tidy_here {
                 layout
             } else {
-                self.gl_options.deep_writes.written_layout(layout)
+                self.gl_options
+                    .deep_writes_on(self.ctx)
+                    .written_layout(layout)
             };
             let mut out = merge_deep_kway(self.ctx, stack, written, block, &self.columns)?;
             out = relayout(self.ctx, out, layout, &self.columns)?;
