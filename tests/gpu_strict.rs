@@ -4,7 +4,8 @@
 //!   pixels of chained merges on an NVIDIA H100), on llvmpipe, where no output comparison shows
 //!   it, and passes the same merges with the fences, whose outputs equal the reference.
 //! - Poison: buffers whose caller did not ask for zeros start as NaN and 0xFFFFFFFF words.
-//! - GL errors and high- or medium-severity `KHR_debug` messages are failures.
+//! - GL errors and high- or medium-severity `KHR_debug` messages of the types that say something
+//!   is wrong are failures (performance notes are not).
 //!
 //! Each test makes its own strict context (not the shared one of `gpu_common::with_gl`), so
 //! what it finds is its own.
@@ -167,6 +168,30 @@ fn gl_errors_and_debug_messages_fail() {
             )
         };
         ctx.strict_report().unwrap();
+        // Nor is a performance note, whatever its severity: NVIDIA sends one at medium
+        // severity whenever it moves a buffer between video and host memory.
+        unsafe {
+            ctx.gl.debug_message_insert(
+                glow::DEBUG_SOURCE_APPLICATION,
+                glow::DEBUG_TYPE_PERFORMANCE,
+                131186,
+                glow::DEBUG_SEVERITY_MEDIUM,
+                "Buffer performance warning: a buffer is being moved",
+            )
+        };
+        ctx.strict_report().unwrap();
+        // Undefined behaviour at medium severity is a failure.
+        unsafe {
+            ctx.gl.debug_message_insert(
+                glow::DEBUG_SOURCE_APPLICATION,
+                glow::DEBUG_TYPE_UNDEFINED_BEHAVIOR,
+                9,
+                glow::DEBUG_SEVERITY_MEDIUM,
+                "an undefined read",
+            )
+        };
+        let error = ctx.strict_report().unwrap_err().to_string();
+        assert!(error.contains("an undefined read"), "{error}");
     } else {
         assert!(!ctx.info().software, "llvmpipe offers KHR_debug");
     }

@@ -7,6 +7,8 @@
 # anything failed.
 #
 #   benches/hardware/run.sh [--bench] [--budget SECONDS]
+#   (environment: E2E_CORES, the end-to-end table's core counts, default "all 2 8 4";
+#    BENCH_TABLES=0 leaves the paper-style tables out)
 #
 # --budget: a device lease is short, so every step runs under `timeout` within what is left of
 # SECONDS (default: no limit), most important first; a step with no time left is recorded as
@@ -35,11 +37,15 @@ nv=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 export DEEPMERGE_GL_STRICT=1
 
 # Lay the repository where the binaries were built: tests/data and target/release/deepmerge.
-# (On the machine that built them they are already there.)
+# (On the machine that built them they are already there; a GPU machine may hold the repository
+# at the same path without target/, which does not travel.)
 built_at=$(cat .hw/built_at)
 if [ "$built_at" != "$PWD" ]; then
-    mkdir -p "$built_at/tests" "$built_at/target/release"
+    mkdir -p "$built_at/tests"
     ln -sfn "$PWD/tests/data" "$built_at/tests/data"
+fi
+if [ ! -x "$built_at/target/release/deepmerge" ]; then
+    mkdir -p "$built_at/target/release"
     cp .hw/deepmerge "$built_at/target/release/deepmerge"
 fi
 chmod +x .hw/*
@@ -114,19 +120,29 @@ if $bench; then
     within 280 benches/end_to_end.sh --bin "$B" --scenes powerplant --cores "${E2E_CORES:-all 2 8 4}" \
         --repeats 1 --gl-variants --dir /tmp/deepmerge-e2e > "$out/end-to-end.md" 2> "$out/end-to-end.err"
     echo "- end to end: $(outcome $?) (end-to-end.md)" >> "$summary"
+    # --stats of each output kind with the defaults, and of deep output with each variant that
+    # changes how its bytes travel (VARIANT=value, or "default").
     pp=/tmp/deepmerge-e2e/powerplant-1920x1080
-    for kind in flat deep; do
+    for run in "flat default" "deep default" "deep DEEPMERGE_GL_BUFFERS=mutable" \
+        "deep DEEPMERGE_GL_TRANSFER=calls" "deep DEEPMERGE_GL_DEEP_WRITES=relayout"; do
+        read -r kind variant <<<"$run"
         extra=()
-        [ $kind = deep ] && extra=(--deep)
-        within 30 "$B" "${pp}_0.exr" "${pp}_1.exr" "${extra[@]}" --backend gl --stats -o /tmp/stats.exr \
-            > "$out/stats-$kind.log" 2>&1
-        echo "- GL --stats, $kind: $(outcome $?) (stats-$kind.log)" >> "$summary"
+        [ "$kind" = deep ] && extra=(--deep)
+        envs=()
+        [ "$variant" = default ] || envs=("$variant")
+        name=stats-$kind-${variant#DEEPMERGE_GL_}
+        within 30 env "${envs[@]}" "$B" "${pp}_0.exr" "${pp}_1.exr" "${extra[@]}" --backend gl --stats \
+            -o /tmp/stats.exr > "$out/$name.log" 2>&1
+        echo "- GL --stats, $kind, $variant: $(outcome $?) ($name.log)" >> "$summary"
     done
-    for s in atrium hairball; do
-        within 170 "$B" bench --scenes $s --size 1920x1080 --repeats 3 --markdown --no-oiiotool \
-            --stages > "$out/bench-$s.md" 2> "$out/bench-$s.err"
-        echo "- bench $s: $(outcome $?) (bench-$s.md)" >> "$summary"
-    done
+    # The paper-style tables (BENCH_TABLES=0 leaves them out, when a run has them already).
+    if [ "${BENCH_TABLES:-1}" != 0 ]; then
+        for s in atrium hairball; do
+            within 170 "$B" bench --scenes $s --size 1920x1080 --repeats 3 --markdown --no-oiiotool \
+                --stages > "$out/bench-$s.md" 2> "$out/bench-$s.err"
+            echo "- bench $s: $(outcome $?) (bench-$s.md)" >> "$summary"
+        done
+    fi
 fi
 cat "$summary"
 exit $status

@@ -247,13 +247,20 @@ impl Drop for GpuBuffer<'_> {
 
 /// Create a buffer object of `bytes` (uninitialised storage).
 pub(crate) fn allocate(ctx: &GlContext, bytes: usize) -> Result<glow::Buffer> {
-    let buffer = allocate_raw(&ctx.gl, bytes)?;
+    let immutable = ctx.buffer_storage() == super::mapped::BufferStorage::Immutable;
+    let buffer = allocate_raw(&ctx.gl, bytes, immutable)?;
     ctx.with_checker(|c| c.allocated(id(buffer)));
     Ok(buffer)
 }
 
-/// [`allocate`] on a bare function table (the viewer's own buffers, outside the engine).
-pub(crate) fn allocate_raw(gl: &glow::Context, bytes: usize) -> Result<glow::Buffer> {
+/// [`allocate`] on a bare function table (the viewer's own buffers, outside the engine):
+/// immutable storage (`glBufferStorage`, updated by `glBufferSubData` only) or mutable
+/// (`glBufferData`).
+pub(crate) fn allocate_raw(
+    gl: &glow::Context,
+    bytes: usize,
+    immutable: bool,
+) -> Result<glow::Buffer> {
     let size = i32::try_from(bytes)
         .map_err(|_| Error::GlMemory(format!("a buffer of {bytes} bytes is too large")))?;
     // SAFETY: plain object creation on the current context.
@@ -262,7 +269,16 @@ pub(crate) fn allocate_raw(gl: &glow::Context, bytes: usize) -> Result<glow::Buf
             .create_buffer()
             .map_err(|e| Error::Gl(format!("cannot create a buffer: {e}")))?;
         gl.bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(buffer));
-        gl.buffer_data_size(glow::SHADER_STORAGE_BUFFER, size, glow::DYNAMIC_COPY);
+        if immutable {
+            gl.buffer_storage(
+                glow::SHADER_STORAGE_BUFFER,
+                size,
+                None,
+                glow::DYNAMIC_STORAGE_BIT,
+            );
+        } else {
+            gl.buffer_data_size(glow::SHADER_STORAGE_BUFFER, size, glow::DYNAMIC_COPY);
+        }
         if gl.get_error() == glow::OUT_OF_MEMORY {
             gl.delete_buffer(buffer);
             return Err(Error::GlMemory(format!(

@@ -151,6 +151,7 @@ impl GlContext {
         // A bad measurement variable (`DEEPMERGE_GL_*`) is the user's to fix, whatever the
         // device: say so first rather than that no device would do.
         super::mapped::TransferPath::from_env()?;
+        super::mapped::BufferStorage::from_env()?;
         super::mapped::overlap_from_env()?;
         super::mapped::pairwise_from_env()?;
         super::mapped::deep_writes_from_env()?;
@@ -307,6 +308,15 @@ impl GlContext {
             .mapped
             .overlap
             .set(super::mapped::overlap_from_env()?);
+        let buffers = super::mapped::BufferStorage::from_env()?;
+        if buffers == Some(super::mapped::BufferStorage::Immutable) && !context.info.buffer_storage
+        {
+            return Err(Error::Usage(format!(
+                "DEEPMERGE_GL_BUFFERS=immutable: {} has no buffer storage (GL 4.4 or GL_ARB_buffer_storage)",
+                context.info.renderer
+            )));
+        }
+        context.mapped.buffers.set(buffers);
         context
             .mapped
             .pairwise

@@ -91,6 +91,41 @@ pub fn overlap_from_env() -> Result<Option<bool>> {
     }
 }
 
+/// How the engine's storage buffers are allocated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufferStorage {
+    /// `glBufferStorage` with no map bits (GL 4.4 or `GL_ARB_buffer_storage`): immutable, so a
+    /// driver has no reason to move it out of video memory. NVIDIA moved mutable storage
+    /// buffers that were read back to host memory ("Buffer performance warning: ... is being
+    /// copied/moved from VIDEO memory to HOST memory", seen on an H200).
+    Immutable,
+    /// `glBufferData` with `GL_DYNAMIC_COPY`: mutable storage, placed where the driver likes.
+    Mutable,
+}
+
+impl BufferStorage {
+    /// The name, as `DEEPMERGE_GL_BUFFERS` and `--stats` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BufferStorage::Immutable => "immutable",
+            BufferStorage::Mutable => "mutable",
+        }
+    }
+
+    /// What `DEEPMERGE_GL_BUFFERS` asks for, if anything (for measurements; an unknown value
+    /// is an error that names the variable).
+    pub fn from_env() -> Result<Option<BufferStorage>> {
+        match std::env::var("DEEPMERGE_GL_BUFFERS").ok().as_deref() {
+            None | Some("") => Ok(None),
+            Some("immutable") => Ok(Some(BufferStorage::Immutable)),
+            Some("mutable") => Ok(Some(BufferStorage::Mutable)),
+            Some(other) => Err(Error::Usage(format!(
+                "DEEPMERGE_GL_BUFFERS={other} is not a buffer storage; use immutable or mutable"
+            ))),
+        }
+    }
+}
+
 /// What `DEEPMERGE_GL_PAIRWISE` asks for, if anything: 1 runs the pairwise kernel for two
 /// inputs with long lists, 0 the k-way one (`GlOptions::pairwise_long_pairs`; for measurements).
 pub fn pairwise_from_env() -> Result<Option<bool>> {
@@ -158,6 +193,8 @@ pub(crate) struct MappedPool {
     pub(crate) path: Cell<Option<TransferPath>>,
     /// Whether bands overlap, as `DEEPMERGE_GL_OVERLAP` says (`GlOptions::overlaps_bands`).
     pub(crate) overlap: Cell<Option<bool>>,
+    /// What `DEEPMERGE_GL_BUFFERS` said when the context was made.
+    pub(crate) buffers: Cell<Option<BufferStorage>>,
     /// What `DEEPMERGE_GL_PAIRWISE` said when the context was made.
     pub(crate) pairwise: Cell<Option<bool>>,
     /// What `DEEPMERGE_GL_DEEP_WRITES` said when the context was made.
@@ -303,6 +340,19 @@ impl GlContext {
     /// Whether `DEEPMERGE_GL_OVERLAP` asked for overlapped bands when the context was made.
     pub(crate) fn overlap_from_env(&self) -> Option<bool> {
         self.mapped.overlap.get()
+    }
+
+    /// How this context allocates its storage buffers: what `DEEPMERGE_GL_BUFFERS` said when it
+    /// was made, else immutable storage where the driver has buffer storage.
+    pub fn buffer_storage(&self) -> BufferStorage {
+        self.mapped
+            .buffers
+            .get()
+            .unwrap_or(if self.info().buffer_storage {
+                BufferStorage::Immutable
+            } else {
+                BufferStorage::Mutable
+            })
     }
 
     /// Whether `DEEPMERGE_GL_PAIRWISE` asked for the pairwise kernel when the context was made.

@@ -53,7 +53,7 @@ pub mod tidy;
 pub use buffer::GpuBuffer;
 pub use context::{GlContext, GlInfo};
 pub use fence::FenceStats;
-pub use mapped::{TransferPath, TransferStats};
+pub use mapped::{BufferStorage, TransferPath, TransferStats};
 pub use merge::{
     merge_images_gl, merge_images_gl_over, uses_kway, GpuMerger, PAIRWISE_MEAN_SAMPLES,
 };

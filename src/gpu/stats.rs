@@ -108,6 +108,8 @@ pub struct GpuStats {
     pub reuses_waited: u64,
     /// How host data reached the GPU and came back (`gpu::mapped`).
     pub transfer: &'static str,
+    /// How the storage buffers were allocated (`mapped::BufferStorage::name`).
+    pub buffers: &'static str,
     /// Bands whose GPU work was issued before the band before them was read back, so that the
     /// host staged one while the GPU worked on the other.
     pub overlapped_bands: usize,
@@ -146,6 +148,7 @@ impl GpuStats {
             release_fences: 0,
             reuses_waited: 0,
             transfer: "calls",
+            buffers: "mutable",
             overlapped_bands: 0,
             staging_wait_s: 0.0,
             readback_wait_s: 0.0,
@@ -177,6 +180,7 @@ impl AddAssign for GpuStats {
         self.release_fences += band.release_fences;
         self.reuses_waited += band.reuses_waited;
         self.transfer = band.transfer;
+        self.buffers = band.buffers;
         self.overlapped_bands += band.overlapped_bands;
         self.staging_wait_s += band.staging_wait_s;
         self.readback_wait_s += band.readback_wait_s;
@@ -240,8 +244,8 @@ impl fmt::Display for GpuStats {
         )?;
         writeln!(
             f,
-            "buffer reuse:   {} release fences, {} reuses waited on the GPU",
-            self.release_fences, self.reuses_waited
+            "buffer reuse:   {} release fences, {} reuses waited on the GPU ({} storage buffers)",
+            self.release_fences, self.reuses_waited, self.buffers
         )
     }
 }

@@ -7,7 +7,9 @@
 //! - **poison**: every buffer taken from the pool or newly allocated is filled with NaN and
 //!   0xFFFFFFFF words unless its caller asked for zeros, so a stage that assumes zeros fails;
 //! - **GL errors fail**: `glGetError` after every GL call of the engine, and `KHR_debug` messages
-//!   of high and medium severity from a debug context.
+//!   of high and medium severity from a debug context, except performance notes and other
+//!   messages that are not about correctness (NVIDIA reports moving a buffer between video and
+//!   host memory as a medium-severity performance warning).
 //!
 //! What was found is reported by [`GlContext::strict_report`], which [`GlContext::check`] calls
 //! after every dispatch and copy; the GL merges call it before they return. Strict mode is on when
@@ -235,7 +237,8 @@ impl GlContext {
         buffer.write_as(&words, "poison");
     }
 
-    /// Switch on `KHR_debug` output into `messages` (high and medium severity), where the
+    /// Switch on `KHR_debug` output into `messages` (high and medium severity, of the types that
+    /// say something is wrong: errors, undefined, deprecated or unportable behaviour), where the
     /// context offers it.
     pub(crate) fn enable_debug_output(gl: &mut glow::Context, messages: Arc<Mutex<Vec<String>>>) {
         if !gl.supports_debug() {
@@ -247,8 +250,16 @@ impl GlContext {
             gl.enable(glow::DEBUG_OUTPUT);
             gl.enable(glow::DEBUG_OUTPUT_SYNCHRONOUS);
             gl.debug_message_callback(move |_source, kind, id, severity, text| {
-                if severity == glow::DEBUG_SEVERITY_HIGH || severity == glow::DEBUG_SEVERITY_MEDIUM
-                {
+                let wrong = matches!(
+                    kind,
+                    glow::DEBUG_TYPE_ERROR
+                        | glow::DEBUG_TYPE_UNDEFINED_BEHAVIOR
+                        | glow::DEBUG_TYPE_DEPRECATED_BEHAVIOR
+                        | glow::DEBUG_TYPE_PORTABILITY
+                );
+                let serious = severity == glow::DEBUG_SEVERITY_HIGH
+                    || severity == glow::DEBUG_SEVERITY_MEDIUM;
+                if wrong && serious {
                     if let Ok(mut m) = messages.lock() {
                         m.push(format!("type 0x{kind:04x} id {id}: {text}"));
                     }

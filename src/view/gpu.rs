@@ -60,7 +60,7 @@ unsafe fn upload<T: bytemuck::Pod>(gl: &glow::Context, data: &[T]) -> Result<glo
 /// A storage buffer of `bytes` (at least 16) that a shader fills before anything reads it: the
 /// GL engine's allocation, so both say the same when GPU memory runs out.
 unsafe fn scratch(gl: &glow::Context, bytes: usize) -> Result<glow::Buffer> {
-    crate::gpu::buffer::allocate_raw(gl, bytes.max(16))
+    crate::gpu::buffer::allocate_raw(gl, bytes.max(16), false)
 }
 
 /// The rows of a layer's data window that one set of storage buffers holds: a band. Every

@@ -194,6 +194,7 @@ pub fn merge_images_gl_over(
     finish(&mut pending, &mut out, &mut stats)?;
     let transfers = ctx.transfer_stats();
     stats.transfer = ctx.transfer_path().name();
+    stats.buffers = ctx.buffer_storage().name();
     stats.staging_wait_s = transfers.staging_wait_s - transfers_before.staging_wait_s;
     stats.mapped_allocations = transfers.allocations - transfers_before.allocations;
     let start = Instant::now();
