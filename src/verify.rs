@@ -372,7 +372,9 @@ fn cases(options: &VerifyOptions, reduced: bool, skipped: &mut Vec<String>) -> R
     cases.push(Case {
         name: format!("hairball {w}x{h} in small bands"),
         inputs: crate::scene::generate("hairball", w, h, 5)?,
-        band_budget_bytes: 64 << 10,
+        // Several bands, yet room for the longest row when overlapped bands halve the budget
+        // (on an H200, 64 KiB at full size left 32 KiB, under one row of 2147 samples).
+        band_budget_bytes: if reduced { 64 << 10 } else { 1 << 20 },
     });
     Ok(cases)
 }

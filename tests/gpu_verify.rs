@@ -103,3 +103,25 @@ fn verify_refuses_an_unknown_case_and_flags_without_it() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--verify"), "{err}");
 }
+
+/// The full-size small-bands case with overlapped bands, as a GPU runs it (overlap halves the
+/// budget): on an H200 its 64 KiB budget left 32 KiB, under one row of the 160x90 hairball, and
+/// every merge of the group failed. Its budget now leaves room for the longest row.
+#[test]
+fn full_size_small_bands_fit_their_longest_row_when_bands_overlap() {
+    let out = deepmerge()
+        .args(["gpu-info", "--verify", "--full", "--only", "small bands"])
+        .env("DEEPMERGE_GL_OVERLAP", "1")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let groups: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("hairball 160x90 in small bands") && l.contains(" ok "))
+        .collect();
+    assert_eq!(groups.len(), 2, "k-way and chain: {stdout}");
+}
