@@ -89,7 +89,9 @@ fn verify_lists_the_failing_cases_and_exits_1() {
     );
     let last = err.lines().last().unwrap_or_default();
     assert!(
-        last.contains("merges differ from the CPU engine's on") && last.contains("llvmpipe"),
+        last.contains("merges did not equal the CPU engine's on")
+            && last.contains("llvmpipe")
+            && last.contains(&format!("0 differ, {} failed", listed.len())),
         "{last}"
     );
 }

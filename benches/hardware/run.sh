@@ -6,23 +6,29 @@
 # summary.md (date, device, driver, commit, what passed) and the logs. Exits non-zero when
 # anything failed.
 #
-#   benches/hardware/run.sh [--bench] [--budget SECONDS]
+#   benches/hardware/run.sh [--bench] [--budget SECONDS] [--pack FILE]
 #   (environment: E2E_CORES, the end-to-end table's core counts, default "all 2 8 4";
 #    BENCH_TABLES=0 leaves the paper-style tables out)
 #
 # --budget: a device lease is short, so every step runs under `timeout` within what is left of
 # SECONDS (default: no limit), most important first; a step with no time left is recorded as
 # skipped, and a step cut short keeps what it printed.
+# --pack: after every step, the whole record packed into FILE (tar.gz), e.g. $OUT/hw.tgz with
+# the record itself written elsewhere: a device call returns at most 8 files, and a call stopped
+# at its limit (which is less than its timeout when little device time is left) returns only what
+# was already in $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/hw-out}
 mkdir -p "$out"
 bench=false
 budget=1000000
+pack=
 while [ $# -gt 0 ]; do
     case $1 in
         --bench) bench=true; shift ;;
         --budget) budget=$2; shift 2 ;;
+        --pack) pack=$2; shift 2 ;;
         *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -62,6 +68,11 @@ within() {
     [ "$cap" -lt 10 ] && return 125
     timeout "$cap" "$@"
 }
+checkpoint() { # the record so far into --pack's file
+    if [ -n "$pack" ]; then
+        tar czf "$pack.tmp" -C "$(dirname "$out")" "$(basename "$out")" && mv "$pack.tmp" "$pack"
+    fi
+}
 outcome() { # exit status -> words
     case $1 in
         0) echo passed ;;
@@ -95,6 +106,7 @@ grep "verify:" "$out/verify.log" | head -20 | sed 's/^/    /' >> "$summary"
 echo >> "$summary"
 grep "^  " "$out/verify.log" | sed 's/^/    /' >> "$summary"
 echo >> "$summary"
+checkpoint
 
 echo "## GL tests (strict mode, --test-threads 8)" >> "$summary"
 echo >> "$summary"
@@ -109,6 +121,7 @@ for t in .hw/gpu_*; do
     line=$(grep "^test result" "$out/$name.log" | tail -1)
     echo "| $name | $(outcome $rc): ${line#test result: } ($(($(date +%s) - start)) s) |" >> "$summary"
     grep -E "^test .* FAILED" "$out/$name.log" | sed 's/^/    /' >> "$summary" || true
+    checkpoint
 done
 
 if $bench; then
@@ -120,6 +133,7 @@ if $bench; then
     within 280 benches/end_to_end.sh --bin "$B" --scenes powerplant --cores "${E2E_CORES:-all 2 8 4}" \
         --repeats 1 --gl-variants --dir /tmp/deepmerge-e2e > "$out/end-to-end.md" 2> "$out/end-to-end.err"
     echo "- end to end: $(outcome $?) (end-to-end.md)" >> "$summary"
+    checkpoint
     # --stats of each output kind with the defaults, and of deep output with each variant that
     # changes how its bytes travel (VARIANT=value, or "default").
     pp=/tmp/deepmerge-e2e/powerplant-1920x1080
@@ -135,12 +149,14 @@ if $bench; then
             -o /tmp/stats.exr > "$out/$name.log" 2>&1
         echo "- GL --stats, $kind, $variant: $(outcome $?) ($name.log)" >> "$summary"
     done
+    checkpoint
     # The paper-style tables (BENCH_TABLES=0 leaves them out, when a run has them already).
     if [ "${BENCH_TABLES:-1}" != 0 ]; then
         for s in atrium hairball; do
             within 170 "$B" bench --scenes $s --size 1920x1080 --repeats 3 --markdown --no-oiiotool \
                 --stages > "$out/bench-$s.md" 2> "$out/bench-$s.err"
             echo "- bench $s: $(outcome $?) (bench-$s.md)" >> "$summary"
+            checkpoint
         done
     fi
 fi
