@@ -4,7 +4,9 @@
 # CPU engine's and the GL engine's wall time beside the codec floor (decoding the inputs plus
 # encoding the output, each alone, same threads, same process: `deepmerge --codec-floor`), and
 # each engine's peak memory. Median of --repeats runs. GL runs in whatever GL the machine has
-# (llvmpipe here, the GPU's driver on a GPU host).
+# (llvmpipe here, the GPU's driver on a GPU host). Every GL output (each variant's too) is
+# compared with the CPU engine's, byte for byte: the last column says which differ, and the
+# script then exits 1 after the table.
 #
 #   benches/end_to_end.sh [--bin PATH] [--scenes "powerplant atrium hairball"] [--size 1920x1080]
 #                         [--cores "2 4 8 all"] [--repeats 3] [--dir /tmp/e2e] [--gl-variants]
@@ -59,12 +61,17 @@ measure() {
 echo "host: $all cores; $("$bin" gpu-info 2>/dev/null | sed -n 's/^renderer: *//p' | head -1)"
 echo
 if [ "$variants" = 1 ]; then
-    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | GL calls | GL no overlap | GL k-way | GL relayout | GL mutable buffers |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | GL calls | GL no overlap | GL k-way | GL relayout | GL mutable buffers | GL bytes = CPU's |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 else
-    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | GL bytes = CPU's |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 fi
+differs=0
+# same LABEL: whether the last output equals the CPU engine's; else LABEL joins the row's list.
+same() {
+    cmp -s "$dir/out.exr" "$dir/out-cpu.exr" || { mismatch+=" $1"; differs=1; }
+}
 for scene in $scenes; do
     base=$dir/$scene-$size
     [ -f "${base}_1.exr" ] || "$bin" scene "$scene" --size "$size" --seed 3 -o "$base" >/dev/null
@@ -80,24 +87,36 @@ for scene in $scenes; do
         for kind in flat deep; do
             extra=()
             [ "$kind" = deep ] && extra=(--deep)
+            mismatch=""
             read -r cpu_s floor_s cpu_peak < <(measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend cpu -o "$dir/out.exr")
+            cp "$dir/out.exr" "$dir/out-cpu.exr"
             read -r gl_s _ gl_peak < <(measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
+            same default
             printf '| %s %s | %s | %s | %.2f s | %.2f s | %.2f s | %.2fx | %.2fx | %.0f / %.0f MiB |' \
                 "$scene" "$size" "$kind" "$c" "$floor_s" "$cpu_s" "$gl_s" \
                 "$(awk "BEGIN {print $cpu_s / $floor_s}")" "$(awk "BEGIN {print $gl_s / $floor_s}")" "$cpu_peak" "$gl_peak"
             if [ "$variants" = 1 ]; then
                 read -r calls_s _ _ < <(DEEPMERGE_GL_TRANSFER=calls measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
+                same calls
                 read -r serial_s _ _ < <(DEEPMERGE_GL_OVERLAP=0 measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
+                same no-overlap
                 read -r kway_s _ _ < <(DEEPMERGE_GL_PAIRWISE=0 measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
+                same k-way
                 relayout=-
                 if [ "$kind" = deep ]; then
                     read -r relayout_s _ _ < <(DEEPMERGE_GL_DEEP_WRITES=relayout measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
+                    same relayout
                     relayout=$(printf '%.2f s' "$relayout_s")
                 fi
                 read -r mutable_s _ _ < <(DEEPMERGE_GL_BUFFERS=mutable measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
+                same mutable
                 printf ' %.2f s | %.2f s | %.2f s | %s | %.2f s |' "$calls_s" "$serial_s" "$kway_s" "$relayout" "$mutable_s"
             fi
-            echo
+            if [ -z "$mismatch" ]; then echo " yes |"; else echo " **NO:$mismatch** |"; fi
         done
     done
 done
+if [ "$differs" = 1 ]; then
+    echo "end_to_end.sh: a GL output differs from the CPU engine's (the last column)" >&2
+    exit 1
+fi

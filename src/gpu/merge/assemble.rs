@@ -92,16 +92,21 @@ impl Accumulated {
         plan.flat_image(out, with_z)
     }
 
-    fn assemble_deep(self, plan: &MergePlan, tidy: bool, stats: &mut GpuStats) -> DeepImage {
+    /// The merged lists into `counts` and `samples`, each pixel tidied on the host where `tidy`
+    /// asks and the GPU did not, with the values of tidied samples into `tidied` by position.
+    fn tidy_lists(
+        &self,
+        plan: &MergePlan,
+        tidy: bool,
+        stats: &mut GpuStats,
+        counts: &mut Vec<u32>,
+        samples: &mut Vec<Sample>,
+        tidied: &mut Vec<(usize, Vec<f32>)>,
+    ) {
         let window = plan.window;
         let stride = self.stride;
-        let columns = plan.composite.len();
-        let mut counts = Vec::with_capacity(self.deep_counts.len());
-        let mut samples: Vec<Sample> = Vec::with_capacity(self.deep_samples.len());
-        // Values of samples that tidying made, by position in `samples`.
-        let mut tidied: Vec<(usize, Vec<f32>)> = Vec::new();
+        let mut pixel = PixelSamples::new(plan.composite.len());
         let mut start = 0usize;
-        let mut pixel = PixelSamples::new(columns);
         let mut ordered = Vec::new();
         let mut gpu_tidied = self.deep_tidied.iter().peekable();
         for (i, &n) in self.deep_counts.iter().enumerate() {
@@ -137,6 +142,26 @@ impl Accumulated {
                 counts.push(n);
             }
         }
+    }
+
+    fn assemble_deep(self, plan: &MergePlan, tidy: bool, stats: &mut GpuStats) -> DeepImage {
+        // Values of samples that tidying made, by position in `samples`.
+        let mut tidied: Vec<(usize, Vec<f32>)> = Vec::new();
+        let (counts, samples) = if !tidy && self.deep_tidied.is_empty() {
+            // Nothing to tidy: the lists as the GPU merged them, converted in parallel (one pass
+            // over every sample, which a serial loop made the host's tail of a deep GL merge).
+            let samples: Vec<Sample> = self
+                .deep_samples
+                .par_iter()
+                .map(|f| Sample::from(*f))
+                .collect();
+            (self.deep_counts, samples)
+        } else {
+            let mut counts = Vec::with_capacity(self.deep_counts.len());
+            let mut samples = Vec::with_capacity(self.deep_samples.len());
+            self.tidy_lists(plan, tidy, stats, &mut counts, &mut samples, &mut tidied);
+            (counts, samples)
+        };
         // Channels, and pieces of each, in parallel: a plane a task left the other cores idle
         // (the host's serial tail of a deep GL merge). `tidied` is in position order.
         let planes = plan

@@ -609,20 +609,22 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 for (p, &q) in self.band.perm.iter().enumerate() {
                     inverse[q as usize] = p as u32;
                 }
+                out.deep_samples.reserve(built.offsets[pixels] as usize);
+                out.deep_counts.reserve(pixels);
                 for &p in &inverse {
                     let p = p as usize;
-                    let fragments = built.pixel(p);
-                    out.deep_counts.push(fragments.len() as u32);
+                    let at = out.deep_samples.len();
+                    built.extend_with_pixel(p, &mut out.deep_samples);
+                    let n = out.deep_samples.len() - at;
+                    out.deep_counts.push(n as u32);
                     // A pixel the GPU tidied brings its new values (rows of `stride`).
                     if marks.get(p).is_some_and(|&m| m != 0) {
                         let first = built.offsets[p] as usize;
                         out.deep_tidied.push((
-                            out.deep_samples.len(),
-                            built.values[first * stride..(first + fragments.len()) * stride]
-                                .to_vec(),
+                            at,
+                            built.values[first * stride..(first + n) * stride].to_vec(),
                         ));
                     }
-                    out.deep_samples.extend(fragments);
                 }
             }
         }
