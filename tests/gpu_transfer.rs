@@ -139,25 +139,122 @@ fn real_files_overlapped_on_the_mapped_path_with_the_gpu_stages() {
 
 #[test]
 fn unknown_transfer_and_overlap_settings_in_the_environment_are_named() {
-    // The variable is read when a context is made; the parse is checked on its own here (a
-    // second context in this binary would leave the shared one's thread).
-    std::env::set_var("DEEPMERGE_GL_TRANSFER", "dma");
-    let e = TransferPath::from_env().unwrap_err().to_string();
-    std::env::remove_var("DEEPMERGE_GL_TRANSFER");
-    assert!(
-        e.contains("DEEPMERGE_GL_TRANSFER=dma") && e.contains("mapped or calls"),
-        "{e}"
-    );
-    std::env::set_var("DEEPMERGE_GL_OVERLAP", "yes");
-    let e = deepmerge::gpu::mapped::overlap_from_env()
+    // Each variable is read when a context is made; the parses of its value are checked here
+    // (setting the variable in this process would race the shared context's making).
+    use deepmerge::gpu::mapped::overlap_from;
+    let e = TransferPath::from_setting(Some("dma"))
         .unwrap_err()
         .to_string();
-    std::env::set_var("DEEPMERGE_GL_OVERLAP", "0");
-    let off = deepmerge::gpu::mapped::overlap_from_env().unwrap();
-    std::env::remove_var("DEEPMERGE_GL_OVERLAP");
     assert!(
-        e.contains("DEEPMERGE_GL_OVERLAP=yes is neither 0 nor 1"),
+        e.contains("DEEPMERGE_GL_TRANSFER=dma") && e.contains("use mapped or calls"),
         "{e}"
     );
-    assert_eq!(off, Some(false));
+    assert_eq!(
+        TransferPath::from_setting(Some("calls")).unwrap(),
+        Some(TransferPath::Calls)
+    );
+    assert_eq!(TransferPath::from_setting(None).unwrap(), None);
+    assert_eq!(TransferPath::from_setting(Some("")).unwrap(), None);
+    let e = overlap_from(Some("yes")).unwrap_err().to_string();
+    assert!(
+        e.contains("DEEPMERGE_GL_OVERLAP=yes") && e.contains("use 1 or 0"),
+        "{e}"
+    );
+    assert_eq!(overlap_from(Some("0")).unwrap(), Some(false));
+}
+
+/// A streamed file-to-file merge with overlapped bands (`DEEPMERGE_GL_OVERLAP=1`): each band's
+/// GPU work is issued before the band before it is read back and assembled, across the
+/// streamed bands (`stream::DeferredWork`), with empty bands between the inputs (which go
+/// straight to the writer, after the band held). The bytes are the CPU engine's, in every
+/// output and with pruning, and `--stats` counts the bands issued ahead.
+#[test]
+fn streamed_bands_overlap_across_bands_and_keep_the_cpu_bytes() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("streamed-overlap");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Rows 0-29 and 60-89: the rows between are bands no input holds a sample in.
+    let a = Synth::new(Bounds::from_origin_size(0, 0, 41, 30), 10, 31)
+        .with_volumes()
+        .build();
+    let b = Synth::new(Bounds::from_origin_size(3, 60, 37, 30), 7, 32).build();
+    let c = Synth::new(Bounds::from_origin_size(0, 20, 41, 50), 5, 33).build();
+    let paths: Vec<String> = [("a", &a), ("b", &b), ("c", &c)]
+        .iter()
+        .map(|(name, image)| {
+            let path = dir.join(format!("{name}.exr"));
+            deepmerge::exr::write_deep(&path, image, deepmerge::exr::Codec::Zips).unwrap();
+            path.to_str().unwrap().to_string()
+        })
+        .collect();
+    let run = |backend: &str, extra: &[&str], out: &str| -> String {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+            .args(&paths)
+            .args(["--backend", backend, "--band-rows", "4", "-o", out])
+            .args(extra)
+            .env("DEEPMERGE_GL_STRICT", "1")
+            .env("DEEPMERGE_GL_OVERLAP", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{backend} {extra:?}: {stderr}");
+        stderr
+    };
+    for extra in [
+        &[][..],
+        &["--deep"][..],
+        &["--deep", "--tidy"][..],
+        &["--deep", "--drop-transparent"][..],
+        &["--merge-strategy", "chain"][..],
+    ] {
+        let (gl_out, cpu_out) = (dir.join("gl.exr"), dir.join("cpu.exr"));
+        let mut with_stats = extra.to_vec();
+        with_stats.push("--stats");
+        let stats = run("gl", &with_stats, gl_out.to_str().unwrap());
+        run("cpu", extra, cpu_out.to_str().unwrap());
+        assert!(
+            std::fs::read(&gl_out).unwrap() == std::fs::read(&cpu_out).unwrap(),
+            "{extra:?}: the GL output differs from the CPU engine's"
+        );
+        // "K of N bands issued before the band before was read back": every band after the
+        // first of each run of bands with samples.
+        let line = stats
+            .lines()
+            .find(|l| l.starts_with("host waited:"))
+            .unwrap_or_else(|| panic!("{extra:?}: no host waited line: {stats}"));
+        let counts: Vec<usize> = line
+            .split("; ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        let (ahead, bands) = (counts[0], counts[1]);
+        assert!(
+            bands >= 10 && ahead >= bands - 4 && ahead < bands,
+            "{extra:?}: {line}"
+        );
+    }
+}
+
+#[test]
+fn unknown_measurement_settings_in_the_environment_are_named() {
+    use deepmerge::gpu::mapped::{deep_writes_from, pairwise_from};
+    use deepmerge::gpu::BufferStorage;
+    let e = BufferStorage::from_setting(Some("shared"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("DEEPMERGE_GL_BUFFERS=shared") && e.contains("use immutable or mutable"),
+        "{e}"
+    );
+    assert_eq!(
+        BufferStorage::from_setting(Some("mutable")).unwrap(),
+        Some(BufferStorage::Mutable)
+    );
+    let e = pairwise_from(Some("yes")).unwrap_err().to_string();
+    assert!(e.contains("DEEPMERGE_GL_PAIRWISE=yes"), "{e}");
+    assert_eq!(pairwise_from(Some("0")).unwrap(), Some(false));
+    let e = deep_writes_from(Some("sideways")).unwrap_err().to_string();
+    assert!(e.contains("use direct or relayout"), "{e}");
+    assert!(deep_writes_from(Some("relayout")).unwrap().is_some());
 }

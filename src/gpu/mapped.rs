@@ -67,28 +67,59 @@ impl TransferPath {
     /// What `DEEPMERGE_GL_TRANSFER` asks for, if anything (an unknown value is an error that
     /// names the variable).
     pub fn from_env() -> Result<Option<TransferPath>> {
-        match std::env::var("DEEPMERGE_GL_TRANSFER").ok().as_deref() {
-            None | Some("") => Ok(None),
-            Some("mapped") => Ok(Some(TransferPath::Mapped)),
-            Some("calls") => Ok(Some(TransferPath::Calls)),
-            Some(other) => Err(Error::Usage(format!(
-                "DEEPMERGE_GL_TRANSFER={other} is not a transfer path; use mapped or calls"
-            ))),
-        }
+        Self::from_setting(env_setting("DEEPMERGE_GL_TRANSFER").as_deref())
+    }
+
+    /// [`Self::from_env`] of the value `value`.
+    pub fn from_setting(value: Option<&str>) -> Result<Option<TransferPath>> {
+        setting(
+            "DEEPMERGE_GL_TRANSFER",
+            value,
+            &[
+                ("mapped", TransferPath::Mapped),
+                ("calls", TransferPath::Calls),
+            ],
+        )
+    }
+}
+
+/// A measurement variable's value, if set.
+fn env_setting(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// The setting of the measurement variable `name` among `choices` (spelling, meaning), from
+/// its value `value`: unset or empty is `None`; anything else is an error naming the variable
+/// and the choices.
+pub fn setting<T: Copy>(
+    name: &str,
+    value: Option<&str>,
+    choices: &[(&str, T)],
+) -> Result<Option<T>> {
+    match value {
+        None | Some("") => Ok(None),
+        Some(v) => match choices.iter().find(|(spelling, _)| *spelling == v) {
+            Some((_, meaning)) => Ok(Some(*meaning)),
+            None => {
+                let spellings: Vec<&str> = choices.iter().map(|(s, _)| *s).collect();
+                Err(Error::Usage(format!(
+                    "{name}={v} is not a setting of it; use {}",
+                    spellings.join(" or ")
+                )))
+            }
+        },
     }
 }
 
 /// What `DEEPMERGE_GL_OVERLAP` asks for, if anything: 1 overlaps bands, 0 does not (an unknown
 /// value is an error that names the variable).
 pub fn overlap_from_env() -> Result<Option<bool>> {
-    match std::env::var("DEEPMERGE_GL_OVERLAP").ok().as_deref() {
-        None | Some("") => Ok(None),
-        Some("1") => Ok(Some(true)),
-        Some("0") => Ok(Some(false)),
-        Some(other) => Err(Error::Usage(format!(
-            "DEEPMERGE_GL_OVERLAP={other} is neither 0 nor 1"
-        ))),
-    }
+    overlap_from(env_setting("DEEPMERGE_GL_OVERLAP").as_deref())
+}
+
+/// [`overlap_from_env`] of the value `value`.
+pub fn overlap_from(value: Option<&str>) -> Result<Option<bool>> {
+    setting("DEEPMERGE_GL_OVERLAP", value, &[("1", true), ("0", false)])
 }
 
 /// How the engine's storage buffers are allocated.
@@ -115,42 +146,50 @@ impl BufferStorage {
     /// What `DEEPMERGE_GL_BUFFERS` asks for, if anything (for measurements; an unknown value
     /// is an error that names the variable).
     pub fn from_env() -> Result<Option<BufferStorage>> {
-        match std::env::var("DEEPMERGE_GL_BUFFERS").ok().as_deref() {
-            None | Some("") => Ok(None),
-            Some("immutable") => Ok(Some(BufferStorage::Immutable)),
-            Some("mutable") => Ok(Some(BufferStorage::Mutable)),
-            Some(other) => Err(Error::Usage(format!(
-                "DEEPMERGE_GL_BUFFERS={other} is not a buffer storage; use immutable or mutable"
-            ))),
-        }
+        Self::from_setting(env_setting("DEEPMERGE_GL_BUFFERS").as_deref())
+    }
+
+    /// [`Self::from_env`] of the value `value`.
+    pub fn from_setting(value: Option<&str>) -> Result<Option<BufferStorage>> {
+        setting(
+            "DEEPMERGE_GL_BUFFERS",
+            value,
+            &[
+                ("immutable", BufferStorage::Immutable),
+                ("mutable", BufferStorage::Mutable),
+            ],
+        )
     }
 }
 
 /// What `DEEPMERGE_GL_PAIRWISE` asks for, if anything: 1 runs the pairwise kernel for two
 /// inputs with long lists, 0 the k-way one (`GlOptions::pairwise_long_pairs`; for measurements).
 pub fn pairwise_from_env() -> Result<Option<bool>> {
-    match std::env::var("DEEPMERGE_GL_PAIRWISE").ok().as_deref() {
-        None | Some("") => Ok(None),
-        Some("1") => Ok(Some(true)),
-        Some("0") => Ok(Some(false)),
-        Some(other) => Err(Error::Usage(format!(
-            "DEEPMERGE_GL_PAIRWISE={other} is neither 0 nor 1"
-        ))),
-    }
+    pairwise_from(env_setting("DEEPMERGE_GL_PAIRWISE").as_deref())
+}
+
+/// [`pairwise_from_env`] of the value `value`.
+pub fn pairwise_from(value: Option<&str>) -> Result<Option<bool>> {
+    setting("DEEPMERGE_GL_PAIRWISE", value, &[("1", true), ("0", false)])
 }
 
 /// What `DEEPMERGE_GL_DEEP_WRITES` asks for, if anything: `direct` or `relayout`
 /// (`GlOptions::deep_writes`; for measurements).
 pub fn deep_writes_from_env() -> Result<Option<crate::gpu::resident::DeepWrites>> {
+    deep_writes_from(env_setting("DEEPMERGE_GL_DEEP_WRITES").as_deref())
+}
+
+/// [`deep_writes_from_env`] of the value `value`.
+pub fn deep_writes_from(value: Option<&str>) -> Result<Option<crate::gpu::resident::DeepWrites>> {
     use crate::gpu::resident::DeepWrites;
-    match std::env::var("DEEPMERGE_GL_DEEP_WRITES").ok().as_deref() {
-        None | Some("") => Ok(None),
-        Some("direct") => Ok(Some(DeepWrites::Direct)),
-        Some("relayout") => Ok(Some(DeepWrites::Relayout)),
-        Some(other) => Err(Error::Usage(format!(
-            "DEEPMERGE_GL_DEEP_WRITES={other} is not a way of writing; use direct or relayout"
-        ))),
-    }
+    setting(
+        "DEEPMERGE_GL_DEEP_WRITES",
+        value,
+        &[
+            ("direct", DeepWrites::Direct),
+            ("relayout", DeepWrites::Relayout),
+        ],
+    )
 }
 
 /// Counts and times of the mapped transfers, for `--stats` and the tests.

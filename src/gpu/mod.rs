@@ -55,7 +55,8 @@ pub use context::{GlContext, GlInfo};
 pub use fence::FenceStats;
 pub use mapped::{BufferStorage, TransferPath, TransferStats};
 pub use merge::{
-    merge_images_gl, merge_images_gl_over, uses_kway, GpuMerger, PAIRWISE_MEAN_SAMPLES,
+    issue_gl_over, merge_images_gl, merge_images_gl_over, uses_kway, GpuMerger, IssuedMerge,
+    PAIRWISE_MEAN_SAMPLES,
 };
 pub use pool::PoolStats;
 pub use profile::{copy_bandwidth, upload_bandwidth, GpuProfile, StageTime, STAGES};

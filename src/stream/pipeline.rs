@@ -13,6 +13,12 @@
 //! and repeating its bytes ([`BandOutput::empty_rows`]). Such rows cost next to nothing, however
 //! wide the window.
 //!
+//! With the GL engine on a GPU that overlaps bands (`GlOptions::overlaps_bands`), the merge
+//! stage issues band k+1's GPU work before it waits for band k's readback and assembles it
+//! ([`DeferredWork`]): the GPU merges one band while the host waits for and assembles the other,
+//! and the writer gets each band one band later. One more band is then alive, which the band
+//! planner counts.
+//!
 //! A failure in any stage ends the others: a reader error is sent down the channel, a merge
 //! error drops the channels (the reader's next send fails, the writer sees the end before the
 //! last band and drops its temporary file), a writer error shows as a failed send. The first
@@ -38,7 +44,9 @@ use crate::error::{Error, Result};
 use crate::exr::ChunkSource;
 use crate::exr::{DeepChunkWriter, DeepWriteOptions, FlatChunkWriter, FlatWriteOptions};
 #[cfg(feature = "gl")]
-use crate::gpu::{merge_images_gl_over, GlContext, GlOptions, GpuStats};
+use crate::gpu::{
+    issue_gl_over, merge_images_gl_over, GlContext, GlOptions, GpuStats, IssuedMerge,
+};
 use crate::preview::PngBandWriter;
 use crate::run_stats::{RunStats, Stage, Wait};
 
@@ -286,8 +294,9 @@ impl<'o> StreamMerge<'o> {
         // CPU's cache-sized bands would cost a round of dispatches and a readback each.
         #[cfg(feature = "gl")]
         let bands = match engine {
-            MergeEngine::Gl(ctx, _) if !ctx.info().software && options.band_rows.is_none() => {
-                plan_bands_capped(&sources, window, &shape, options, u64::MAX)?
+            MergeEngine::Gl(ctx, gl) if !ctx.info().software && options.band_rows.is_none() => {
+                let in_flight = crate::exr::BANDS_IN_FLIGHT + u64::from(gl.overlaps_bands(ctx));
+                plan_bands_capped(&sources, window, &shape, options, u64::MAX, in_flight)?
             }
             _ => bands,
         };
@@ -341,6 +350,22 @@ impl<'o> StreamMerge<'o> {
             format,
             empty_rows: template.as_ref(),
         };
+        #[cfg(feature = "gl")]
+        if let MergeEngine::Gl(ctx, gl) = engine {
+            if gl.overlaps_bands(ctx) {
+                let mut work = GlBands {
+                    ctx,
+                    gl,
+                    options,
+                    window,
+                    paths: &paths,
+                    pending: None,
+                    gpu_stats: &mut report.gpu_stats,
+                };
+                stream_bands_deferred(sources, bands, &target, stats, &mut work)?;
+                return Ok(report);
+            }
+        }
         stream_bands(sources, bands, &target, stats, &mut |band, images| {
             let band_window = Bounds {
                 y0: *band.start(),
@@ -359,14 +384,117 @@ impl<'o> StreamMerge<'o> {
             .map_err(|e| e.in_merge(&paths))?;
             #[cfg(feature = "gl")]
             if let Some(band_stats) = merged.1 {
-                match &mut report.gpu_stats {
-                    Some(total) => *total += band_stats,
-                    None => report.gpu_stats = Some(band_stats),
-                }
+                add_stats(&mut report.gpu_stats, band_stats);
             }
             Ok(merged.0)
         })?;
         Ok(report)
+    }
+}
+
+/// Add one band's GL statistics to a run's.
+#[cfg(feature = "gl")]
+fn add_stats(total: &mut Option<GpuStats>, band: GpuStats) {
+    match total {
+        Some(total) => *total += band,
+        None => *total = Some(band),
+    }
+}
+
+/// The GL merge of a streamed run's bands, each band's readback overlapped with the next band's
+/// GPU work: a band is issued ([`issue_gl_over`]), then the band before it is waited for and
+/// assembled ([`IssuedMerge::finish`]) with the inputs kept for it. The same bytes as one merge
+/// per band ([`merge_checked`]), pruned the same way.
+#[cfg(feature = "gl")]
+struct GlBands<'r, 'c> {
+    ctx: &'c GlContext,
+    gl: GlOptions,
+    options: &'r StreamOptions,
+    window: Bounds,
+    paths: &'r [&'r Path],
+    /// The band issued last: its rows, its (pruned) inputs, and its merge on the way back.
+    pending: Option<(Band, Vec<DeepImage>, IssuedMerge<'c>)>,
+    gpu_stats: &'r mut Option<GpuStats>,
+}
+
+#[cfg(feature = "gl")]
+impl GlBands<'_, '_> {
+    /// Wait for the pending band, if any, and assemble it.
+    fn finish_pending(&mut self) -> Result<Vec<(Band, MergeOutput)>> {
+        let Some((band, images, issued)) = self.pending.take() else {
+            return Ok(Vec::new());
+        };
+        let refs: Vec<&DeepImage> = images.iter().collect();
+        let (merged, stats) = issued
+            .finish(&refs, &self.options.merge)
+            .map_err(|e| e.in_merge(self.paths))?;
+        add_stats(self.gpu_stats, stats);
+        Ok(vec![(band, self.options.pruning.output(merged))])
+    }
+}
+
+#[cfg(feature = "gl")]
+impl DeferredWork for GlBands<'_, '_> {
+    fn band(&mut self, band: Band, images: Vec<DeepImage>) -> Result<Vec<(Band, MergeOutput)>> {
+        let pruning = &self.options.pruning;
+        // As `merge_checked` prunes: the transparent samples of the inputs before the merge.
+        let images: Vec<DeepImage> = if pruning.drop_transparent.is_some() {
+            images.into_iter().map(|i| pruning.inputs(i)).collect()
+        } else {
+            images
+        };
+        let band_window = Bounds {
+            y0: *band.start(),
+            y1: *band.end(),
+            ..self.window
+        };
+        let refs: Vec<&DeepImage> = images.iter().collect();
+        // The reader checked every band's depths as it assembled it.
+        let mut issued = issue_gl_over(
+            self.ctx,
+            &refs,
+            &self.options.merge,
+            &self.gl,
+            Some(band_window),
+        )
+        .map_err(|e| e.in_merge(self.paths))?;
+        drop(refs);
+        if self.pending.is_some() {
+            issued.issued_ahead();
+        }
+        // This band's GPU work is issued: now wait for the band before it.
+        let ready = self.finish_pending()?;
+        self.pending = Some((band, images, issued));
+        Ok(ready)
+    }
+
+    fn flush(&mut self) -> Result<Vec<(Band, MergeOutput)>> {
+        self.finish_pending()
+    }
+}
+
+/// A streamed band's work that may hand a band's output back later than the band is handed to
+/// it ([`stream_bands_deferred`]): the GL merge that overlaps one band's readback with the next
+/// band's GPU work.
+pub trait DeferredWork {
+    /// Take a band's rows (absolute, as planned) and one image per source; give back the bands
+    /// whose output is now ready, in order.
+    fn band(&mut self, band: Band, images: Vec<DeepImage>) -> Result<Vec<(Band, MergeOutput)>>;
+    /// Give back every band still held, in order.
+    fn flush(&mut self) -> Result<Vec<(Band, MergeOutput)>>;
+}
+
+/// A band's work that hands every band back at once ([`stream_bands`]'s closure).
+struct Immediate<'w>(&'w mut dyn FnMut(Band, Vec<DeepImage>) -> Result<MergeOutput>);
+
+impl DeferredWork for Immediate<'_> {
+    fn band(&mut self, band: Band, images: Vec<DeepImage>) -> Result<Vec<(Band, MergeOutput)>> {
+        let out = (self.0)(band.clone(), images)?;
+        Ok(vec![(band, out)])
+    }
+
+    fn flush(&mut self) -> Result<Vec<(Band, MergeOutput)>> {
+        Ok(Vec::new())
     }
 }
 
@@ -414,11 +542,24 @@ impl OutputFormat<'_> {
 /// must span the output window's columns and follow the previous band's rows. Stage times go to
 /// `stats`; the first error ends the run and leaves no output.
 pub fn stream_bands(
-    mut sources: Vec<ChunkSource>,
+    sources: Vec<ChunkSource>,
     bands: Vec<Band>,
     output: &BandOutput,
     stats: Option<&RunStats>,
     work: &mut dyn FnMut(Band, Vec<DeepImage>) -> Result<MergeOutput>,
+) -> Result<()> {
+    stream_bands_deferred(sources, bands, output, stats, &mut Immediate(work))
+}
+
+/// [`stream_bands`] with work that may hand a band back later ([`DeferredWork`]): what it gives
+/// back goes to the writer in band order; before a band with no samples (which goes straight to
+/// the writer) and at the end, the work is flushed.
+pub fn stream_bands_deferred(
+    mut sources: Vec<ChunkSource>,
+    bands: Vec<Band>,
+    output: &BandOutput,
+    stats: Option<&RunStats>,
+    work: &mut dyn DeferredWork,
 ) -> Result<()> {
     let timed = |stage: Stage, f: &mut dyn FnMut() -> Result<()>| timed(stats, stage, f);
     let band_count = bands.len();
@@ -506,6 +647,38 @@ pub fn stream_bands(
                 stats.waited(what, since.elapsed());
             }
         };
+        // Hand bands to the writer in order; false when the writer stopped (its error is the one
+        // to report).
+        let send = |ready: Vec<(Band, Option<MergeOutput>)>| -> bool {
+            for item in ready {
+                let handed = Instant::now();
+                let sent = merged_tx.send(item);
+                waited(Wait::Writer, handed);
+                if sent.is_err() {
+                    return false;
+                }
+            }
+            true
+        };
+        // The work's outputs, timed as the merge.
+        let mut run_work = |band_images: Option<(Band, Vec<DeepImage>)>| {
+            let mut ready = Vec::new();
+            let mut job = Some(band_images);
+            timed(Stage::Merge, &mut || {
+                ready = match job.take().expect("one call") {
+                    Some((band, images)) => work.band(band, images)?,
+                    None => work.flush()?,
+                };
+                Ok(())
+            })
+            .map(|()| {
+                ready
+                    .into_iter()
+                    .map(|(band, out)| (band, Some(out)))
+                    .collect::<Vec<_>>()
+            })
+        };
+        let mut finished = true;
         loop {
             let asked = Instant::now();
             let Ok(message) = band_rx.recv() else {
@@ -516,33 +689,40 @@ pub fn stream_bands(
                 Ok(band) => band,
                 Err(e) => {
                     result = Err(e);
+                    finished = false;
                     break;
                 }
             };
-            let Some(images) = images else {
-                // No source holds a sample in these rows: nothing to work on.
-                if merged_tx.send((band, None)).is_err() {
+            let ready = match images {
+                // No source holds a sample in these rows: nothing to work on, but the bands the
+                // work holds go first.
+                None => run_work(None).map(|mut ready| {
+                    ready.push((band, None));
+                    ready
+                }),
+                Some(images) => run_work(Some((band, images))),
+            };
+            match ready {
+                Ok(ready) => {
+                    if !send(ready) {
+                        finished = false;
+                        break;
+                    }
+                }
+                Err(e) => {
+                    result = Err(e);
+                    finished = false;
                     break;
                 }
-                continue;
-            };
-            let mut merged = None;
-            let mut images = Some(images);
-            let merge = timed(Stage::Merge, &mut || {
-                let images = images.take().expect("one call per band");
-                merged = Some(work(band.clone(), images)?);
-                Ok(())
-            });
-            if let Err(e) = merge {
-                result = Err(e);
-                break;
             }
-            let handed = Instant::now();
-            let sent = merged_tx.send((band, merged));
-            waited(Wait::Writer, handed);
-            if sent.is_err() {
-                // The writer stopped: its error is the one to report.
-                break;
+        }
+        if finished {
+            // Every band was handed to the work: what it still holds goes last.
+            match run_work(None) {
+                Ok(ready) => {
+                    send(ready);
+                }
+                Err(e) => result = Err(e),
             }
         }
         drop(merged_tx);

@@ -89,18 +89,28 @@ pub fn plan_bands(
     shape: &OutputShape,
     options: &StreamOptions,
 ) -> Result<Vec<Band>> {
-    plan_bands_capped(sources, window, shape, options, MAX_BAND_BYTES)
+    plan_bands_capped(
+        sources,
+        window,
+        shape,
+        options,
+        MAX_BAND_BYTES,
+        BANDS_IN_FLIGHT,
+    )
 }
 
-/// [`plan_bands`] with bands of at most `cap` bytes instead of [`MAX_BAND_BYTES`]: the GL
-/// engine on a device of its own, whose bands are better as large as the host budget allows
-/// (each band costs a round of dispatches and a readback; the GPU bounds its own share).
+/// [`plan_bands`] with bands of at most `cap` bytes instead of [`MAX_BAND_BYTES`], and
+/// `in_flight` bands alive at once instead of [`BANDS_IN_FLIGHT`]: the GL engine on a device of
+/// its own, whose bands are better as large as the host budget allows (each band costs a round
+/// of dispatches and a readback; the GPU bounds its own share), and which holds one band more
+/// when it overlaps a band's readback with the next band's GPU work.
 pub fn plan_bands_capped(
     sources: &[ChunkSource],
     window: Bounds,
     shape: &OutputShape,
     options: &StreamOptions,
     cap: u64,
+    in_flight: u64,
 ) -> Result<Vec<Band>> {
     if let Some(rows) = options.band_rows {
         let rows = rows.max(1) as i64;
@@ -120,9 +130,7 @@ pub fn plan_bands_capped(
     // and the writer's offset table are per row, and the bands alive hold a few rows each.
     let window_bytes = (window.height() as u64)
         .saturating_mul(OUTPUT_ROW_TABLE_BYTES)
-        .saturating_add(
-            output_row_bytes(kind, shape, tidy, width, 0).saturating_mul(BANDS_IN_FLIGHT),
-        );
+        .saturating_add(output_row_bytes(kind, shape, tidy, width, 0).saturating_mul(in_flight));
     if window_bytes > options.budget {
         let paths: Vec<&std::path::Path> = sources.iter().map(|s| s.path()).collect();
         return Err(Error::over_budget(
@@ -189,7 +197,7 @@ pub fn plan_bands_capped(
         }
     }
     let kept: u64 = sources.iter().map(ChunkSource::kept_bytes).sum();
-    let share = options.budget.saturating_sub(reserve).saturating_sub(kept) / BANDS_IN_FLIGHT;
+    let share = options.budget.saturating_sub(reserve).saturating_sub(kept) / in_flight;
     let target = share.min(cap);
     let empty_row = |y: i32| sources.iter().all(|s| samples_at(s, y) == 0);
     let max_block = sources
@@ -212,12 +220,20 @@ pub fn plan_bands_capped(
     for (k, &cost) in costs.iter().enumerate() {
         let y = window.y0 + k as i32;
         if cost > share {
-            // What the budget must be for this row: three bands of it beside the reserve.
+            // What the budget must be for this row: a band of it per band alive beside the
+            // reserve.
             let needed = cost
-                .saturating_mul(BANDS_IN_FLIGHT)
+                .saturating_mul(in_flight)
                 .saturating_add(reserve)
                 .saturating_add(kept);
-            return Err(refuse_row(sources, y, needed, options.budget, samples_at));
+            return Err(refuse_row(
+                sources,
+                y,
+                needed,
+                options.budget,
+                in_flight,
+                samples_at,
+            ));
         }
         let empty = empty_row(y);
         let full = !empty && held.saturating_add(cost) > target;
@@ -259,6 +275,7 @@ fn refuse_row(
     y: i32,
     needed: u64,
     budget: u64,
+    in_flight: u64,
     samples_at: impl Fn(&ChunkSource, i32) -> u64,
 ) -> Error {
     let total: u64 = sources.iter().map(|s| samples_at(s, y)).sum();
@@ -268,9 +285,15 @@ fn refuse_row(
         .expect("at least one input");
     Error::over_budget(
         format_args!(
-            "row {y}, with {} samples here ({total} over all inputs) and three bands of rows \
-             held at a time (one read, one merged, one written),",
+            "row {y}, with {} samples here ({total} over all inputs) and {} bands of rows \
+             held at a time ({}),",
             samples_at(densest, y),
+            if in_flight == 3 { "three" } else { "four" },
+            if in_flight == 3 {
+                "one read, one merged, one written"
+            } else {
+                "one read, two merged, one written"
+            },
         ),
         needed,
         budget,

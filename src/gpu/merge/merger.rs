@@ -577,59 +577,115 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         pending: BandReadback,
         out: &mut Accumulated,
     ) -> Result<()> {
-        let start = Instant::now();
-        let pixels = self.band.pixels();
-        let base = self.band.row0 * self.band.width;
-        let stride = self.columns.stride();
-        let waited_before = self.ctx.transfer_stats().readback_wait_s;
-        match pending {
-            BandReadback::Flat { values, front } => {
-                let values: Vec<f32> = self.ctx.finish_read(values)?;
-                let front: Vec<[u32; 4]> = self.ctx.finish_read(front)?;
-                for (p, &q) in self.band.perm.iter().enumerate() {
-                    let i = base + q as usize;
-                    out.flat_values[i * stride..(i + 1) * stride]
-                        .copy_from_slice(&values[p * stride..(p + 1) * stride]);
-                    out.flat_front[i] = front[p];
-                }
+        finish_band_readback(
+            self.ctx,
+            &self.band,
+            &self.columns,
+            &mut self.stats,
+            pending,
+            out,
+        )
+    }
+
+    /// What finishing the band's readback needs, without the inputs or the GPU images: the
+    /// readback holds the bytes, and the images' buffers go back to the pool behind release
+    /// fences, so the next band can be issued while this one is on its way back.
+    pub(super) fn into_tail(mut self) -> ReadbackTail<'a> {
+        // How the band travels, for the merge's statistics (summing bands keeps the last's).
+        self.stats.transfer = self.ctx.transfer_path().name();
+        self.stats.buffers = self.ctx.buffer_storage().name();
+        ReadbackTail {
+            ctx: self.ctx,
+            band: self.band,
+            columns: self.columns,
+            stats: self.stats,
+        }
+    }
+}
+
+/// A band whose readback is issued and whose merger is gone ([`GpuMerger::into_tail`]).
+pub(super) struct ReadbackTail<'a> {
+    ctx: &'a GlContext,
+    band: Band,
+    columns: ColumnSpec,
+    pub(super) stats: GpuStats,
+}
+
+impl ReadbackTail<'_> {
+    /// Wait for the readbacks and put the band into `out`.
+    pub(super) fn finish(&mut self, pending: BandReadback, out: &mut Accumulated) -> Result<()> {
+        finish_band_readback(
+            self.ctx,
+            &self.band,
+            &self.columns,
+            &mut self.stats,
+            pending,
+            out,
+        )
+    }
+}
+
+/// Wait for the readbacks of `band` ([`GpuMerger::start_readback`]) and put it into `out`.
+fn finish_band_readback(
+    ctx: &GlContext,
+    band: &Band,
+    columns: &ColumnSpec,
+    stats: &mut GpuStats,
+    pending: BandReadback,
+    out: &mut Accumulated,
+) -> Result<()> {
+    let start = Instant::now();
+    let pixels = band.pixels();
+    let base = band.row0 * band.width;
+    let stride = columns.stride();
+    let waited_before = ctx.transfer_stats().readback_wait_s;
+    match pending {
+        BandReadback::Flat { values, front } => {
+            let values: Vec<f32> = ctx.finish_read(values)?;
+            let front: Vec<[u32; 4]> = ctx.finish_read(front)?;
+            for (p, &q) in band.perm.iter().enumerate() {
+                let i = base + q as usize;
+                out.flat_values[i * stride..(i + 1) * stride]
+                    .copy_from_slice(&values[p * stride..(p + 1) * stride]);
+                out.flat_front[i] = front[p];
             }
-            BandReadback::Deep { image, marks } => {
-                let built = image.finish(self.ctx)?;
-                let marks: Vec<u32> = match marks {
-                    Some(m) => self.ctx.finish_read(m)?,
-                    None => Vec::new(),
-                };
-                built.check().map_err(|why| {
-                    Error::Gl(format!(
-                        "the GPU returned an inconsistent merged image ({why}) on {}; `deepmerge gpu-info --verify` checks this device",
-                        self.ctx.info().renderer
-                    ))
-                })?;
-                let mut inverse = vec![0u32; pixels];
-                for (p, &q) in self.band.perm.iter().enumerate() {
-                    inverse[q as usize] = p as u32;
-                }
-                out.deep_samples.reserve(built.offsets[pixels] as usize);
-                out.deep_counts.reserve(pixels);
-                for &p in &inverse {
-                    let p = p as usize;
-                    let at = out.deep_samples.len();
-                    built.extend_with_pixel(p, &mut out.deep_samples);
-                    let n = out.deep_samples.len() - at;
-                    out.deep_counts.push(n as u32);
-                    // A pixel the GPU tidied brings its new values (rows of `stride`).
-                    if marks.get(p).is_some_and(|&m| m != 0) {
-                        let first = built.offsets[p] as usize;
-                        out.deep_tidied.push((
-                            at,
-                            built.values[first * stride..(first + n) * stride].to_vec(),
-                        ));
-                    }
+        }
+        BandReadback::Deep { image, marks } => {
+            let built = image.finish(ctx)?;
+            let marks: Vec<u32> = match marks {
+                Some(m) => ctx.finish_read(m)?,
+                None => Vec::new(),
+            };
+            built.check().map_err(|why| {
+                Error::Gl(format!(
+                    "the GPU returned an inconsistent merged image ({why}) on {}; `deepmerge gpu-info --verify` checks this device",
+                    ctx.info().renderer
+                ))
+            })?;
+            let mut inverse = vec![0u32; pixels];
+            for (p, &q) in band.perm.iter().enumerate() {
+                inverse[q as usize] = p as u32;
+            }
+            out.deep_samples.reserve(built.offsets[pixels] as usize);
+            out.deep_counts.reserve(pixels);
+            for &p in &inverse {
+                let p = p as usize;
+                let at = out.deep_samples.len();
+                built.extend_with_pixel(p, &mut out.deep_samples);
+                let n = out.deep_samples.len() - at;
+                out.deep_counts.push(n as u32);
+                // A pixel the GPU tidied brings its new values (rows of `stride`).
+                if marks.get(p).is_some_and(|&m| m != 0) {
+                    let first = built.offsets[p] as usize;
+                    out.deep_tidied.push((
+                        at,
+                        built.values[first * stride..(first + n) * stride].to_vec(),
+                    ));
                 }
             }
         }
-        self.stats.readback_wait_s += self.ctx.transfer_stats().readback_wait_s - waited_before;
-        self.stats.readback_s += start.elapsed().as_secs_f64();
-        Ok(())
     }
+    stats.readback_wait_s += ctx.transfer_stats().readback_wait_s - waited_before;
+    stats.readback_s += start.elapsed().as_secs_f64();
+    Ok(())
 }

@@ -40,8 +40,8 @@ use std::time::Instant;
 
 use self::assemble::Accumulated;
 use self::band::plan_bands;
-use self::merger::BandReadback;
 pub use self::merger::{uses_kway, GpuMerger, PAIRWISE_MEAN_SAMPLES};
+use self::merger::{BandReadback, ReadbackTail};
 use super::resident::ColumnSpec;
 use super::stats::GpuStats;
 use super::{GlContext, GlOptions};
@@ -97,6 +97,31 @@ pub fn merge_images_gl_over(
     gl_options: &GlOptions,
     window: Option<Bounds>,
 ) -> Result<(MergeOutput, GpuStats)> {
+    issue_gl_over(ctx, inputs, options, gl_options, window)?.finish(inputs, options)
+}
+
+/// A GL merge whose bands are all issued, the last one's readback perhaps still on its way
+/// ([`issue_gl_over`]); [`IssuedMerge::finish`] waits for it and assembles the output. Between
+/// the two, a streamed merge issues its next band, so that the GPU works on one band while the
+/// host waits for and assembles the other.
+pub struct IssuedMerge<'a> {
+    ctx: &'a GlContext,
+    out: Accumulated,
+    stats: GpuStats,
+    window: Bounds,
+    /// The last band, read back but not yet waited for (when bands overlap).
+    pending: Option<(ReadbackTail<'a>, BandReadback)>,
+}
+
+/// Everything [`merge_images_gl_over`] does up to its last band's readback, which is left
+/// issued and unfinished when bands overlap on `ctx` ([`GlOptions::overlaps_bands`]).
+pub fn issue_gl_over<'a>(
+    ctx: &'a GlContext,
+    inputs: &[&DeepImage],
+    options: &MergeOptions,
+    gl_options: &GlOptions,
+    window: Option<Bounds>,
+) -> Result<IssuedMerge<'a>> {
     let (mut plan, columns) = prepare(inputs, gl_options)?;
     if let Some(window) = window {
         plan.window = window;
@@ -134,14 +159,14 @@ pub fn merge_images_gl_over(
     let transfers_before = ctx.transfer_stats();
     // The last band whose readback is issued and not yet waited for (when bands overlap): it is
     // finished after the next band's work is issued, so the GPU works while the host stages.
-    let mut pending: Option<(GpuMerger, BandReadback)> = None;
-    let finish = |pending: &mut Option<(GpuMerger, BandReadback)>,
+    let mut pending: Option<(ReadbackTail, BandReadback)> = None;
+    let finish = |pending: &mut Option<(ReadbackTail, BandReadback)>,
                   out: &mut Accumulated,
                   stats: &mut GpuStats|
      -> Result<()> {
-        if let Some((mut merger, readback)) = pending.take() {
-            merger.finish_readback(readback, out)?;
-            *stats += merger.stats;
+        if let Some((mut tail, readback)) = pending.take() {
+            tail.finish(readback, out)?;
+            *stats += tail.stats;
         }
         Ok(())
     };
@@ -156,7 +181,7 @@ pub fn merge_images_gl_over(
             GpuMerger::upload_band(ctx, band_plan, columns.clone(), band, options, gl_options)
                 .and_then(|mut merger| {
                     let readback = merger.start_readback()?;
-                    Ok((merger, readback))
+                    Ok((merger.into_tail(), readback))
                 });
         match issued {
             Ok(issued) => {
@@ -191,19 +216,51 @@ pub fn merge_images_gl_over(
             Err(e) => return Err(e),
         }
     }
-    finish(&mut pending, &mut out, &mut stats)?;
+    // What this merge's transfers and fences did, counted now: a streamed merge issues its
+    // next band before it finishes this one.
     let transfers = ctx.transfer_stats();
     stats.transfer = ctx.transfer_path().name();
     stats.buffers = ctx.buffer_storage().name();
     stats.staging_wait_s = transfers.staging_wait_s - transfers_before.staging_wait_s;
     stats.mapped_allocations = transfers.allocations - transfers_before.allocations;
-    let start = Instant::now();
-    let output = out.assemble(&plan, options, &mut stats);
-    stats.readback_s += start.elapsed().as_secs_f64();
     let fences = ctx.fence_stats();
     stats.release_fences = fences.fences - fences_before.fences;
     stats.reuses_waited = fences.reuses_waited - fences_before.reuses_waited;
-    // In strict mode, whatever the last calls found and no check reported fails the merge.
-    ctx.strict_report()?;
-    Ok((output, stats))
+    Ok(IssuedMerge {
+        ctx,
+        out,
+        stats,
+        window: plan.window,
+        pending,
+    })
+}
+
+impl IssuedMerge<'_> {
+    /// Count this merge as issued before the one before it was read back (a streamed merge's
+    /// overlap across its bands; `GpuStats::overlapped_bands`).
+    pub fn issued_ahead(&mut self) {
+        self.stats.overlapped_bands += 1;
+    }
+
+    /// Wait for the last band and assemble the output from `inputs` (the images the merge was
+    /// issued with: the host reads them where it tidies a pixel itself).
+    pub fn finish(
+        mut self,
+        inputs: &[&DeepImage],
+        options: &MergeOptions,
+    ) -> Result<(MergeOutput, GpuStats)> {
+        if let Some((mut tail, readback)) = self.pending.take() {
+            tail.finish(readback, &mut self.out)?;
+            self.stats += tail.stats;
+        }
+        // In strict mode, whatever the last calls found and no check reported fails the merge.
+        self.ctx.strict_report()?;
+        let mut plan = MergePlan::new(inputs)?;
+        plan.window = self.window;
+        plan.sort = options.sort;
+        let start = Instant::now();
+        let output = self.out.assemble(&plan, options, &mut self.stats);
+        self.stats.readback_s += start.elapsed().as_secs_f64();
+        Ok((output, self.stats))
+    }
 }
