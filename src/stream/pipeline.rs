@@ -293,10 +293,19 @@ impl<'o> StreamMerge<'o> {
         // On a GPU of its own, the GL engine's bands are as large as the host budget allows: the
         // CPU's cache-sized bands would cost a round of dispatches and a readback each.
         #[cfg(feature = "gl")]
+        // With overlapped bands the merge stage holds one band more, which the plan counts.
         let bands = match engine {
-            MergeEngine::Gl(ctx, gl) if !ctx.info().software && options.band_rows.is_none() => {
-                let in_flight = crate::exr::BANDS_IN_FLIGHT + u64::from(gl.overlaps_bands(ctx));
-                plan_bands_capped(&sources, window, &shape, options, u64::MAX, in_flight)?
+            MergeEngine::Gl(ctx, gl) if options.band_rows.is_none() => {
+                let overlap = gl.overlaps_bands(ctx);
+                let in_flight = crate::exr::BANDS_IN_FLIGHT + u64::from(overlap);
+                if !ctx.info().software {
+                    plan_bands_capped(&sources, window, &shape, options, u64::MAX, in_flight)?
+                } else if overlap {
+                    let cap = super::plan::MAX_BAND_BYTES;
+                    plan_bands_capped(&sources, window, &shape, options, cap, in_flight)?
+                } else {
+                    bands
+                }
             }
             _ => bands,
         };
