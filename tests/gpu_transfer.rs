@@ -258,3 +258,78 @@ fn unknown_measurement_settings_in_the_environment_are_named() {
     assert!(e.contains("use direct or relayout"), "{e}");
     assert!(deep_writes_from(Some("relayout")).unwrap().is_some());
 }
+
+/// Overlapped streamed bands hold one band more on the host, which the band plan counts: under
+/// a small `--memory-budget` the overlapped run cuts more bands and peaks no higher than the
+/// run that finishes each band first (on llvmpipe the GPU's buffers are host memory too).
+#[test]
+fn overlapped_streamed_bands_stay_within_the_memory_budget() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("overlap-budget");
+    std::fs::create_dir_all(&dir).unwrap();
+    let prefix = dir.join("pp");
+    let made = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+        .args([
+            "scene",
+            "powerplant",
+            "--size",
+            "640x360",
+            "--seed",
+            "3",
+            "-o",
+        ])
+        .arg(&prefix)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    let run = |overlap: &str| -> (f64, usize, usize) {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+            .arg(format!("{}_0.exr", prefix.display()))
+            .arg(format!("{}_1.exr", prefix.display()))
+            .args(["--backend", "gl", "--deep", "--memory-budget", "0.0625"])
+            .args(["--runstats", "--stats", "-o"])
+            .arg(dir.join(format!("out{overlap}.exr")))
+            .env("DEEPMERGE_GL_OVERLAP", overlap)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{err}");
+        let figure = |prefix: &str| -> String {
+            err.lines()
+                .find(|l| l.trim_start().starts_with(prefix))
+                .unwrap_or_else(|| panic!("no {prefix} line: {err}"))
+                .to_string()
+        };
+        let peak: f64 = figure("peak memory")
+            .split_whitespace()
+            .find_map(|w| w.parse().ok())
+            .unwrap();
+        let counts: Vec<usize> = figure("host waited:")
+            .split("; ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        (peak, counts[0], counts[1])
+    };
+    let (serial_peak, serial_ahead, serial_bands) = run("0");
+    let (overlap_peak, ahead, bands) = run("1");
+    assert_eq!(serial_ahead, 0);
+    assert_eq!(
+        ahead,
+        bands - 1,
+        "every band after the first is issued ahead"
+    );
+    assert!(
+        bands > serial_bands,
+        "the plan counts the band held: {bands} bands against {serial_bands}"
+    );
+    assert!(
+        overlap_peak <= serial_peak * 1.1,
+        "peak {overlap_peak:.1} MiB overlapped against {serial_peak:.1} MiB"
+    );
+    assert!(
+        std::fs::read(dir.join("out1.exr")).unwrap()
+            == std::fs::read(dir.join("out0.exr")).unwrap()
+    );
+}
