@@ -846,12 +846,20 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
                 Some(f) => format!(", {}", counted(f.len(), "frame")),
                 None => String::new(),
             };
+            // Two inputs may take the pairwise kernel where their lists are long, band by band
+            // (`GlOptions::pairwise_long_pairs`): say so rather than name one kernel.
+            let kernel = if !kway {
+                gl.method.name().to_string()
+            } else if args.inputs.len() == 2 && gl.pairs_long_lists_pairwise(ctx) {
+                format!("k-way, or {} where lists are long,", gl.method.name())
+            } else {
+                "k-way".to_string()
+            };
             Some(format!(
-                "deepmerge: merging {} with OpenGL on {} ({} {} block {}){frames_note}",
+                "deepmerge: merging {} with OpenGL on {} ({} {kernel} block {}){frames_note}",
                 counted(args.inputs.len(), "input"),
                 ctx.info().renderer,
                 gl.layout.name(),
-                if kway { "k-way" } else { gl.method.name() },
                 gl.block_size
             ))
         }

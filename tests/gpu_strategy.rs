@@ -108,3 +108,41 @@ fn by_default_a_long_pair_takes_the_pairwise_kernel_on_hardware_only() {
         assert_eq!(stats.kway, ctx.info().software, "{}", ctx.info());
     });
 }
+
+/// The status line of `--stats` names the kernel a two-input merge may take: the k-way one, or
+/// also the pairwise one where lists are long (`DEEPMERGE_GL_PAIRWISE=1`, the default on
+/// hardware), as the merge decides band by band.
+#[test]
+fn the_status_line_says_when_a_pair_may_take_the_pairwise_kernel() {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/openexr-images");
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-line.exr");
+    let status = |pairwise: &str| -> String {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+            .args([
+                format!("{data}/Balls.exr"),
+                format!("{data}/Leaves.exr"),
+                "--backend".into(),
+                "gl".into(),
+                "--stats".into(),
+                "-o".into(),
+                out.to_str().unwrap().into(),
+            ])
+            .env("DEEPMERGE_GL_STRICT", "1")
+            .env("DEEPMERGE_GL_PAIRWISE", pairwise)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{err}");
+        err.lines()
+            .find(|l| l.starts_with("deepmerge: merging 2 inputs with OpenGL on"))
+            .unwrap_or_else(|| panic!("no status line: {err}"))
+            .to_string()
+    };
+    let kway = status("0");
+    assert!(kway.ends_with("(LA k-way block 8)"), "{kway}");
+    let either = status("1");
+    assert!(
+        either.ends_with("(LA k-way, or RBM where lists are long, block 8)"),
+        "{either}"
+    );
+}

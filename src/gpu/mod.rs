@@ -124,6 +124,15 @@ impl GlOptions {
             .unwrap_or(!ctx.info().software)
     }
 
+    /// Whether a k-way merge of two inputs with long lists runs the pairwise kernel on `ctx`:
+    /// [`Self::pairwise_long_pairs`] when set, else what `DEEPMERGE_GL_PAIRWISE` said when the
+    /// context was made, else on hardware only.
+    pub fn pairs_long_lists_pairwise(&self, ctx: &GlContext) -> bool {
+        self.pairwise_long_pairs
+            .or(ctx.pairwise_from_env())
+            .unwrap_or(!ctx.info().software)
+    }
+
     /// How a merge on `ctx` writes a linearised deep output: what `DEEPMERGE_GL_DEEP_WRITES`
     /// said when the context was made (for measurements), else [`Self::deep_writes`].
     pub fn deep_writes_on(&self, ctx: &GlContext) -> resident::DeepWrites {

@@ -103,11 +103,7 @@ fn kway_on(ctx: &GlContext, strategy: MergeStrategy, plan: &MergePlan, gl: &GlOp
     if !uses_kway(strategy, plan.inputs.len()) {
         return false;
     }
-    let pairwise = gl
-        .pairwise_long_pairs
-        .or(ctx.pairwise_from_env())
-        .unwrap_or(!ctx.info().software);
-    if plan.inputs.len() != 2 || !pairwise {
+    if plan.inputs.len() != 2 || !gl.pairs_long_lists_pairwise(ctx) {
         return true;
     }
     let pixels = plan.window.area().max(1) as f64;
