@@ -445,13 +445,10 @@ impl GlBands<'_, '_> {
 #[cfg(feature = "gl")]
 impl DeferredWork for GlBands<'_, '_> {
     fn band(&mut self, band: Band, images: Vec<DeepImage>) -> Result<Vec<(Band, MergeOutput)>> {
+        // As `merge_checked` prunes: the transparent samples of the inputs before the merge
+        // (`Pruning::inputs` gives an image back as it is when nothing is dropped).
         let pruning = &self.options.pruning;
-        // As `merge_checked` prunes: the transparent samples of the inputs before the merge.
-        let images: Vec<DeepImage> = if pruning.drop_transparent.is_some() {
-            images.into_iter().map(|i| pruning.inputs(i)).collect()
-        } else {
-            images
-        };
+        let images: Vec<DeepImage> = images.into_iter().map(|i| pruning.inputs(i)).collect();
         let band_window = Bounds {
             y0: *band.start(),
             y1: *band.end(),

@@ -110,10 +110,9 @@ impl BuiltImage {
 
     /// Pixel p's fragments, front to back.
     pub fn pixel(&self, p: usize) -> Vec<Fragment> {
-        self.pixel_slots(p)
-            .into_iter()
-            .map(|s| self.slots[s as usize])
-            .collect()
+        let mut fragments = Vec::new();
+        self.extend_with_pixel(p, &mut fragments);
+        fragments
     }
 }
 

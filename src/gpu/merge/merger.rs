@@ -522,11 +522,18 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
     /// Read the band back into `out`, waiting for it.
     pub(super) fn read_band(&mut self, out: &mut Accumulated) -> Result<()> {
         let pending = self.start_readback()?;
-        self.finish_readback(pending, out)
+        finish_band_readback(
+            self.ctx,
+            &self.band,
+            &self.columns,
+            &mut self.stats,
+            pending,
+            out,
+        )
     }
 
     /// Issue the band's readbacks (merging first if `merge_resident` was not called): copies
-    /// into mapped memory behind a fence, which [`Self::finish_readback`] waits for.
+    /// into mapped memory behind a fence, which [`ReadbackTail::finish`] waits for.
     pub(super) fn start_readback(&mut self) -> Result<BandReadback> {
         if self.resident.is_none() {
             self.merge_resident()?;
@@ -565,22 +572,6 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         };
         self.stats.readback_s += start.elapsed().as_secs_f64();
         Ok(pending)
-    }
-
-    /// Wait for the readbacks of [`Self::start_readback`] and put the band into `out`.
-    pub(super) fn finish_readback(
-        &mut self,
-        pending: BandReadback,
-        out: &mut Accumulated,
-    ) -> Result<()> {
-        finish_band_readback(
-            self.ctx,
-            &self.band,
-            &self.columns,
-            &mut self.stats,
-            pending,
-            out,
-        )
     }
 
     /// What finishing the band's readback needs, without the inputs or the GPU images: the
