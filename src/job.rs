@@ -140,6 +140,8 @@ impl MergeJob {
             _ => None,
         };
         let reports = merge_parts(inputs, output, &plan, &options, engine, Some(stats));
+        // The pool as the merge left it, before the copy floor below takes buffers of its own.
+        let pool = gl.map(GlContext::pool_stats);
         // The stage profile is read after the merge, so profiling adds no wait inside it.
         let profile = profiled.map(|ctx| {
             let mut profile = ctx.take_profile();
@@ -161,6 +163,9 @@ impl MergeJob {
         if self.gl_stats {
             for gl_stats in reports.iter().filter_map(|r| r.gpu_stats.as_ref()) {
                 eprint!("{gl_stats}");
+            }
+            if let Some(pool) = pool {
+                eprintln!("{pool}");
             }
             if let Some(ctx) = gl {
                 if let Ok(rate) = crate::gpu::upload_bandwidth(ctx, 64 << 20, 5) {

@@ -272,7 +272,8 @@ struct MergeArgs {
     #[arg(long, value_enum)]
     gpu_stages: Option<GpuStagesArg>,
     /// GPU memory the GL backend may use (e.g. 8G, 512M): its bands are sized to it (default:
-    /// three quarters of what the driver reports free; under llvmpipe, the host's).
+    /// three quarters of what the driver reports free; under llvmpipe, whose buffers are host
+    /// memory, 64M for a merge and the host's for the viewer).
     #[arg(long, value_name = "SIZE")]
     gpu_memory: Option<String>,
     /// Print GPU statistics: buffers per layout (bytes), bands, timings (GL backend).

@@ -178,3 +178,35 @@ fn a_streamed_gl_merge_allocates_nothing_once_warm_and_writes_the_cpu_engines_by
         );
     }
 }
+
+#[test]
+fn a_merge_keeps_its_buffers_within_the_devices_default_budget() {
+    // 2 x 600 x 400 pixels of up to 12 samples: about 2.9 M samples, whose GPU buffers (keys,
+    // values, staged planes, counts) take well over 64 MiB in one band.
+    let ctx = context();
+    let window = Bounds::from_origin_size(0, 0, 600, 400);
+    let a = Synth::new(window, 12, 71).build();
+    let b = Synth::new(window, 12, 72).build();
+    let options = MergeOptions::default();
+    let (output, stats) = merge_images_gl(&ctx, &[&a, &b], &options, &GlOptions::default())
+        .unwrap_or_else(|e| panic!("GL merge failed: {e}"));
+    let reference = Reference::new(&[&a, &b], &options);
+    assert_merge_matches(&output, &reference, Stages::Host, "a large pair");
+    let budget = if ctx.info().software {
+        // Host memory: bands like the CPU engine's, not the host's whole budget.
+        assert!(
+            stats.bands > 1,
+            "one band of {} samples",
+            stats.input_samples
+        );
+        deepmerge::gpu::memory::SOFTWARE_MERGE_BUDGET
+    } else {
+        deepmerge::gpu::memory::default_budget(&ctx)
+    };
+    let peak = ctx.pool_stats().peak_taken_bytes;
+    assert!(
+        peak <= budget,
+        "{} bands took {peak} bytes at once, over the {budget}-byte default budget",
+        stats.bands
+    );
+}

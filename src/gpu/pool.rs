@@ -50,6 +50,23 @@ pub struct PoolStats {
     pub peak_taken_bytes: u64,
 }
 
+impl std::fmt::Display for PoolStats {
+    /// One `--stats` line: what the pool held at its peak and holds now.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        write!(
+            f,
+            "buffer pool:    {:.1} MiB taken at the peak, {:.1} MiB taken and {:.1} MiB free now; {} buffers made, {} reuses, {} evicted",
+            mib(self.peak_taken_bytes),
+            mib(self.taken_bytes),
+            mib(self.free_bytes),
+            self.allocations,
+            self.reuses,
+            self.evictions
+        )
+    }
+}
+
 /// Free buffers by capacity, with the counts above.
 #[derive(Default)]
 pub(crate) struct BufferPool {

@@ -132,11 +132,11 @@ pub fn issue_gl_over<'a>(
     let mut memory_limit = if gl_options.band_budget_bytes > 0 {
         gl_options.band_budget_bytes
     } else if !ctx.info().software {
-        // A device of its own: bands fit what it has free (a software rasteriser's buffers are
-        // host memory, which the streamed merge's budget already bounds).
+        // A device of its own: bands fit what it has free.
         super::memory::band_budget_of(super::memory::default_budget(ctx))
     } else {
-        u64::MAX
+        // A software rasteriser's buffers are host memory: bands like the CPU engine's.
+        super::memory::band_budget_of(super::memory::SOFTWARE_MERGE_BUDGET)
     };
     if overlap {
         // Two bands are resident at once.
