@@ -1,7 +1,7 @@
 //! The relayout of a merged deep image (`glsl/relayout.comp`, `GlOptions::deep_writes`): on the
-//! GPU against its CPU twin element by element, the twin against a direct build of the target
-//! layout, and merges that write interleaved and relay out against the reference merge, k-way
-//! and chained, flat inputs of every layout, in strict mode.
+//! GPU against its CPU twin element by element, into LA and into BIA of several blocks, the twin
+//! against a direct build of the target layout, and merges that write interleaved and relay out
+//! into LA and BIA against the reference merge, k-way and chained, in strict mode.
 
 // MergeOptions is built with `..Default::default()` even where every field is named today.
 #![allow(clippy::needless_update)]
@@ -81,7 +81,34 @@ fn the_gpu_relayout_matches_its_twin_and_a_direct_build() {
             if min > 0 {
                 assert!(ia_cpu.min_counts.iter().all(|&m| m >= min), "{what}");
             }
-            let la = relayout(ctx, ia, Layout::Linearised, &columns).unwrap();
+            // Into BIA first (the relayout takes the interleaved image's offsets; a copy of them
+            // is built again for each target).
+            for block in [1, 4, 8] {
+                let ia = build_image(
+                    ctx,
+                    Layout::Interleaved,
+                    1,
+                    true,
+                    &counts,
+                    &keys,
+                    &values,
+                    STRIDE,
+                    false,
+                )
+                .unwrap();
+                let bia = relayout(ctx, ia, Layout::BlockedInterleaved, block, &columns).unwrap();
+                assert_eq!(bia.layout, Layout::BlockedInterleaved, "{what}");
+                let gpu = bia.read_back(true).expect("the image reads back");
+                let twin = relayout_twin(&ia_cpu, Layout::BlockedInterleaved, block);
+                assert_eq!(
+                    gpu.min_counts, twin.min_counts,
+                    "{what} BIA {block}: minimums"
+                );
+                assert_eq!(gpu.offsets, twin.offsets, "{what} BIA {block}: offsets");
+                assert_eq!(gpu.slots, twin.slots, "{what} BIA {block}: slots");
+                assert_eq!(gpu.values, twin.values, "{what} BIA {block}: values");
+            }
+            let la = relayout(ctx, ia, Layout::Linearised, 1, &columns).unwrap();
             assert_eq!(la.layout, Layout::Linearised, "{what}");
             let gpu = la.read_back(true).expect("the image reads back");
             let twin = relayout_twin(&ia_cpu, Layout::Linearised, 1);
@@ -92,7 +119,7 @@ fn the_gpu_relayout_matches_its_twin_and_a_direct_build() {
             let direct = build(Layout::Linearised, 1, &counts, &keys, &values, STRIDE, true);
             assert_eq!(twin.slots, direct.slots, "{what}: twin against a build");
             assert_eq!(twin.values, direct.values, "{what}: twin against a build");
-            // And into BIA, which the twin serves too (the GPU stage relays out into LA only).
+            // The BIA twin against a direct build too.
             for block in [1, 4, 8] {
                 let bia = relayout_twin(&ia_cpu, Layout::BlockedInterleaved, block);
                 let built = build(
@@ -120,22 +147,32 @@ fn merges_that_relay_out_give_the_reference_bytes() {
             .with_volumes()
             .build();
         let c = Synth::new(Bounds::from_origin_size(-2, 1, 30, 5), 6, 53).build();
-        for strategy in [MergeStrategy::KWay, MergeStrategy::Chain] {
-            for tidy in [false, true] {
-                for stages in Stages::BOTH {
-                    let options = MergeOptions {
-                        output: OutputKind::Deep,
-                        strategy,
-                        tidy,
-                        ..Default::default()
-                    };
-                    let gl = stages.on(GlOptions {
-                        layout: Layout::Linearised,
-                        deep_writes: DeepWrites::Relayout,
-                        ..Default::default()
-                    });
-                    let what = format!("{strategy:?} tidy {tidy} {stages:?} stages");
-                    assert_gl_matches_reference(ctx, &[&a, &b, &c], &options, &gl, &what);
+        for (layout, block_size) in [
+            (Layout::Linearised, 8),
+            (Layout::BlockedInterleaved, 4),
+            (Layout::BlockedInterleaved, 8),
+        ] {
+            for strategy in [MergeStrategy::KWay, MergeStrategy::Chain] {
+                for tidy in [false, true] {
+                    for stages in Stages::BOTH {
+                        let options = MergeOptions {
+                            output: OutputKind::Deep,
+                            strategy,
+                            tidy,
+                            ..Default::default()
+                        };
+                        let gl = stages.on(GlOptions {
+                            layout,
+                            block_size,
+                            deep_writes: DeepWrites::Relayout,
+                            ..Default::default()
+                        });
+                        let what = format!(
+                            "{} block {block_size} {strategy:?} tidy {tidy} {stages:?} stages",
+                            layout.name()
+                        );
+                        assert_gl_matches_reference(ctx, &[&a, &b, &c], &options, &gl, &what);
+                    }
                 }
             }
         }

@@ -109,8 +109,8 @@ pub struct GlOptions {
     /// rasteriser (where it was not measured). `DEEPMERGE_GL_PAIRWISE=0|1` sets the default, for
     /// measurements.
     pub pairwise_long_pairs: Option<bool>,
-    /// How a merge writes a linearised deep output: straight, or into an interleaved image
-    /// relaid out after (`resident::DeepWrites`; coalesced writes, one more copy).
+    /// How a merge writes a linearised or blocked interleaved deep output: straight, or into an
+    /// interleaved image relaid out after (`resident::DeepWrites`; coalesced writes, one more copy).
     /// `DEEPMERGE_GL_DEEP_WRITES=direct|relayout` overrides it, for measurements.
     pub deep_writes: resident::DeepWrites,
 }

@@ -408,7 +408,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 };
                 let mut out =
                     merge_deep_scheduled(self.ctx, a, b, written, spec, &self.columns, long_lists)?;
-                out = relayout(self.ctx, out, layout, &self.columns)?;
+                out = relayout(self.ctx, out, layout, spec.block_size, &self.columns)?;
                 let mut bytes = out.bytes();
                 if tidy_here {
                     let tidied = tidy::tidy_deep(self.ctx, out, &self.columns)?;
@@ -483,7 +483,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                     .written_layout(layout)
             };
             let mut out = merge_deep_kway(self.ctx, stack, written, block, &self.columns)?;
-            out = relayout(self.ctx, out, layout, &self.columns)?;
+            out = relayout(self.ctx, out, layout, block, &self.columns)?;
             let mut bytes = out.bytes();
             let mut marks = None;
             if tidy_here {

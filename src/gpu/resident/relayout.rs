@@ -1,23 +1,25 @@
 //! Relaying a merged deep image out (`relayout.comp`, twin `cpu::relayout::relayout`): a merge
-//! writes each pixel's list from its own invocation, so into a linearised image neighbouring
-//! invocations write far apart. With [`DeepWrites::Relayout`] the merge writes an interleaved
+//! writes each pixel's list from its own invocation, so into a linearised or blocked
+//! interleaved image (past each group's interleaved minimum) neighbouring invocations write far
+//! apart. With [`DeepWrites::Relayout`] the merge writes an interleaved
 //! image instead, where they write side by side, and one more pass copies it into the layout
 //! asked for, slot by slot of that layout, so that its writes coalesce too. Which is faster is
 //! the hardware's to say (docs/benchmarks.md, Table 2): both are kept, the direct writes by
 //! default until a GPU measures the other.
 
-use super::{allocate, base_defines, layout_defines, ColumnSpec, GpuImage};
+use super::{allocate, base_defines, block_for, layout_defines, ColumnSpec, GpuImage};
 use crate::error::Result;
 use crate::gpu::GlContext;
 use crate::vocab::{Layout, GROUP_SIZE};
 
-/// How a merge writes a linearised deep output.
+/// How a merge writes a linearised or blocked interleaved deep output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DeepWrites {
     /// Straight into the layout: each invocation writes its pixel's run of slots.
     #[default]
     Direct,
-    /// Into an interleaved image, then relaid out in slot order ([`relayout`]).
+    /// Into an interleaved image, then relaid out in slot order ([`relayout`]). (LL has no slot
+    /// order; IA is what the merge writes anyway.)
     Relayout,
 }
 
@@ -28,22 +30,28 @@ impl DeepWrites {
     /// The layout a merge into `layout` writes under this choice.
     pub fn written_layout(self, layout: Layout) -> Layout {
         match (self, layout) {
-            (DeepWrites::Relayout, Layout::Linearised) => Layout::Interleaved,
+            (DeepWrites::Relayout, Layout::Linearised | Layout::BlockedInterleaved) => {
+                Layout::Interleaved
+            }
             _ => layout,
         }
     }
 }
 
 /// `image` rewritten in `layout` (the same pixels, counts and offsets; its offsets move into
-/// the result). Only an interleaved image into a linearised one is compiled: the pair
-/// [`DeepWrites::Relayout`] uses. Anything else is returned as it is.
+/// the result), with BIA blocks of `block_size` samples. Only an interleaved image into a
+/// linearised or blocked interleaved one is compiled: the pairs [`DeepWrites::Relayout`] uses.
+/// Anything else is returned as it is.
 pub fn relayout<'a>(
     ctx: &'a GlContext,
     image: GpuImage<'a>,
     layout: Layout,
+    block_size: u32,
     columns: &ColumnSpec,
 ) -> Result<GpuImage<'a>> {
-    if image.layout != Layout::Interleaved || layout != Layout::Linearised {
+    if image.layout != Layout::Interleaved
+        || !matches!(layout, Layout::Linearised | Layout::BlockedInterleaved)
+    {
         return Ok(image);
     }
     let GpuImage {
@@ -57,9 +65,18 @@ pub fn relayout<'a>(
         aux2,
         ..
     } = image;
-    let out = allocate(ctx, layout, 1, true, pixels, samples, stride, offsets)?;
+    // The output's per-group minimums (BIA: in whole blocks) are made from the offsets here.
+    let block = block_for(layout, block_size);
+    let out = allocate(ctx, layout, block, true, pixels, samples, stride, offsets)?;
+    // BLOCK_SIZE is the output's block: the interleaved input's addressing does not read it.
     let defines = layout_defines(
-        layout_defines(base_defines(1), "IN", Layout::Interleaved, 0, "readonly"),
+        layout_defines(
+            base_defines(block),
+            "IN",
+            Layout::Interleaved,
+            0,
+            "readonly",
+        ),
         "OUT",
         layout,
         10,
