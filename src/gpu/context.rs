@@ -150,11 +150,7 @@ impl GlContext {
     pub fn new_with(strict: bool) -> Result<GlContext> {
         // A bad measurement variable (`DEEPMERGE_GL_*`) is the user's to fix, whatever the
         // device: say so first rather than that no device would do.
-        super::mapped::TransferPath::from_env()?;
-        super::mapped::BufferStorage::from_env()?;
-        super::mapped::overlap_from_env()?;
-        super::mapped::pairwise_from_env()?;
-        super::mapped::deep_writes_from_env()?;
+        let settings = super::mapped::EnvSettings::from_env()?;
         let devices: Vec<Device> = Device::query_devices()
             .map_err(|e| {
                 Error::Gl(format!(
@@ -172,7 +168,7 @@ impl GlContext {
         ordered.extend(devices.iter().filter(|d| is_software(d)));
         let mut failures = Vec::new();
         for device in ordered {
-            match Self::on_device(device, strict) {
+            match Self::on_device(device, strict, settings) {
                 Ok(context) => return Ok(context),
                 Err(e) => failures.push(format!(
                     "{}: {e}",
@@ -206,7 +202,11 @@ impl GlContext {
         }
     }
 
-    fn on_device(device: &Device, strict: bool) -> std::result::Result<GlContext, String> {
+    fn on_device(
+        device: &Device,
+        strict: bool,
+        settings: super::mapped::EnvSettings,
+    ) -> std::result::Result<GlContext, String> {
         // SAFETY: no raw display handle is passed, so glutin opens the device itself.
         let display = unsafe { Display::with_device(device, None) }.map_err(|e| e.to_string())?;
         // The default template asks for window surfaces and finds no config on a device display.
@@ -242,7 +242,12 @@ impl GlContext {
         let software = device.extensions().contains("EGL_MESA_device_software");
         // SAFETY: the context is current on this thread and the loader is the display's own.
         let mut made = unsafe {
-            Self::from_current_with(|name| gl_display.get_proc_address(name), software, strict)
+            Self::from_current_settings(
+                |name| gl_display.get_proc_address(name),
+                software,
+                strict,
+                settings,
+            )
         }
         .map_err(|e| e.to_string())?;
         made._owned = Some((context, display));
@@ -273,6 +278,20 @@ impl GlContext {
         software: bool,
         strict: bool,
     ) -> Result<GlContext> {
+        let settings = super::mapped::EnvSettings::from_env()?;
+        Self::from_current_settings(loader, software, strict, settings)
+    }
+
+    /// [`Self::from_current_with`] with the `DEEPMERGE_GL_*` settings already read.
+    ///
+    /// # Safety
+    /// As [`Self::from_current`].
+    unsafe fn from_current_settings(
+        loader: impl FnMut(&std::ffi::CStr) -> *const std::ffi::c_void,
+        software: bool,
+        strict: bool,
+        settings: super::mapped::EnvSettings,
+    ) -> Result<GlContext> {
         let mut gl = glow::Context::from_loader_function_cstr(loader);
         let strict = strict.then(super::strict::Strict::default);
         if let Some(s) = &strict {
@@ -301,14 +320,11 @@ impl GlContext {
             current_program: Cell::new(None),
             _owned: None,
         };
-        if let Some(path) = super::mapped::TransferPath::from_env()? {
+        if let Some(path) = settings.transfer {
             context.set_transfer_path(path)?;
         }
-        context
-            .mapped
-            .overlap
-            .set(super::mapped::overlap_from_env()?);
-        let buffers = super::mapped::BufferStorage::from_env()?;
+        context.mapped.overlap.set(settings.overlap);
+        let buffers = settings.buffers;
         if buffers == Some(super::mapped::BufferStorage::Immutable) && !context.info.buffer_storage
         {
             return Err(Error::Usage(format!(
@@ -317,14 +333,8 @@ impl GlContext {
             )));
         }
         context.mapped.buffers.set(buffers);
-        context
-            .mapped
-            .pairwise
-            .set(super::mapped::pairwise_from_env()?);
-        context
-            .mapped
-            .deep_writes
-            .set(super::mapped::deep_writes_from_env()?);
+        context.mapped.pairwise.set(settings.pairwise);
+        context.mapped.deep_writes.set(settings.deep_writes);
         Ok(context)
     }
 

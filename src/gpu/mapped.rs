@@ -46,6 +46,30 @@ const PARALLEL_COPY_BYTES: usize = 1 << 20;
 /// How long the host waits for one fence before calling the GPU hung.
 const FENCE_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// Every `DEEPMERGE_GL_*` measurement setting, read once when a context is made: an unknown
+/// value is an error naming its variable, before any device is tried.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EnvSettings {
+    pub transfer: Option<TransferPath>,
+    pub buffers: Option<BufferStorage>,
+    pub overlap: Option<bool>,
+    pub pairwise: Option<bool>,
+    pub deep_writes: Option<crate::gpu::resident::DeepWrites>,
+}
+
+impl EnvSettings {
+    /// The settings as the environment gives them now.
+    pub(crate) fn from_env() -> Result<EnvSettings> {
+        Ok(EnvSettings {
+            transfer: TransferPath::from_env()?,
+            buffers: BufferStorage::from_env()?,
+            overlap: overlap_from_env()?,
+            pairwise: pairwise_from_env()?,
+            deep_writes: deep_writes_from_env()?,
+        })
+    }
+}
+
 /// How host data reaches GPU buffers and comes back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TransferPath {
