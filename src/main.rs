@@ -836,17 +836,23 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         None => (3, "stages"),
     };
     let progress = Progress::new(progress_mode, steps, what);
-    // Which GPU the GL engine runs on, for a user who asked for the run's details (--runstats,
-    // --stats): a merge's default output is only what the user needs (the CPU engine and a
-    // plain GL merge say nothing).
+    // Which engine runs, and on which GPU, for a user who asked for the run's details
+    // (--runstats, --stats): a merge's default output is only what the user needs (a plain
+    // merge says nothing).
+    let frames_note = match &frames {
+        Some(f) => format!(", {}", counted(f.len(), "frame")),
+        None => String::new(),
+    };
     let announce = match engine.context() {
+        // Why the CPU engine runs when it was not asked for by name (`--backend auto`).
+        None if args.runstats => Some(format!(
+            "deepmerge: merging {} on the CPU engine{}{frames_note}",
+            counted(args.inputs.len(), "input"),
+            engine.cpu_reason()
+        )),
         Some(ctx) if args.runstats || args.stats => {
             let gl = request.gl_options();
             let kway = deepmerge::gpu::uses_kway(job.merge.strategy, args.inputs.len());
-            let frames_note = match &frames {
-                Some(f) => format!(", {}", counted(f.len(), "frame")),
-                None => String::new(),
-            };
             // Two inputs may take the pairwise kernel where their lists are long, band by band
             // (`GlOptions::pairwise_long_pairs`): say so rather than name one kernel.
             let kernel = if !kway {

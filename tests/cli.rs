@@ -213,6 +213,24 @@ fn gl_backend_gives_the_cpu_result_through_the_readme_command() {
     ]);
     assert!(ok, "{err}");
     assert_eq!(err, "", "the CPU engine asked for says nothing: {err}");
+    // `auto` with --runstats says which engine it picked and why.
+    let (ok, _, err) = run(&[
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--runstats",
+        "-o",
+        cpu.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let first = err.lines().next().unwrap_or_default();
+    assert_eq!(
+        first,
+        format!(
+            "deepmerge: merging 2 inputs on the CPU engine{}",
+            deepmerge::backend::AUTO_PICKS_CPU
+        ),
+        "auto names its engine and why: {err}"
+    );
     assert_eq!(std::fs::read(&gl).unwrap(), std::fs::read(&cpu).unwrap());
     // --stats prints the memory per buffer (the paper's Table 4). The inputs are unsorted
     // ("messy"): `--gpu-stages gpu` sorts them with `sort.comp`, exactly.
