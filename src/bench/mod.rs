@@ -281,7 +281,18 @@ pub fn run(config: &BenchConfig) -> Result<BenchReport> {
         return Ok(BenchReport {
             header: vec![
                 "deepmerge bench: Table 5 only (k-way against the pairwise chain)".to_string(),
-                format!("device: {}", describe_host()),
+                format!("host: {}", describe_host()),
+                match &gl {
+                    Some(Ok(ctx)) => {
+                        let info = ctx.info();
+                        format!(
+                            "gl: GL_RENDERER {} ({}, {})",
+                            info.renderer, info.vendor, info.version
+                        )
+                    }
+                    Some(Err(why)) => format!("gl: no usable context: {why}"),
+                    None => "gl: off".to_string(),
+                },
             ],
             inputs: inputs_table(config, Vec::new(), "generated in"),
             tables: vec![kway_table(config, &gl)?],
@@ -358,7 +369,7 @@ pub fn run_with(
 
     let mut header = vec![
         "deepmerge bench: the paper's Tables 1-4 (Archer, Leach and van Schyndel 2018)".to_string(),
-        format!("device: {}", describe_host()),
+        format!("host: {}", describe_host()),
         format!(
             "scenes: {}x{} pixels, seed {}, 2 inputs (4 for Table 3); median of {} runs after 1 warm-up",
             config.width, config.height, config.seed, config.repeats

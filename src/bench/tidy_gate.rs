@@ -38,7 +38,7 @@ pub fn run_tidy_gate(config: &BenchConfig) -> Result<BenchReport> {
     let info = ctx.info();
     let mut header = vec![
         "deepmerge bench --tidy-gate: what the GPU tidy stages cost flat merges that need no tidying".to_string(),
-        format!("device: {}", describe_host()),
+        format!("host: {}", describe_host()),
         format!(
             "gl: GL_RENDERER {} ({}, {}); BIA RBM block {}, flat output, inputs uploaded and built untimed",
             info.renderer, info.vendor, info.version, config.block_size
