@@ -15,8 +15,11 @@
 //!
 //! The long lists are found without compacting them: the first stage writes each pixel's chunk
 //! count, the GPU scan ([`super::scan`]) turns the counts into chunk items, and each later group
-//! binary-searches the scan for its pixel. The host reads back two numbers (chunk items in all,
-//! the most merge passes) to size those dispatches.
+//! binary-searches the scan for its pixel. Two numbers size those dispatches (chunk items in
+//! all, the most merge passes): a caller that knows the list lengths on the host gives them
+//! ([`SortSizes::of_lengths`]: the streamed merge does, from the decoded counts), so the host
+//! never waits for the GPU in the middle of a band; otherwise the host reads them back from the
+//! first stage. In strict mode both are taken and must agree.
 //!
 //! Where it belongs in the pipeline: after a stream (counts → offsets, keys, values) of an input
 //! that is not known to be sorted is uploaded, and before it is scattered into its layout. The
@@ -28,7 +31,7 @@
 //! long lists `O(n log^2 n)` work spread over `ceil(n / LOCAL_SORT_SIZE)` groups. Dispatches:
 //! the short stage, the scan, the check and the local sort, one per merge pass, and two per
 //! [`VALUE_ROUND`] value columns when some list is longer than `LOCAL_SORT_SIZE`; the host waits
-//! once, for the two numbers. Extra memory: 4 bytes per pixel and per chunk item, and only when
+//! for the two numbers only when it was not given them. Extra memory: 4 bytes per pixel and per chunk item, and only when
 //! some list is longer than `LOCAL_SORT_SIZE`, a scratch buffer as large as the fragments (plus
 //! 8 bytes per slot with values). Every loop stays far below llvmpipe's silent limit of 65535
 //! iterations per invocation, whatever the list length. On llvmpipe the GPU path is several
@@ -78,6 +81,41 @@ impl Stage {
     }
 }
 
+/// What the group stages need to know before they run: chunk items in all and the most merge
+/// passes any list needs (the first stage's two counts, `stats[0]` and `stats[1]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SortSizes {
+    /// Chunk items of the lists the groups sort (`ceil(n / LOCAL_SORT_SIZE)` each).
+    pub chunks: u32,
+    /// The most global merge passes of any list.
+    pub max_passes: u32,
+}
+
+impl SortSizes {
+    /// The sizes of lists of `lengths` samples sorted in `shape`: the first stage's counts,
+    /// made on the host (the same rule as `sort.comp`'s `STAGE_SHORT` and `merge_passes`).
+    pub fn of_lengths(lengths: impl IntoIterator<Item = u32>, shape: SortShape) -> SortSizes {
+        let mut sizes = SortSizes::default();
+        sizes.add_lengths(lengths, shape);
+        sizes
+    }
+
+    /// Count more lists of the same stream ([`Self::of_lengths`]).
+    pub fn add_lengths(&mut self, lengths: impl IntoIterator<Item = u32>, shape: SortShape) {
+        let longest_alone = REG_SORT_SIZE.max(shape.serial_size()) as u32;
+        for n in lengths.into_iter().filter(|&n| n > longest_alone) {
+            let chunks = n.div_ceil(LOCAL_SORT_SIZE as u32);
+            self.chunks = self.chunks.saturating_add(chunks);
+            let passes = if chunks <= 1 {
+                0
+            } else {
+                u32::BITS - (chunks - 1).leading_zeros()
+            };
+            self.max_passes = self.max_passes.max(passes);
+        }
+    }
+}
+
 /// Longest list the serial shape sorts with one invocation ([`SortShape::Serial`]).
 pub const SERIAL_SORT_SIZE: usize = 128;
 
@@ -115,7 +153,8 @@ impl SortShape {
 
 /// Sort each of `pixel_count` pixels of `fragments` (slots `offsets[p]..offsets[p + 1]`,
 /// `sample_count` slots in all) in place, and `values` with them when given, in the shape for
-/// this device ([`SortShape::for_device`]).
+/// this device ([`SortShape::for_device`]). `known`: the lists' [`SortSizes`] in that shape,
+/// where the caller knows them (else the host waits for the GPU to count them).
 pub fn sort_pixels(
     ctx: &GlContext,
     offsets: &GpuBuffer,
@@ -123,6 +162,7 @@ pub fn sort_pixels(
     pixel_count: usize,
     sample_count: usize,
     values: Option<SortValues>,
+    known: Option<SortSizes>,
 ) -> Result<()> {
     let shape = SortShape::for_device(ctx);
     sort_pixels_shaped(
@@ -133,10 +173,12 @@ pub fn sort_pixels(
         sample_count,
         values,
         shape,
+        known,
     )
 }
 
 /// [`sort_pixels`] in the shape given.
+#[allow(clippy::too_many_arguments)]
 pub fn sort_pixels_shaped(
     ctx: &GlContext,
     offsets: &GpuBuffer,
@@ -145,6 +187,7 @@ pub fn sort_pixels_shaped(
     sample_count: usize,
     values: Option<SortValues>,
     shape: SortShape,
+    known: Option<SortSizes>,
 ) -> Result<()> {
     let fragment_bytes = std::mem::size_of::<Fragment>();
     if offsets.bytes < (pixel_count + 1) * 4 || fragments.bytes < sample_count * fragment_bytes {
@@ -193,7 +236,22 @@ pub fn sort_pixels_shaped(
     chunk_counts.bind(5);
     stats.bind(6);
     ctx.dispatch(pixel_count, GROUP_SIZE as usize)?;
-    let [chunks, max_passes]: [u32; 2] = stats.read::<u32>(2).try_into().expect("two stats");
+    let sizes = match known {
+        // No wait for the GPU: the caller knows the lists.
+        Some(known) if !ctx.is_strict() => known,
+        _ => {
+            let [chunks, max_passes]: [u32; 2] =
+                stats.read::<u32>(2).try_into().expect("two stats");
+            let counted = SortSizes { chunks, max_passes };
+            if let Some(known) = known.filter(|&k| k != counted) {
+                return Err(Error::internal(format!(
+                    "sort: the host sized the lists as {known:?}, the GPU counted {counted:?}"
+                )));
+            }
+            counted
+        }
+    };
+    let SortSizes { chunks, max_passes } = sizes;
     if chunks == 0 {
         return Ok(());
     }
@@ -303,6 +361,10 @@ fn sort_uploaded(
         fragments.len(),
         sort_values,
         shape,
+        Some(SortSizes::of_lengths(
+            offsets.windows(2).map(|w| w[1] - w[0]),
+            shape,
+        )),
     )?;
     Ok((
         fragment_buffer.read(fragments.len()),

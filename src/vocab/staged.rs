@@ -148,6 +148,18 @@ impl<'i> StagedInput<'i> {
             .sum()
     }
 
+    /// The sample counts of the staged pixels the gather takes for a band `band_width` wide
+    /// (those inside the band's columns, as [`Self::gathered_samples`] counts them), row by row.
+    pub fn gathered_counts(&self, band_width: usize) -> impl Iterator<Item = u32> + '_ {
+        let first = self.origin.0.clamp(0, self.width as i64) as usize;
+        let end =
+            (self.origin.0 + band_width as i64).clamp(first as i64, self.width as i64) as usize;
+        (0..self.rows).flat_map(move |y| {
+            let row = &self.offsets[y * self.width + first..=y * self.width + end];
+            row.windows(2).map(|w| w[1] - w[0])
+        })
+    }
+
     /// The staged pixel under band pixel `q` (row-major in a band `band_width` wide), if the
     /// input has one there.
     pub fn source_pixel(&self, q: usize, band_width: usize) -> Option<usize> {
@@ -157,5 +169,46 @@ impl<'i> StagedInput<'i> {
             return None;
         }
         Some(y as usize * self.width + x as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A staged input of 4 x 2 pixels with counts 0..8, its first column at band column `x`.
+    fn staged(x: i64) -> StagedInput<'static> {
+        let counts: Vec<u32> = (0..8).collect();
+        let mut offsets = vec![0u32];
+        for c in &counts {
+            offsets.push(offsets.last().unwrap() + c);
+        }
+        StagedInput {
+            input: 0,
+            index_base: 0,
+            width: 4,
+            rows: 2,
+            origin: (-x, 0),
+            offsets,
+            slots: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn gathered_counts_are_the_band_columns_counts_row_by_row() {
+        // Inside the band, reaching past its left edge, past its right edge, and outside it.
+        let cases: [(i64, usize, Vec<u32>); 4] = [
+            (0, 4, vec![0, 1, 2, 3, 4, 5, 6, 7]),
+            (-1, 4, vec![1, 2, 3, 5, 6, 7]),
+            (2, 4, vec![0, 1, 4, 5]),
+            (5, 4, vec![]),
+        ];
+        for (x, width, expected) in cases {
+            let input = staged(x);
+            let counts: Vec<u32> = input.gathered_counts(width).collect();
+            assert_eq!(counts, expected, "input at band column {x}");
+            let sum: u32 = counts.iter().sum();
+            assert_eq!(sum as usize, input.gathered_samples(width), "at {x}");
+        }
     }
 }

@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::gpu::gather::{gather, gather_counts, stage, GatherBand};
 use crate::gpu::resident::{kway_stride, Stream};
 use crate::gpu::scan::exclusive_scan_buffer;
+use crate::gpu::sort::{SortShape, SortSizes};
 use crate::gpu::GlContext;
 use crate::vocab::{Fragment, PixelOrder, StagedInput};
 
@@ -50,6 +51,9 @@ pub(super) fn gather_band<'a>(
     };
     let mut staged = Vec::with_capacity(inputs.len());
     let (mut staged_bytes, mut staging_s) = (0u64, 0f64);
+    // The lists the sort will see, one per input and band pixel, known here from the counts.
+    let mut sort_sizes = SortSizes::default();
+    let shape = SortShape::for_device(ctx);
     for k in inputs.clone() {
         let start = std::time::Instant::now();
         let input = StagedInput::new(
@@ -61,6 +65,7 @@ pub(super) fn gather_band<'a>(
             band.row0,
             band.rows,
         );
+        sort_sizes.add_lengths(input.gathered_counts(band.width), shape);
         let buffers = stage(ctx, &input, band.width)?;
         staging_s += start.elapsed().as_secs_f64();
         staged_bytes += buffers.bytes;
@@ -105,6 +110,7 @@ pub(super) fn gather_band<'a>(
             pixels: total_pixels,
             samples,
             stride,
+            sort_sizes: Some(sort_sizes),
         },
         staged_bytes,
         staging_s,

@@ -4,6 +4,7 @@
 //! A linearised image is the sorted stream itself, so it skips the scatter.
 
 use super::*;
+use crate::gpu::sort::{SortShape, SortSizes};
 
 /// Build `layout` from per-pixel `counts` and the stream (`keys` pixel after pixel, `values`
 /// `stride` per key): upload, GPU scan, min counts, scatter. `ascending` picks an LL list's
@@ -39,6 +40,7 @@ pub fn upload_stream<'a>(
         return Err(Error::internal("stream values do not match its keys"));
     }
     ctx.check_fits((samples + 1) * 16.max(stride * 4), "a deep image")?;
+    let sort_sizes = SortSizes::of_lengths(counts.iter().copied(), SortShape::for_device(ctx));
     let count_buffer = ctx.upload(counts)?;
     let offsets = exclusive_scan_buffer(ctx, &count_buffer, pixels)?;
     drop(count_buffer);
@@ -49,6 +51,7 @@ pub fn upload_stream<'a>(
         pixels,
         samples,
         stride,
+        sort_sizes: Some(sort_sizes),
     })
 }
 
@@ -67,6 +70,9 @@ pub struct Stream<'a> {
     pub samples: usize,
     /// Values per key.
     pub stride: usize,
+    /// The lists' sizes for the per-pixel sort, where the host knows them (so that it need not
+    /// wait for the GPU to count them: `gpu::sort`).
+    pub sort_sizes: Option<SortSizes>,
 }
 
 /// Build `layout` from a stream already on the GPU: min counts, an optional per-pixel sort
@@ -86,6 +92,7 @@ pub fn build_from_stream<'a>(
         pixels,
         samples,
         stride,
+        sort_sizes,
     } = stream;
     ctx.check_fits((samples + 1) * 16.max(stride * 4), "a deep image")?;
     if layout == Layout::Linearised {
@@ -102,6 +109,7 @@ pub fn build_from_stream<'a>(
                     values: &stream_values,
                     columns: stride,
                 }),
+                sort_sizes,
             )?;
         }
         return Ok(GpuImage {
@@ -134,6 +142,7 @@ pub fn build_from_stream<'a>(
                 values: &stream_values,
                 columns: stride,
             }),
+            sort_sizes,
         )?;
     }
     let defines = layout_defines(
