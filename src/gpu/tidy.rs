@@ -399,12 +399,23 @@ pub fn tidy_deep<'a>(
 
 /// The pixels of a flat merge that it flagged as needing a tidy (bit 2 of the front's fourth
 /// word), listed on the GPU; `None` when the merge counted none (the usual case for points,
-/// which then cost one 4-byte read here).
+/// which then cost one 4-byte read here, a wait for the GPU). `points_only`: no input has
+/// volumes, so none can be flagged and nothing is read (strict mode reads and checks it).
 pub fn flagged_flat_pixels<'a>(
     ctx: &'a GlContext,
     flat: &GpuFlat,
+    points_only: bool,
 ) -> Result<Option<GpuCompacted<'a>>> {
-    if flat.flagged.read::<u32>(1)[0] == 0 {
+    if points_only && !ctx.is_strict() {
+        return Ok(None);
+    }
+    let flagged = flat.flagged.read::<u32>(1)[0];
+    if points_only && flagged > 0 {
+        return Err(Error::internal(format!(
+            "tidy: a merge of points only flagged {flagged} pixels as needing a tidy"
+        )));
+    }
+    if flagged == 0 {
         return Ok(None);
     }
     compact_flagged(

@@ -344,6 +344,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         let merges = self.descending.len();
         let flat = matches!(self.options.output, OutputKind::Flat { .. });
         let gpu_tidies = self.gl_options.tidies_on_gpu(self.ctx.info());
+        let volumes = self.volumes_possible();
         let long_lists = self.gl_options.long_lists;
         let mut merged: Option<GpuImage<'a>> = None;
         let mut merged_bytes = BufferBytes::default();
@@ -365,7 +366,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             if last && flat {
                 let out = merge_flat_scheduled(self.ctx, a, b, spec, &self.columns, long_lists)?;
                 if gpu_tidies {
-                    if let Some(listed) = tidy::flagged_flat_pixels(self.ctx, &out)? {
+                    if let Some(listed) = tidy::flagged_flat_pixels(self.ctx, &out, !volumes)? {
                         let lists = merge_deep_scheduled(
                             self.ctx,
                             a,
@@ -440,6 +441,13 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         Ok(seconds)
     }
 
+    /// Whether some input has a ZBack channel. Without one every sample is a point (the gather
+    /// makes ZBack = Z), no pixel of a flat merge can need a tidy, and the merge's count of
+    /// flagged pixels is not read back: a read that would wait for the GPU in every band.
+    fn volumes_possible(&self) -> bool {
+        self.plan.depth.iter().any(|(_, zback)| zback.is_some())
+    }
+
     /// [`Self::merge_resident`] for a k-way merge: one `merge_kway.comp` dispatch into the flat
     /// composite or the deep image (linearised when the GPU tidies it), and for flat output with
     /// flagged pixels a second one into a linearised image that `tidy.comp` tidies from.
@@ -448,6 +456,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         let stack = self.stack.as_ref().expect("a k-way merge has its stack");
         let flat = matches!(self.options.output, OutputKind::Flat { .. });
         let gpu_tidies = self.gl_options.tidies_on_gpu(self.ctx.info());
+        let volumes = self.volumes_possible();
         let block = self.gl_options.block_size;
         let inputs_bytes = stack.image.bytes().total();
         let mut peak = inputs_bytes;
@@ -457,7 +466,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         if flat {
             let out = merge_flat_kway(self.ctx, stack, block, &self.columns)?;
             if gpu_tidies {
-                if let Some(listed) = tidy::flagged_flat_pixels(self.ctx, &out)? {
+                if let Some(listed) = tidy::flagged_flat_pixels(self.ctx, &out, !volumes)? {
                     let lists =
                         merge_deep_kway(self.ctx, stack, Layout::Linearised, block, &self.columns)?;
                     peak = peak.max(inputs_bytes + lists.bytes().total());
