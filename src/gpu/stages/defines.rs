@@ -251,9 +251,10 @@ pub fn count_kway() -> Vec<Space> {
     )
 }
 
-/// `gpu::resident::relayout`: an interleaved image rewritten linearised.
+/// `gpu::resident::relayout`: an interleaved image rewritten linearised, or blocked interleaved
+/// in blocks of every size.
 pub fn relayout() -> Vec<Space> {
-    space(
+    let mut spaces = space(
         vec![
             fixed("GROUP_SIZE", GROUP_SIZE),
             fixed("BLOCK_SIZE", 1),
@@ -261,7 +262,16 @@ pub fn relayout() -> Vec<Space> {
             image_axis("OUT", &[Layout::Linearised], 10, ""),
         ],
         vec![columns_axis()],
-    )
+    );
+    spaces.extend(space(
+        vec![
+            fixed("GROUP_SIZE", GROUP_SIZE),
+            image_axis("IN", &[Layout::Interleaved], 0, "readonly"),
+            image_axis("OUT", &[Layout::BlockedInterleaved], 10, ""),
+        ],
+        vec![block_axis(), columns_axis()],
+    ));
+    spaces
 }
 
 /// `gpu::resident`: the pairwise merge, both methods, both orders, every layout and output.
