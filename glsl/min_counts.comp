@@ -1,5 +1,5 @@
 // Per group of GROUP_SIZE pixels, the smallest count (IA), rounded down to BLOCK_SIZE for BIA
-// (twin: vocab::address::group_min_counts). One thread per group.
+// (twin: vocab::layout::group_min_counts). One thread per group.
 layout(local_size_x = 64) in;
 #include "common.glsl"
 #include "fragment.glsl"

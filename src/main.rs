@@ -245,7 +245,7 @@ struct MergeArgs {
     backend: Backend,
     /// GPU layout of the inputs and of deep intermediates: ll, la, ia or bia (GL backend;
     /// default la, the fastest measured on an H100).
-    #[arg(long, value_name = "LAYOUT", value_parser = named::<Layout>(&["ll", "la", "ia", "bia"]))]
+    #[arg(long, value_name = "LAYOUT", value_parser = named::<Layout>(&Layout::CLI_NAMES))]
     layout: Option<Layout>,
     /// Register-block merging (GL backend; the default).
     #[arg(long, conflicts_with = "stepwise")]

@@ -86,7 +86,7 @@ fn bench_with_gl_engines_reports_every_gl_column_in_four_tables() {
     assert_eq!(kway.rows.len(), 3 * SCENE_NAMES.len());
     assert_eq!(kway.rows[2].label, format!("{}, 8 inputs", SCENE_NAMES[0]));
     assert_eq!(&kway.columns[..2], ["cpu chain", "cpu k-way"]);
-    for layout in ["LL", "LA", "IA", "BIA"] {
+    for layout in deepmerge::gpu::Layout::ALL.map(|l| l.name()) {
         for column in [
             format!("{layout} S chain"),
             format!("{layout} RBM chain"),

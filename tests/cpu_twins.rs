@@ -6,7 +6,7 @@
 use deepmerge::cpu::merge::{merge_kway, merge_rbm, merge_stepwise, Pick};
 use deepmerge::cpu::scan::exclusive_scan;
 use deepmerge::scene::SceneRng;
-use deepmerge::vocab::address::{address, group_min_counts};
+use deepmerge::vocab::layout::{address, group_min_counts};
 use deepmerge::vocab::{Fragment, Layout, GROUP_SIZE};
 
 #[test]

@@ -1,4 +1,4 @@
-// Addressing of image SRC (twin: vocab::address::address). Included once per image with SRC
+// Addressing of image SRC (twin: vocab::layout::address). Included once per image with SRC
 // replaced by the image's name; needs SRC_LAYOUT, SRC_offsets, SRC_aux1 (IA/BIA: per-group min
 // counts) and SRC_PIXELS, the image's pixel count (image.glsl makes it the uniform u_pixels
 // unless the stage defines it: merge_kway.comp's stacked input has more pixels than the band it

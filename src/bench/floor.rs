@@ -19,8 +19,6 @@ use crate::vocab::Layout;
 pub const FLAT_BYTES_PER_PIXEL: u64 = 16;
 /// Bytes of a per-pixel count, offset or list head on the GPU.
 pub const INDEX_BYTES: u64 = 4;
-/// Pixels per interleaving group (G in docs/architecture.md, "GPU layouts").
-pub const GROUP_PIXELS: u64 = 32;
 
 /// A way to measure copy bandwidth on some device: the floor's denominator.
 pub trait BandwidthProbe {
@@ -123,14 +121,9 @@ pub fn traffic_bytes(pair: &[DeepImage], quad: &[DeepImage]) -> [u64; 3] {
 /// measurement: the GL engine reports its real buffer sizes through
 /// [`super::BenchColumn::memory_bytes`].
 pub fn layout_model_bytes(image: &DeepImage, layout: Layout) -> u64 {
-    let pixels = image.pixel_count() as u64;
-    let samples = image.sample_count() as u64;
-    let data = samples * bytes_per_sample(image);
-    match layout {
-        Layout::LinkedList => pixels * INDEX_BYTES + samples * INDEX_BYTES + data,
-        Layout::Linearised => (pixels + 1) * INDEX_BYTES + data,
-        Layout::Interleaved | Layout::BlockedInterleaved => {
-            (pixels + 1) * INDEX_BYTES + pixels.div_ceil(GROUP_PIXELS) * INDEX_BYTES + data
-        }
-    }
+    layout.model_bytes(
+        image.pixel_count() as u64,
+        image.sample_count() as u64,
+        bytes_per_sample(image),
+    )
 }

@@ -6,7 +6,7 @@
 //! direction the merge that reads the list needs ([`BuiltImage::ascending`]).
 
 use super::scan::exclusive_scan;
-use crate::vocab::address::group_min_counts;
+use crate::vocab::layout::group_min_counts;
 use crate::vocab::{BuiltImage, Fragment, Layout};
 
 /// Build `layout` from per-pixel `counts` and the pixel-ordered `stream` with its `values`
@@ -26,11 +26,7 @@ pub fn build(
     let min_counts = group_min_counts(layout, block_size, counts);
     let mut image = BuiltImage {
         layout,
-        block_size: if layout == Layout::BlockedInterleaved {
-            block_size
-        } else {
-            1
-        },
+        block_size: layout.block(block_size),
         columns,
         offsets,
         min_counts,
@@ -38,7 +34,7 @@ pub fn build(
         next: Vec::new(),
         slots: Vec::new(),
         values: Vec::new(),
-        ascending: layout != Layout::LinkedList || ascending,
+        ascending: !layout.links_lists() || ascending,
     };
     let zero = Fragment {
         z: 0.0,
@@ -46,7 +42,7 @@ pub fn build(
         input: 0,
         index: 0,
     };
-    if layout == Layout::LinkedList {
+    if layout.links_lists() {
         image.head = vec![0; counts.len()];
         image.next = vec![0; total + 1];
         image.slots = vec![zero; total + 1];

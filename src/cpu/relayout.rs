@@ -2,7 +2,7 @@
 //! counts and offsets, slot by slot of the new layout (the GL engine merges into an
 //! interleaved image and relays it out linearised when `GlOptions::deep_writes` asks).
 
-use crate::vocab::address::{address, group_min_counts};
+use crate::vocab::layout::{address, group_min_counts};
 use crate::vocab::{BuiltImage, Layout};
 
 /// `image` (interleaved or linearised) rewritten in `layout` (linearised, interleaved or

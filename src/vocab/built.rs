@@ -2,7 +2,7 @@
 //! walk a pixel of it. The GPU engine reads its images back into this form; the CPU twin of
 //! `build.comp` builds it directly; the tests compare the two.
 
-use super::address::address;
+use super::layout::address;
 use super::{Fragment, Layout};
 
 /// One deep image in a layout, as the GPU holds it (host copy).
@@ -128,48 +128,44 @@ impl BuiltImage {
             return Err("its offsets do not grow".into());
         }
         let total = self.offsets[pixels] as usize;
-        let slots = total + usize::from(self.layout == Layout::LinkedList);
+        let slots = total + usize::from(self.layout.links_lists());
         if self.slots.len() < slots {
             return Err(format!("{total} samples in {} slots", self.slots.len()));
         }
-        match self.layout {
-            Layout::LinkedList => {
-                if self.head.len() != pixels || self.next.len() < slots {
-                    return Err("its list heads or links are short".into());
-                }
-                for p in 0..pixels {
-                    let mut node = self.head[p] as usize;
-                    let mut length = 0u32;
-                    while node != 0 {
-                        if node >= slots || length >= self.count(p) {
-                            return Err(format!(
-                                "pixel {p}'s list runs past its {} samples",
-                                self.count(p)
-                            ));
-                        }
-                        length += 1;
-                        node = self.next[node] as usize;
-                    }
-                    if length != self.count(p) {
+        if self.layout.links_lists() {
+            if self.head.len() != pixels || self.next.len() < slots {
+                return Err("its list heads or links are short".into());
+            }
+            for p in 0..pixels {
+                let mut node = self.head[p] as usize;
+                let mut length = 0u32;
+                while node != 0 {
+                    if node >= slots || length >= self.count(p) {
                         return Err(format!(
-                            "pixel {p}'s list holds {length} of its {} samples",
+                            "pixel {p}'s list runs past its {} samples",
                             self.count(p)
                         ));
                     }
+                    length += 1;
+                    node = self.next[node] as usize;
+                }
+                if length != self.count(p) {
+                    return Err(format!(
+                        "pixel {p}'s list holds {length} of its {} samples",
+                        self.count(p)
+                    ));
                 }
             }
-            Layout::Interleaved | Layout::BlockedInterleaved => {
-                let group = crate::vocab::GROUP_SIZE as usize;
-                if self.min_counts.len() < pixels.div_ceil(group) {
-                    return Err("its group minimum counts are short".into());
-                }
-                for p in 0..pixels {
-                    if self.min_counts[p / group] > self.count(p) {
-                        return Err(format!("pixel {p}'s group minimum count is past its count"));
-                    }
+        } else if self.layout.groups_min_counts() {
+            let group = crate::vocab::GROUP_SIZE as usize;
+            if self.min_counts.len() < pixels.div_ceil(group) {
+                return Err("its group minimum counts are short".into());
+            }
+            for p in 0..pixels {
+                if self.min_counts[p / group] > self.count(p) {
+                    return Err(format!("pixel {p}'s group minimum count is past its count"));
                 }
             }
-            Layout::Linearised => {}
         }
         Ok(())
     }

@@ -1,8 +1,9 @@
-//! How images are laid out and merged on the GPU, as both engines name it: the four layouts
-//! (docs/architecture.md, "GPU layouts"), the two merge methods, the pixel orders, and the group
-//! and block sizes the shaders are specialised with. The layout ids reach GLSL as `#define`s
-//! ([`glsl_defines`]), so the shaders and Rust cannot disagree on them. Each option enum parses
-//! its CLI name (`FromStr`, case-insensitive), for the CLI, Python and the viewer alike.
+//! The GPU layouts (docs/architecture.md, "GPU layouts"), everything a layout is in one place:
+//! its name and the id the shaders are specialised with ([`glsl_defines`], so the shaders and
+//! Rust cannot disagree on them), what it holds beside its samples ([`Layout::links_lists`],
+//! [`Layout::groups_min_counts`], [`Layout::block`]), its size, and where sample i of pixel p
+//! lives ([`address`], the twin of `glsl/include/layout.glsl`). The names parse from the CLI
+//! (`FromStr`, case-insensitive), for the CLI, Python and the viewer alike.
 
 use std::str::FromStr;
 
@@ -11,9 +12,6 @@ use crate::error::{parse_name, Error, Result};
 /// Pixels per interleaving group (`G` in docs/architecture.md, "GPU layouts"); also the local size
 /// of per-pixel kernels.
 pub const GROUP_SIZE: u32 = 32;
-
-/// Largest register block the merge supports (the blocks live in registers, so keep it small).
-pub const MAX_BLOCK_SIZE: u32 = 32;
 
 /// How one deep image's fragments are arranged in GPU memory (docs/architecture.md, "GPU layouts").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -36,6 +34,10 @@ impl Layout {
         Layout::Interleaved,
         Layout::BlockedInterleaved,
     ];
+
+    /// The CLI's spellings of the layouts, in the order of [`Self::ALL`] (`--layout`'s
+    /// possible values; any case of [`Self::name`] parses).
+    pub const CLI_NAMES: [&'static str; 4] = ["ll", "la", "ia", "bia"];
 
     /// Short name as the paper and the CLI write it.
     pub fn name(self) -> &'static str {
@@ -66,6 +68,47 @@ impl Layout {
     pub fn from_name(name: &str) -> Option<Layout> {
         name.parse().ok()
     }
+
+    /// True for a layout of linked lists: a head per pixel and a next link per node, nodes
+    /// allocated from a counter that starts at 1 (node 0 is the null node), so its slots have no
+    /// addresses. Every other layout is an array layout: sample i of pixel p has an [`address`].
+    pub fn links_lists(self) -> bool {
+        self == Layout::LinkedList
+    }
+
+    /// True for a layout that interleaves each group's first samples, so it keeps the smallest
+    /// count of each group of [`GROUP_SIZE`] pixels ([`group_min_counts`]).
+    pub fn groups_min_counts(self) -> bool {
+        matches!(self, Layout::Interleaved | Layout::BlockedInterleaved)
+    }
+
+    /// The block its interleaving runs in when a merge asks for blocks of `block_size`: only
+    /// BIA's depends on it (the others run in single samples, so stages on them share one
+    /// program whatever the block size).
+    pub fn block(self, block_size: u32) -> u32 {
+        if self == Layout::BlockedInterleaved {
+            block_size
+        } else {
+            1
+        }
+    }
+
+    /// Bytes an image of `pixels` pixels and `samples` samples of `sample_bytes` each takes in
+    /// this layout, indices 4 bytes: the offsets (or heads), the links of a linked list, the
+    /// group minimums. IA and BIA store no padding, so they differ from LA only by the minimums.
+    pub fn model_bytes(self, pixels: u64, samples: u64, sample_bytes: u64) -> u64 {
+        const INDEX: u64 = 4;
+        let data = samples * sample_bytes;
+        if self.links_lists() {
+            return pixels * INDEX + samples * INDEX + data;
+        }
+        let minimums = if self.groups_min_counts() {
+            pixels.div_ceil(u64::from(GROUP_SIZE)) * INDEX
+        } else {
+            0
+        };
+        (pixels + 1) * INDEX + minimums + data
+    }
 }
 
 impl FromStr for Layout {
@@ -74,147 +117,6 @@ impl FromStr for Layout {
     /// `ll`, `la`, `ia` or `bia` (any case).
     fn from_str(s: &str) -> Result<Self> {
         parse_name("the layout", s, Layout::ALL.map(|l| (l.name(), l)))
-    }
-}
-
-/// How two per-pixel lists are merged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MergeMethod {
-    /// Read one fragment, compare, emit, read the next (the paper's "S").
-    Stepwise,
-    /// Register block merging: read `BLOCK_SIZE` fragments of each list at once (the paper's RBM).
-    RegisterBlock,
-}
-
-impl MergeMethod {
-    /// Short name as the paper writes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            MergeMethod::Stepwise => "S",
-            MergeMethod::RegisterBlock => "RBM",
-        }
-    }
-}
-
-impl FromStr for MergeMethod {
-    type Err = Error;
-
-    /// `rbm` or `stepwise` (also the paper's `s`).
-    fn from_str(s: &str) -> Result<Self> {
-        parse_name(
-            "the merge method",
-            s,
-            [
-                ("rbm", MergeMethod::RegisterBlock),
-                ("stepwise", MergeMethod::Stepwise),
-                ("s", MergeMethod::Stepwise),
-            ],
-        )
-    }
-}
-
-/// How N inputs are merged: one pass over all of them per pixel, or a chain of pairwise merges.
-/// Both give the same order (and so the same output bits); the chain is kept for the paper's
-/// tables and for comparison.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum MergeStrategy {
-    /// One pass per pixel over every input's sorted run: a heap over the run heads on the CPU,
-    /// `merge_kway.comp` on the GL engine (up to [`MAX_KWAY_INPUTS`] inputs; a GL merge of more
-    /// runs the pairwise chain instead, `gpu::uses_kway`).
-    #[default]
-    KWay,
-    /// Input 0 merged with input 1, the result with input 2, and so on (the paper's "iterated
-    /// pairwise" merging).
-    Chain,
-}
-
-impl MergeStrategy {
-    /// Both, k-way first.
-    pub const ALL: [MergeStrategy; 2] = [MergeStrategy::KWay, MergeStrategy::Chain];
-
-    /// Name as the CLI and the bench tables write it.
-    pub fn name(self) -> &'static str {
-        match self {
-            MergeStrategy::KWay => "kway",
-            MergeStrategy::Chain => "chain",
-        }
-    }
-
-    /// Parse [`Self::name`] (case-insensitive).
-    pub fn from_name(name: &str) -> Option<MergeStrategy> {
-        name.parse().ok()
-    }
-}
-
-impl FromStr for MergeStrategy {
-    type Err = Error;
-
-    /// `kway` or `chain`.
-    fn from_str(s: &str) -> Result<Self> {
-        parse_name(
-            "the merge strategy",
-            s,
-            MergeStrategy::ALL.map(|m| (m.name(), m)),
-        )
-    }
-}
-
-/// Most inputs one dispatch of `merge_kway.comp` reads (its per-input state is sized by it at
-/// compile time); a GL merge of more inputs runs the pairwise chain instead.
-pub const MAX_KWAY_INPUTS: usize = 8;
-
-/// Pixels each input takes in the stacked image a k-way merge reads (`merge_kway.comp`): the
-/// band's `pixels` rounded up to whole groups, so every input's interleaving groups line up
-/// with the threads' groups. Input k's pixel p is the stacked image's pixel `k * stride + p`.
-pub fn kway_stride(pixels: usize) -> usize {
-    pixels.div_ceil(GROUP_SIZE as usize) * GROUP_SIZE as usize
-}
-
-/// Which (x, y) pixel the layout's pixel index p stands for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum PixelOrder {
-    /// p runs along rows.
-    #[default]
-    RowMajor,
-    /// p runs through 8x4 tiles (one group of 32 each), tiles row by row: the raster pattern.
-    Tiled,
-}
-
-impl FromStr for PixelOrder {
-    type Err = Error;
-
-    /// `row` or `tiled`.
-    fn from_str(s: &str) -> Result<Self> {
-        parse_name(
-            "the pixel order",
-            s,
-            [("row", PixelOrder::RowMajor), ("tiled", PixelOrder::Tiled)],
-        )
-    }
-}
-
-/// Tile width and height of [`PixelOrder::Tiled`]; their product is [`GROUP_SIZE`].
-pub const TILE: (usize, usize) = (8, 4);
-
-impl PixelOrder {
-    /// For a `width` x `height` rectangle, the row-major index of each layout pixel p.
-    pub fn permutation(self, width: usize, height: usize) -> Vec<u32> {
-        match self {
-            PixelOrder::RowMajor => (0..(width * height) as u32).collect(),
-            PixelOrder::Tiled => {
-                let mut order = Vec::with_capacity(width * height);
-                for ty in (0..height).step_by(TILE.1) {
-                    for tx in (0..width).step_by(TILE.0) {
-                        for y in ty..(ty + TILE.1).min(height) {
-                            for x in tx..(tx + TILE.0).min(width) {
-                                order.push((y * width + x) as u32);
-                            }
-                        }
-                    }
-                }
-                order
-            }
-        }
     }
 }
 
@@ -227,91 +129,170 @@ pub fn glsl_defines() -> Vec<(String, u32)> {
         .collect()
 }
 
-/// How a register-block merge indexes its blocks: both give the same output bit for bit; which
-/// is faster depends on the compiler (see docs/benchmarks.md for the hardware measurement).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RbmBlocks {
-    /// `block[pos]` with a moving position: a dynamic index (about 2x faster than shifting on
-    /// llvmpipe; up to 1.6x slower on an H100).
-    Indexed,
-    /// The head is always `block[0]` and the block shifts down after every emit: constant
-    /// indices only, so a GPU compiler can keep the blocks in registers.
-    Shifted,
+// Addressing: where sample i of pixel p lives in each array layout, the Rust side of
+// `glsl/include/layout.glsl` (the host walks read-back images with it, the CPU twin of
+// `build.comp` scatters with it). One refinement over the paper's formulas: the last group of
+// an image may hold fewer than `G` pixels, so the interleaving stride is the group's real width
+// `min(G, P - g·G)`; with the full G its interleaved part would run past the end of the data.
+
+/// Number of pixels in group `g` of an image of `pixels` pixels.
+pub fn group_width(g: usize, pixels: usize) -> usize {
+    (pixels - g * GROUP_SIZE as usize).min(GROUP_SIZE as usize)
 }
 
-impl RbmBlocks {
-    /// Both, in the order benches print them.
-    pub const ALL: [RbmBlocks; 2] = [RbmBlocks::Indexed, RbmBlocks::Shifted];
+/// Per group of [`GROUP_SIZE`] pixels, the smallest count (IA), rounded down to a multiple of
+/// `block_size` for BIA. Empty for LL and LA, which need none.
+pub fn group_min_counts(layout: Layout, block_size: u32, counts: &[u32]) -> Vec<u32> {
+    if !layout.groups_min_counts() {
+        return Vec::new();
+    }
+    let block = layout.block(block_size);
+    counts
+        .chunks(GROUP_SIZE as usize)
+        .map(|group| {
+            let m = group.iter().copied().min().unwrap_or(0);
+            m - m % block
+        })
+        .collect()
+}
 
-    /// The CLI's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            RbmBlocks::Indexed => "indexed",
-            RbmBlocks::Shifted => "shifted",
+/// LA: sample i of pixel p.
+pub fn address_la(offsets: &[u32], p: usize, i: u32) -> u32 {
+    offsets[p] + i
+}
+
+/// Where pixel p stands in its interleaving group: its rank `r` in the group, the group's width,
+/// its min count `m` and first slot; samples past `m` live in a linear tail after the group's
+/// interleaved part (`tail`).
+struct GroupPlace {
+    r: u32,
+    width: u32,
+    m: u32,
+    base: u32,
+    /// Slot of sample `m` of pixel p, the start of its part of the tail.
+    tail: u32,
+}
+
+impl GroupPlace {
+    fn of(offsets: &[u32], min_counts: &[u32], p: usize) -> GroupPlace {
+        let g = p / GROUP_SIZE as usize;
+        let r = (p % GROUP_SIZE as usize) as u32;
+        let width = group_width(g, offsets.len() - 1) as u32;
+        let m = min_counts[g];
+        GroupPlace {
+            r,
+            width,
+            m,
+            base: offsets[g * GROUP_SIZE as usize],
+            tail: width * m + offsets[p] - m * r,
         }
     }
 }
 
-impl FromStr for RbmBlocks {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        parse_name(
-            "register-block indexing",
-            s,
-            RbmBlocks::ALL.map(|b| (b.name(), b)),
-        )
+/// IA: sample i of pixel p; `min_counts` from [`group_min_counts`].
+pub fn address_ia(offsets: &[u32], min_counts: &[u32], p: usize, i: u32) -> u32 {
+    let g = GroupPlace::of(offsets, min_counts, p);
+    if i < g.m {
+        g.base + g.r + g.width * i
+    } else {
+        g.tail + (i - g.m)
     }
 }
 
-/// Who merges a pixel's lists in a pairwise merge: both give the same output bit for bit; which
-/// is faster depends on the device and on how long the lists are (docs/benchmarks.md names the
-/// hardware measurement that decides the default).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LongLists {
-    /// One invocation per pixel, whatever its length (`merge.comp` alone).
-    PerPixel,
-    /// Pixels whose two lists hold more than `threshold` fragments together are merged by a
-    /// workgroup each (`merge_coop.comp`), the others by their own invocation; 0 sends every
-    /// pixel with a fragment to the workgroups.
-    Cooperative {
-        /// Most fragments a pixel may hold and still be merged by one invocation.
-        threshold: u32,
-    },
+/// BIA: sample i of pixel p, blocks of `block_size`; `min_counts` already rounded down to blocks.
+pub fn address_bia(offsets: &[u32], min_counts: &[u32], block_size: u32, p: usize, i: u32) -> u32 {
+    let g = GroupPlace::of(offsets, min_counts, p);
+    if i < g.m {
+        g.base + (i / block_size) * g.width * block_size + g.r * block_size + (i % block_size)
+    } else {
+        g.tail + (i - g.m)
+    }
 }
 
-impl LongLists {
-    /// The threshold `cooperative` alone stands for: eight register blocks of the default size.
-    pub const DEFAULT_THRESHOLD: u32 = 64;
+/// Sample i of pixel p in any array layout (LL has no addresses: its nodes are allocated).
+pub fn address(
+    layout: Layout,
+    block_size: u32,
+    offsets: &[u32],
+    min_counts: &[u32],
+    p: usize,
+    i: u32,
+) -> Option<u32> {
+    match layout {
+        Layout::LinkedList => None,
+        Layout::Linearised => Some(address_la(offsets, p, i)),
+        Layout::Interleaved => Some(address_ia(offsets, min_counts, p, i)),
+        Layout::BlockedInterleaved => Some(address_bia(offsets, min_counts, block_size, p, i)),
+    }
+}
 
-    /// The CLI's spelling: `per-pixel` or `cooperative=N`.
-    pub fn name(self) -> String {
-        match self {
-            LongLists::PerPixel => "per-pixel".into(),
-            LongLists::Cooperative { threshold } => format!("cooperative={threshold}"),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_layout_has_its_cli_name_and_parses_from_it() {
+        assert_eq!(Layout::CLI_NAMES.len(), Layout::ALL.len());
+        for (name, layout) in Layout::CLI_NAMES.iter().zip(Layout::ALL) {
+            assert_eq!(name.parse::<Layout>().ok(), Some(layout));
+            assert_eq!(*name, layout.name().to_lowercase());
         }
     }
-}
 
-impl std::str::FromStr for LongLists {
-    type Err = String;
+    #[test]
+    fn properties_and_sizes_follow_the_definitions() {
+        // LL: heads and links; IA/BIA: group minimums; only BIA runs in blocks.
+        for layout in Layout::ALL {
+            assert_eq!(layout.links_lists(), layout == Layout::LinkedList);
+            assert_eq!(
+                layout.groups_min_counts(),
+                matches!(layout, Layout::Interleaved | Layout::BlockedInterleaved)
+            );
+            let blocked = layout == Layout::BlockedInterleaved;
+            assert_eq!(layout.block(8), if blocked { 8 } else { 1 });
+        }
+        // 33 pixels (two groups), 10 samples of 8 bytes.
+        let sizes = Layout::ALL.map(|l| l.model_bytes(33, 10, 8));
+        assert_eq!(
+            sizes,
+            [
+                33 * 4 + 10 * 4 + 80,
+                34 * 4 + 80,
+                34 * 4 + 8 + 80,
+                34 * 4 + 8 + 80
+            ]
+        );
+        // Minimums round down to whole blocks for BIA only.
+        let counts = [5, 7, 9];
+        assert_eq!(group_min_counts(Layout::Interleaved, 4, &counts), vec![5]);
+        assert_eq!(
+            group_min_counts(Layout::BlockedInterleaved, 4, &counts),
+            vec![4]
+        );
+        assert!(group_min_counts(Layout::Linearised, 4, &counts).is_empty());
+    }
 
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        let threshold = match s.split_once('=') {
-            None if s == "per-pixel" => return Ok(LongLists::PerPixel),
-            None if s == "cooperative" => LongLists::DEFAULT_THRESHOLD,
-            Some(("cooperative", n)) => n.parse::<u32>().map_err(|_| {
-                format!(
-                    "'{n}' is not a fragment count (cooperative=N, N from 0 to {})",
-                    u32::MAX
-                )
-            })?,
-            _ => {
-                return Err(format!(
-                    "unknown long-list merging '{s}' (per-pixel, cooperative or cooperative=N)"
-                ))
-            }
-        };
-        Ok(LongLists::Cooperative { threshold })
+    /// The Python stub is a static file, so it is held to the table here: every `layout:`
+    /// `Literal[...]` in it lists exactly [`Layout::CLI_NAMES`].
+    #[test]
+    fn the_python_stub_names_every_layout() {
+        let stub = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/python/deepmerge/_deepmerge.pyi"
+        ));
+        let expected: Vec<String> = Layout::CLI_NAMES
+            .iter()
+            .map(|n| format!("\"{n}\""))
+            .collect();
+        let expected = format!("layout: Optional[Literal[{}]]", expected.join(", "));
+        let declared: Vec<&str> = stub
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("layout:"))
+            .collect();
+        assert!(!declared.is_empty(), "the stub takes a layout");
+        for line in declared {
+            assert!(line.starts_with(&expected), "{line}");
+        }
     }
 }

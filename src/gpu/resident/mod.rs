@@ -102,12 +102,12 @@ impl<'a> GpuImage<'a> {
             keys: self.keys.bytes as u64,
             values: self.values.bytes as u64,
             offsets: self.offsets.bytes as u64,
-            min_counts_or_heads: if self.layout == Layout::Linearised {
-                0
-            } else {
+            min_counts_or_heads: if self.layout.links_lists() || self.layout.groups_min_counts() {
                 self.aux1.bytes as u64
+            } else {
+                0
             },
-            next: if self.layout == Layout::LinkedList {
+            next: if self.layout.links_lists() {
                 self.aux2.bytes as u64
             } else {
                 0
@@ -133,20 +133,21 @@ impl<'a> GpuImage<'a> {
     /// [`PendingImage::finish`] waits for them, so the host can do other work meanwhile.
     pub(crate) fn read_ahead(&self, with_values: bool) -> Result<PendingImage> {
         let ctx = self.keys.context();
-        let slots = self.samples + usize::from(self.layout == Layout::LinkedList);
+        let slots = self.samples + usize::from(self.layout.links_lists());
         let groups = self.pixels.div_ceil(GROUP_SIZE as usize);
         let read = |buffer: &GpuBuffer, words: usize| ctx.read_ahead(buffer, 0, words * 4);
-        let linked = self.layout == Layout::LinkedList;
+        let linked = self.layout.links_lists();
         Ok(PendingImage {
             layout: self.layout,
             block_size: self.block_size,
             columns: self.stride,
             ascending: self.ascending,
             offsets: read(&self.offsets, self.pixels + 1)?,
-            min_counts: match self.layout {
-                Layout::Interleaved | Layout::BlockedInterleaved => Some(read(&self.aux1, groups)?),
-                _ => None,
-            },
+            min_counts: self
+                .layout
+                .groups_min_counts()
+                .then(|| read(&self.aux1, groups))
+                .transpose()?,
             head: linked.then(|| read(&self.aux1, self.pixels)).transpose()?,
             next: linked.then(|| read(&self.aux2, slots)).transpose()?,
             slots: ctx.read_ahead(&self.keys, 0, slots * std::mem::size_of::<Fragment>())?,
@@ -208,14 +209,10 @@ pub(crate) fn layout_defines(
     defines
 }
 
-/// The BLOCK_SIZE a stage on `layout` is specialised with: only BIA depends on it, so the
-/// others share one program (compiling on llvmpipe is slow enough to matter).
+/// The BLOCK_SIZE a stage on `layout` is specialised with ([`Layout::block`]): only BIA depends
+/// on it, so the others share one program (compiling on llvmpipe is slow enough to matter).
 fn block_for(layout: Layout, block_size: u32) -> u32 {
-    if layout == Layout::BlockedInterleaved {
-        block_size
-    } else {
-        1
-    }
+    layout.block(block_size)
 }
 
 fn base_defines(block_size: u32) -> Defines {
@@ -236,39 +233,37 @@ fn allocate<'a>(
     stride: usize,
     offsets: GpuBuffer<'a>,
 ) -> Result<GpuImage<'a>> {
-    let slots = samples + usize::from(layout == Layout::LinkedList);
+    let slots = samples + usize::from(layout.links_lists());
     // Every slot a reader reaches is written by the build or merge that fills the image (reads
     // stop at each pixel's count), so the slots start unset: poisoned in strict mode, which
     // fails any read of one.
     let keys = ctx.scratch((slots * std::mem::size_of::<Fragment>()).max(16))?;
     let values = ctx.scratch((slots * stride * 4).max(16))?;
-    let (aux1, aux2) = match layout {
-        Layout::LinkedList => {
-            let next = ctx.zeroed(slots * 4)?;
-            // The node counter starts at 1 (node 0 is the null node): set on the GPU.
-            ctx.set_u32_one(&next, 0)?;
-            (ctx.zeroed(pixels * 4)?, next)
-        }
-        Layout::Linearised => (ctx.zeroed(4)?, ctx.zeroed(4)?),
-        Layout::Interleaved | Layout::BlockedInterleaved => {
-            let groups = pixels.div_ceil(GROUP_SIZE as usize);
-            let min_counts = ctx.zeroed(groups * 4)?;
-            let program = ctx.use_stage(
-                "min_counts.comp",
-                &base_defines(block_for(layout, block_size)).set("LAYOUT", layout.glsl_id()),
-            )?;
-            ctx.uniform_u32(program, "u_pixels", pixels as u32);
-            offsets.bind(0);
-            min_counts.bind(1);
-            ctx.set_dispatch_bytes((offsets.bytes + min_counts.bytes) as u64);
-            ctx.dispatch(groups, 64)?;
-            (min_counts, ctx.zeroed(4)?)
-        }
+    let (aux1, aux2) = if layout.links_lists() {
+        let next = ctx.zeroed(slots * 4)?;
+        // The node counter starts at 1 (node 0 is the null node): set on the GPU.
+        ctx.set_u32_one(&next, 0)?;
+        (ctx.zeroed(pixels * 4)?, next)
+    } else if !layout.groups_min_counts() {
+        (ctx.zeroed(4)?, ctx.zeroed(4)?)
+    } else {
+        let groups = pixels.div_ceil(GROUP_SIZE as usize);
+        let min_counts = ctx.zeroed(groups * 4)?;
+        let program = ctx.use_stage(
+            "min_counts.comp",
+            &base_defines(block_for(layout, block_size)).set("LAYOUT", layout.glsl_id()),
+        )?;
+        ctx.uniform_u32(program, "u_pixels", pixels as u32);
+        offsets.bind(0);
+        min_counts.bind(1);
+        ctx.set_dispatch_bytes((offsets.bytes + min_counts.bytes) as u64);
+        ctx.dispatch(groups, 64)?;
+        (min_counts, ctx.zeroed(4)?)
     };
     Ok(GpuImage {
         layout,
         block_size,
-        ascending: layout != Layout::LinkedList || ascending,
+        ascending: !layout.links_lists() || ascending,
         pixels,
         samples,
         stride,
@@ -312,7 +307,7 @@ impl MergeSpec {
         out: Option<Layout>,
     ) -> Result<Defines> {
         for (name, image) in [("A", a), ("B", b)] {
-            if image.layout == Layout::LinkedList && image.ascending == self.descending {
+            if image.layout.links_lists() && image.ascending == self.descending {
                 return Err(Error::internal(format!(
                     "list {name} runs the other way from the merge"
                 )));
@@ -320,9 +315,10 @@ impl MergeSpec {
         }
         // A stepwise merge touching no BIA image does not depend on the block size.
         let uses_block = self.method == MergeMethod::RegisterBlock
-            || a.layout == Layout::BlockedInterleaved
-            || b.layout == Layout::BlockedInterleaved
-            || out == Some(Layout::BlockedInterleaved);
+            || [Some(a.layout), Some(b.layout), out]
+                .into_iter()
+                .flatten()
+                .any(|layout| layout.block(self.block_size) != 1);
         let d = base_defines(if uses_block { self.block_size } else { 1 })
             .set(
                 "MERGE_METHOD",

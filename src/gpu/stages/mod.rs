@@ -84,7 +84,7 @@ macro_rules! glsl {
 pub const GLSL_FILES: &[GlslFile] = glsl! {
     "common.glsl" in "include" => "", "", defines::included;
     "fragment.glsl" in "include" => "", "vocab::sample::depth_less", defines::included;
-    "layout.glsl" in "include" => "", "vocab::address::address", defines::included;
+    "layout.glsl" in "include" => "", "vocab::layout::address", defines::included;
     "over.glsl" in "include" => "", "composite::flatten::flatten_pixel", defines::included;
     "flat_walk.glsl" in "include" => "", "composite::tidy::needs_tidy", defines::included;
     "volume_split.glsl" in "include" => "", "cpu::tidy::split_alpha, cpu::tidy::piece_fraction", defines::included;
@@ -92,7 +92,7 @@ pub const GLSL_FILES: &[GlslFile] = glsl! {
     "gather.glsl" in "include" => "", "cpu::gather::read_slot", defines::included;
     "scan.comp" => "scan", "cpu::scan::exclusive_scan", defines::scan;
     "scan_add.comp" => "scan", "cpu::scan::exclusive_scan", defines::scan;
-    "min_counts.comp" => "build", "vocab::address::group_min_counts", defines::min_counts;
+    "min_counts.comp" => "build", "vocab::layout::group_min_counts", defines::min_counts;
     "count.comp" => "count", "cpu::merge::merge_built", defines::count;
     "gather_count.comp" => "build", "cpu::gather::gather_counts", defines::gather_count;
     "gather.comp" => "build", "cpu::gather::gather", defines::gather;
