@@ -52,10 +52,12 @@ void emit(bool from_b, uint slot) {
     out_slot = OUT_address(g_pixel, MERGE_DESC != 0 ? g_total - 1u - g_emitted : g_emitted);
 #endif
     OUT_keys[out_slot] = f;
+#if OUT_VALUES
     for (uint c = 0u; c < NUM_COLUMNS; ++c) {
         OUT_values[out_slot * NUM_COLUMNS + c] =
             from_b ? B_values[slot * NUM_COLUMNS + c] : A_values[slot * NUM_COLUMNS + c];
     }
+#endif
 #else
     flat_step(f, from_b, slot);
 #endif

@@ -120,10 +120,12 @@ void place(uint p, uint n, uint pos, bool from_b, uint slot) {
     uint out_slot = OUT_address(p, pos);
 #endif
     OUT_keys[out_slot] = from_b ? B_keys[slot] : A_keys[slot];
+#if OUT_VALUES
     for (uint c = 0u; c < NUM_COLUMNS; ++c) {
         OUT_values[out_slot * NUM_COLUMNS + c] =
             from_b ? B_values[slot * NUM_COLUMNS + c] : A_values[slot * NUM_COLUMNS + c];
     }
+#endif
 #else
     coop[u_order_base + A_offsets[p] + B_offsets[p] + pos] = slot | (from_b ? FROM_B : 0u);
 #endif

@@ -65,9 +65,11 @@ void emit(uint slot) {
     out_slot = OUT_address(g_pixel, g_emitted);
 #endif
     OUT_keys[out_slot] = f;
+#if OUT_VALUES
     for (uint c = 0u; c < NUM_COLUMNS; ++c) {
         OUT_values[out_slot * NUM_COLUMNS + c] = IN_values[slot * NUM_COLUMNS + c];
     }
+#endif
 #else
     // composite::tidy::needs_tidy, sample by sample.
     if (f.z < g_reach) {

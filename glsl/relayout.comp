@@ -38,7 +38,9 @@ void main() {
     uint from = IN_address(lo, i);
     uint to = OUT_address(lo, i);
     OUT_keys[to] = IN_keys[from];
+#if OUT_VALUES
     for (uint c = 0u; c < NUM_COLUMNS; ++c) {
         OUT_values[to * NUM_COLUMNS + c] = IN_values[from * NUM_COLUMNS + c];
     }
+#endif
 }

@@ -220,7 +220,7 @@ fn gpu_kway_merges_match_cpu_twins_for_every_layout_pair() {
                 )
                 .unwrap();
                 let stack = GpuStack::new(image, inputs, pixels).unwrap();
-                let gpu = merge_deep_kway(ctx, &stack, out, block, &columns)
+                let gpu = merge_deep_kway(ctx, &stack, out, block, &columns, true)
                     .unwrap()
                     .read_back(true)
                     .expect("the image reads back");
@@ -229,6 +229,24 @@ fn gpu_kway_merges_match_cpu_twins_for_every_layout_pair() {
                 assert_same_lists(&gpu, &cpu, &what);
                 if out != Layout::LinkedList {
                     assert_eq!(gpu.slots, cpu.slots, "{what}: slots");
+                }
+                // A final deep output is merged by its keys alone: the same keys in the same
+                // slots, no values to read, and no further merge of it. (Into every layout from
+                // the stack the engine builds: each variant is one more compile on llvmpipe.)
+                if stacked != Layout::Linearised {
+                    continue;
+                }
+                let keys_only = merge_deep_kway(ctx, &stack, out, block, &columns, false).unwrap();
+                assert!(!keys_only.with_values, "{what}");
+                assert!(keys_only.read_back(true).is_err(), "{what}: values read");
+                let keys_only = keys_only.read_back(false).expect("the keys read back");
+                assert_eq!(keys_only.offsets, gpu.offsets, "{what}: keys only");
+                for p in 0..pixels {
+                    assert_eq!(
+                        keys_only.pixel(p),
+                        gpu.pixel(p),
+                        "{what}: keys only, pixel {p}"
+                    );
                 }
             }
         }

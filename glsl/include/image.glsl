@@ -12,6 +12,11 @@ layout(std430, binding = SRC_BINDING_4) buffer SRC_Aux2Buf { uint SRC_aux2[]; };
 #ifndef SRC_PIXELS
 #define SRC_PIXELS u_pixels
 #endif
+// SRC_VALUES 0: an output image whose values are not written, only its keys (a final deep
+// output: the host takes each sample's values from the inputs it names, GpuImage::with_values).
+#ifndef SRC_VALUES
+#define SRC_VALUES 1
+#endif
 #include "layout.glsl"
 
 // Slot of the next fragment of pixel p (n samples) in traversal order; `cursor` starts at

@@ -369,6 +369,7 @@ pub fn tidy_deep<'a>(
         offsets,
         aux1: ctx.zeroed(4)?,
         aux2: ctx.zeroed(4)?,
+        with_values: true,
     };
     if merged.samples > 0 {
         let program = assemble_program(ctx, 2, columns)?;

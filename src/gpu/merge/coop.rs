@@ -73,8 +73,9 @@ impl<'a> LongPixels<'a> {
     }
 
     /// Merge the pixels `merge.comp` listed (it ran with [`Self::bind_for_listing`]): `a` with
-    /// `b` by `spec` into `out` (bound at 10, deep in `deep_layout`) or, with `None`, into the
-    /// flat composite bound at 10 to 12.
+    /// `b` by `spec` into `out` (bound at 10, deep in `deep_layout`, its values written when
+    /// `out_values`) or, with `None`, into the flat composite bound at 10 to 12.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn merge_listed(
         &self,
         ctx: &GlContext,
@@ -83,6 +84,7 @@ impl<'a> LongPixels<'a> {
         spec: MergeSpec,
         columns: &ColumnSpec,
         deep_layout: Option<Layout>,
+        out_values: bool,
     ) -> Result<()> {
         let defines = columns
             .defines(layout_defines(
@@ -94,6 +96,11 @@ impl<'a> LongPixels<'a> {
             ))
             .set("OUTPUT_DEEP", u32::from(deep_layout.is_some()))
             .set("COOP_GROUP", COOP_GROUP);
+        let defines = if out_values {
+            defines
+        } else {
+            defines.set("OUT_VALUES", 0)
+        };
         let program = ctx.use_stage("merge_coop.comp", &defines)?;
         ctx.uniform_u32(program, "u_pixels", a.pixels as u32);
         ctx.uniform_u32(program, "u_walk_base", self.walk_base as u32);
@@ -118,7 +125,9 @@ impl<'a> LongPixels<'a> {
 
 /// [`merge_deep`](crate::gpu::resident::merge_deep) with long lists merged as `long_lists`
 /// says (same output): `merge.comp` lists the long pixels and merges the rest, then
-/// `merge_coop.comp` merges the listed ones.
+/// `merge_coop.comp` merges the listed ones. With `with_values` false only the keys are
+/// written (`GpuImage::with_values`).
+#[allow(clippy::too_many_arguments)]
 pub fn merge_deep_scheduled<'a>(
     ctx: &'a GlContext,
     a: &GpuImage<'a>,
@@ -127,12 +136,22 @@ pub fn merge_deep_scheduled<'a>(
     spec: MergeSpec,
     columns: &ColumnSpec,
     long_lists: LongLists,
+    with_values: bool,
 ) -> Result<GpuImage<'a>> {
     let long = LongPixels::new(ctx, a, b, long_lists, false)?;
     let listing = long.as_ref().map(LongPixels::listing);
-    let out = merge_deep_listing(ctx, a, b, layout, spec, columns, listing.as_ref())?;
+    let out = merge_deep_listing(
+        ctx,
+        a,
+        b,
+        layout,
+        spec,
+        columns,
+        with_values,
+        listing.as_ref(),
+    )?;
     if let Some(long) = &long {
-        long.merge_listed(ctx, a, b, spec, columns, Some(layout))?;
+        long.merge_listed(ctx, a, b, spec, columns, Some(layout), with_values)?;
     }
     Ok(out)
 }
@@ -151,7 +170,7 @@ pub fn merge_flat_scheduled<'a>(
     let listing = long.as_ref().map(LongPixels::listing);
     let out = merge_flat_listing(ctx, a, b, spec, columns, listing.as_ref())?;
     if let Some(long) = &long {
-        long.merge_listed(ctx, a, b, spec, columns, None)?;
+        long.merge_listed(ctx, a, b, spec, columns, None, true)?;
     }
     Ok(out)
 }

@@ -375,6 +375,8 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                             spec,
                             &self.columns,
                             long_lists,
+                            // The GPU tidy reads the lists' values.
+                            true,
                         )?;
                         peak = peak.max(
                             inputs_bytes
@@ -407,8 +409,19 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 } else {
                     writes.written_layout(layout)
                 };
-                let mut out =
-                    merge_deep_scheduled(self.ctx, a, b, written, spec, &self.columns, long_lists)?;
+                // The last merge is read back by its keys unless the GPU tidies it (which reads
+                // the values): its values would be written for nothing.
+                let with_values = !last || tidy_here;
+                let mut out = merge_deep_scheduled(
+                    self.ctx,
+                    a,
+                    b,
+                    written,
+                    spec,
+                    &self.columns,
+                    long_lists,
+                    with_values,
+                )?;
                 out = relayout(self.ctx, out, layout, spec.block_size, &self.columns)?;
                 let mut bytes = out.bytes();
                 if tidy_here {
@@ -467,8 +480,14 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             let out = merge_flat_kway(self.ctx, stack, block, &self.columns)?;
             if gpu_tidies {
                 if let Some(listed) = tidy::flagged_flat_pixels(self.ctx, &out, !volumes)? {
-                    let lists =
-                        merge_deep_kway(self.ctx, stack, Layout::Linearised, block, &self.columns)?;
+                    let lists = merge_deep_kway(
+                        self.ctx,
+                        stack,
+                        Layout::Linearised,
+                        block,
+                        &self.columns,
+                        true,
+                    )?;
                     peak = peak.max(inputs_bytes + lists.bytes().total());
                     let host =
                         tidy::tidy_flat_in_place(self.ctx, &lists, &out, &listed, &self.columns)?;
@@ -491,7 +510,9 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                     .deep_writes_on(self.ctx)
                     .written_layout(layout)
             };
-            let mut out = merge_deep_kway(self.ctx, stack, written, block, &self.columns)?;
+            // Read back by its keys unless the GPU tidies it (as in the pairwise chain).
+            let mut out =
+                merge_deep_kway(self.ctx, stack, written, block, &self.columns, tidy_here)?;
             out = relayout(self.ctx, out, layout, block, &self.columns)?;
             let mut bytes = out.bytes();
             let mut marks = None;

@@ -124,10 +124,11 @@ pub fn build_from_stream<'a>(
             offsets,
             aux1: ctx.zeroed(4)?,
             aux2: ctx.zeroed(4)?,
+            with_values: true,
         });
     }
     let image = allocate(
-        ctx, layout, block_size, ascending, pixels, samples, stride, offsets,
+        ctx, layout, block_size, ascending, pixels, samples, stride, offsets, true,
     )?;
     if sort_pixels {
         // The stream is linearised by the scanned counts: sort each pixel's run in place,

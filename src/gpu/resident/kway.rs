@@ -64,7 +64,13 @@ fn use_kway_stage(
     block_size: u32,
     columns: &ColumnSpec,
     deep_layout: Option<Layout>,
+    out_values: bool,
 ) -> Result<()> {
+    if !stack.image.with_values {
+        return Err(Error::internal(
+            "a deep image merged by its keys alone was merged again",
+        ));
+    }
     let out_layout = deep_layout.unwrap_or(Layout::Linearised);
     let defines = columns
         .defines(layout_defines(
@@ -75,20 +81,22 @@ fn use_kway_stage(
             "",
         ))
         .set("OUTPUT_DEEP", u32::from(deep_layout.is_some()));
-    let program = ctx.use_stage("merge_kway.comp", &defines)?;
+    let program = ctx.use_stage("merge_kway.comp", &keys_only(defines, out_values))?;
     stack.set_uniforms(ctx, program);
     stack.image.bind(0);
     Ok(())
 }
 
 /// Merge every input of `stack` in one pass (`merge_kway.comp`) into a new deep image of the
-/// band in `layout` (BIA blocks of `block_size`); same lists as the pairwise chain.
+/// band in `layout` (BIA blocks of `block_size`); same lists as the pairwise chain. With
+/// `with_values` false only the keys are written ([`GpuImage::with_values`]).
 pub fn merge_deep_kway<'a>(
     ctx: &'a GlContext,
     stack: &GpuStack<'a>,
     layout: Layout,
     block_size: u32,
     columns: &ColumnSpec,
+    with_values: bool,
 ) -> Result<GpuImage<'a>> {
     let pixels = stack.pixels;
     let samples = stack.image.samples;
@@ -116,8 +124,9 @@ pub fn merge_deep_kway<'a>(
         samples,
         stack.image.stride,
         offsets,
+        with_values,
     )?;
-    use_kway_stage(ctx, stack, block_size, columns, Some(layout))?;
+    use_kway_stage(ctx, stack, block_size, columns, Some(layout), with_values)?;
     out.bind(10);
     ctx.set_dispatch_bytes(stack.image.bytes().total() + out.bytes().total());
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
@@ -139,7 +148,7 @@ pub fn merge_flat_kway<'a>(
         pixels,
         flagged: ctx.zeroed(16)?,
     };
-    use_kway_stage(ctx, stack, block_size, columns, None)?;
+    use_kway_stage(ctx, stack, block_size, columns, None, true)?;
     flat.values.bind(10);
     flat.front.bind(11);
     flat.flagged.bind(12);

@@ -85,8 +85,13 @@ pub struct GpuImage<'a> {
     pub stride: usize,
     /// Fragment keys, one per slot (LL: node 0 unused).
     pub keys: GpuBuffer<'a>,
-    /// `stride` values per slot.
+    /// `stride` values per slot, when [`Self::with_values`].
     pub values: GpuBuffer<'a>,
+    /// False for a merged deep image whose merge wrote the keys alone (`values` holds nothing):
+    /// a final deep output, which is read back by its keys (the host copies each sample's values
+    /// from the input sample its key names, bit for bit), so values there would be half the
+    /// merge's traffic for nothing. Such an image cannot be merged again.
+    pub with_values: bool,
     /// Exclusive scan of the counts (`pixels + 1`).
     pub offsets: GpuBuffer<'a>,
     /// IA/BIA: per-group min counts; LL: heads.
@@ -133,6 +138,11 @@ impl<'a> GpuImage<'a> {
     /// [`PendingImage::finish`] waits for them, so the host can do other work meanwhile.
     pub(crate) fn read_ahead(&self, with_values: bool) -> Result<PendingImage> {
         let ctx = self.keys.context();
+        if with_values && !self.with_values {
+            return Err(Error::internal(
+                "the values of a deep image merged by its keys alone were asked for",
+            ));
+        }
         let slots = self.samples + usize::from(self.layout.links_lists());
         let groups = self.pixels.div_ceil(GROUP_SIZE as usize);
         let read = |buffer: &GpuBuffer, words: usize| ctx.read_ahead(buffer, 0, words * 4);
@@ -215,6 +225,16 @@ fn block_for(layout: Layout, block_size: u32) -> u32 {
     layout.block(block_size)
 }
 
+/// `defines` for an output image whose values are not written (`OUT_VALUES` 0, see
+/// [`GpuImage::with_values`]); unchanged when they are, so those programs stay as they were.
+fn keys_only(defines: Defines, with_values: bool) -> Defines {
+    if with_values {
+        defines
+    } else {
+        defines.set("OUT_VALUES", 0)
+    }
+}
+
 fn base_defines(block_size: u32) -> Defines {
     Defines::default()
         .set("GROUP_SIZE", GROUP_SIZE)
@@ -232,13 +252,14 @@ fn allocate<'a>(
     samples: usize,
     stride: usize,
     offsets: GpuBuffer<'a>,
+    with_values: bool,
 ) -> Result<GpuImage<'a>> {
     let slots = samples + usize::from(layout.links_lists());
     // Every slot a reader reaches is written by the build or merge that fills the image (reads
     // stop at each pixel's count), so the slots start unset: poisoned in strict mode, which
     // fails any read of one.
     let keys = ctx.scratch((slots * std::mem::size_of::<Fragment>()).max(16))?;
-    let values = ctx.scratch((slots * stride * 4).max(16))?;
+    let values = ctx.scratch(if with_values { slots * stride * 4 } else { 0 }.max(16))?;
     let (aux1, aux2) = if layout.links_lists() {
         let next = ctx.zeroed(slots * 4)?;
         // The node counter starts at 1 (node 0 is the null node): set on the GPU.
@@ -272,6 +293,7 @@ fn allocate<'a>(
         offsets,
         aux1,
         aux2,
+        with_values,
     })
 }
 

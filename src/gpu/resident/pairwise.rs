@@ -17,6 +17,18 @@ pub(crate) struct Listing<'r> {
 /// Make `merge.comp` current for merging `a` with `b` into a deep image in `deep_layout`, or
 /// (`None`) into a flat composite, and bind the two inputs; the caller binds the output. With
 /// `long`, pixels with long lists are listed there for `merge_coop.comp` instead of merged.
+/// Refuse to merge an image whose values were never written ([`GpuImage::with_values`]).
+pub(crate) fn check_values(a: &GpuImage, b: &GpuImage) -> Result<()> {
+    if a.with_values && b.with_values {
+        Ok(())
+    } else {
+        Err(Error::internal(
+            "a deep image merged by its keys alone was merged again",
+        ))
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn use_merge_stage(
     ctx: &GlContext,
     a: &GpuImage,
@@ -24,8 +36,10 @@ fn use_merge_stage(
     spec: MergeSpec,
     columns: &ColumnSpec,
     deep_layout: Option<Layout>,
+    out_values: bool,
     long: Option<&Listing>,
 ) -> Result<glow::Program> {
+    check_values(a, b)?;
     let out_layout = deep_layout.unwrap_or(Layout::Linearised);
     let defines = columns
         .defines(layout_defines(
@@ -37,6 +51,7 @@ fn use_merge_stage(
         ))
         .set("OUTPUT_DEEP", u32::from(deep_layout.is_some()))
         .set("LONG_LISTS", u32::from(long.is_some()));
+    let defines = keys_only(defines, out_values);
     let program = ctx.use_stage("merge.comp", &defines)?;
     ctx.uniform_u32(program, "u_pixels", a.pixels as u32);
     a.bind(0);
@@ -74,7 +89,16 @@ pub fn merge_program_binary(
         )
     };
     let (a, b) = (empty(ctx)?, empty(ctx)?);
-    let program = use_merge_stage(ctx, &a, &b, spec, columns, deep.then_some(layout), None)?;
+    let program = use_merge_stage(
+        ctx,
+        &a,
+        &b,
+        spec,
+        columns,
+        deep.then_some(layout),
+        true,
+        None,
+    )?;
     // SAFETY: a query of a program made on this context.
     unsafe { ctx.gl.get_program_binary(program) }
         .map(|binary| binary.buffer)
@@ -90,11 +114,13 @@ pub fn merge_deep<'a>(
     spec: MergeSpec,
     columns: &ColumnSpec,
 ) -> Result<GpuImage<'a>> {
-    merge_deep_listing(ctx, a, b, layout, spec, columns, None)
+    merge_deep_listing(ctx, a, b, layout, spec, columns, true, None)
 }
 
-/// [`merge_deep`], listing the long pixels for the cooperative merge when `long` says where
-/// (`merge/coop.rs::merge_deep_scheduled` runs that merge next).
+/// [`merge_deep`], with the values written or the keys alone (`with_values`,
+/// [`GpuImage::with_values`]), listing the long pixels for the cooperative merge when `long`
+/// says where (`merge/coop.rs::merge_deep_scheduled` runs that merge next).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn merge_deep_listing<'a>(
     ctx: &'a GlContext,
     a: &GpuImage<'a>,
@@ -102,6 +128,7 @@ pub(crate) fn merge_deep_listing<'a>(
     layout: Layout,
     spec: MergeSpec,
     columns: &ColumnSpec,
+    with_values: bool,
     long: Option<&Listing>,
 ) -> Result<GpuImage<'a>> {
     let pixels = a.pixels;
@@ -129,8 +156,9 @@ pub(crate) fn merge_deep_listing<'a>(
         samples,
         a.stride,
         offsets,
+        with_values,
     )?;
-    use_merge_stage(ctx, a, b, spec, columns, Some(layout), long)?;
+    use_merge_stage(ctx, a, b, spec, columns, Some(layout), with_values, long)?;
     out.bind(10);
     ctx.set_dispatch_bytes(a.bytes().total() + b.bytes().total() + out.bytes().total());
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
@@ -168,7 +196,7 @@ pub(crate) fn merge_flat_listing<'a>(
         pixels,
         flagged: ctx.zeroed(16)?,
     };
-    use_merge_stage(ctx, a, b, spec, columns, None, long)?;
+    use_merge_stage(ctx, a, b, spec, columns, None, true, long)?;
     flat.values.bind(10);
     flat.front.bind(11);
     flat.flagged.bind(12);

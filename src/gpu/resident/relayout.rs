@@ -7,7 +7,7 @@
 //! the hardware's to say (docs/benchmarks.md, Table 2): both are kept, the direct writes by
 //! default until a GPU measures the other.
 
-use super::{allocate, base_defines, block_for, layout_defines, ColumnSpec, GpuImage};
+use super::{allocate, base_defines, block_for, keys_only, layout_defines, ColumnSpec, GpuImage};
 use crate::error::Result;
 use crate::gpu::GlContext;
 use crate::vocab::{Layout, GROUP_SIZE};
@@ -63,11 +63,22 @@ pub fn relayout<'a>(
         offsets,
         aux1,
         aux2,
+        with_values,
         ..
     } = image;
     // The output's per-group minimums (BIA: in whole blocks) are made from the offsets here.
     let block = block_for(layout, block_size);
-    let out = allocate(ctx, layout, block, true, pixels, samples, stride, offsets)?;
+    let out = allocate(
+        ctx,
+        layout,
+        block,
+        true,
+        pixels,
+        samples,
+        stride,
+        offsets,
+        with_values,
+    )?;
     // BLOCK_SIZE is the output's block: the interleaved input's addressing does not read it.
     let defines = layout_defines(
         layout_defines(
@@ -82,6 +93,7 @@ pub fn relayout<'a>(
         10,
         "",
     );
+    let defines = keys_only(defines, with_values);
     let program = ctx.use_stage("relayout.comp", &columns.defines(defines))?;
     ctx.uniform_u32(program, "u_pixels", pixels as u32);
     ctx.uniform_u32(program, "u_samples", samples as u32);

@@ -108,7 +108,8 @@ fn image_axis(name: &str, layouts: &[Layout], binding: u32, access: &str) -> Axi
     )
 }
 
-/// The merge output: flat (an LA-shaped binding block, `OUTPUT_DEEP 0`) or deep in each layout.
+/// The merge output: flat (an LA-shaped binding block, `OUTPUT_DEEP 0`) or deep in each layout,
+/// its values written or its keys alone (`OUT_VALUES 0`, `GpuImage::with_values`).
 fn output_axis() -> Axis {
     let Axis(deep) = image_axis("OUT", &Layout::ALL, 10, "");
     let Axis(flat) = image_axis("OUT", &[Layout::Linearised], 10, "");
@@ -119,10 +120,13 @@ fn output_axis() -> Axis {
             c
         })
         .collect();
-    choices.extend(deep.into_iter().map(|mut c| {
+    for mut c in deep {
         c.push(("OUTPUT_DEEP".into(), "1".into()));
-        c
-    }));
+        let mut keys_only = c.clone();
+        keys_only.push(("OUT_VALUES".into(), "0".into()));
+        choices.push(c);
+        choices.push(keys_only);
+    }
     Axis(choices)
 }
 
@@ -261,7 +265,7 @@ pub fn relayout() -> Vec<Space> {
             image_axis("IN", &[Layout::Interleaved], 0, "readonly"),
             image_axis("OUT", &[Layout::Linearised], 10, ""),
         ],
-        vec![columns_axis()],
+        vec![columns_axis(), axis("OUT_VALUES", [1, 0])],
     );
     spaces.extend(space(
         vec![
@@ -269,7 +273,7 @@ pub fn relayout() -> Vec<Space> {
             image_axis("IN", &[Layout::Interleaved], 0, "readonly"),
             image_axis("OUT", &[Layout::BlockedInterleaved], 10, ""),
         ],
-        vec![block_axis(), columns_axis()],
+        vec![block_axis(), columns_axis(), axis("OUT_VALUES", [1, 0])],
     ));
     spaces
 }
