@@ -179,7 +179,9 @@ pub fn default_engines(config: &BenchConfig, gl: &GlSetup) -> EngineSet {
             let info = ctx.info();
             set.about.push(format!(
                 "gl: GL_RENDERER {} ({}, {}), block size {}; inputs uploaded and built untimed, \
-                 merges timed on resident data after glFinish",
+                 merges timed on resident data after glFinish; a deep output's last merge \
+                 writes its keys alone (the engine copies values from the inputs by key on \
+                 the host), while the floor counts keys and values",
                 info.renderer, info.vendor, info.version, config.block_size
             ));
             for engine in gl_engines(ctx, config) {
