@@ -29,8 +29,10 @@ void main() {
         uint slot = OUT_address(p, i);
 #endif
         OUT_keys[slot] = stream_keys[start + i];
+#if OUT_VALUES
         for (uint c = 0u; c < NUM_COLUMNS; ++c) {
             OUT_values[slot * NUM_COLUMNS + c] = stream_values[(start + i) * NUM_COLUMNS + c];
         }
+#endif
     }
 }

@@ -14,6 +14,11 @@ uniform uint u_count_base;
 uniform uint u_input;
 // The input's index of staged sample 0.
 uniform uint u_index_base;
+// WITH_VALUES 0: the keys alone, for a merge that writes a deep output's keys alone (only the
+// depth planes are staged then).
+#ifndef WITH_VALUES
+#define WITH_VALUES 1
+#endif
 
 void main() {
     uint p = linear_invocation();
@@ -38,8 +43,10 @@ void main() {
         f.input_index = u_input;
         f.sample_index = u_index_base + s;
         stream_keys[out_first + k] = f;
+#if WITH_VALUES
         for (uint c = 0u; c < NUM_COLUMNS; ++c) {
             stream_values[(out_first + k) * NUM_COLUMNS + c] = read_slot(2u + c, s, 0.0);
         }
+#endif
     }
 }

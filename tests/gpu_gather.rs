@@ -43,6 +43,7 @@ impl Input {
 
 /// The GPU's counts, keys and values for the `staged` inputs over a band `width` wide of
 /// `band_pixels` pixels in `order` (`None`: row-major), each input in a slice of `slice` pixels.
+#[allow(clippy::too_many_arguments)]
 fn gpu_stream(
     ctx: &GlContext,
     staged: &[StagedInput],
@@ -51,6 +52,7 @@ fn gpu_stream(
     order: Option<&[u32]>,
     slice: usize,
     columns: usize,
+    with_values: bool,
 ) -> (Vec<u32>, Vec<Fragment>, Vec<f32>) {
     let order_buffer = order.map(|order| ctx.upload(order).unwrap());
     let band = GatherBand {
@@ -72,12 +74,27 @@ fn gpu_stream(
     let keys = ctx.scratch((samples * 16).max(16)).unwrap();
     let values = ctx.scratch((samples * columns * 4).max(16)).unwrap();
     for (j, b) in buffers.iter().enumerate() {
-        gather(ctx, b, &band, &offsets, j * slice, &keys, &values, columns).unwrap();
+        gather(
+            ctx,
+            b,
+            &band,
+            &offsets,
+            j * slice,
+            &keys,
+            &values,
+            columns,
+            with_values,
+        )
+        .unwrap();
     }
     (
         counts.read(total),
         keys.read(samples),
-        values.read(samples * columns),
+        if with_values {
+            values.read(samples * columns)
+        } else {
+            Vec::new()
+        },
     )
 }
 
@@ -153,11 +170,40 @@ fn check(ctx: &GlContext, inputs: &[Input], window: Bounds, row0: usize, rows: u
             (order_kind != PixelOrder::RowMajor).then_some(&order[..]),
             slice,
             columns,
+            true,
         );
         assert_eq!(gpu_counts, counts, "{what}: counts");
         assert_eq!(gpu_keys, keys, "{what}: keys");
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&gpu_values), bits(&values), "{what}: values");
+        // The keys alone (a deep output's merge): the depth planes staged, the same keys.
+        let depth_only: Vec<StagedInput> = inputs
+            .iter()
+            .enumerate()
+            .map(|(k, input)| {
+                StagedInput::new(
+                    &input.image,
+                    k as u32,
+                    input.depth(),
+                    &[],
+                    window,
+                    row0,
+                    rows,
+                )
+            })
+            .collect();
+        let (key_counts, key_keys, _) = gpu_stream(
+            ctx,
+            &depth_only,
+            band_pixels,
+            width,
+            (order_kind != PixelOrder::RowMajor).then_some(&order[..]),
+            slice,
+            columns,
+            false,
+        );
+        assert_eq!(key_counts, counts, "{what}: counts, keys alone");
+        assert_eq!(key_keys, keys, "{what}: keys alone");
     }
 }
 

@@ -93,9 +93,11 @@ fn band_after_band_and_merge_after_merge_reuse_the_pooled_buffers() {
                     let what = format!("{stages:?} {strategy:?} {:?} {layout:?}", options.output);
                     let (first, all) = merge_bands(&ctx, &bands, &options, &gl, stages, &what);
                     // Bands differ in samples, so a later band may need a larger size class
-                    // once; most bands must allocate nothing.
+                    // once; most bands must allocate nothing. (A first band that found nearly
+                    // everything in the pool, as a keys-only deep merge after the merges with
+                    // values does, still gets two growths.)
                     assert!(
-                        all <= first + first / 2,
+                        all <= first + (first / 2).max(2),
                         "{what}: {first} buffers allocated in the first band, {all} in {} bands",
                         bands.len()
                     );

@@ -333,3 +333,52 @@ fn overlapped_streamed_bands_stay_within_the_memory_budget() {
             == std::fs::read(dir.join("out0.exr")).unwrap()
     );
 }
+
+#[test]
+fn a_deep_output_stages_and_merges_the_keys_alone() {
+    // A deep output the GPU does not tidy is read back by its keys (the host copies values from
+    // the inputs by key): only the depth planes are staged, no values are gathered, built or
+    // merged, and the output is the reference's, k-way and pairwise (a chain of two), every
+    // layout. A chain of three keeps the values its first merge's output is merged with.
+    with_gl(|ctx| {
+        let a = real("Balls.exr");
+        let b = real("Leaves.exr");
+        for strategy in [MergeStrategy::KWay, MergeStrategy::Chain] {
+            let deep = MergeOptions {
+                output: deepmerge::composite::OutputKind::Deep,
+                strategy,
+                ..Default::default()
+            };
+            let flat = MergeOptions {
+                strategy,
+                ..Default::default()
+            };
+            for layout in Layout::ALL {
+                // The device's stages: on the GPU, the gather (and the sort these inputs need).
+                let gl = GlOptions {
+                    layout,
+                    ..Default::default()
+                };
+                let what = format!("{} {strategy:?}", layout.name());
+                let keys = assert_gl_matches_reference(ctx, &[&a, &b], &deep, &gl, &what);
+                let all = assert_gl_matches_reference(ctx, &[&a, &b], &flat, &gl, &what);
+                assert_eq!(keys.input_bytes.values, 0, "{what}: input values built");
+                assert_eq!(keys.merged_bytes.values, 0, "{what}: merged values written");
+                assert!(
+                    all.input_bytes.values > 0,
+                    "{what}: flat merges need values"
+                );
+                assert!(
+                    keys.staged_bytes < all.staged_bytes,
+                    "{what}: {} bytes staged for keys, {} with values",
+                    keys.staged_bytes,
+                    all.staged_bytes
+                );
+                if strategy == MergeStrategy::Chain {
+                    let three = assert_gl_matches_reference(ctx, &[&a, &b, &a], &deep, &gl, &what);
+                    assert!(three.input_bytes.values > 0, "{what}: a chain of three");
+                }
+            }
+        }
+    });
+}

@@ -158,7 +158,8 @@ pub fn gather_counts(
 }
 
 /// Write `staged`'s samples as fragment keys and `columns` values each at the scanned
-/// `offsets[base + p]` of each layout pixel p.
+/// `offsets[base + p]` of each layout pixel p; the keys alone when `with_values` is false (the
+/// staged input then holds its depth planes alone).
 #[allow(clippy::too_many_arguments)]
 pub fn gather(
     ctx: &GlContext,
@@ -169,14 +170,22 @@ pub fn gather(
     keys: &GpuBuffer,
     values: &GpuBuffer,
     columns: usize,
+    with_values: bool,
 ) -> Result<()> {
-    let program = ctx.use_stage("gather.comp", &defines(band, columns))?;
+    let defines = defines(band, columns);
+    let defines = if with_values {
+        defines
+    } else {
+        defines.set("WITH_VALUES", 0)
+    };
+    let program = ctx.use_stage("gather.comp", &defines)?;
     set_source(ctx, program, staged, band);
     ctx.uniform_u32(program, "u_count_base", base as u32);
     ctx.uniform_u32(program, "u_input", staged.input);
     ctx.uniform_u32(program, "u_index_base", staged.index_base);
+    let value_bytes = if with_values { 4 * columns.max(1) } else { 0 };
     ctx.set_dispatch_bytes(
-        staged.planes.bytes as u64 + (staged.samples * (16 + 4 * columns.max(1))) as u64,
+        staged.planes.bytes as u64 + (staged.samples * (16 + value_bytes)) as u64,
     );
     ctx.run_per_pixel(
         program,

@@ -28,7 +28,9 @@ pub(super) struct Gathered<'a> {
 
 /// Gather inputs `inputs` of `plan` over `band` into one stream of `stride` values per key:
 /// one input in the band's own pixel order, or (`stacked`) each input in its own slice of
-/// [`kway_stride`] pixels, the padding empty.
+/// [`kway_stride`] pixels, the padding empty. With `with_values` false, the keys alone: only
+/// the depth planes are staged (for a merge that writes a deep output's keys alone).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn gather_band<'a>(
     ctx: &'a GlContext,
     plan: &MergePlan,
@@ -37,6 +39,7 @@ pub(super) fn gather_band<'a>(
     order: PixelOrder,
     stride: usize,
     stacked: bool,
+    with_values: bool,
 ) -> Result<Gathered<'a>> {
     let pixels = band.pixels();
     let slice = if stacked { kway_stride(pixels) } else { pixels };
@@ -56,11 +59,12 @@ pub(super) fn gather_band<'a>(
     let shape = SortShape::for_device(ctx);
     for k in inputs.clone() {
         let start = std::time::Instant::now();
+        let sources: &[Option<usize>] = if with_values { &plan.sources[k] } else { &[] };
         let input = StagedInput::new(
             plan.inputs[k],
             k as u32,
             plan.depth[k],
-            &plan.sources[k],
+            sources,
             plan.window,
             band.row0,
             band.rows,
@@ -89,7 +93,7 @@ pub(super) fn gather_band<'a>(
         "a band's gathered samples",
     )?;
     let keys = ctx.scratch((samples * std::mem::size_of::<Fragment>()).max(16))?;
-    let values = ctx.scratch((samples * stride * 4).max(16))?;
+    let values = ctx.scratch(if with_values { samples * stride * 4 } else { 0 }.max(16))?;
     for (j, input) in staged.iter().enumerate() {
         gather(
             ctx,
@@ -100,6 +104,7 @@ pub(super) fn gather_band<'a>(
             &keys,
             &values,
             stride,
+            with_values,
         )?;
     }
     Ok(Gathered {
@@ -111,6 +116,7 @@ pub(super) fn gather_band<'a>(
             samples,
             stride,
             sort_sizes: Some(sort_sizes),
+            with_values,
         },
         staged_bytes,
         staging_s,

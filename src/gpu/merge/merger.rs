@@ -96,6 +96,14 @@ pub fn uses_kway(strategy: MergeStrategy, inputs: usize) -> bool {
 /// powerplant's 11.8 (pairwise faster) at 1080p.
 pub const PAIRWISE_MEAN_SAMPLES: f64 = 4.0;
 
+/// Whether a merge's last step needs no values on the GPU: a deep output that the GPU does not
+/// tidy is read back by its keys alone (the host copies each sample's values from the input
+/// its key names), so the inputs of that step are gathered and built as keys alone too (only
+/// their depth planes are staged) and the step writes keys alone (`GpuImage::with_values`).
+fn keys_suffice(ctx: &GlContext, options: &MergeOptions, gl: &GlOptions) -> bool {
+    options.output == OutputKind::Deep && !(options.tidy && gl.tidies_on_gpu(ctx.info()))
+}
+
 /// Whether the GL engine merges `plan`'s inputs in one k-way pass: [`uses_kway`], except two
 /// inputs with long lists where [`GlOptions::pairwise_long_pairs`] says so (the pairwise
 /// kernel is then the faster two-way merge).
@@ -194,6 +202,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                     gl_options.pixel_order,
                     stride,
                     false,
+                    !(merges == 1 && keys_suffice(ctx, options, gl_options)),
                 )?;
                 stats.upload_s += gathered.staging_s;
                 stats.staged_bytes += gathered.staged_bytes;
@@ -291,6 +300,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 gl_options.pixel_order,
                 stride,
                 true,
+                !keys_suffice(ctx, options, gl_options),
             )?;
             stats.upload_s += gathered.staging_s;
             stats.staged_bytes += gathered.staged_bytes;

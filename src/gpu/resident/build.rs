@@ -52,6 +52,7 @@ pub fn upload_stream<'a>(
         samples,
         stride,
         sort_sizes: Some(sort_sizes),
+        with_values: true,
     })
 }
 
@@ -73,6 +74,9 @@ pub struct Stream<'a> {
     /// The lists' sizes for the per-pixel sort, where the host knows them (so that it need not
     /// wait for the GPU to count them: `gpu::sort`).
     pub sort_sizes: Option<SortSizes>,
+    /// False when only the keys were gathered (`values` holds nothing): the image built from
+    /// it has no values either ([`GpuImage::with_values`]).
+    pub with_values: bool,
 }
 
 /// Build `layout` from a stream already on the GPU: min counts, an optional per-pixel sort
@@ -93,6 +97,7 @@ pub fn build_from_stream<'a>(
         samples,
         stride,
         sort_sizes,
+        with_values,
     } = stream;
     ctx.check_fits((samples + 1) * 16.max(stride * 4), "a deep image")?;
     if layout == Layout::Linearised {
@@ -105,7 +110,7 @@ pub fn build_from_stream<'a>(
                 &stream_keys,
                 pixels,
                 samples,
-                Some(crate::gpu::sort::SortValues {
+                with_values.then_some(crate::gpu::sort::SortValues {
                     values: &stream_values,
                     columns: stride,
                 }),
@@ -124,11 +129,19 @@ pub fn build_from_stream<'a>(
             offsets,
             aux1: ctx.zeroed(4)?,
             aux2: ctx.zeroed(4)?,
-            with_values: true,
+            with_values,
         });
     }
     let image = allocate(
-        ctx, layout, block_size, ascending, pixels, samples, stride, offsets, true,
+        ctx,
+        layout,
+        block_size,
+        ascending,
+        pixels,
+        samples,
+        stride,
+        offsets,
+        with_values,
     )?;
     if sort_pixels {
         // The stream is linearised by the scanned counts: sort each pixel's run in place,
@@ -139,7 +152,7 @@ pub fn build_from_stream<'a>(
             &stream_keys,
             pixels,
             samples,
-            Some(crate::gpu::sort::SortValues {
+            with_values.then_some(crate::gpu::sort::SortValues {
                 values: &stream_values,
                 columns: stride,
             }),
@@ -155,7 +168,7 @@ pub fn build_from_stream<'a>(
     )
     .set("NUM_COLUMNS", stride)
     .set("LL_ASCENDING", u32::from(ascending));
-    let program = ctx.use_stage("build.comp", &defines)?;
+    let program = ctx.use_stage("build.comp", &keys_only(defines, with_values))?;
     // The image binds its own buffers from 0 on.
     image.bind(0);
     // Reads the stream and the offsets, writes every slot's key and values.

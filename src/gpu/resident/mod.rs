@@ -105,7 +105,12 @@ impl<'a> GpuImage<'a> {
     pub fn bytes(&self) -> BufferBytes {
         BufferBytes {
             keys: self.keys.bytes as u64,
-            values: self.values.bytes as u64,
+            // A keys-only image's values buffer is a placeholder, not values.
+            values: if self.with_values {
+                self.values.bytes as u64
+            } else {
+                0
+            },
             offsets: self.offsets.bytes as u64,
             min_counts_or_heads: if self.layout.links_lists() || self.layout.groups_min_counts() {
                 self.aux1.bytes as u64

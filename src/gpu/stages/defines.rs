@@ -214,7 +214,11 @@ pub fn build() -> Vec<Space> {
             image_axis("OUT", &Layout::ALL, 0, ""),
             axis("LL_ASCENDING", [0, 1]),
         ],
-        vec![block_axis(), axis("NUM_COLUMNS", [1, 4, 6])],
+        vec![
+            block_axis(),
+            axis("NUM_COLUMNS", [1, 4, 6]),
+            axis("OUT_VALUES", [1, 0]),
+        ],
     )
 }
 
@@ -230,7 +234,7 @@ pub fn gather_count() -> Vec<Space> {
 pub fn gather() -> Vec<Space> {
     space(
         vec![fixed("GROUP_SIZE", GROUP_SIZE), axis("PERMUTED", [0, 1])],
-        vec![axis("NUM_COLUMNS", [1, 4, 6])],
+        vec![axis("NUM_COLUMNS", [1, 4, 6]), axis("WITH_VALUES", [1, 0])],
     )
 }
 
