@@ -4,10 +4,11 @@
 //! - [`choose_engine`]: `Backend::Cpu` is the CPU engine; `Backend::Gl` is OpenGL or an error;
 //!   `Backend::Auto` is the CPU engine for a merge, unless GPU options were given, which ask for
 //!   GL explicitly. Measured end to end (file to file, docs/benchmarks.md "End to end on an
-//!   NVIDIA H100"), the CPU engine on the host's threads beat the GL engine on an H100 by 2.3-7x
-//!   at 1080p and 4K, as it does on llvmpipe: the GL merge kernels are fast, but gathering,
-//!   uploading and reading back bands on the host costs more than the CPU merge. So `Auto` makes
-//!   no context and asks EGL nothing.
+//!   NVIDIA H100" and "The GL engine on an NVIDIA H200"), the CPU engine on the host's threads
+//!   beat the GL engine on an H100 by 2.3-7x at 1080p and 4K, as it does on llvmpipe; on an H200
+//!   (one run per cell) GL led for flat output at 2 and 4 host threads only, before any hardware
+//!   run confirmed its bytes. So `Auto` makes no context and asks EGL nothing, until a hardware
+//!   table with confirmed bytes says otherwise.
 //! - [`crate::gpu::stage_on_gpu`] (the GL engine's own rule, stated here with the engine choice): a requested placement wins; otherwise the GPU stages (`sort.comp`,
 //!   `tidy.comp`) run on a hardware device and the host does the work under a software
 //!   rasteriser, where it is faster (sort ~10x, tidy ~3x, measured on llvmpipe) and
@@ -100,7 +101,7 @@ pub fn choose_engine(backend: Backend, gl_options_given: bool) -> Result<EngineC
 }
 
 /// Why `Auto` runs a merge on the CPU engine, for the status line.
-pub const AUTO_PICKS_CPU: &str = " (faster end to end than the GL engine, on llvmpipe and on an NVIDIA H100 alike; --backend gl uses OpenGL)";
+pub const AUTO_PICKS_CPU: &str = " (faster end to end than the GL engine on llvmpipe, and on NVIDIA H100 and H200 hosts at 8 or more threads; --backend gl uses OpenGL)";
 
 /// `Auto` with GPU options given: GL (a software rasteriser too, as the options ask for it), or
 /// an error naming why there is none.
