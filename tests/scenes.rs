@@ -419,7 +419,7 @@ fn bench_runs_end_to_end_and_reports_four_tables() {
         assert!(text.contains(&format!("Table {t}:")));
         assert!(markdown.contains(&format!("**Table {t}:")));
     }
-    assert!(text.contains("device:"));
+    assert!(text.contains("host:"));
     assert!(markdown.contains("| scene | cpu |"));
 }
 
