@@ -105,13 +105,14 @@ fn check(ctx: &GlContext, inputs: &[Input], window: Bounds, row0: usize, rows: u
     let width = window.width();
     let band_pixels = width * rows;
     let sources: Vec<Vec<Option<usize>>> = inputs.iter().map(Input::sources).collect();
-    for order_kind in [PixelOrder::RowMajor, PixelOrder::Tiled] {
-        let order = order_kind.permutation(width, rows);
-        let staged: Vec<StagedInput> = inputs
+    // Every input staged with its columns, or (`with_values` false) its depth planes alone.
+    let stage_all = |with_values: bool| -> Vec<StagedInput> {
+        inputs
             .iter()
             .zip(&sources)
             .enumerate()
             .map(|(k, (input, sources))| {
+                let sources: &[Option<usize>] = if with_values { sources } else { &[] };
                 StagedInput::new(
                     &input.image,
                     k as u32,
@@ -122,7 +123,11 @@ fn check(ctx: &GlContext, inputs: &[Input], window: Bounds, row0: usize, rows: u
                     rows,
                 )
             })
-            .collect();
+            .collect()
+    };
+    for order_kind in [PixelOrder::RowMajor, PixelOrder::Tiled] {
+        let order = order_kind.permutation(width, rows);
+        let staged = stage_all(true);
         let stacked = inputs.len() > 1;
         let slice = if stacked {
             kway_stride(band_pixels)
@@ -177,21 +182,7 @@ fn check(ctx: &GlContext, inputs: &[Input], window: Bounds, row0: usize, rows: u
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&gpu_values), bits(&values), "{what}: values");
         // The keys alone (a deep output's merge): the depth planes staged, the same keys.
-        let depth_only: Vec<StagedInput> = inputs
-            .iter()
-            .enumerate()
-            .map(|(k, input)| {
-                StagedInput::new(
-                    &input.image,
-                    k as u32,
-                    input.depth(),
-                    &[],
-                    window,
-                    row0,
-                    rows,
-                )
-            })
-            .collect();
+        let depth_only = stage_all(false);
         let (key_counts, key_keys, _) = gpu_stream(
             ctx,
             &depth_only,

@@ -65,26 +65,10 @@ fn the_gpu_relayout_matches_its_twin_and_a_direct_build() {
         for (pixels, min, max) in cases {
             let (counts, keys, values) = stream(pixels, min, max, pixels as u64 + 7);
             let what = format!("{pixels} pixels, {min} to {max}");
-            let ia = build_image(
-                ctx,
-                Layout::Interleaved,
-                1,
-                true,
-                &counts,
-                &keys,
-                &values,
-                STRIDE,
-                false,
-            )
-            .unwrap();
-            let ia_cpu = ia.read_back(true).expect("the image reads back");
-            if min > 0 {
-                assert!(ia_cpu.min_counts.iter().all(|&m| m >= min), "{what}");
-            }
-            // Into BIA first (the relayout takes the interleaved image's offsets; a copy of them
-            // is built again for each target).
-            for block in [1, 4, 8] {
-                let ia = build_image(
+            // The relayout takes the interleaved image (its offsets move into the result), so
+            // each target is relaid out from an image built again.
+            let build_ia = || {
+                build_image(
                     ctx,
                     Layout::Interleaved,
                     1,
@@ -95,8 +79,16 @@ fn the_gpu_relayout_matches_its_twin_and_a_direct_build() {
                     STRIDE,
                     false,
                 )
-                .unwrap();
-                let bia = relayout(ctx, ia, Layout::BlockedInterleaved, block, &columns).unwrap();
+                .unwrap()
+            };
+            let ia = build_ia();
+            let ia_cpu = ia.read_back(true).expect("the image reads back");
+            if min > 0 {
+                assert!(ia_cpu.min_counts.iter().all(|&m| m >= min), "{what}");
+            }
+            for block in [1, 4, 8] {
+                let bia =
+                    relayout(ctx, build_ia(), Layout::BlockedInterleaved, block, &columns).unwrap();
                 assert_eq!(bia.layout, Layout::BlockedInterleaved, "{what}");
                 let gpu = bia.read_back(true).expect("the image reads back");
                 let twin = relayout_twin(&ia_cpu, Layout::BlockedInterleaved, block);

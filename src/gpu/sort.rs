@@ -31,13 +31,13 @@
 //! long lists `O(n log^2 n)` work spread over `ceil(n / LOCAL_SORT_SIZE)` groups. Dispatches:
 //! the short stage, the scan, the check and the local sort, one per merge pass, and two per
 //! [`VALUE_ROUND`] value columns when some list is longer than `LOCAL_SORT_SIZE`; the host waits
-//! for the two numbers only when it was not given them. Extra memory: 4 bytes per pixel and per chunk item, and only when
-//! some list is longer than `LOCAL_SORT_SIZE`, a scratch buffer as large as the fragments (plus
-//! 8 bytes per slot with values). Every loop stays far below llvmpipe's silent limit of 65535
-//! iterations per invocation, whatever the list length. On llvmpipe the GPU path is several
-//! times slower than the CPU twin (`tests/gpu_sort.rs` prints both times), and a whole work
-//! group per list of 17-200 samples costs more there than one invocation merging alone would;
-//! it is meant for real GPUs.
+//! for the two numbers only when it was not given them. Extra memory: 4 bytes per pixel and per
+//! chunk item, and only when some list is longer than `LOCAL_SORT_SIZE`, a scratch buffer as
+//! large as the fragments (plus 8 bytes per slot with values). Every loop stays far below
+//! llvmpipe's silent limit of 65535 iterations per invocation, whatever the list length. On
+//! llvmpipe the GPU path is several times slower than the CPU twin (`tests/gpu_sort.rs` prints
+//! both times), and a whole work group per list of 17-200 samples costs more there than one
+//! invocation merging alone would; it is meant for real GPUs.
 
 use super::buffer::GpuBuffer;
 use super::program::Defines;

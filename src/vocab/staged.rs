@@ -136,11 +136,7 @@ impl<'i> StagedInput<'i> {
     /// Samples the gather takes for a band `band_width` wide: the staged ones inside the band's
     /// columns (all of them unless the input reaches past the window, as with `--bbox`).
     pub fn gathered_samples(&self, band_width: usize) -> usize {
-        let first = self.origin.0.clamp(0, self.width as i64) as usize;
-        let end = (self.origin.0 + band_width as i64).clamp(0, self.width as i64) as usize;
-        if first >= end {
-            return 0;
-        }
+        let std::ops::Range { start: first, end } = self.gathered_columns(band_width);
         (0..self.rows)
             .map(|y| {
                 (self.offsets[y * self.width + end] - self.offsets[y * self.width + first]) as usize
@@ -148,12 +144,17 @@ impl<'i> StagedInput<'i> {
             .sum()
     }
 
+    /// The staged columns inside a band `band_width` wide (empty when the input lies outside it).
+    fn gathered_columns(&self, band_width: usize) -> std::ops::Range<usize> {
+        let first = self.origin.0.clamp(0, self.width as i64);
+        let end = (self.origin.0 + band_width as i64).clamp(first, self.width as i64);
+        first as usize..end as usize
+    }
+
     /// The sample counts of the staged pixels the gather takes for a band `band_width` wide
     /// (those inside the band's columns, as [`Self::gathered_samples`] counts them), row by row.
     pub fn gathered_counts(&self, band_width: usize) -> impl Iterator<Item = u32> + '_ {
-        let first = self.origin.0.clamp(0, self.width as i64) as usize;
-        let end =
-            (self.origin.0 + band_width as i64).clamp(first as i64, self.width as i64) as usize;
+        let std::ops::Range { start: first, end } = self.gathered_columns(band_width);
         (0..self.rows).flat_map(move |y| {
             let row = &self.offsets[y * self.width + first..=y * self.width + end];
             row.windows(2).map(|w| w[1] - w[0])

@@ -11,8 +11,8 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::resident::{
-    layout_defines, merge_deep_listing, merge_flat_listing, ColumnSpec, GpuFlat, GpuImage, Listing,
-    MergeSpec,
+    keys_only, layout_defines, merge_deep_listing, merge_flat_listing, ColumnSpec, GpuFlat,
+    GpuImage, Listing, MergeSpec,
 };
 use crate::gpu::{GlContext, GpuBuffer, Layout, LongLists};
 
@@ -96,12 +96,7 @@ impl<'a> LongPixels<'a> {
             ))
             .set("OUTPUT_DEEP", u32::from(deep_layout.is_some()))
             .set("COOP_GROUP", COOP_GROUP);
-        let defines = if out_values {
-            defines
-        } else {
-            defines.set("OUT_VALUES", 0)
-        };
-        let program = ctx.use_stage("merge_coop.comp", &defines)?;
+        let program = ctx.use_stage("merge_coop.comp", &keys_only(defines, out_values))?;
         ctx.uniform_u32(program, "u_pixels", a.pixels as u32);
         ctx.uniform_u32(program, "u_walk_base", self.walk_base as u32);
         ctx.uniform_u32(program, "u_a_samples", a.samples as u32);

@@ -54,7 +54,11 @@ pub(super) fn gather_band<'a>(
     };
     let mut staged = Vec::with_capacity(inputs.len());
     let (mut staged_bytes, mut staging_s) = (0u64, 0f64);
-    // The lists the sort will see, one per input and band pixel, known here from the counts.
+    // The lists the sort will see, one per input and band pixel, known here from the counts
+    // (counted only when an input is sorted: it is a pass over every pixel).
+    let sorted = inputs
+        .clone()
+        .any(|k| plan.sort.sorts(plan.inputs[k].state));
     let mut sort_sizes = SortSizes::default();
     let shape = SortShape::for_device(ctx);
     for k in inputs.clone() {
@@ -69,7 +73,9 @@ pub(super) fn gather_band<'a>(
             band.row0,
             band.rows,
         );
-        sort_sizes.add_lengths(input.gathered_counts(band.width), shape);
+        if sorted {
+            sort_sizes.add_lengths(input.gathered_counts(band.width), shape);
+        }
         let buffers = stage(ctx, &input, band.width)?;
         staging_s += start.elapsed().as_secs_f64();
         staged_bytes += buffers.bytes;
@@ -115,7 +121,7 @@ pub(super) fn gather_band<'a>(
             pixels: total_pixels,
             samples,
             stride,
-            sort_sizes: Some(sort_sizes),
+            sort_sizes: sorted.then_some(sort_sizes),
             with_values,
         },
         staged_bytes,

@@ -421,7 +421,8 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 };
                 // The last merge is read back by its keys unless the GPU tidies it (which reads
                 // the values): its values would be written for nothing.
-                let with_values = !last || tidy_here;
+                let with_values =
+                    !(last && keys_suffice(self.ctx, &self.options, &self.gl_options));
                 let mut out = merge_deep_scheduled(
                     self.ctx,
                     a,
@@ -521,8 +522,9 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                     .written_layout(layout)
             };
             // Read back by its keys unless the GPU tidies it (as in the pairwise chain).
+            let with_values = !keys_suffice(self.ctx, &self.options, &self.gl_options);
             let mut out =
-                merge_deep_kway(self.ctx, stack, written, block, &self.columns, tidy_here)?;
+                merge_deep_kway(self.ctx, stack, written, block, &self.columns, with_values)?;
             out = relayout(self.ctx, out, layout, block, &self.columns)?;
             let mut bytes = out.bytes();
             let mut marks = None;

@@ -159,15 +159,9 @@ pub fn build_from_stream<'a>(
             sort_sizes,
         )?;
     }
-    let defines = layout_defines(
-        base_defines(block_for(layout, block_size)),
-        "OUT",
-        layout,
-        0,
-        "",
-    )
-    .set("NUM_COLUMNS", stride)
-    .set("LL_ASCENDING", u32::from(ascending));
+    let defines = layout_defines(base_defines(layout.block(block_size)), "OUT", layout, 0, "")
+        .set("NUM_COLUMNS", stride)
+        .set("LL_ASCENDING", u32::from(ascending));
     let program = ctx.use_stage("build.comp", &keys_only(defines, with_values))?;
     // The image binds its own buffers from 0 on.
     image.bind(0);

@@ -66,12 +66,7 @@ fn use_kway_stage(
     deep_layout: Option<Layout>,
     out_values: bool,
 ) -> Result<()> {
-    // A deep output written by its keys alone reads no input values.
-    if !stack.image.with_values && (deep_layout.is_none() || out_values) {
-        return Err(Error::internal(
-            "a deep image merged by its keys alone was merged again",
-        ));
-    }
+    check_input_values(&[&stack.image], deep_layout, out_values)?;
     let out_layout = deep_layout.unwrap_or(Layout::Linearised);
     let defines = columns
         .defines(layout_defines(

@@ -224,20 +224,31 @@ pub(crate) fn layout_defines(
     defines
 }
 
-/// The BLOCK_SIZE a stage on `layout` is specialised with ([`Layout::block`]): only BIA depends
-/// on it, so the others share one program (compiling on llvmpipe is slow enough to matter).
-fn block_for(layout: Layout, block_size: u32) -> u32 {
-    layout.block(block_size)
-}
-
 /// `defines` for an output image whose values are not written (`OUT_VALUES` 0, see
 /// [`GpuImage::with_values`]); unchanged when they are, so those programs stay as they were.
-fn keys_only(defines: Defines, with_values: bool) -> Defines {
+pub(crate) fn keys_only(defines: Defines, with_values: bool) -> Defines {
     if with_values {
         defines
     } else {
         defines.set("OUT_VALUES", 0)
     }
+}
+
+/// Refuse a merge that would read the values of an input whose values were never written
+/// ([`GpuImage::with_values`]): only a deep output written by its keys alone (`out_values`
+/// false) reads none.
+fn check_input_values(
+    inputs: &[&GpuImage],
+    deep_layout: Option<Layout>,
+    out_values: bool,
+) -> Result<()> {
+    let reads_values = deep_layout.is_none() || out_values;
+    if reads_values && inputs.iter().any(|image| !image.with_values) {
+        return Err(Error::internal(
+            "a deep image merged by its keys alone was merged again",
+        ));
+    }
+    Ok(())
 }
 
 fn base_defines(block_size: u32) -> Defines {
@@ -277,7 +288,7 @@ fn allocate<'a>(
         let min_counts = ctx.zeroed(groups * 4)?;
         let program = ctx.use_stage(
             "min_counts.comp",
-            &base_defines(block_for(layout, block_size)).set("LAYOUT", layout.glsl_id()),
+            &base_defines(layout.block(block_size)).set("LAYOUT", layout.glsl_id()),
         )?;
         ctx.uniform_u32(program, "u_pixels", pixels as u32);
         offsets.bind(0);

@@ -17,17 +17,6 @@ pub(crate) struct Listing<'r> {
 /// Make `merge.comp` current for merging `a` with `b` into a deep image in `deep_layout`, or
 /// (`None`) into a flat composite, and bind the two inputs; the caller binds the output. With
 /// `long`, pixels with long lists are listed there for `merge_coop.comp` instead of merged.
-/// Refuse to merge an image whose values were never written ([`GpuImage::with_values`]).
-pub(crate) fn check_values(a: &GpuImage, b: &GpuImage) -> Result<()> {
-    if a.with_values && b.with_values {
-        Ok(())
-    } else {
-        Err(Error::internal(
-            "a deep image merged by its keys alone was merged again",
-        ))
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 fn use_merge_stage(
     ctx: &GlContext,
@@ -39,10 +28,7 @@ fn use_merge_stage(
     out_values: bool,
     long: Option<&Listing>,
 ) -> Result<glow::Program> {
-    // A deep output written by its keys alone reads no input values.
-    if deep_layout.is_none() || out_values {
-        check_values(a, b)?;
-    }
+    check_input_values(&[a, b], deep_layout, out_values)?;
     let out_layout = deep_layout.unwrap_or(Layout::Linearised);
     let defines = columns
         .defines(layout_defines(

@@ -7,7 +7,7 @@
 //! the hardware's to say (docs/benchmarks.md, Table 2): both are kept, the direct writes by
 //! default until a GPU measures the other.
 
-use super::{allocate, base_defines, block_for, keys_only, layout_defines, ColumnSpec, GpuImage};
+use super::{allocate, base_defines, keys_only, layout_defines, ColumnSpec, GpuImage};
 use crate::error::Result;
 use crate::gpu::GlContext;
 use crate::vocab::{Layout, GROUP_SIZE};
@@ -67,7 +67,7 @@ pub fn relayout<'a>(
         ..
     } = image;
     // The output's per-group minimums (BIA: in whole blocks) are made from the offsets here.
-    let block = block_for(layout, block_size);
+    let block = layout.block(block_size);
     let out = allocate(
         ctx,
         layout,
