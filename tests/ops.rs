@@ -845,6 +845,35 @@ proptest! {
 }
 
 #[test]
+fn drop_hidden_counts_only_the_samples_wholly_in_front() {
+    use deepmerge::composite::prune::drop_hidden;
+    // A volume from 1.5 to 4 (alpha 0.9), then an opaque and a clear point at 1.75. The opaque
+    // point hides the clear one at its depth whatever the threshold; the volume hides nothing
+    // alone, as nothing lies wholly behind it. (Found by the property above: a rule that cut at
+    // the back of the first sample to reach the threshold kept more at a lower threshold.)
+    let pixel = vec![
+        volume(1.5, 4.0, 0.9, [0.45, 0.0, 0.0]),
+        volume(1.75, 1.75, 1.0, [0.5, 0.0, 0.0]),
+        volume(1.75, 1.75, 0.0, [0.0, 0.0, 0.0]),
+    ];
+    let input = image(1, &[pixel], DeepState::Sorted);
+    for threshold in [0.05, 0.5, 1.0] {
+        let kept = drop_hidden(&input, threshold);
+        assert_eq!(plane_f32(&kept, "Z"), [1.5, 1.75], "threshold {threshold}");
+    }
+    // A sample inside the volume, behind a half-transparent point: at 0.9 it shows (the part of
+    // the volume in front of it is thinner than the whole), at 0.5 the point alone hides it.
+    let pixel = vec![
+        volume(1.5, 4.0, 0.9, [0.45, 0.0, 0.0]),
+        volume(1.75, 1.75, 0.5, [0.25, 0.0, 0.0]),
+        volume(2.0, 2.0, 1.0, [1.0, 0.0, 0.0]),
+    ];
+    let input = image(1, &[pixel], DeepState::Sorted);
+    assert_eq!(plane_f32(&drop_hidden(&input, 0.9), "Z"), [1.5, 1.75, 2.0]);
+    assert_eq!(plane_f32(&drop_hidden(&input, 0.5), "Z"), [1.5, 1.75]);
+}
+
+#[test]
 fn drop_options_from_the_cli_give_the_same_bytes_on_both_engines() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (
