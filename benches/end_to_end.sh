@@ -14,7 +14,8 @@
 # --gl-variants adds the GL engine's variants as more columns, so a GPU host's run says which
 # default to keep: transfers by calls (DEEPMERGE_GL_TRANSFER=calls), bands not overlapped
 # (DEEPMERGE_GL_OVERLAP=0), the k-way kernel for a long-list pair (DEEPMERGE_GL_PAIRWISE=0) and,
-# for deep output, the merge written interleaved and relaid out (DEEPMERGE_GL_DEEP_WRITES=relayout),
+# for deep output, the merge written interleaved and relaid out (DEEPMERGE_GL_DEEP_WRITES=relayout)
+# and the merged image read back instead of its packed sources (DEEPMERGE_GL_DEEP_READBACK=image),
 # and storage buffers allocated mutable (DEEPMERGE_GL_BUFFERS=mutable).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,8 +62,8 @@ measure() {
 echo "host: $all cores; $("$bin" gpu-info 2>/dev/null | sed -n 's/^renderer: *//p' | head -1)"
 echo
 if [ "$variants" = 1 ]; then
-    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | GL calls | GL no overlap | GL k-way | GL relayout | GL mutable buffers | GL bytes = CPU's |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | GL calls | GL no overlap | GL k-way | GL relayout | GL image readback | GL mutable buffers | GL bytes = CPU's |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 else
     echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | GL bytes = CPU's |"
     echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
@@ -103,14 +104,18 @@ for scene in $scenes; do
                 read -r kway_s _ _ < <(DEEPMERGE_GL_PAIRWISE=0 measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
                 same k-way
                 relayout=-
+                image=-
                 if [ "$kind" = deep ]; then
                     read -r relayout_s _ _ < <(DEEPMERGE_GL_DEEP_WRITES=relayout measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
                     same relayout
                     relayout=$(printf '%.2f s' "$relayout_s")
+                    read -r image_s _ _ < <(DEEPMERGE_GL_DEEP_READBACK=image measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
+                    same image-readback
+                    image=$(printf '%.2f s' "$image_s")
                 fi
                 read -r mutable_s _ _ < <(DEEPMERGE_GL_BUFFERS=mutable measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
                 same mutable
-                printf ' %.2f s | %.2f s | %.2f s | %s | %.2f s |' "$calls_s" "$serial_s" "$kway_s" "$relayout" "$mutable_s"
+                printf ' %.2f s | %.2f s | %.2f s | %s | %s | %.2f s |' "$calls_s" "$serial_s" "$kway_s" "$relayout" "$image" "$mutable_s"
             fi
             if [ -z "$mismatch" ]; then echo " yes |"; else echo " **NO:$mismatch** |"; fi
         done

@@ -138,7 +138,8 @@ if $bench; then
     # changes how its bytes travel (VARIANT=value, or "default").
     pp=/tmp/deepmerge-e2e/powerplant-1920x1080
     for run in "flat default" "deep default" "deep DEEPMERGE_GL_BUFFERS=mutable" \
-        "deep DEEPMERGE_GL_TRANSFER=calls" "deep DEEPMERGE_GL_DEEP_WRITES=relayout"; do
+        "deep DEEPMERGE_GL_TRANSFER=calls" "deep DEEPMERGE_GL_DEEP_WRITES=relayout" \
+        "deep DEEPMERGE_GL_DEEP_READBACK=image"; do
         read -r kind variant <<<"$run"
         extra=()
         [ "$kind" = deep ] && extra=(--deep)

@@ -548,13 +548,18 @@ impl MergePlan<'_> {
             ChannelRole::ZBack => Some(sample.zback),
             _ => sources.column.map(|k| values[k]),
         });
-        match (new_value, sources.inputs[sample.input as usize]) {
-            (Some(v), _) => plane.push_f32(v),
-            (None, Some(c)) => plane.push_from(
-                &self.inputs[sample.input as usize].planes[c],
-                sample.index as usize,
-            ),
-            (None, None) => plane.push_zero(),
+        match new_value {
+            Some(v) => plane.push_f32(v),
+            None => self.push_source(plane, sources, sample.input, sample.index),
+        }
+    }
+
+    /// Append to `plane` the value of input `input`'s sample `index` in the channel `sources`
+    /// names (zero where that input lacks it): a merged sample that kept its input's values.
+    pub fn push_source(&self, plane: &mut Plane, sources: &ChannelSources, input: u32, index: u64) {
+        match sources.inputs[input as usize] {
+            Some(c) => plane.push_from(&self.inputs[input as usize].planes[c], index as usize),
+            None => plane.push_zero(),
         }
     }
 }

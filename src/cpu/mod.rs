@@ -12,4 +12,5 @@ pub mod merge;
 pub mod relayout;
 pub mod scan;
 pub mod sort;
+pub mod sources;
 pub mod tidy;

@@ -335,6 +335,7 @@ impl GlContext {
         context.mapped.buffers.set(buffers);
         context.mapped.pairwise.set(settings.pairwise);
         context.mapped.deep_writes.set(settings.deep_writes);
+        context.mapped.deep_readback.set(settings.deep_readback);
         Ok(context)
     }
 

@@ -55,6 +55,7 @@ pub(crate) struct EnvSettings {
     pub overlap: Option<bool>,
     pub pairwise: Option<bool>,
     pub deep_writes: Option<crate::gpu::resident::DeepWrites>,
+    pub deep_readback: Option<crate::gpu::resident::DeepReadback>,
 }
 
 impl EnvSettings {
@@ -66,6 +67,7 @@ impl EnvSettings {
             overlap: overlap_from_env()?,
             pairwise: pairwise_from_env()?,
             deep_writes: deep_writes_from_env()?,
+            deep_readback: deep_readback_from_env()?,
         })
     }
 }
@@ -197,6 +199,27 @@ pub fn pairwise_from(value: Option<&str>) -> Result<Option<bool>> {
     setting("DEEPMERGE_GL_PAIRWISE", value, &[("1", true), ("0", false)])
 }
 
+/// What `DEEPMERGE_GL_DEEP_READBACK` asks for, if anything: `sources` or `image`
+/// (`GlOptions::deep_readback`; for measurements).
+pub fn deep_readback_from_env() -> Result<Option<crate::gpu::resident::DeepReadback>> {
+    deep_readback_from(env_setting("DEEPMERGE_GL_DEEP_READBACK").as_deref())
+}
+
+/// [`deep_readback_from_env`] of the value `value`.
+pub fn deep_readback_from(
+    value: Option<&str>,
+) -> Result<Option<crate::gpu::resident::DeepReadback>> {
+    use crate::gpu::resident::DeepReadback;
+    setting(
+        "DEEPMERGE_GL_DEEP_READBACK",
+        value,
+        &[
+            ("sources", DeepReadback::Sources),
+            ("image", DeepReadback::Image),
+        ],
+    )
+}
+
 /// What `DEEPMERGE_GL_DEEP_WRITES` asks for, if anything: `direct` or `relayout`
 /// (`GlOptions::deep_writes`; for measurements).
 pub fn deep_writes_from_env() -> Result<Option<crate::gpu::resident::DeepWrites>> {
@@ -262,6 +285,7 @@ pub(crate) struct MappedPool {
     pub(crate) pairwise: Cell<Option<bool>>,
     /// What `DEEPMERGE_GL_DEEP_WRITES` said when the context was made.
     pub(crate) deep_writes: Cell<Option<crate::gpu::resident::DeepWrites>>,
+    pub(crate) deep_readback: Cell<Option<crate::gpu::resident::DeepReadback>>,
     /// The most bytes of one staging round or readback chunk (0: [`STAGING_BYTES`]).
     round_bytes: Cell<usize>,
     /// Readbacks dropped before they were waited for: their buffers and fences, to delete.
@@ -426,6 +450,10 @@ impl GlContext {
     /// How `DEEPMERGE_GL_DEEP_WRITES` asked deep outputs to be written when the context was made.
     pub(crate) fn deep_writes_from_env(&self) -> Option<crate::gpu::resident::DeepWrites> {
         self.mapped.deep_writes.get()
+    }
+
+    pub(crate) fn deep_readback_from_env(&self) -> Option<crate::gpu::resident::DeepReadback> {
+        self.mapped.deep_readback.get()
     }
 
     /// What the mapped transfers have done since the context was made.

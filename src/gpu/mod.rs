@@ -113,6 +113,11 @@ pub struct GlOptions {
     /// interleaved image relaid out after (`resident::DeepWrites`; coalesced writes, one more copy).
     /// `DEEPMERGE_GL_DEEP_WRITES=direct|relayout` overrides it, for measurements.
     pub deep_writes: resident::DeepWrites,
+    /// What comes back of a deep output merged by its keys alone with nothing for the host to
+    /// tidy: its packed sources (`sources.comp`, 4 or 8 bytes a sample, copied in order) or the
+    /// image in its layout (16-byte keys, walked on the host). `DEEPMERGE_GL_DEEP_READBACK=
+    /// sources|image` overrides it, for measurements.
+    pub deep_readback: resident::DeepReadback,
 }
 
 impl GlOptions {
@@ -137,6 +142,12 @@ impl GlOptions {
     /// said when the context was made (for measurements), else [`Self::deep_writes`].
     pub fn deep_writes_on(&self, ctx: &GlContext) -> resident::DeepWrites {
         ctx.deep_writes_from_env().unwrap_or(self.deep_writes)
+    }
+
+    /// What a deep output's readback brings back on `ctx`: what `DEEPMERGE_GL_DEEP_READBACK`
+    /// said when the context was made (for measurements), else [`Self::deep_readback`].
+    pub fn deep_readback_on(&self, ctx: &GlContext) -> resident::DeepReadback {
+        ctx.deep_readback_from_env().unwrap_or(self.deep_readback)
     }
 
     /// Whether inputs that need sorting are sorted by `sort.comp` (unless the host is asked to).
@@ -172,6 +183,8 @@ impl Default for GlOptions {
             pairwise_long_pairs: None,
             // Not yet measured on hardware: the writes as before.
             deep_writes: resident::DeepWrites::Direct,
+            // A quarter of the bytes (two inputs) and no walk of the layout on the host.
+            deep_readback: resident::DeepReadback::Sources,
         }
     }
 }

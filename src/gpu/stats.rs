@@ -119,6 +119,11 @@ pub struct GpuStats {
     pub readback_wait_s: f64,
     /// Mapped staging and readback buffers created (few: they are reused band after band).
     pub mapped_allocations: u64,
+    /// Bytes copied back from the GPU, summed over bands.
+    pub readback_bytes: u64,
+    /// What came back: "composite" (flat output), "image" (a deep image in its layout) or
+    /// "sources, N word(s) a sample" (`GlOptions::deep_readback`).
+    pub readback_form: &'static str,
 }
 
 impl GpuStats {
@@ -153,6 +158,8 @@ impl GpuStats {
             staging_wait_s: 0.0,
             readback_wait_s: 0.0,
             mapped_allocations: 0,
+            readback_bytes: 0,
+            readback_form: "nothing",
         }
     }
 }
@@ -185,6 +192,8 @@ impl AddAssign for GpuStats {
         self.staging_wait_s += band.staging_wait_s;
         self.readback_wait_s += band.readback_wait_s;
         self.mapped_allocations += band.mapped_allocations;
+        self.readback_bytes += band.readback_bytes;
+        self.readback_form = band.readback_form;
     }
 }
 
@@ -224,6 +233,12 @@ impl fmt::Display for GpuStats {
             f,
             "time:           upload {:.3}s, build {:.3}s, merge {:.3}s, readback {:.3}s",
             self.upload_s, self.build_s, self.merge_s, self.readback_s
+        )?;
+        writeln!(
+            f,
+            "read back:      {:.1} MiB ({})",
+            self.readback_bytes as f64 / (1 << 20) as f64,
+            self.readback_form
         )?;
         writeln!(
             f,

@@ -7,7 +7,8 @@
 //!   (docs/architecture.md, "GPU layouts"; the Rust side of `glsl/include/layout.glsl`);
 //! - [`merge_choices`]: merge methods and strategies, pixel orders, block sizes, and the
 //!   register-block and long-list choices;
-//! - [`sample`]: [`Sample`] and [`Fragment`], the one conversion between them, the key rule
+//! - [`sample`]: [`Sample`] and [`Fragment`], the one conversion between them, how a merged
+//!   sample's source is packed for the readback ([`SourcePacking`]), the key rule
 //!   ([`depth_key`]) and the order ([`depth_less`], [`depth_cmp`]);
 //! - [`built`]: an image in a layout as the host sees it ([`BuiltImage`]);
 //! - [`stages`]: constants and records the sort, tidy and compaction stages exchange;
@@ -26,7 +27,7 @@ pub use merge_choices::{
     kway_stride, LongLists, MergeMethod, MergeStrategy, PixelOrder, RbmBlocks, MAX_BLOCK_SIZE,
     MAX_KWAY_INPUTS, TILE,
 };
-pub use sample::{depth_cmp, depth_key, depth_less, Fragment, Sample};
+pub use sample::{depth_cmp, depth_key, depth_less, Fragment, Sample, SourcePacking};
 pub use staged::{SlotSource, StagedInput};
 pub use stages::{
     FlagField, TidiedPixels, GATE_LIMIT, LOCAL_GROUP_SIZE, LOCAL_SORT_SIZE, REG_SORT_SIZE,

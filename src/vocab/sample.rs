@@ -115,6 +115,69 @@ impl TryFrom<Sample> for Fragment {
     }
 }
 
+/// How the merged samples' sources, (input, index), travel back from the GPU for a deep output
+/// read back by its keys alone with nothing to tidy on the host (`glsl/sources.comp`): the host
+/// copies every channel from the sample a source names and needs nothing else of the key, so
+/// four or eight bytes a sample come back instead of the sixteen-byte key (and, for a linked
+/// list, its next pointer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourcePacking {
+    /// One word, `input << index_bits | index`, where every input's indices fit `index_bits`.
+    OneWord {
+        /// Low bits holding the index (32 with one input: the word is the index).
+        index_bits: u32,
+    },
+    /// Two words: input, then index.
+    TwoWords,
+}
+
+impl SourcePacking {
+    /// One word where every index of every input (`samples[k]` of input k) fits beside the
+    /// input's number, two otherwise.
+    pub fn for_inputs(samples: &[usize]) -> SourcePacking {
+        let input_bits = u32::BITS - (samples.len().max(1) as u32 - 1).leading_zeros();
+        let index_bits = u32::BITS - input_bits;
+        let fits = samples
+            .iter()
+            .all(|&n| index_bits == u32::BITS || (n as u64) <= 1u64 << index_bits);
+        if fits {
+            SourcePacking::OneWord { index_bits }
+        } else {
+            SourcePacking::TwoWords
+        }
+    }
+
+    /// Words per sample.
+    pub fn words(self) -> usize {
+        match self {
+            SourcePacking::OneWord { .. } => 1,
+            SourcePacking::TwoWords => 2,
+        }
+    }
+
+    /// `fragment`'s source into `out` (`words()` long).
+    pub fn pack(self, fragment: &Fragment, out: &mut [u32]) {
+        match self {
+            SourcePacking::OneWord { index_bits: 32 } => out[0] = fragment.index,
+            SourcePacking::OneWord { index_bits } => {
+                out[0] = (fragment.input << index_bits) | fragment.index
+            }
+            SourcePacking::TwoWords => out.copy_from_slice(&[fragment.input, fragment.index]),
+        }
+    }
+
+    /// The (input, index) that [`Self::pack`] wrote into `words`.
+    pub fn unpack(self, words: &[u32]) -> (u32, u32) {
+        match self {
+            SourcePacking::OneWord { index_bits: 32 } => (0, words[0]),
+            SourcePacking::OneWord { index_bits } => {
+                (words[0] >> index_bits, words[0] & ((1 << index_bits) - 1))
+            }
+            SourcePacking::TwoWords => (words[0], words[1]),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,5 +214,48 @@ mod tests {
             ..Sample::from(f)
         };
         assert!(Fragment::try_from(wide).is_err());
+    }
+
+    #[test]
+    fn sources_pack_in_one_word_where_every_index_fits_beside_its_input() {
+        use SourcePacking::*;
+        assert_eq!(SourcePacking::for_inputs(&[]), OneWord { index_bits: 32 });
+        assert_eq!(
+            SourcePacking::for_inputs(&[usize::MAX >> 20]),
+            OneWord { index_bits: 32 }
+        );
+        assert_eq!(
+            SourcePacking::for_inputs(&[1 << 31, 5]),
+            OneWord { index_bits: 31 }
+        );
+        assert_eq!(SourcePacking::for_inputs(&[(1 << 31) + 1, 5]), TwoWords);
+        assert_eq!(
+            SourcePacking::for_inputs(&[1, 1, 1 << 30]),
+            OneWord { index_bits: 30 }
+        );
+        assert_eq!(
+            SourcePacking::for_inputs(&[1; 9]),
+            OneWord { index_bits: 28 }
+        );
+        for (packing, input, index) in [
+            (OneWord { index_bits: 32 }, 0, u32::MAX),
+            (OneWord { index_bits: 31 }, 1, (1 << 31) - 1),
+            (OneWord { index_bits: 28 }, 8, 12345),
+            (TwoWords, 40, u32::MAX),
+        ] {
+            let fragment = Fragment {
+                z: 1.0,
+                zback: 1.0,
+                input,
+                index,
+            };
+            let mut words = [0u32; 2];
+            packing.pack(&fragment, &mut words[..packing.words()]);
+            assert_eq!(
+                packing.unpack(&words[..packing.words()]),
+                (input, index),
+                "{packing:?}"
+            );
+        }
     }
 }

@@ -19,6 +19,9 @@ pub(super) struct Accumulated {
     pub(super) flat_front: Vec<[u32; 4]>,
     pub(super) deep_counts: Vec<u32>,
     pub(super) deep_samples: Vec<Fragment>,
+    /// A deep output read back by its sources (`DeepReadback::Sources`): each sample's (input,
+    /// index), in place of `deep_samples`.
+    pub(super) deep_sources: Vec<(u32, u32)>,
     /// Pixels the GPU tidied: (position of their first sample in `deep_samples`, `stride`
     /// values per sample).
     pub(super) deep_tidied: Vec<(usize, Vec<f32>)>,
@@ -42,6 +45,7 @@ impl Accumulated {
             },
             deep_counts: Vec::new(),
             deep_samples: Vec::new(),
+            deep_sources: Vec::new(),
             deep_tidied: Vec::new(),
             stride,
         }
@@ -145,6 +149,11 @@ impl Accumulated {
     }
 
     fn assemble_deep(self, plan: &MergePlan, tidy: bool, stats: &mut GpuStats) -> DeepImage {
+        if self.deep_samples.is_empty() && !self.deep_sources.is_empty() {
+            // Read back by sources: nothing to tidy (the readback asks for the keys then).
+            debug_assert!(!tidy && self.deep_tidied.is_empty());
+            return self.assemble_deep_by_sources(plan);
+        }
         // Values of samples that tidying made, by position in `samples`.
         let mut tidied: Vec<(usize, Vec<f32>)> = Vec::new();
         let (counts, samples) = if !tidy && self.deep_tidied.is_empty() {
@@ -198,5 +207,34 @@ impl Accumulated {
             })
             .collect();
         plan.merged_image(&counts, planes, tidy)
+    }
+
+    /// The merged deep image from each sample's source alone: every channel copied from the
+    /// input sample it names, in pieces in parallel as [`Self::assemble_deep`] does.
+    fn assemble_deep_by_sources(self, plan: &MergePlan) -> DeepImage {
+        let sources = &self.deep_sources;
+        let planes = plan
+            .deep_channels
+            .par_iter()
+            .map(|channel| {
+                let from = plan.channel_sources(channel);
+                let pieces: Vec<Plane> = sources
+                    .par_chunks(PLANE_PIECE_SAMPLES)
+                    .map(|piece| {
+                        let mut plane = Plane::with_capacity(channel.sample_type, piece.len());
+                        for &(input, index) in piece {
+                            plan.push_source(&mut plane, &from, input, index as u64);
+                        }
+                        plane
+                    })
+                    .collect();
+                let mut plane = Plane::with_capacity(channel.sample_type, sources.len());
+                for piece in &pieces {
+                    plane.append(piece);
+                }
+                plane
+            })
+            .collect();
+        plan.merged_image(&self.deep_counts, planes, false)
     }
 }

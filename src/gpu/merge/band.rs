@@ -32,6 +32,16 @@ impl Band {
     pub(super) fn pixels(&self) -> usize {
         self.width * self.rows
     }
+
+    /// Per pixel of the band in row-major order, its position in the GPU's order (`perm`'s
+    /// inverse): the order the readback walks the GPU's results in.
+    pub(super) fn inverse_perm(&self) -> Vec<u32> {
+        let mut inverse = vec![0u32; self.perm.len()];
+        for (p, &q) in self.perm.iter().enumerate() {
+            inverse[q as usize] = p as u32;
+        }
+        inverse
+    }
 }
 
 /// Samples of each row of the window over all inputs.

@@ -18,12 +18,13 @@ use crate::deep::DeepImage;
 use crate::error::{Error, Result};
 use crate::gpu::mapped::PendingRead;
 use crate::gpu::resident::{
-    build_from_stream, build_image, kway_stride, merge_deep_kway, merge_flat_kway, relayout,
-    upload_stream, ColumnSpec, GpuFlat, GpuImage, GpuStack, MergeSpec, PendingImage,
+    build_from_stream, build_image, kway_stride, merge_deep_kway, merge_flat_kway, pack_sources,
+    relayout, upload_stream, ColumnSpec, DeepReadback, GpuFlat, GpuImage, GpuStack, MergeSpec,
+    PendingImage,
 };
 use crate::gpu::stats::{BufferBytes, GpuStats};
 use crate::gpu::{tidy, GlContext, GlOptions, GpuBuffer};
-use crate::vocab::{Layout, MergeStrategy, MAX_KWAY_INPUTS};
+use crate::vocab::{Layout, MergeStrategy, SourcePacking, MAX_KWAY_INPUTS};
 
 /// What is resident after the merges: the flat composite or the merged deep image (with, when
 /// the GPU tidied it, per pixel 1 where the walk made new values).
@@ -41,6 +42,14 @@ pub(super) enum BandReadback {
     Deep {
         image: Box<PendingImage>,
         marks: Option<PendingRead>,
+    },
+    /// A deep output's packed sources (`DeepReadback::Sources`), with the offsets they follow and
+    /// the stage's count of inconsistent pixels.
+    Sources {
+        packing: SourcePacking,
+        offsets: PendingRead,
+        sources: PendingRead,
+        bad: PendingRead,
     },
 }
 
@@ -586,10 +595,37 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         let pending = match self.resident.as_ref().expect("merged") {
             Resident::Flat(flat) => {
                 let stride = self.columns.stride();
+                self.stats.readback_bytes += flat.bytes();
+                self.stats.readback_form = "composite";
                 ctx.timed("readback", flat.bytes(), || -> Result<_> {
                     Ok(BandReadback::Flat {
                         values: ctx.read_ahead(&flat.values, 0, pixels * stride * 4)?,
                         front: ctx.read_ahead(&flat.front, 0, pixels * 16)?,
+                    })
+                })?
+            }
+            Resident::Deep(image, None) if self.reads_sources(image) => {
+                let inputs: Vec<usize> =
+                    self.plan.inputs.iter().map(|i| i.sample_count()).collect();
+                let packing = SourcePacking::for_inputs(&inputs);
+                // Packed before the timed readback: timer queries do not nest.
+                let (sources, bad) = pack_sources(ctx, image, packing)?;
+                let bytes = (pixels + 1 + image.samples * packing.words()) as u64 * 4;
+                self.stats.readback_bytes += bytes;
+                self.stats.readback_form = match packing.words() {
+                    1 => "sources, 1 word a sample",
+                    _ => "sources, 2 words a sample",
+                };
+                ctx.timed("readback", bytes, || -> Result<_> {
+                    Ok(BandReadback::Sources {
+                        packing,
+                        offsets: ctx.read_ahead(&image.offsets, 0, (pixels + 1) * 4)?,
+                        sources: ctx.read_ahead(
+                            &sources,
+                            0,
+                            image.samples * packing.words() * 4,
+                        )?,
+                        bad: ctx.read_ahead(&bad, 0, 4)?,
                     })
                 })?
             }
@@ -601,6 +637,8 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                     } else {
                         image.values.bytes as u64
                     };
+                self.stats.readback_bytes += bytes;
+                self.stats.readback_form = "image";
                 ctx.timed("readback", bytes, || -> Result<_> {
                     Ok(BandReadback::Deep {
                         image: Box::new(image.read_ahead(with_values)?),
@@ -614,6 +652,15 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         };
         self.stats.readback_s += start.elapsed().as_secs_f64();
         Ok(pending)
+    }
+
+    /// Whether the merged deep `image` comes back as its packed sources: merged by its keys
+    /// alone, with nothing for the host to tidy (which needs the depths), unless
+    /// [`GlOptions::deep_readback`] asks for the image.
+    fn reads_sources(&self, image: &GpuImage) -> bool {
+        !image.with_values
+            && !self.options.tidy
+            && self.gl_options.deep_readback_on(self.ctx) == DeepReadback::Sources
     }
 
     /// What finishing the band's readback needs, without the inputs or the GPU images: the
@@ -691,10 +738,7 @@ fn finish_band_readback(
                     ctx.info().renderer
                 ))
             })?;
-            let mut inverse = vec![0u32; pixels];
-            for (p, &q) in band.perm.iter().enumerate() {
-                inverse[q as usize] = p as u32;
-            }
+            let inverse = band.inverse_perm();
             out.deep_samples.reserve(built.offsets[pixels] as usize);
             out.deep_counts.reserve(pixels);
             for &p in &inverse {
@@ -711,6 +755,49 @@ fn finish_band_readback(
                         built.values[first * stride..(first + n) * stride].to_vec(),
                     ));
                 }
+            }
+        }
+        BandReadback::Sources {
+            packing,
+            offsets,
+            sources,
+            bad,
+        } => {
+            let bad: Vec<u32> = ctx.finish_read(bad)?;
+            let offsets: Vec<u32> = ctx.finish_read(offsets)?;
+            let words = packing.words();
+            let inconsistent = |why: String| {
+                Error::Gl(format!(
+                    "the GPU returned an inconsistent merged image ({why}) on {}; `deepmerge gpu-info --verify` checks this device",
+                    ctx.info().renderer
+                ))
+            };
+            if bad[0] != 0 {
+                return Err(inconsistent(format!(
+                    "{} pixels' lists disagree with their counts",
+                    bad[0]
+                )));
+            }
+            if offsets.len() != pixels + 1 || offsets.windows(2).any(|w| w[0] > w[1]) {
+                return Err(inconsistent("its offsets do not grow".into()));
+            }
+            let sources: Vec<u32> = ctx.finish_read(sources)?;
+            if sources.len() != offsets[pixels] as usize * words {
+                return Err(inconsistent("its sources are short".into()));
+            }
+            out.deep_sources.reserve(offsets[pixels] as usize);
+            out.deep_counts.reserve(pixels);
+            for &p in &band.inverse_perm() {
+                let (first, end) = (
+                    offsets[p as usize] as usize,
+                    offsets[p as usize + 1] as usize,
+                );
+                out.deep_sources.extend(
+                    sources[first * words..end * words]
+                        .chunks_exact(words)
+                        .map(|packed| packing.unpack(packed)),
+                );
+                out.deep_counts.push((end - first) as u32);
             }
         }
     }

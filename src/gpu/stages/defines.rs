@@ -282,6 +282,27 @@ pub fn relayout() -> Vec<Space> {
     spaces
 }
 
+/// `gpu::resident::pack_sources`: a merged image of every layout (BIA in blocks of every size,
+/// LL either way) packed in one word (with one, two or several inputs) or two.
+pub fn sources() -> Vec<Space> {
+    let packings = [(1, 32), (1, 31), (1, 28), (2, 32)]
+        .iter()
+        .map(|&(words, bits)| {
+            vec![
+                ("SOURCE_WORDS".to_string(), u32::to_string(&words)),
+                ("INDEX_BITS".to_string(), u32::to_string(&bits)),
+            ]
+        })
+        .collect();
+    space(
+        vec![
+            fixed("GROUP_SIZE", GROUP_SIZE),
+            image_axis("IN", &Layout::ALL, 0, "readonly"),
+        ],
+        vec![block_axis(), Axis(packings), axis("LIST_ASCENDING", [1, 0])],
+    )
+}
+
 /// `gpu::resident`: the pairwise merge, both methods, both orders, every layout and output.
 pub fn merge() -> Vec<Space> {
     space(

@@ -102,6 +102,7 @@ pub const GLSL_FILES: &[GlslFile] = glsl! {
     "merge_coop.comp" => "merge", "cpu::merge::merge_built", defines::merge_coop;
     "count_kway.comp" => "count", "cpu::merge::merge_kway_built", defines::count_kway;
     "relayout.comp" => "merge", "cpu::relayout::relayout", defines::relayout;
+    "sources.comp" => "readback", "cpu::sources::pack_sources", defines::sources;
     "copy.comp" => "copy", "", defines::plain;
     "fill.comp" => "fill", "", defines::plain;
     "sort.comp" => "sort", "cpu::sort::sort_pixels, cpu::sort::sort_pixels_with_values", defines::sort;

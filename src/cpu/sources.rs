@@ -1,0 +1,57 @@
+//! Twin of `glsl/sources.comp`: the sources (input, index) of a merged deep image's samples in
+//! pixel order, packed as [`SourcePacking`] says, with the count of pixels whose list or group
+//! minimum disagrees with their count (the GPU stage's `bad` word).
+
+use crate::vocab::{BuiltImage, Layout, SourcePacking, GROUP_SIZE};
+
+/// The packed sources of `image` (sample i of pixel p at position `offsets[p] + i`) and how many
+/// pixels are inconsistent. Positions an inconsistent pixel does not reach stay 0.
+pub fn pack_sources(image: &BuiltImage, packing: SourcePacking) -> (Vec<u32>, u32) {
+    let pixels = image.pixel_count();
+    let samples = image.offsets[pixels] as usize;
+    let words = packing.words();
+    let mut sources = vec![0u32; samples * words];
+    let mut bad = 0u32;
+    let mut put = |position: usize, slot: u32| {
+        packing.pack(
+            &image.slots[slot as usize],
+            &mut sources[position * words..(position + 1) * words],
+        )
+    };
+    if image.layout == Layout::LinkedList {
+        // One pixel at a time, as the stage's invocations: a walk bounded by the count.
+        for p in 0..pixels {
+            let (first, n) = (image.offsets[p], image.count(p));
+            let mut node = image.head[p];
+            let mut i = 0u32;
+            while node != 0 && i < n && node as usize <= samples {
+                let at = if image.ascending { i } else { n - 1 - i };
+                put((first + at) as usize, node);
+                node = image.next[node as usize];
+                i += 1;
+            }
+            if i != n || node != 0 {
+                bad += 1;
+            }
+        }
+    } else {
+        // One position at a time, as the stage's invocations.
+        for s in 0..samples as u32 {
+            let p = image.offsets[..pixels].partition_point(|&o| o <= s) - 1;
+            let i = s - image.offsets[p];
+            if image.layout.groups_min_counts()
+                && image.min_counts[p / GROUP_SIZE as usize] > image.count(p)
+            {
+                bad += u32::from(i == 0);
+                continue;
+            }
+            let from = image.pixel_address(p, i);
+            if from as usize >= samples {
+                bad += 1;
+                continue;
+            }
+            put(s as usize, from);
+        }
+    }
+    (sources, bad)
+}
