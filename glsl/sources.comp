@@ -10,8 +10,10 @@
 // invocation per pixel walks its list.
 //
 // `bad` (one word, zeroed by the host) counts the pixels whose list or group minimum disagrees
-// with their count, so that an inconsistent image is an error rather than wrong sources, as the
-// host's check of a read-back image makes it (BuiltImage::check).
+// with their count, and positions whose address falls outside the image, so that an inconsistent
+// image is an error rather than wrong sources, as the host's check of a read-back image makes it
+// (BuiltImage::check). Arrays check every pixel, empty ones too: invocation t checks pixel t and
+// packs position t (max(pixels, samples) invocations).
 layout(local_size_x = GROUP_SIZE) in;
 #include "common.glsl"
 #include "fragment.glsl"
@@ -61,6 +63,11 @@ void main() {
     }
 #else
     uint s = linear_invocation();
+#if IN_LAYOUT == LAYOUT_IA || IN_LAYOUT == LAYOUT_BIA
+    if (s < u_pixels && IN_aux1[s / uint(GROUP_SIZE)] > IN_count(s)) {
+        atomicAdd(bad[0], 1u);
+    }
+#endif
     if (s >= u_samples) {
         return;
     }
@@ -79,10 +86,7 @@ void main() {
     uint i = s - IN_offsets[lo];
 #if IN_LAYOUT == LAYOUT_IA || IN_LAYOUT == LAYOUT_BIA
     if (IN_aux1[lo / uint(GROUP_SIZE)] > IN_count(lo)) {
-        if (i == 0u) {
-            atomicAdd(bad[0], 1u);
-        }
-        return;
+        return; // counted by pixel lo's invocation
     }
 #endif
     uint from = IN_address(lo, i);

@@ -140,10 +140,15 @@ fn an_inconsistent_list_or_group_minimum_is_counted_on_both() {
     with_gl(|ctx| {
         let (counts, keys) = stream(64 * 2 + 3, 1, 6, 2, 5);
         let packing = SourcePacking::OneWord { index_bits: 31 };
-        // A linked list cut short: pixel 0's first node points nowhere.
+        // A linked list cut short: the first node of a pixel with two samples or more points
+        // nowhere.
         let image = build(ctx, Layout::LinkedList, 1, true, &counts, &keys);
         let built = image.read_back(false).expect("the image reads back");
-        let first = built.head[0] as usize;
+        let long = counts
+            .iter()
+            .position(|&n| n >= 2)
+            .expect("a pixel of 2 samples");
+        let first = built.head[long] as usize;
         // The host writes the image the build wrote: wait for it, as strict mode asks.
         ctx.finish();
         image.aux2.write_range(first, &[0u32]);
@@ -166,6 +171,21 @@ fn an_inconsistent_list_or_group_minimum_is_counted_on_both() {
                 "{}: every pixel of group 1",
                 layout.name()
             );
+        }
+        // A group minimum of 1 over a group with empty pixels: they alone disagree, though no
+        // position lies in them.
+        let (counts, keys) = stream(64 * 2 + 3, 0, 6, 2, 9);
+        let group = GROUP_SIZE as usize;
+        let empty = counts[group..2 * group].iter().filter(|&&n| n == 0).count() as u32;
+        assert!(empty > 0, "group 1 has an empty pixel");
+        for layout in [Layout::Interleaved, Layout::BlockedInterleaved] {
+            let image = build(ctx, layout, 4, true, &counts, &keys);
+            ctx.finish();
+            image.aux1.write_range(1, &[1u32]);
+            let corrupt = image.read_back(false).expect("the image reads back");
+            let (_, gpu_bad) = gpu_pack(ctx, &image, packing);
+            let (_, twin_bad) = pack_sources_twin(&corrupt, packing);
+            assert_eq!((gpu_bad, twin_bad), (empty, empty), "{}", layout.name());
         }
     });
 }

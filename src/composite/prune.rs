@@ -13,8 +13,9 @@
 //!   reaching past a sample's front does not count: only part of it lies in front. On tidy
 //!   samples this is Gaffer's cut after the accumulation reaches THRESHOLD. The accumulation
 //!   does not depend on THRESHOLD, so a lower one drops at least as much, always a suffix of
-//!   each sorted pixel; with the default nothing visible is dropped, so the flat composite is
-//!   unchanged (within rounding), and no sample is ever added.
+//!   each pixel sorted by Z; with the default nothing visible is dropped, so the flat composite
+//!   is unchanged (within rounding), and no sample is ever added. A sample whose Z is NaN is
+//!   never hidden, and its pixel counts as unsorted: there each sample is judged alone.
 //!
 //! Both run on the host around either engine's merge, so the CPU and GL engines give the same
 //! bytes with them.
@@ -164,7 +165,8 @@ pub fn drop_hidden(image: &DeepImage, threshold: f32) -> DeepImage {
                         }
                         in_front.reached(threshold)
                     } else {
-                        // Out of order (never so after a merge): count every earlier sample.
+                        // Out of order (after a merge, only where a Z is NaN): judge each sample
+                        // by every earlier one.
                         let mut earlier = InFront::new(alphas.len());
                         for i in (range.start..k).filter(|&i| back(i) <= z) {
                             earlier.accumulate(alphas.iter().map(|&c| image.planes[c].get_f32(i)));

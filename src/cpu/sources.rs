@@ -1,11 +1,13 @@
 //! Twin of `glsl/sources.comp`: the sources (input, index) of a merged deep image's samples in
 //! pixel order, packed as [`SourcePacking`] says, with the count of pixels whose list or group
-//! minimum disagrees with their count (the GPU stage's `bad` word).
+//! minimum disagrees with their count and of positions whose address falls outside the image
+//! (the GPU stage's `bad` word).
 
 use crate::vocab::{BuiltImage, Layout, SourcePacking, GROUP_SIZE};
 
 /// The packed sources of `image` (sample i of pixel p at position `offsets[p] + i`) and how many
-/// pixels are inconsistent. Positions an inconsistent pixel does not reach stay 0.
+/// inconsistencies it has (0 for a consistent image). Positions an inconsistent pixel does not
+/// reach stay 0.
 pub fn pack_sources(image: &BuiltImage, packing: SourcePacking) -> (Vec<u32>, u32) {
     let pixels = image.pixel_count();
     let samples = image.offsets[pixels] as usize;
@@ -35,14 +37,18 @@ pub fn pack_sources(image: &BuiltImage, packing: SourcePacking) -> (Vec<u32>, u3
             }
         }
     } else {
+        // Every pixel's group minimum, empty pixels too, as the stage's first `pixels`
+        // invocations check them.
+        let min_count_past = |p: usize| {
+            image.layout.groups_min_counts()
+                && image.min_counts[p / GROUP_SIZE as usize] > image.count(p)
+        };
+        bad += (0..pixels).filter(|&p| min_count_past(p)).count() as u32;
         // One position at a time, as the stage's invocations.
         for s in 0..samples as u32 {
             let p = image.offsets[..pixels].partition_point(|&o| o <= s) - 1;
             let i = s - image.offsets[p];
-            if image.layout.groups_min_counts()
-                && image.min_counts[p / GROUP_SIZE as usize] > image.count(p)
-            {
-                bad += u32::from(i == 0);
+            if min_count_past(p) {
                 continue;
             }
             let from = image.pixel_address(p, i);

@@ -23,7 +23,8 @@ pub enum DeepReadback {
 }
 
 /// `image`'s packed sources (sample i of pixel p at position `offsets[p] + i`), and one word
-/// counting the pixels whose list or group minimum disagrees with their count.
+/// counting its inconsistencies: pixels whose list or group minimum disagrees with their count,
+/// positions whose address falls outside the image.
 pub fn pack_sources<'a>(
     ctx: &'a GlContext,
     image: &GpuImage<'a>,
@@ -57,7 +58,8 @@ pub fn pack_sources<'a>(
     if image.layout.links_lists() {
         ctx.dispatch(image.pixels, GROUP_SIZE as usize)?;
     } else {
-        ctx.dispatch(image.samples, GROUP_SIZE as usize)?;
+        // Every position, and every pixel's group minimum (empty pixels too).
+        ctx.dispatch(image.samples.max(image.pixels), GROUP_SIZE as usize)?;
     }
     Ok((sources, bad))
 }
