@@ -238,7 +238,8 @@ fn streamed_bands_overlap_across_bands_and_keep_the_cpu_bytes() {
 
 #[test]
 fn unknown_measurement_settings_in_the_environment_are_named() {
-    use deepmerge::gpu::mapped::{deep_writes_from, pairwise_from};
+    use deepmerge::gpu::mapped::{deep_readback_from, deep_writes_from, pairwise_from};
+    use deepmerge::gpu::resident::DeepReadback;
     use deepmerge::gpu::BufferStorage;
     let e = BufferStorage::from_setting(Some("shared"))
         .unwrap_err()
@@ -257,6 +258,16 @@ fn unknown_measurement_settings_in_the_environment_are_named() {
     let e = deep_writes_from(Some("sideways")).unwrap_err().to_string();
     assert!(e.contains("use direct or relayout"), "{e}");
     assert!(deep_writes_from(Some("relayout")).unwrap().is_some());
+    let e = deep_readback_from(Some("keys")).unwrap_err().to_string();
+    assert!(
+        e.contains("DEEPMERGE_GL_DEEP_READBACK=keys") && e.contains("use sources or image"),
+        "{e}"
+    );
+    assert_eq!(
+        deep_readback_from(Some("image")).unwrap(),
+        Some(DeepReadback::Image)
+    );
+    assert_eq!(deep_readback_from(None).unwrap(), None);
 }
 
 /// Overlapped streamed bands hold one band more on the host, which the band plan counts: under
