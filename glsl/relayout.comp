@@ -22,21 +22,10 @@ void main() {
     if (s >= u_samples) {
         return;
     }
-    // The pixel holding slot s: the last p with offsets[p] <= s (empty pixels share an offset).
-    // Invariant: offsets[lo] <= s < offsets[hi].
-    uint lo = 0u;
-    uint hi = u_pixels;
-    while (hi - lo > 1u) {
-        uint mid = lo + (hi - lo) / 2u;
-        if (IN_offsets[mid] <= s) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    uint i = s - IN_offsets[lo];
-    uint from = IN_address(lo, i);
-    uint to = OUT_address(lo, i);
+    uint p = IN_pixel_holding(s);
+    uint i = s - IN_offsets[p];
+    uint from = IN_address(p, i);
+    uint to = OUT_address(p, i);
     OUT_keys[to] = IN_keys[from];
 #if OUT_VALUES
     for (uint c = 0u; c < NUM_COLUMNS; ++c) {

@@ -71,25 +71,14 @@ void main() {
     if (s >= u_samples) {
         return;
     }
-    // The pixel holding position s: the last p with offsets[p] <= s (empty pixels share an
-    // offset). Invariant: offsets[lo] <= s < offsets[hi].
-    uint lo = 0u;
-    uint hi = u_pixels;
-    while (hi - lo > 1u) {
-        uint mid = lo + (hi - lo) / 2u;
-        if (IN_offsets[mid] <= s) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    uint i = s - IN_offsets[lo];
+    uint p = IN_pixel_holding(s);
+    uint i = s - IN_offsets[p];
 #if IN_LAYOUT == LAYOUT_IA || IN_LAYOUT == LAYOUT_BIA
-    if (IN_aux1[lo / uint(GROUP_SIZE)] > IN_count(lo)) {
-        return; // counted by pixel lo's invocation
+    if (IN_aux1[p / uint(GROUP_SIZE)] > IN_count(p)) {
+        return; // counted by pixel p's invocation
     }
 #endif
-    uint from = IN_address(lo, i);
+    uint from = IN_address(p, i);
     if (from >= u_samples) {
         atomicAdd(bad[0], 1u);
         return;

@@ -15,7 +15,7 @@ use deepmerge::deep::Bounds;
 use deepmerge::gpu::resident::{build_image, relayout, ColumnSpec, DeepWrites};
 use deepmerge::gpu::GlOptions;
 use deepmerge::vocab::{Fragment, Layout};
-use gpu_common::{assert_gl_matches_reference, test_rng, with_gl, Stages, Synth};
+use gpu_common::{assert_gl_matches_reference, sorted_lists, test_rng, with_gl, Stages, Synth};
 
 const STRIDE: usize = 3;
 
@@ -23,26 +23,18 @@ const STRIDE: usize = 3;
 /// empty; with more, every group's minimum count interleaves that many samples).
 fn stream(pixels: usize, min: u32, max: u32, seed: u64) -> (Vec<u32>, Vec<Fragment>, Vec<f32>) {
     let mut rng = test_rng(seed);
-    let (mut counts, mut keys, mut values) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..pixels {
-        let n = if min == 0 && rng.below(5) == 0 {
-            0
-        } else {
-            min + rng.below((max - min) as usize + 1) as u32
-        };
-        counts.push(n);
-        let mut zs: Vec<f32> = (0..n).map(|_| rng.below(50) as f32).collect();
-        zs.sort_by(f32::total_cmp);
-        for z in zs {
-            let index = keys.len() as u32;
-            keys.push(Fragment {
-                z,
-                zback: z,
-                input: 0,
-                index,
-            });
-            values.extend([index as f32, z, rng.below(100) as f32]);
-        }
+    let lists = sorted_lists(pixels, min, max, 50, &mut rng);
+    let counts = lists.iter().map(|zs| zs.len() as u32).collect();
+    let (mut keys, mut values) = (Vec::new(), Vec::new());
+    for &z in lists.iter().flatten() {
+        let index = keys.len() as u32;
+        keys.push(Fragment {
+            z,
+            zback: z,
+            input: 0,
+            index,
+        });
+        values.extend([index as f32, z, rng.below(100) as f32]);
     }
     (counts, keys, values)
 }

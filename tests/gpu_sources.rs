@@ -16,7 +16,7 @@ use deepmerge::deep::Bounds;
 use deepmerge::gpu::resident::{build_image, pack_sources, DeepReadback, GpuImage};
 use deepmerge::gpu::{GlContext, GlOptions};
 use deepmerge::vocab::{Fragment, Layout, PixelOrder, SourcePacking, GROUP_SIZE};
-use gpu_common::{assert_gl_matches_reference, test_rng, with_gl, Stages, Synth};
+use gpu_common::{assert_gl_matches_reference, sorted_lists, test_rng, with_gl, Stages, Synth};
 
 const STRIDE: usize = 2;
 
@@ -24,27 +24,19 @@ const STRIDE: usize = 2;
 /// stream whose samples come from `inputs` inputs, each numbered in its own sequence.
 fn stream(pixels: usize, min: u32, max: u32, inputs: u32, seed: u64) -> (Vec<u32>, Vec<Fragment>) {
     let mut rng = test_rng(seed);
+    let lists = sorted_lists(pixels, min, max, 40, &mut rng);
+    let counts = lists.iter().map(|zs| zs.len() as u32).collect();
     let mut next_index = vec![0u32; inputs as usize];
-    let (mut counts, mut keys) = (Vec::new(), Vec::new());
-    for _ in 0..pixels {
-        let n = if min == 0 && rng.below(5) == 0 {
-            0
-        } else {
-            min + rng.below((max - min) as usize + 1) as u32
-        };
-        counts.push(n);
-        let mut zs: Vec<f32> = (0..n).map(|_| rng.below(40) as f32).collect();
-        zs.sort_by(f32::total_cmp);
-        for z in zs {
-            let input = rng.below(inputs as usize) as u32;
-            keys.push(Fragment {
-                z,
-                zback: z,
-                input,
-                index: next_index[input as usize],
-            });
-            next_index[input as usize] += 1;
-        }
+    let mut keys = Vec::new();
+    for &z in lists.iter().flatten() {
+        let input = rng.below(inputs as usize) as u32;
+        keys.push(Fragment {
+            z,
+            zback: z,
+            input,
+            index: next_index[input as usize],
+        });
+        next_index[input as usize] += 1;
     }
     (counts, keys)
 }
@@ -135,6 +127,22 @@ fn the_gpu_packs_sources_as_its_twin_and_in_the_images_order() {
     });
 }
 
+/// The inconsistencies the GPU stage and its twin count in `image` once `corrupt` has written
+/// into it (after the build, as strict mode asks the host to wait for).
+fn bad_after_corruption(
+    ctx: &GlContext,
+    image: &GpuImage,
+    packing: SourcePacking,
+    corrupt: impl FnOnce(&GpuImage),
+) -> (u32, u32) {
+    ctx.finish();
+    corrupt(image);
+    let corrupted = image.read_back(false).expect("the image reads back");
+    let (_, gpu_bad) = gpu_pack(ctx, image, packing);
+    let (_, twin_bad) = pack_sources_twin(&corrupted, packing);
+    (gpu_bad, twin_bad)
+}
+
 #[test]
 fn an_inconsistent_list_or_group_minimum_is_counted_on_both() {
     with_gl(|ctx| {
@@ -149,25 +157,19 @@ fn an_inconsistent_list_or_group_minimum_is_counted_on_both() {
             .position(|&n| n >= 2)
             .expect("a pixel of 2 samples");
         let first = built.head[long] as usize;
-        // The host writes the image the build wrote: wait for it, as strict mode asks.
-        ctx.finish();
-        image.aux2.write_range(first, &[0u32]);
-        let corrupt = image.read_back(false).expect("the image reads back");
-        let (_, gpu_bad) = gpu_pack(ctx, &image, packing);
-        let (_, twin_bad) = pack_sources_twin(&corrupt, packing);
-        assert_eq!((gpu_bad, twin_bad), (1, 1), "a list cut short");
+        let bad = bad_after_corruption(ctx, &image, packing, |image| {
+            image.aux2.write_range(first, &[0u32])
+        });
+        assert_eq!(bad, (1, 1), "a list cut short");
         // A group minimum past its pixels' counts.
         for layout in [Layout::Interleaved, Layout::BlockedInterleaved] {
             let image = build(ctx, layout, 4, true, &counts, &keys);
-            ctx.finish();
-            image.aux1.write_range(1, &[7u32]);
-            let corrupt = image.read_back(false).expect("the image reads back");
-            let (_, gpu_bad) = gpu_pack(ctx, &image, packing);
-            let (_, twin_bad) = pack_sources_twin(&corrupt, packing);
-            assert_eq!(gpu_bad, twin_bad, "{}", layout.name());
+            let bad = bad_after_corruption(ctx, &image, packing, |image| {
+                image.aux1.write_range(1, &[7u32])
+            });
             assert_eq!(
-                gpu_bad,
-                GROUP_SIZE,
+                bad,
+                (GROUP_SIZE, GROUP_SIZE),
                 "{}: every pixel of group 1",
                 layout.name()
             );
@@ -180,12 +182,10 @@ fn an_inconsistent_list_or_group_minimum_is_counted_on_both() {
         assert!(empty > 0, "group 1 has an empty pixel");
         for layout in [Layout::Interleaved, Layout::BlockedInterleaved] {
             let image = build(ctx, layout, 4, true, &counts, &keys);
-            ctx.finish();
-            image.aux1.write_range(1, &[1u32]);
-            let corrupt = image.read_back(false).expect("the image reads back");
-            let (_, gpu_bad) = gpu_pack(ctx, &image, packing);
-            let (_, twin_bad) = pack_sources_twin(&corrupt, packing);
-            assert_eq!((gpu_bad, twin_bad), (empty, empty), "{}", layout.name());
+            let bad = bad_after_corruption(ctx, &image, packing, |image| {
+                image.aux1.write_range(1, &[1u32])
+            });
+            assert_eq!(bad, (empty, empty), "{}", layout.name());
         }
     });
 }

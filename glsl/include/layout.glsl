@@ -7,6 +7,23 @@ uint SRC_count(uint p) {
     return SRC_offsets[p + 1u] - SRC_offsets[p];
 }
 
+// The pixel holding position s of the image's samples in pixel order (sample i of pixel p at
+// offsets[p] + i, s below the total): the last p with offsets[p] <= s, as empty pixels share
+// an offset (twin: vocab::built::pixel_holding). Invariant: offsets[lo] <= s < offsets[hi].
+uint SRC_pixel_holding(uint s) {
+    uint lo = 0u;
+    uint hi = SRC_PIXELS;
+    while (hi - lo > 1u) {
+        uint mid = lo + (hi - lo) / 2u;
+        if (SRC_offsets[mid] <= s) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
 uint SRC_address(uint p, uint i) {
 #if SRC_LAYOUT == LAYOUT_LA
     return SRC_offsets[p] + i;

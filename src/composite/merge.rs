@@ -444,11 +444,10 @@ fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {
     );
 
     let counts: Vec<u32> = rows.iter().flat_map(|r| r.counts.iter().copied()).collect();
-    let total: usize = counts.iter().map(|&c| c as usize).sum();
     let planes: Vec<Plane> = plan
         .deep_channels
         .par_iter()
-        .map(|channel| build_plane(plan, channel, &rows, total))
+        .map(|channel| build_plane(plan, channel, &rows))
         .collect();
     plan.merged_image(&counts, planes, tidy)
 }
@@ -469,7 +468,7 @@ const PLANE_PIECE_ROWS: usize = 16;
 /// [`PLANE_PIECE_ROWS`] rows are gathered in parallel and joined in order: one task per
 /// channel alone left the cores idle while the widest channels finished (the deep merge's
 /// serial tail; issue 25 item 6).
-fn build_plane(plan: &MergePlan, channel: &Channel, rows: &[DeepRow], total: usize) -> Plane {
+fn build_plane(plan: &MergePlan, channel: &Channel, rows: &[DeepRow]) -> Plane {
     let sources = plan.channel_sources(channel);
     let pieces: Vec<Plane> = rows
         .par_chunks(PLANE_PIECE_ROWS)
@@ -484,11 +483,7 @@ fn build_plane(plan: &MergePlan, channel: &Channel, rows: &[DeepRow], total: usi
             piece
         })
         .collect();
-    let mut plane = Plane::with_capacity(channel.sample_type, total);
-    for piece in &pieces {
-        plane.append(piece);
-    }
-    plane
+    Plane::concat(channel.sample_type, &pieces)
 }
 
 /// Where one deep output channel's values come from.

@@ -27,7 +27,7 @@ pub fn relayout(image: &BuiltImage, layout: Layout, block_size: u32) -> BuiltIma
     let mut slots = vec![Default::default(); samples];
     let mut values = vec![0.0f32; samples * columns];
     for s in 0..samples as u32 {
-        let p = image.offsets[..pixels].partition_point(|&o| o <= s) - 1;
+        let p = image.pixel_holding(s);
         let i = s - image.offsets[p];
         let from = address(
             image.layout,

@@ -46,7 +46,7 @@ pub fn pack_sources(image: &BuiltImage, packing: SourcePacking) -> (Vec<u32>, u3
         bad += (0..pixels).filter(|&p| min_count_past(p)).count() as u32;
         // One position at a time, as the stage's invocations.
         for s in 0..samples as u32 {
-            let p = image.offsets[..pixels].partition_point(|&o| o <= s) - 1;
+            let p = image.pixel_holding(s);
             let i = s - image.offsets[p];
             if min_count_past(p) {
                 continue;

@@ -182,6 +182,16 @@ impl Plane {
         self.append_range(tail, 0..tail.len());
     }
 
+    /// `pieces` (planes of type `sample_type`) joined in order into one plane: pieces of an
+    /// output plane gathered in parallel.
+    pub fn concat(sample_type: SampleType, pieces: &[Plane]) -> Plane {
+        let mut plane = Plane::with_capacity(sample_type, pieces.iter().map(Plane::len).sum());
+        for piece in pieces {
+            plane.append(piece);
+        }
+        plane
+    }
+
     /// Append the values `range` of `from`, which has this plane's type (rows of a decoded
     /// block copied into a band).
     pub fn append_range(&mut self, from: &Plane, range: std::ops::Range<usize>) {

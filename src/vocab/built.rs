@@ -41,6 +41,13 @@ impl BuiltImage {
         self.offsets[p + 1] - self.offsets[p]
     }
 
+    /// The pixel holding position `s` of the samples in pixel order (sample i of pixel p at
+    /// `offsets[p] + i`, `s` below the total): the last p whose offset is at most `s`, as empty
+    /// pixels share an offset (twin of `layout.glsl`'s `pixel_holding`).
+    pub fn pixel_holding(&self, s: u32) -> usize {
+        self.offsets[..self.pixel_count()].partition_point(|&o| o <= s) - 1
+    }
+
     /// Slots of pixel p's samples, front to back.
     pub fn pixel_slots(&self, p: usize) -> Vec<u32> {
         match self.layout {
@@ -124,9 +131,7 @@ impl BuiltImage {
     /// fault gives an error, not a panic or an endless walk.
     pub fn check(&self) -> Result<(), String> {
         let pixels = self.pixel_count();
-        if self.offsets.len() != pixels + 1 || self.offsets.windows(2).any(|w| w[0] > w[1]) {
-            return Err("its offsets do not grow".into());
-        }
+        check_offsets(&self.offsets, pixels)?;
         let total = self.offsets[pixels] as usize;
         let slots = total + usize::from(self.layout.links_lists());
         if self.slots.len() < slots {
@@ -182,6 +187,16 @@ impl BuiltImage {
         )
         .expect("array layout")
     }
+}
+
+/// Whether `offsets` are the exclusive scan of `pixels` counts: `pixels + 1` of them, only
+/// growing (the first part of [`BuiltImage::check`], and all a readback of packed sources has
+/// to check on the host).
+pub fn check_offsets(offsets: &[u32], pixels: usize) -> Result<(), String> {
+    if offsets.len() != pixels + 1 || offsets.windows(2).any(|w| w[0] > w[1]) {
+        return Err("its offsets do not grow".into());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

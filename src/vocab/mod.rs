@@ -21,7 +21,7 @@ pub mod sample;
 mod staged;
 mod stages;
 
-pub use built::BuiltImage;
+pub use built::{check_offsets, BuiltImage};
 pub use layout::{glsl_defines, Layout, GROUP_SIZE};
 pub use merge_choices::{
     kway_stride, LongLists, MergeMethod, MergeStrategy, PixelOrder, RbmBlocks, MAX_BLOCK_SIZE,

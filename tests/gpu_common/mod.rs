@@ -39,6 +39,29 @@ pub fn test_rng(seed: u64) -> SceneRng {
     SceneRng::new(seed, "tests")
 }
 
+/// Per pixel, a sorted list of depths (whole numbers below `depths`): `min..=max` of them, and
+/// with `min` 0 a fifth of the pixels empty. The lists the layout stages' tests build from.
+pub fn sorted_lists(
+    pixels: usize,
+    min: u32,
+    max: u32,
+    depths: usize,
+    rng: &mut SceneRng,
+) -> Vec<Vec<f32>> {
+    (0..pixels)
+        .map(|_| {
+            let n = if min == 0 && rng.below(5) == 0 {
+                0
+            } else {
+                min + rng.below((max - min) as usize + 1) as u32
+            };
+            let mut zs: Vec<f32> = (0..n).map(|_| rng.below(depths) as f32).collect();
+            zs.sort_by(f32::total_cmp);
+            zs
+        })
+        .collect()
+}
+
 /// What a synthetic image looks like.
 #[derive(Clone, Copy)]
 pub struct Synth {

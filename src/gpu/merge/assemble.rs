@@ -5,10 +5,13 @@
 
 use super::super::stats::GpuStats;
 use crate::composite::tidy::needs_deep_tidy;
-use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind, PixelSamples};
+use crate::composite::{
+    ChannelSources, MergeOptions, MergeOutput, MergePlan, OutputKind, PixelSamples,
+};
 use crate::deep::{DeepImage, FlatImage, Plane};
 use crate::vocab::{depth_less, Fragment, Sample};
 use rayon::prelude::*;
+use std::ops::Range;
 
 /// Samples one task copies into a piece of a deep output plane.
 const PLANE_PIECE_SAMPLES: usize = 1 << 16;
@@ -171,70 +174,61 @@ impl Accumulated {
             self.tidy_lists(plan, tidy, stats, &mut counts, &mut samples, &mut tidied);
             (counts, samples)
         };
-        // Channels, and pieces of each, in parallel: a plane a task left the other cores idle
-        // (the host's serial tail of a deep GL merge). `tidied` is in position order.
-        let planes = plan
-            .deep_channels
-            .par_iter()
-            .map(|channel| {
-                let sources = plan.channel_sources(channel);
-                let pieces: Vec<Plane> = (0..samples.len().div_ceil(PLANE_PIECE_SAMPLES))
-                    .into_par_iter()
-                    .map(|piece| {
-                        let first = piece * PLANE_PIECE_SAMPLES;
-                        let end = (first + PLANE_PIECE_SAMPLES).min(samples.len());
-                        let mut plane = Plane::with_capacity(channel.sample_type, end - first);
-                        let from = tidied.partition_point(|(at, _)| *at < first);
-                        let mut next_tidied = tidied[from..].iter().peekable();
-                        for (position, sample) in samples[first..end].iter().enumerate() {
-                            let values = match next_tidied.peek() {
-                                Some((at, values)) if *at == first + position => {
-                                    next_tidied.next();
-                                    Some(values.as_slice())
-                                }
-                                _ => None,
-                            };
-                            plan.push_value(&mut plane, &sources, sample, values);
-                        }
-                        plane
-                    })
-                    .collect();
-                let mut plane = Plane::with_capacity(channel.sample_type, samples.len());
-                for piece in &pieces {
-                    plane.append(piece);
-                }
-                plane
-            })
-            .collect();
+        // `tidied` is in position order: each piece finds its first.
+        let planes = assemble_planes(plan, samples.len(), |plane, sources, range| {
+            let first = range.start;
+            let from = tidied.partition_point(|(at, _)| *at < first);
+            let mut next_tidied = tidied[from..].iter().peekable();
+            for (position, sample) in samples[range].iter().enumerate() {
+                let values = match next_tidied.peek() {
+                    Some((at, values)) if *at == first + position => {
+                        next_tidied.next();
+                        Some(values.as_slice())
+                    }
+                    _ => None,
+                };
+                plan.push_value(plane, sources, sample, values);
+            }
+        });
         plan.merged_image(&counts, planes, tidy)
     }
 
     /// The merged deep image from each sample's source alone: every channel copied from the
-    /// input sample it names, in pieces in parallel as [`Self::assemble_deep`] does.
+    /// input sample it names.
     fn assemble_deep_by_sources(self, plan: &MergePlan) -> DeepImage {
         let sources = &self.deep_sources;
-        let planes = plan
-            .deep_channels
-            .par_iter()
-            .map(|channel| {
-                let from = plan.channel_sources(channel);
-                let pieces: Vec<Plane> = sources
-                    .par_chunks(PLANE_PIECE_SAMPLES)
-                    .map(|piece| {
-                        let mut plane = Plane::with_capacity(channel.sample_type, piece.len());
-                        for &(input, index) in piece {
-                            plan.push_source(&mut plane, &from, input, index as u64);
-                        }
-                        plane
-                    })
-                    .collect();
-                let mut plane = Plane::with_capacity(channel.sample_type, sources.len());
-                for piece in &pieces {
-                    plane.append(piece);
-                }
-                plane
-            })
-            .collect();
+        let planes = assemble_planes(plan, sources.len(), |plane, from, range| {
+            for &(input, index) in &sources[range] {
+                plan.push_source(plane, from, input, index as u64);
+            }
+        });
         plan.merged_image(&self.deep_counts, planes, false)
     }
+}
+
+/// `plan`'s deep output channels over `samples` positions, channels and pieces of each in
+/// parallel (a plane a task left the other cores idle: the host's serial tail of a deep GL
+/// merge): `fill(plane, sources, range)` appends the values of the positions in `range`.
+fn assemble_planes(
+    plan: &MergePlan,
+    samples: usize,
+    fill: impl Fn(&mut Plane, &ChannelSources, Range<usize>) + Sync,
+) -> Vec<Plane> {
+    plan.deep_channels
+        .par_iter()
+        .map(|channel| {
+            let sources = plan.channel_sources(channel);
+            let pieces: Vec<Plane> = (0..samples.div_ceil(PLANE_PIECE_SAMPLES))
+                .into_par_iter()
+                .map(|piece| {
+                    let first = piece * PLANE_PIECE_SAMPLES;
+                    let end = (first + PLANE_PIECE_SAMPLES).min(samples);
+                    let mut plane = Plane::with_capacity(channel.sample_type, end - first);
+                    fill(&mut plane, &sources, first..end);
+                    plane
+                })
+                .collect();
+            Plane::concat(channel.sample_type, &pieces)
+        })
+        .collect()
 }

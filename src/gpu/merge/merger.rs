@@ -24,7 +24,7 @@ use crate::gpu::resident::{
 };
 use crate::gpu::stats::{BufferBytes, GpuStats};
 use crate::gpu::{tidy, GlContext, GlOptions, GpuBuffer};
-use crate::vocab::{Layout, MergeStrategy, SourcePacking, MAX_KWAY_INPUTS};
+use crate::vocab::{check_offsets, Layout, MergeStrategy, SourcePacking, MAX_KWAY_INPUTS};
 
 /// What is resident after the merges: the flat composite or the merged deep image (with, when
 /// the GPU tidied it, per pixel 1 where the walk made new values).
@@ -701,6 +701,15 @@ impl ReadbackTail<'_> {
     }
 }
 
+/// The error for a merged image read back from `ctx` that is not consistent (`why`): a driver
+/// or synchronisation fault, never a panic or an endless walk.
+fn inconsistent_image(ctx: &GlContext, why: String) -> Error {
+    Error::Gl(format!(
+        "the GPU returned an inconsistent merged image ({why}) on {}; `deepmerge gpu-info --verify` checks this device",
+        ctx.info().renderer
+    ))
+}
+
 /// Wait for the readbacks of `band` ([`GpuMerger::start_readback`]) and put it into `out`.
 fn finish_band_readback(
     ctx: &GlContext,
@@ -732,12 +741,7 @@ fn finish_band_readback(
                 Some(m) => ctx.finish_read(m)?,
                 None => Vec::new(),
             };
-            built.check().map_err(|why| {
-                Error::Gl(format!(
-                    "the GPU returned an inconsistent merged image ({why}) on {}; `deepmerge gpu-info --verify` checks this device",
-                    ctx.info().renderer
-                ))
-            })?;
+            built.check().map_err(|why| inconsistent_image(ctx, why))?;
             let inverse = band.inverse_perm();
             out.deep_samples.reserve(built.offsets[pixels] as usize);
             out.deep_counts.reserve(pixels);
@@ -766,24 +770,14 @@ fn finish_band_readback(
             let bad: Vec<u32> = ctx.finish_read(bad)?;
             let offsets: Vec<u32> = ctx.finish_read(offsets)?;
             let words = packing.words();
-            let inconsistent = |why: String| {
-                Error::Gl(format!(
-                    "the GPU returned an inconsistent merged image ({why}) on {}; `deepmerge gpu-info --verify` checks this device",
-                    ctx.info().renderer
-                ))
-            };
             if bad[0] != 0 {
-                return Err(inconsistent(format!(
-                    "{} pixels' lists disagree with their counts",
-                    bad[0]
-                )));
+                let why = format!("{} pixels' lists disagree with their counts", bad[0]);
+                return Err(inconsistent_image(ctx, why));
             }
-            if offsets.len() != pixels + 1 || offsets.windows(2).any(|w| w[0] > w[1]) {
-                return Err(inconsistent("its offsets do not grow".into()));
-            }
+            check_offsets(&offsets, pixels).map_err(|why| inconsistent_image(ctx, why))?;
             let sources: Vec<u32> = ctx.finish_read(sources)?;
             if sources.len() != offsets[pixels] as usize * words {
-                return Err(inconsistent("its sources are short".into()));
+                return Err(inconsistent_image(ctx, "its sources are short".into()));
             }
             out.deep_sources.reserve(offsets[pixels] as usize);
             out.deep_counts.reserve(pixels);

@@ -84,7 +84,7 @@ macro_rules! glsl {
 pub const GLSL_FILES: &[GlslFile] = glsl! {
     "common.glsl" in "include" => "", "", defines::included;
     "fragment.glsl" in "include" => "", "vocab::sample::depth_less", defines::included;
-    "layout.glsl" in "include" => "", "vocab::layout::address", defines::included;
+    "layout.glsl" in "include" => "", "vocab::layout::address, vocab::built::pixel_holding", defines::included;
     "over.glsl" in "include" => "", "composite::flatten::flatten_pixel", defines::included;
     "flat_walk.glsl" in "include" => "", "composite::tidy::needs_tidy", defines::included;
     "volume_split.glsl" in "include" => "", "cpu::tidy::split_alpha, cpu::tidy::piece_fraction", defines::included;
