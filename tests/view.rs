@@ -56,46 +56,37 @@ fn require(tool: &str, probe: &[&str]) {
     );
 }
 
-/// A virtual X server on a free display, killed on drop.
+/// A virtual X server on a free display, stopped on drop.
 struct Xvfb {
     child: Child,
     display: String,
 }
 
 impl Xvfb {
+    /// The server picks its own free display (`-displayfd`) and says which once it accepts
+    /// connections. Its own lock check clears the stale locks a killed server leaves behind,
+    /// where probing for lock files would give up on a machine that has gathered many.
     fn start() -> Xvfb {
         require("Xvfb", &["-help"]);
-        let base = 90 + std::process::id() % 400;
-        for n in base..base + 50 {
-            if Path::new(&format!("/tmp/.X11-unix/X{n}")).exists()
-                || Path::new(&format!("/tmp/.X{n}-lock")).exists()
-            {
-                continue;
-            }
-            let child = Command::new("Xvfb")
-                .arg(format!(":{n}"))
-                .args(["-screen", "0", "1600x1000x24", "-nolisten", "tcp"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot start Xvfb ({e}): {PACKAGES}"));
-            let mut server = Xvfb {
-                child,
-                display: format!(":{n}"),
-            };
-            let start = Instant::now();
-            while start.elapsed() < Duration::from_secs(20) {
-                if Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() {
-                    return server;
-                }
-                if let Ok(Some(_)) = server.child.try_wait() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            let _ = server.child.kill();
+        let mut child = Command::new("Xvfb")
+            .args(["-displayfd", "1"])
+            .args(["-screen", "0", "1600x1000x24", "-nolisten", "tcp"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start Xvfb ({e}): {PACKAGES}"));
+        let mut line = String::new();
+        // Xvfb writes the number when it is ready, or exits (end of file) when it cannot start.
+        let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+        let Ok(n) = line.trim().parse::<u32>() else {
+            let _ = child.kill();
+            let status = child.wait();
+            panic!("no Xvfb display could be started ({status:?}, said {line:?})");
+        };
+        Xvfb {
+            child,
+            display: format!(":{n}"),
         }
-        panic!("no Xvfb display could be started");
     }
 
     fn command(&self, program: &str) -> Command {
@@ -120,7 +111,17 @@ impl Xvfb {
 }
 
 impl Drop for Xvfb {
+    /// SIGTERM first, so the server removes its lock and socket; SIGKILL if it lingers.
     fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid, which `wait` has not reaped yet.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -139,6 +140,7 @@ fn collect(stream: impl std::io::Read + Send + 'static) -> Arc<Mutex<Vec<String>
     let sink = lines.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stream).lines().map_while(|l| l.ok()) {
+            std::thread::sleep(Duration::from_millis(100));
             sink.lock().unwrap().push(line);
         }
     });
@@ -223,6 +225,36 @@ impl Viewer {
 
     fn wait_for(&mut self, accept: impl Fn(&str) -> bool) -> String {
         self.wait_for_after(0, accept).1
+    }
+
+    /// The viewer's stdout so far, once `accept` takes it or the patience runs out.
+    fn stdout_once(&self, accept: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let text = self.stdout.lock().unwrap().join("\n");
+            if accept(&text) || start.elapsed() >= PATIENCE {
+                return text;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The last stderr line after `from` that `accept`s, once no line has come for half a
+    /// second (for input the X server may deliver as several events, each drawing a frame).
+    fn last_after_quiet(&self, from: usize, accept: impl Fn(&str) -> bool) -> String {
+        let quiet = Duration::from_millis(500);
+        let mut seen = self.lines_seen();
+        let mut since = Instant::now();
+        while since.elapsed() < quiet {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = self.lines_seen();
+            if now != seen {
+                (seen, since) = (now, Instant::now());
+            }
+        }
+        let lines = self.stderr.lock().unwrap();
+        let found = lines.iter().skip(from).rev().find(|l| accept(l));
+        found.cloned().expect("a line that the caller has seen")
     }
 
     fn lines_seen(&self) -> usize {
@@ -451,7 +483,6 @@ fn the_window_draws_what_the_merge_computes() {
     let from = viewer.lines_seen();
     x.run("xdotool", &["key", "t"]);
     viewer.wait_for_after(from, |l| l.starts_with("deepmerge view: copied"));
-    let copied = viewer.stdout.lock().unwrap().join("\n");
     let info = Command::new(binary())
         .arg("info")
         .args(&files)
@@ -464,23 +495,30 @@ fn the_window_draws_what_the_merge_computes() {
         String::from_utf8_lossy(&info.stderr)
     );
     let info = String::from_utf8(info.stdout).unwrap();
-    for section in info.split("\n\n") {
-        // `info` adds a line saying why a part has no samples at a pixel outside its data
-        // window; the viewer's table has no such line (its window shows the data windows).
-        let section: String = section
-            .lines()
-            .filter(|l| !l.contains("is outside this part's data window"))
-            .map(|l| format!("{l}\n"))
-            .collect();
+    // `info` adds a line saying why a part has no samples at a pixel outside its data
+    // window; the viewer's table has no such line (its window shows the data windows).
+    let mut wanted: Vec<String> = info
+        .split("\n\n")
+        .map(|section| {
+            section
+                .lines()
+                .filter(|l| !l.contains("is outside this part's data window"))
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+                .trim_end()
+                .to_string()
+        })
+        .collect();
+    wanted.push(format!("pixel ({}, {}) of merged", target.0, target.1));
+    // The table goes to stdout before the "copied" line goes to stderr, but the two pipes are
+    // read by separate threads: wait for stdout to hold it all rather than race its reader.
+    let copied = viewer.stdout_once(|copied| wanted.iter().all(|w| copied.contains(w.as_str())));
+    for section in &wanted {
         assert!(
-            copied.contains(section.trim_end()),
+            copied.contains(section.as_str()),
             "info's section\n{section}\nis not in the viewer's table\n{copied}"
         );
     }
-    assert!(
-        copied.contains(&format!("pixel ({}, {}) of merged", target.0, target.1)),
-        "{copied}"
-    );
 
     // The heatmap: the paper's bins of the samples each pixel holds.
     viewer.key(&x, "h", |l| l.contains("view heatmap"));
@@ -579,11 +617,13 @@ fn the_window_draws_what_the_merge_computes() {
             "4",
         ],
     );
-    // One notch is a factor 1.25; an X server may deliver a click as more than one notch.
+    // One notch is a factor 1.25; an X server may deliver a click as more than one notch, a
+    // frame each, so the zoom is read from the last frame once the window has gone quiet.
     let fitted = camera;
-    let (_, line) = viewer.wait_for_after(from, |l| {
+    viewer.wait_for_after(from, |l| {
         l.starts_with("deepmerge view: drawn") && !l.contains(&format!("zoom {} ", fitted.zoom))
     });
+    let line = viewer.last_after_quiet(from, |l| l.starts_with("deepmerge view: drawn"));
     let zoom: f64 = parse_after(&line, "zoom ").parse().unwrap();
     let notches = (zoom / fitted.zoom).ln() / 1.25f64.ln();
     assert!(
