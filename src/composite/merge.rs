@@ -25,7 +25,7 @@ use super::pixel::{CompositeChannels, PixelSamples};
 use super::tidy::{has_coincident_points, needs_tidy, tidy_deep_pixel};
 use super::views::{InputViews, Values};
 use crate::deep::{
-    Bounds, Channel, ChannelRole, DeepImage, DeepState, FlatImage, Plane, SampleType,
+    Bounds, Channel, ChannelRole, DeepImage, DeepState, FlatImage, Plane, PlaneValue, SampleType,
 };
 use crate::error::{Error, Result};
 use crate::vocab::{depth_key, MergeStrategy, Sample};
@@ -431,13 +431,12 @@ fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {
                 plan.tidy_samples(samples, pixel);
                 out.counts.push(pixel.len() as u32);
                 for s in 0..pixel.len() {
+                    out.tidied.push((out.samples.len(), pixel.row(s).to_vec()));
                     out.samples.push(pixel.samples[s]);
-                    out.tidied.push(Some(pixel.row(s).to_vec()));
                 }
             } else {
                 out.counts.push(samples.len() as u32);
                 out.samples.extend_from_slice(samples);
-                out.tidied.extend(std::iter::repeat_n(None, samples.len()));
             }
         },
         add_empty,
@@ -453,11 +452,12 @@ fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {
 }
 
 /// One row of a deep merge: per-pixel counts, the samples in merge order, and for samples that
-/// tidying split or merged, their new composited values.
+/// tidying split or merged, their position in `samples` and new composited values (in position
+/// order; none at all unless the merge tidies).
 struct DeepRow {
     counts: Vec<u32>,
     samples: Vec<Sample>,
-    tidied: Vec<Option<Vec<f32>>>,
+    tidied: Vec<(usize, Vec<f32>)>,
 }
 
 /// Rows of a deep merge whose values one task gathers into a piece of an output plane.
@@ -476,8 +476,16 @@ fn build_plane(plan: &MergePlan, channel: &Channel, rows: &[DeepRow]) -> Plane {
             let n = chunk.iter().map(|r| r.samples.len()).sum();
             let mut piece = Plane::with_capacity(channel.sample_type, n);
             for row in chunk {
-                for (sample, tidied) in row.samples.iter().zip(&row.tidied) {
-                    plan.push_value(&mut piece, &sources, sample, tidied.as_deref());
+                if row.tidied.is_empty() {
+                    let keys = row.samples.iter().map(|s| (s.input, s.index));
+                    plan.gather_sources(&mut piece, &sources, keys);
+                    continue;
+                }
+                let mut tidied = row.tidied.iter().peekable();
+                for (position, sample) in row.samples.iter().enumerate() {
+                    let values = tidied.next_if(|(at, _)| *at == position);
+                    let values = values.map(|(_, values)| values.as_slice());
+                    plan.push_value(&mut piece, &sources, sample, values);
                 }
             }
             piece
@@ -555,6 +563,55 @@ impl MergePlan<'_> {
         match sources.inputs[input as usize] {
             Some(c) => plane.push_from(&self.inputs[input as usize].planes[c], index as usize),
             None => plane.push_zero(),
+        }
+    }
+
+    /// [`MergePlan::push_source`] for each (input, index) of `keys` in turn. Where every input
+    /// holding the channel holds it in the output's type (the usual case), the planes are
+    /// taken typed once and each value is one indexed copy; the match per value of
+    /// `push_source` was the largest part of a deep merge outside the codecs.
+    pub fn gather_sources(
+        &self,
+        plane: &mut Plane,
+        sources: &ChannelSources,
+        keys: impl Iterator<Item = (u32, u64)>,
+    ) {
+        match plane.sample_type() {
+            SampleType::U32 => self.gather_typed::<u32>(plane, sources, keys),
+            SampleType::F16 => self.gather_typed::<half::f16>(plane, sources, keys),
+            SampleType::F32 => self.gather_typed::<f32>(plane, sources, keys),
+        }
+    }
+
+    fn gather_typed<T: PlaneValue>(
+        &self,
+        plane: &mut Plane,
+        sources: &ChannelSources,
+        keys: impl Iterator<Item = (u32, u64)>,
+    ) {
+        // Per input, its plane of this channel when typed as the output (None inside: the
+        // input lacks the channel); None outside when some input needs converting.
+        let typed: Option<Vec<Option<&[T]>>> = sources
+            .inputs
+            .iter()
+            .zip(&self.inputs)
+            .map(|(c, input)| match c {
+                Some(c) => T::values(&input.planes[*c]).map(Some),
+                None => Some(None),
+            })
+            .collect();
+        match (typed, T::values_mut(plane)) {
+            (Some(typed), Some(out)) => {
+                out.extend(keys.map(|(input, index)| match typed[input as usize] {
+                    Some(values) => values[index as usize],
+                    None => T::ZERO,
+                }))
+            }
+            _ => {
+                for (input, index) in keys {
+                    self.push_source(plane, sources, input, index);
+                }
+            }
         }
     }
 }

@@ -114,6 +114,40 @@ impl Channel {
     }
 }
 
+/// A type a [`Plane`] holds: loops over many values take the plane's values once, typed,
+/// instead of matching the plane's type for every value.
+pub trait PlaneValue: Copy + Send + Sync + 'static {
+    /// Zero of this type (a channel an input lacks counts as 0 there).
+    const ZERO: Self;
+    /// `plane`'s values when it holds this type.
+    fn values(plane: &Plane) -> Option<&[Self]>;
+    /// `plane`'s values, to append to, when it holds this type.
+    fn values_mut(plane: &mut Plane) -> Option<&mut Vec<Self>>;
+}
+
+macro_rules! plane_value {
+    ($t:ty, $variant:ident, $zero:expr) => {
+        impl PlaneValue for $t {
+            const ZERO: Self = $zero;
+            fn values(plane: &Plane) -> Option<&[Self]> {
+                match plane {
+                    Plane::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn values_mut(plane: &mut Plane) -> Option<&mut Vec<Self>> {
+                match plane {
+                    Plane::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+plane_value!(u32, U32, 0);
+plane_value!(f16, F16, f16::ZERO);
+plane_value!(f32, F32, 0.0);
+
 /// All values of one channel, sample after sample, in the channel's own type.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Plane {

@@ -11,7 +11,7 @@ mod flat;
 mod state;
 
 pub use bounds::Bounds;
-pub use channel::{Channel, ChannelRole, Plane, SampleType};
+pub use channel::{Channel, ChannelRole, Plane, PlaneValue, SampleType};
 pub use flat::{FlatChannel, FlatImage, FlatValues};
 pub use state::{pixel_state, DeepState};
 

@@ -178,6 +178,10 @@ impl Accumulated {
         let planes = assemble_planes(plan, samples.len(), |plane, sources, range| {
             let first = range.start;
             let from = tidied.partition_point(|(at, _)| *at < first);
+            if tidied.get(from).is_none_or(|(at, _)| *at >= range.end) {
+                let keys = samples[range].iter().map(|s| (s.input, s.index));
+                return plan.gather_sources(plane, sources, keys);
+            }
             let mut next_tidied = tidied[from..].iter().peekable();
             for (position, sample) in samples[range].iter().enumerate() {
                 let values = match next_tidied.peek() {
@@ -198,9 +202,10 @@ impl Accumulated {
     fn assemble_deep_by_sources(self, plan: &MergePlan) -> DeepImage {
         let sources = &self.deep_sources;
         let planes = assemble_planes(plan, sources.len(), |plane, from, range| {
-            for &(input, index) in &sources[range] {
-                plan.push_source(plane, from, input, index as u64);
-            }
+            let keys = sources[range]
+                .iter()
+                .map(|&(input, index)| (input, index as u64));
+            plan.gather_sources(plane, from, keys);
         });
         plan.merged_image(&self.deep_counts, planes, false)
     }
