@@ -67,39 +67,38 @@ impl Progress {
             total: total.max(1),
             state: Mutex::new((0, None)),
         };
-        progress.report(0);
+        progress.report(&mut progress.state.lock().expect("progress lock"), 0);
         progress
     }
 
     /// One more step done.
     pub fn step(&self) {
-        let done = {
-            let mut state = self.state.lock().expect("progress lock");
-            state.0 += 1;
-            state.0
-        };
-        self.report(done);
+        // The count and its line under one lock: counted here and printed after another
+        // thread's later count, a step's line would be dropped as not past the last one.
+        let mut state = self.state.lock().expect("progress lock");
+        state.0 += 1;
+        let done = state.0;
+        self.report(&mut state, done);
     }
 
     /// All steps done (also when some were skipped): the bar finishes, lines end at 100.
     pub fn finish(&self) {
-        self.report(self.total);
+        self.report(&mut self.state.lock().expect("progress lock"), self.total);
         if let Kind::Bar(bar) = &self.kind {
             bar.finish_and_clear();
         }
     }
 
-    fn report(&self, done: u64) {
+    /// Show `done` steps; `state` is held locked, so lines from frame threads come out in order.
+    fn report(&self, state: &mut (u64, Option<u64>), done: u64) {
         match &self.kind {
             Kind::Bar(bar) => bar.set_position(done),
             Kind::Lines(before, after) => {
                 let percent = done.min(self.total) * 100 / self.total;
-                let mut state = self.state.lock().expect("progress lock");
                 if state.1.is_some_and(|last| last >= percent) {
                     return;
                 }
                 state.1 = Some(percent);
-                // Under the lock, so lines from frame threads come out in order.
                 let mut out = std::io::stdout().lock();
                 let _ = writeln!(out, "{before}{percent}{after}");
                 let _ = out.flush();

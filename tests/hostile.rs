@@ -262,7 +262,8 @@ fn a_signal_ignored_by_the_parent_stays_ignored() {
         .arg("trap '' HUP; exec \"$0\" \"$@\"")
         .arg(env!("CARGO_BIN_EXE_deepmerge"))
         .args(big_merge_args(&out))
-        .env(deepmerge::cleanup::PAUSE_AFTER_TEMP_ENV, "1000")
+        // Long enough for this thread's polling to see the temporary file on a loaded machine.
+        .env(deepmerge::cleanup::PAUSE_AFTER_TEMP_ENV, "4000")
         .spawn()
         .unwrap();
     let start = std::time::Instant::now();

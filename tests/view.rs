@@ -140,7 +140,6 @@ fn collect(stream: impl std::io::Read + Send + 'static) -> Arc<Mutex<Vec<String>
     let sink = lines.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stream).lines().map_while(|l| l.ok()) {
-            std::thread::sleep(Duration::from_millis(100));
             sink.lock().unwrap().push(line);
         }
     });
@@ -209,6 +208,14 @@ impl Viewer {
                 }
             }
             if let Ok(Some(status)) = self.child.try_wait() {
+                // Its last lines may still be in the pipe: give the reader a moment, then look
+                // once more before calling the exit a failure.
+                std::thread::sleep(Duration::from_millis(500));
+                let lines = self.stderr.lock().unwrap();
+                if let Some((i, l)) = lines.iter().enumerate().skip(from).find(|(_, l)| accept(l)) {
+                    return (i, l.clone());
+                }
+                drop(lines);
                 panic!(
                     "the viewer exited ({status}); stderr:\n{}",
                     self.stderr.lock().unwrap().join("\n")
@@ -239,10 +246,11 @@ impl Viewer {
         }
     }
 
-    /// The last stderr line after `from` that `accept`s, once no line has come for half a
-    /// second (for input the X server may deliver as several events, each drawing a frame).
+    /// The last stderr line after `from` that `accept`s, once no line has come for 1.5 s (for
+    /// input the X server may deliver as several events, each drawing a frame: tens of
+    /// milliseconds apart on llvmpipe, so 1.5 s leaves room for a loaded machine).
     fn last_after_quiet(&self, from: usize, accept: impl Fn(&str) -> bool) -> String {
-        let quiet = Duration::from_millis(500);
+        let quiet = Duration::from_millis(1500);
         let mut seen = self.lines_seen();
         let mut since = Instant::now();
         while since.elapsed() < quiet {
@@ -686,10 +694,7 @@ fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
         if let Some(status) = child.try_wait().unwrap() {
             return status;
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "the viewer did not close"
-        );
+        assert!(start.elapsed() < PATIENCE, "the viewer did not close");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -736,10 +741,11 @@ fn bad_input_is_one_line_in_the_window_and_on_stderr() {
         .unwrap()
         .iter()
         .any(|l| l.contains("panicked")));
-    // The window says it too: its title, and red text in the image area.
+    // The window says it too: its title, and red text in the image area (the title is set
+    // after the error line is printed: read it once the error is drawn).
+    viewer.wait_for(|l| l.starts_with("deepmerge view: drawn the error"));
     let title = x.run("xdotool", &["getwindowname", &viewer.window]);
     assert!(title.contains("error"), "{title}");
-    viewer.wait_for(|l| l.starts_with("deepmerge view: drawn the error"));
     let shot = viewer.screenshot(&x, None);
     let red = shot
         .2

@@ -128,6 +128,11 @@ fn make_test_venv() -> Result<PathBuf, String> {
                 "install",
                 "-q",
                 "--disable-pip-version-check",
+                // A fresh CI machine fetches from PyPI: ride out a slow or dropped connection.
+                "--retries",
+                "10",
+                "--timeout",
+                "60",
                 "-r",
             ])
             .arg(&requirements),
