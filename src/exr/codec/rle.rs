@@ -20,7 +20,7 @@ pub(super) fn unpack(
     _layout: &BlockLayout,
     what: &str,
 ) -> Result<Vec<u8>> {
-    unpredicted(&rle_decode(packed, expected, what)?, expected, what)
+    unpredicted(&mut rle_decode(packed, expected, what)?, expected, what)
 }
 
 /// OpenEXR's RLE: a signed count byte; negative means that many literal bytes follow,
