@@ -208,8 +208,8 @@ fn undo_predictor_simd(_bytes: &mut [u8]) -> usize {
 }
 
 /// The block from the `bytes` a predictor codec's stage (RLE, zlib) unpacked: refused unless
-/// they are the `expected` size, else [`unpredict_and_deinterleave`]d. `what` names the block
-/// in errors.
+/// they are the `expected` size, else [`unpredict_and_deinterleave`]d. The predictor is undone
+/// in `bytes` itself, which are scratch afterwards. `what` names the block in errors.
 pub(super) fn unpredicted(bytes: &mut [u8], expected: usize, what: &str) -> Result<Vec<u8>> {
     if bytes.len() != expected {
         return Err(Error::format(format!(

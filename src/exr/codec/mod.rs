@@ -421,6 +421,67 @@ mod tests {
         assert!(decompress(Codec::Rle, &[127, 1, 127, 1], 10, &any_layout(), "t").is_err());
     }
 
+    /// Each way a zlib block can be wrong is named: a stream too short, a bad header (check
+    /// bits, window size), bad deflate data, a wrong checksum, and a block that unpacks to
+    /// fewer or more bytes than its chunk says.
+    #[test]
+    fn zlib_errors_name_what_is_wrong() {
+        let raw = sample_bytes();
+        let good = compress(Codec::Zips, &raw, &any_layout());
+        let error = |packed: &[u8], expected: usize| {
+            decompress(Codec::Zips, packed, expected, &any_layout(), "t")
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            error(&good[..5], raw.len()),
+            "t: zlib data is corrupt (too short for a zlib stream)"
+        );
+        let mut check_bits = good.clone();
+        check_bits[1] ^= 1;
+        assert_eq!(
+            error(&check_bits, raw.len()),
+            "t: zlib data is corrupt (bad zlib header)"
+        );
+        // A window of 64 KiB (CINFO 8) with the check bits made right again.
+        let mut window = good.clone();
+        window[0] = 0x88;
+        window[1] = (31 - (0x88u16 << 8) % 31) as u8 % 31;
+        assert_eq!(
+            error(&window, raw.len()),
+            "t: zlib data is corrupt (bad zlib header)"
+        );
+        let mut checksum = good.clone();
+        let last = checksum.len() - 1;
+        checksum[last] ^= 0xff;
+        assert_eq!(
+            error(&checksum, raw.len()),
+            "t: zlib data is corrupt (Adler-32 checksum mismatch)"
+        );
+        // A reserved block type (BTYPE 3) in the first deflate byte.
+        let mut data = good.clone();
+        data[2] |= 0b110;
+        assert_eq!(
+            error(&data, raw.len()),
+            "t: zlib data is corrupt (bad deflate data)"
+        );
+        assert_eq!(
+            error(&good, raw.len() + 1),
+            format!(
+                "t: unpacks to {} bytes, expected {}",
+                raw.len(),
+                raw.len() + 1
+            )
+        );
+        assert_eq!(
+            error(&good, raw.len() - 1),
+            format!(
+                "t: zlib data is corrupt (it unpacks to more than the {} bytes expected)",
+                raw.len() - 1
+            )
+        );
+    }
+
     #[test]
     fn zlib_errors_are_one_line() {
         let mut z = compress(Codec::Zips, &sample_bytes(), &any_layout());

@@ -28,8 +28,10 @@ thread_local! {
     );
 }
 
-/// The largest inflate scratch a thread keeps between blocks (a larger block's is let go).
-const MAX_SCRATCH_BYTES: usize = 64 << 20;
+/// The largest inflate scratch a thread keeps between blocks (a larger block's is let go): a
+/// ZIP block of 16 lines of a 1080p deep render is a few MiB, and a thread's scratch is memory
+/// the budget does not count.
+const MAX_SCRATCH_BYTES: usize = 16 << 20;
 
 thread_local! {
     /// One decompressor per thread, and the scratch it inflates into.
@@ -54,22 +56,18 @@ pub(super) fn unpack(
     INFLATE.with(|state| {
         let (decompressor, scratch) = &mut *state.borrow_mut();
         scratch.resize(expected, 0);
-        let n = match decompressor.zlib_decompress(packed, scratch) {
-            Ok(n) => n,
-            Err(libdeflater::DecompressionError::InsufficientSpace) => {
-                return Err(Error::format(format!(
-                    "{what}: zlib data is corrupt (it unpacks to more than the {expected} bytes \
-                     expected)"
-                )))
-            }
-            Err(libdeflater::DecompressionError::BadData) => {
-                return Err(Error::format(format!(
-                    "{what}: zlib data is corrupt ({})",
-                    what_is_wrong(decompressor, packed, scratch)
-                )))
-            }
+        let block = match decompressor.zlib_decompress(packed, scratch) {
+            Ok(n) => unpredicted(&mut scratch[..n], expected, what),
+            Err(libdeflater::DecompressionError::InsufficientSpace) => Err(Error::format(format!(
+                "{what}: zlib data is corrupt (it unpacks to more than the {expected} bytes \
+                 expected)"
+            ))),
+            Err(libdeflater::DecompressionError::BadData) => Err(Error::format(format!(
+                "{what}: zlib data is corrupt ({})",
+                what_is_wrong(decompressor, packed, scratch)
+            ))),
         };
-        let block = unpredicted(&mut scratch[..n], expected, what);
+        // A rare large block's scratch is let go rather than held by the thread for good.
         if scratch.capacity() > MAX_SCRATCH_BYTES {
             *scratch = Vec::new();
         }
@@ -84,8 +82,13 @@ fn what_is_wrong(
     packed: &[u8],
     scratch: &mut [u8],
 ) -> &'static str {
-    let header_ok = packed.len() >= 6
-        && packed[0] & 0x0f == 8
+    // Two header bytes, at least one of deflate data, four of checksum.
+    if packed.len() < 7 {
+        return "too short for a zlib stream";
+    }
+    // Deflate (8), a window of at most 32 KiB (CINFO <= 7), the check bits, no preset dictionary.
+    let header_ok = packed[0] & 0x0f == 8
+        && packed[0] >> 4 <= 7
         && (u16::from(packed[0]) << 8 | u16::from(packed[1])) % 31 == 0
         && packed[1] & 0x20 == 0;
     if !header_ok {
