@@ -5,6 +5,8 @@
 //! It sits apart from the codec files so that they need only this one and never each other:
 //! the table in `super` is the only place that knows every codec.
 
+use std::mem::MaybeUninit;
+
 use crate::error::{Error, Result};
 
 /// The rows of values a block of a chunk holds: for each line of the block, for each channel in
@@ -152,46 +154,91 @@ fn unpredict_and_deinterleave(split: &mut [u8]) -> Vec<u8> {
     // Written byte by byte below, so not zeroed first (a memset of every decoded byte).
     let mut out = Vec::with_capacity(n);
     let spare = &mut out.spare_capacity_mut()[..n];
-    let done = interleave_pairs_simd(&even[..pairs], odd, spare);
-    for k in done..pairs {
-        spare[2 * k].write(even[k]);
-        spare[2 * k + 1].write(odd[k]);
-    }
+    interleave_planes(&[&even[..pairs], odd], &mut spare[..2 * pairs]);
     if half > pairs {
         spare[2 * pairs].write(even[pairs]);
     }
-    // SAFETY: bytes 0..2 * pairs were written by the SIMD pass and the loop, and the last one
-    // of an odd length after them: all `n`.
+    // SAFETY: bytes 0..2 * pairs were written by `interleave_planes`, and the last one of an
+    // odd length after them: all `n`.
     unsafe { out.set_len(n) };
     out
 }
 
-/// The first pairs of `even` and `odd` (equal lengths) interleaved into `out`, 16 pairs a step
-/// by SSE2 unpacks (every x86-64 has it). Returns how many pairs it did.
+/// Values of `planes.len()` bytes each rebuilt from their byte planes (plane p holds byte p of
+/// every value): `out[v * planes.len() + p] = planes[p][v]`. Every byte of `out`, which is
+/// `planes.len()` times a plane's length, is written. Two and four planes (the predictor's
+/// halves; ZSTD's half and 32-bit values) go 16 values a step by SSE2 unpacks where there is
+/// SSE2; the byte loop they replace was most of what decoding did outside inflating.
+pub(super) fn interleave_planes(planes: &[&[u8]], out: &mut [MaybeUninit<u8>]) {
+    let n = planes.len();
+    let values = planes.first().map_or(0, |p| p.len());
+    assert!(
+        planes.iter().all(|p| p.len() == values) && out.len() == n * values,
+        "byte planes of one length, and room for their values"
+    );
+    let done = match planes {
+        [a, b] => interleave2_simd(a, b, out),
+        [a, b, c, d] => interleave4_simd([a, b, c, d], out),
+        _ => 0,
+    };
+    for v in done..values {
+        for (p, plane) in planes.iter().enumerate() {
+            out[v * n + p].write(plane[v]);
+        }
+    }
+}
+
+/// The first values of [`interleave_planes`] for two planes, 16 a step. Returns how many.
 #[cfg(target_arch = "x86_64")]
-fn interleave_pairs_simd(even: &[u8], odd: &[u8], out: &mut [std::mem::MaybeUninit<u8>]) -> usize {
+fn interleave2_simd(a: &[u8], b: &[u8], out: &mut [MaybeUninit<u8>]) -> usize {
     use std::arch::x86_64::*;
-    let steps = even.len().min(odd.len()).min(out.len() / 2) / 16;
-    // SAFETY: SSE2 is part of x86-64; step j reads even/odd[16j .. 16j + 16] and writes
+    let steps = a.len().min(b.len()).min(out.len() / 2) / 16;
+    // SAFETY: SSE2 is part of x86-64; step j reads a/b[16j .. 16j + 16] and writes
     // out[32j .. 32j + 32], inside the slices (unaligned forms).
     unsafe {
         for j in 0..steps {
-            let e = _mm_loadu_si128(even.as_ptr().add(16 * j) as *const __m128i);
-            let o = _mm_loadu_si128(odd.as_ptr().add(16 * j) as *const __m128i);
+            let x = _mm_loadu_si128(a.as_ptr().add(16 * j) as *const __m128i);
+            let y = _mm_loadu_si128(b.as_ptr().add(16 * j) as *const __m128i);
             let at = out.as_mut_ptr().add(32 * j) as *mut __m128i;
-            _mm_storeu_si128(at, _mm_unpacklo_epi8(e, o));
-            _mm_storeu_si128(at.add(1), _mm_unpackhi_epi8(e, o));
+            _mm_storeu_si128(at, _mm_unpacklo_epi8(x, y));
+            _mm_storeu_si128(at.add(1), _mm_unpackhi_epi8(x, y));
+        }
+    }
+    steps * 16
+}
+
+/// The first values of [`interleave_planes`] for four planes, 16 a step: bytes paired by
+/// 8-bit unpacks, the pairs by 16-bit ones. Returns how many.
+#[cfg(target_arch = "x86_64")]
+fn interleave4_simd(planes: [&[u8]; 4], out: &mut [MaybeUninit<u8>]) -> usize {
+    use std::arch::x86_64::*;
+    let shortest = planes.iter().map(|p| p.len()).min().unwrap_or(0);
+    let steps = shortest.min(out.len() / 4) / 16;
+    // SAFETY: SSE2 is part of x86-64; step j reads each plane's [16j .. 16j + 16] and writes
+    // out[64j .. 64j + 64], inside the slices (unaligned forms).
+    unsafe {
+        for j in 0..steps {
+            let load = |p: &[u8]| _mm_loadu_si128(p.as_ptr().add(16 * j) as *const __m128i);
+            let [p0, p1, p2, p3] = planes.map(load);
+            let (lo01, hi01) = (_mm_unpacklo_epi8(p0, p1), _mm_unpackhi_epi8(p0, p1));
+            let (lo23, hi23) = (_mm_unpacklo_epi8(p2, p3), _mm_unpackhi_epi8(p2, p3));
+            let at = out.as_mut_ptr().add(64 * j) as *mut __m128i;
+            _mm_storeu_si128(at, _mm_unpacklo_epi16(lo01, lo23));
+            _mm_storeu_si128(at.add(1), _mm_unpackhi_epi16(lo01, lo23));
+            _mm_storeu_si128(at.add(2), _mm_unpacklo_epi16(hi01, hi23));
+            _mm_storeu_si128(at.add(3), _mm_unpackhi_epi16(hi01, hi23));
         }
     }
     steps * 16
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn interleave_pairs_simd(
-    _even: &[u8],
-    _odd: &[u8],
-    _out: &mut [std::mem::MaybeUninit<u8>],
-) -> usize {
+fn interleave2_simd(_a: &[u8], _b: &[u8], _out: &mut [MaybeUninit<u8>]) -> usize {
+    0
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn interleave4_simd(_planes: [&[u8]; 4], _out: &mut [MaybeUninit<u8>]) -> usize {
     0
 }
 
@@ -288,6 +335,26 @@ fn undo_predictor(bytes: &mut [u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two and four planes (the SSE2 forms) and three (the byte loop), at lengths about the
+    /// 16-value steps, rebuild the values the planes were cut from.
+    #[test]
+    fn byte_planes_interleave_back_into_their_values() {
+        for n in [1usize, 2, 3, 4] {
+            for values in [0usize, 1, 15, 16, 17, 31, 32, 33, 100] {
+                let raw: Vec<u8> = (0..n * values).map(|i| (i * 29 % 253) as u8).collect();
+                let planes: Vec<Vec<u8>> = (0..n)
+                    .map(|p| raw.iter().skip(p).step_by(n).copied().collect())
+                    .collect();
+                let planes: Vec<&[u8]> = planes.iter().map(Vec::as_slice).collect();
+                let mut out = vec![MaybeUninit::new(0xaau8); raw.len()];
+                interleave_planes(&planes, &mut out);
+                // SAFETY: every element was initialised (0xaa) before the call.
+                let out: Vec<u8> = out.iter().map(|b| unsafe { b.assume_init() }).collect();
+                assert_eq!(out, raw, "{n} planes of {values}");
+            }
+        }
+    }
 
     #[test]
     fn the_fused_passes_equal_the_two_step_reference() {

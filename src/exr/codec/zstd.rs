@@ -24,8 +24,9 @@
 //! rows are the block's lines, so sorting leaves it as it is.
 
 use std::cell::RefCell;
+use std::mem::MaybeUninit;
 
-use super::layout::BlockLayout;
+use super::layout::{interleave_planes, BlockLayout};
 use crate::error::{Error, Result};
 
 /// The frame's magic number, the bytes `zstd-exr` read as a little-endian u64.
@@ -48,7 +49,13 @@ pub const LEVELS: std::ops::RangeInclusive<i32> = 1..=22;
 /// three-byte header and one byte repeated (an RLE block).
 pub(super) const MAX_RATIO: usize = 32 << 10;
 
+/// The largest scratch buffer a thread keeps between blocks (a larger block's is let go).
+const MAX_SCRATCH_BYTES: usize = 16 << 20;
+
 thread_local! {
+    /// This thread's buffers for unpacking a block: the inner stream and the sorted block.
+    static SCRATCH: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+
     /// One zstd context of each kind per thread, made once (as OpenEXR keeps them).
     static CONTEXTS: RefCell<(zstd::zstd_safe::CCtx<'static>, zstd::zstd_safe::DCtx<'static>)> =
         RefCell::new((zstd::zstd_safe::CCtx::create(), zstd::zstd_safe::DCtx::create()));
@@ -210,18 +217,52 @@ pub(super) fn unpack(
             sorted_rows.total
         )));
     }
+    SCRATCH.with(|scratch| {
+        let (inner, sorted) = &mut *scratch.borrow_mut();
+        let out = unpack_into(
+            packed,
+            expected,
+            &sorted_rows,
+            delta,
+            inner,
+            sorted,
+            corrupt,
+        );
+        // A rare large block's scratch is let go rather than held by the thread for good.
+        for buffer in [inner, sorted] {
+            if buffer.capacity() > MAX_SCRATCH_BYTES {
+                *buffer = Vec::new();
+            }
+        }
+        out
+    })
+}
+
+/// [`unpack`] after the frame header: the zstd stream inflated into `inner`, its segments
+/// unshuffled into `sorted` (both this thread's scratch), the rows copied out in block order.
+fn unpack_into(
+    packed: &[u8],
+    expected: usize,
+    sorted_rows: &SortedRows,
+    delta: bool,
+    inner: &mut Vec<u8>,
+    sorted: &mut Vec<u8>,
+    corrupt: impl Fn(String) -> Error,
+) -> Result<Vec<u8>> {
     // The inner stream is the block plus at most two u64 lengths: a frame that would unpack to
     // more is refused by zstd, never allocated.
-    let mut inner = Vec::with_capacity(expected.saturating_add(16));
+    inner.clear();
+    inner.reserve(expected.saturating_add(16));
     CONTEXTS
         .with(|contexts| {
             contexts
                 .borrow_mut()
                 .1
-                .decompress(&mut inner, &packed[FRAME_HEADER_BYTES..])
+                .decompress(inner, &packed[FRAME_HEADER_BYTES..])
         })
         .map_err(|code| corrupt(zstd::zstd_safe::get_error_name(code).to_string()))?;
-    let mut sorted = vec![0u8; expected];
+    // Every byte is written by a segment below (they cover the block); zeroed only as it grows.
+    sorted.resize(expected, 0);
     let mut at = 0usize;
     for (range, value_size) in segments(sorted_rows.split, sorted_rows.total) {
         let len = inner
@@ -246,14 +287,16 @@ pub(super) fn unpack(
             inner.len() - at
         )));
     }
-    let mut out = vec![0u8; expected];
+    // The rows lie end to end in block order: appended, the output needs no zeroing.
+    let mut out = Vec::with_capacity(expected);
     for row in &sorted_rows.rows {
         let sorted_row = &mut sorted[row.sorted..row.sorted + row.len];
         if delta {
             delta_decode(sorted_row, row.value_size);
         }
-        out[row.raw..row.raw + row.len].copy_from_slice(sorted_row);
+        out.extend_from_slice(sorted_row);
     }
+    debug_assert_eq!(out.len(), expected);
     Ok(out)
 }
 
@@ -267,6 +310,15 @@ fn shuffle(bytes: &[u8], value_size: usize, out: &mut Vec<u8>) {
 /// Inverse of [`shuffle`]: `planes` back into values in `out` (of the same length).
 fn unshuffle(planes: &[u8], value_size: usize, out: &mut [u8]) {
     let values = planes.len() / value_size;
+    if values > 0 && planes.len() == values * value_size && out.len() == planes.len() {
+        let planes: Vec<&[u8]> = planes.chunks_exact(values).collect();
+        // SAFETY: `u8` and `MaybeUninit<u8>` have one layout, and `interleave_planes` writes
+        // only initialised bytes through the view.
+        let out = unsafe { &mut *(out as *mut [u8] as *mut [MaybeUninit<u8>]) };
+        interleave_planes(&planes, out);
+        return;
+    }
+    // Segments hold whole values; anything else is copied as the byte loop always did.
     for (plane, bytes) in planes.chunks_exact(values.max(1)).enumerate() {
         for (value, &b) in out[plane..].iter_mut().step_by(value_size).zip(bytes) {
             *value = b;
