@@ -9,6 +9,11 @@ use std::mem::MaybeUninit;
 
 use crate::error::{Error, Result};
 
+/// The largest scratch buffer a codec's thread keeps between blocks (a rare larger block's is
+/// let go): a ZIP block of 16 lines of a 1080p deep render is a few MiB, and scratch is memory
+/// the budget does not count.
+pub(super) const MAX_SCRATCH_BYTES: usize = 16 << 20;
+
 /// The rows of values a block of a chunk holds: for each line of the block, for each channel in
 /// file order, that line's values of the channel. ZSTD's preprocessing sorts and shuffles by
 /// it; the other codecs treat every byte alike and ignore it.

@@ -6,7 +6,7 @@
 //! `zune-inflate`'s on the 1080p powerplant pair, and its level 1 deflate was chosen by
 //! measurement ([`DEFLATE_LEVEL`]).
 
-use super::layout::{interleave_and_predict, unpredicted, BlockLayout};
+use super::layout::{interleave_and_predict, unpredicted, BlockLayout, MAX_SCRATCH_BYTES};
 use crate::error::{Error, Result};
 
 /// Most bytes one packed byte of deflate unpacks to: a length/distance pair can cost as little
@@ -27,11 +27,6 @@ thread_local! {
         ),
     );
 }
-
-/// The largest inflate scratch a thread keeps between blocks (a larger block's is let go): a
-/// ZIP block of 16 lines of a 1080p deep render is a few MiB, and a thread's scratch is memory
-/// the budget does not count.
-const MAX_SCRATCH_BYTES: usize = 16 << 20;
 
 thread_local! {
     /// One decompressor per thread, and the scratch it inflates into.

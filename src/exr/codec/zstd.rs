@@ -26,7 +26,7 @@
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
 
-use super::layout::{interleave_planes, BlockLayout};
+use super::layout::{interleave_planes, BlockLayout, MAX_SCRATCH_BYTES};
 use crate::error::{Error, Result};
 
 /// The frame's magic number, the bytes `zstd-exr` read as a little-endian u64.
@@ -48,9 +48,6 @@ pub const LEVELS: std::ops::RangeInclusive<i32> = 1..=22;
 /// Most bytes one packed byte can unpack to: a raw-literal-free zstd block of 128 KiB can be a
 /// three-byte header and one byte repeated (an RLE block).
 pub(super) const MAX_RATIO: usize = 32 << 10;
-
-/// The largest scratch buffer a thread keeps between blocks (a larger block's is let go).
-const MAX_SCRATCH_BYTES: usize = 16 << 20;
 
 thread_local! {
     /// This thread's buffers for unpacking a block: the inner stream and the sorted block.
