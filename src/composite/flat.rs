@@ -8,6 +8,7 @@ use super::flatten::flatten_pixel;
 use super::merge::MergePlan;
 use super::pixel::{CompositeKind, PixelSamples};
 use super::tidy::{needs_tidy, tidy_pixel};
+use super::views::Values;
 use crate::deep::{ChannelRole, FlatChannel, FlatImage, FlatValues, Plane};
 use crate::vocab::Sample;
 
@@ -127,6 +128,26 @@ impl MergePlan<'_> {
     fn flatten_untidied(&self, samples: &[Sample], scratch: &mut PixelSamples) -> Option<Sample> {
         let channels = &self.composite;
         let columns = channels.len();
+        if let [alpha] = channels.alphas[..] {
+            let fixed = match columns {
+                2 => self.flatten_one_alpha::<2>(samples, scratch, alpha),
+                3 => self.flatten_one_alpha::<3>(samples, scratch, alpha),
+                4 => self.flatten_one_alpha::<4>(samples, scratch, alpha),
+                5 => self.flatten_one_alpha::<5>(samples, scratch, alpha),
+                6 => self.flatten_one_alpha::<6>(samples, scratch, alpha),
+                _ => None,
+            };
+            if let Some(front) = fixed {
+                return front;
+            }
+        }
+        self.flatten_general(samples, scratch)
+    }
+
+    /// [`Self::flatten_untidied`] for any composited channels (per-channel alphas too).
+    fn flatten_general(&self, samples: &[Sample], scratch: &mut PixelSamples) -> Option<Sample> {
+        let channels = &self.composite;
+        let columns = channels.len();
         // The accumulated values, then one sample's values.
         scratch.values.clear();
         scratch.values.resize(2 * columns, 0.0);
@@ -153,6 +174,56 @@ impl MergePlan<'_> {
             }
         }
         front
+    }
+
+    /// [`Self::flatten_untidied`] for `N` columns of which one, `alpha`, is the only alpha (so
+    /// every other column is a colour of it: RGBA and the like). The sums stay in registers:
+    /// the general loop kept them in memory, each sample waiting on the last one's stores, and
+    /// its half-to-float conversion was a call (which spills registers) where here it is
+    /// inline ([`Values::get_inline`]). The arithmetic is the same, in the same order. `None`
+    /// if an input's views do not have `N` columns.
+    fn flatten_one_alpha<const N: usize>(
+        &self,
+        samples: &[Sample],
+        scratch: &mut PixelSamples,
+        alpha: usize,
+    ) -> Option<Option<Sample>> {
+        debug_assert!(self
+            .composite
+            .kinds
+            .iter()
+            .enumerate()
+            .all(|(k, kind)| { k == alpha || *kind == CompositeKind::Colour { alpha } }));
+        if self.views.iter().any(|v| v.columns.len() != N) {
+            return None;
+        }
+        // Every column's sum, the alpha's slot included but replaced by `sum_alpha` at the end.
+        let mut sums = [0f32; N];
+        let mut sum_alpha = 0f32;
+        let mut front = None;
+        for s in samples {
+            if sum_alpha >= 1.0 {
+                break;
+            }
+            let columns: &[Values; N] = self.views[s.input as usize].columns[..N]
+                .try_into()
+                .expect("N columns");
+            let index = s.index as usize;
+            let a = columns[alpha].get_inline(index);
+            if front.is_none() && a > 0.0 {
+                front = Some(*s);
+            }
+            // Colours read the alpha accumulated before this sample.
+            let through = 1.0 - sum_alpha;
+            for (sum, column) in sums.iter_mut().zip(columns) {
+                *sum += through * column.get_inline(index);
+            }
+            sum_alpha += through * a;
+        }
+        sums[alpha] = sum_alpha;
+        scratch.values.clear();
+        scratch.values.extend_from_slice(&sums);
+        Some(front)
     }
 
     /// The flat image over the merge's window from all its pixels (row-major); with `with_z`,
@@ -193,5 +264,86 @@ impl MergePlan<'_> {
             data_window: self.window,
             channels,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deep::{Bounds, Channel, DeepImage, DeepState, SampleType};
+    use half::f16;
+
+    /// One RGBA half image (Z float) of `pixels` pixels holding `values` cycled through, a few
+    /// samples a pixel at depths that interleave with the other input's.
+    fn image(pixels: i32, values: &[f32], shift: usize) -> DeepImage {
+        let window = Bounds::from_origin_size(0, 0, pixels as usize, 1);
+        let counts: Vec<u32> = (0..pixels as u32)
+            .map(|p| 1 + (p + shift as u32) % 5)
+            .collect();
+        let n: usize = counts.iter().map(|&c| c as usize).sum();
+        let half = |k: usize| {
+            Plane::F16(
+                (0..n)
+                    .map(|i| f16::from_f32(values[(i * 7 + k * 3 + shift) % values.len()]))
+                    .collect(),
+            )
+        };
+        let z = Plane::F32(
+            (0..n)
+                .map(|i| ((i * 13 + shift) % 17) as f32 * 0.5)
+                .collect(),
+        );
+        let channels = ["A", "B", "G", "R"]
+            .iter()
+            .map(|c| Channel::new(*c, SampleType::F16))
+            .chain([Channel::new("Z", SampleType::F32)])
+            .collect();
+        let planes = vec![half(0), half(1), half(2), half(3), z];
+        DeepImage::from_counts(window, window, channels, &counts, planes, DeepState::Messy).unwrap()
+    }
+
+    /// The loop for one alpha gives the general loop's values and front sample bit for bit,
+    /// over values that test the inline half conversion: subnormals, infinities, NaNs,
+    /// negative zero, alphas past 1 and below 0. A NaN compares as any NaN: which of two NaN
+    /// operands an add returns (its sign) follows the operand order the compiler picks.
+    #[test]
+    fn the_one_alpha_loop_equals_the_general_loop_bit_for_bit() {
+        let values = [
+            0.0,
+            -0.0,
+            0.25,
+            0.5,
+            1.0,
+            1.5,
+            -0.25,
+            3.0e-7,
+            6.1e-5,
+            65504.0,
+            1.0e9,
+            -1.0e9,
+            f32::NAN,
+            0.999,
+            0.0001,
+        ];
+        let (a, b) = (image(200, &values, 0), image(200, &values, 4));
+        let plan = MergePlan::new(&[&a, &b]).unwrap();
+        assert_eq!(plan.composite.alphas, vec![0]);
+        let (mut samples, mut sort_scratch) = (Vec::new(), Vec::new());
+        let mut scratch = PixelSamples::new(plan.composite.len());
+        let mut compared = 0;
+        for x in 0..200 {
+            plan.ordered_samples_into(x, 0, &mut samples, &mut sort_scratch);
+            let fast = plan
+                .flatten_one_alpha::<4>(&samples, &mut scratch, 0)
+                .expect("four columns");
+            let bits = |v: &f32| if v.is_nan() { u32::MAX } else { v.to_bits() };
+            let fast_values: Vec<u32> = scratch.values[..4].iter().map(bits).collect();
+            let general = plan.flatten_general(&samples, &mut scratch);
+            let general_values: Vec<u32> = scratch.values[..4].iter().map(bits).collect();
+            assert_eq!(fast_values, general_values, "pixel {x}");
+            assert_eq!(fast, general, "pixel {x}");
+            compared += usize::from(!samples.is_empty());
+        }
+        assert_eq!(compared, 200);
     }
 }
