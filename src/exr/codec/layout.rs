@@ -193,6 +193,95 @@ pub(super) fn interleave_planes(planes: &[&[u8]], out: &mut [MaybeUninit<u8>]) {
     }
 }
 
+/// Inverse of [`interleave_planes`]: the byte planes of `bytes` (values of `n` bytes each)
+/// appended to `out`, plane 0 first. Two and four bytes a value go 16 values a step by SSE2
+/// masks and packs where there is SSE2 (ZSTD's shuffle before compressing).
+pub(super) fn deinterleave_planes(bytes: &[u8], n: usize, out: &mut Vec<u8>) {
+    let values = bytes.len() / n.max(1);
+    assert_eq!(values * n, bytes.len(), "whole values");
+    let start = out.len();
+    out.resize(start + bytes.len(), 0);
+    let mut planes: Vec<&mut [u8]> = out[start..].chunks_mut(values.max(1)).collect();
+    let done = match &mut planes[..] {
+        [a, b] => deinterleave2_simd(bytes, [a, b]),
+        [a, b, c, d] => deinterleave4_simd(bytes, [a, b, c, d]),
+        _ => 0,
+    };
+    for v in done..values {
+        for (p, plane) in planes.iter_mut().enumerate() {
+            plane[v] = bytes[v * n + p];
+        }
+    }
+}
+
+/// The first values of [`deinterleave_planes`] for two bytes a value, 16 a step: even bytes by
+/// a mask, odd ones by a shift, each pair of vectors packed into one. Returns how many.
+#[cfg(target_arch = "x86_64")]
+fn deinterleave2_simd(bytes: &[u8], planes: [&mut &mut [u8]; 2]) -> usize {
+    use std::arch::x86_64::*;
+    let [a, b] = planes;
+    let steps = (bytes.len() / 2).min(a.len()).min(b.len()) / 16;
+    // SAFETY: SSE2 is part of x86-64; step j reads bytes[32j .. 32j + 32] and writes
+    // a/b[16j .. 16j + 16], inside the slices (unaligned forms). Masked or shifted words are
+    // 0..=255, so the packs do not saturate.
+    unsafe {
+        let low = _mm_set1_epi16(0x00ff);
+        for j in 0..steps {
+            let at = bytes.as_ptr().add(32 * j) as *const __m128i;
+            let (x, y) = (_mm_loadu_si128(at), _mm_loadu_si128(at.add(1)));
+            let even = _mm_packus_epi16(_mm_and_si128(x, low), _mm_and_si128(y, low));
+            let odd = _mm_packus_epi16(_mm_srli_epi16::<8>(x), _mm_srli_epi16::<8>(y));
+            _mm_storeu_si128(a.as_mut_ptr().add(16 * j) as *mut __m128i, even);
+            _mm_storeu_si128(b.as_mut_ptr().add(16 * j) as *mut __m128i, odd);
+        }
+    }
+    steps * 16
+}
+
+/// The first values of [`deinterleave_planes`] for four bytes a value, 16 a step: split into
+/// even and odd bytes twice. Returns how many.
+#[cfg(target_arch = "x86_64")]
+fn deinterleave4_simd(bytes: &[u8], mut planes: [&mut &mut [u8]; 4]) -> usize {
+    use std::arch::x86_64::*;
+    let shortest = planes.iter().map(|p| p.len()).min().unwrap_or(0);
+    let steps = (bytes.len() / 4).min(shortest) / 16;
+    // SAFETY: SSE2 is part of x86-64; step j reads bytes[64j .. 64j + 64] and writes each
+    // plane's [16j .. 16j + 16], inside the slices (unaligned forms); no pack saturates.
+    unsafe {
+        let low = _mm_set1_epi16(0x00ff);
+        let split = |x: __m128i, y: __m128i| {
+            (
+                _mm_packus_epi16(_mm_and_si128(x, low), _mm_and_si128(y, low)),
+                _mm_packus_epi16(_mm_srli_epi16::<8>(x), _mm_srli_epi16::<8>(y)),
+            )
+        };
+        for j in 0..steps {
+            let at = bytes.as_ptr().add(64 * j) as *const __m128i;
+            let (v0, v1) = (_mm_loadu_si128(at), _mm_loadu_si128(at.add(1)));
+            let (v2, v3) = (_mm_loadu_si128(at.add(2)), _mm_loadu_si128(at.add(3)));
+            // Bytes 0 and 2 of each value, then 1 and 3.
+            let (even01, odd01) = split(v0, v1);
+            let (even23, odd23) = split(v2, v3);
+            let (p0, p2) = split(even01, even23);
+            let (p1, p3) = split(odd01, odd23);
+            for (plane, v) in planes.iter_mut().zip([p0, p1, p2, p3]) {
+                _mm_storeu_si128(plane.as_mut_ptr().add(16 * j) as *mut __m128i, v);
+            }
+        }
+    }
+    steps * 16
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn deinterleave2_simd(_bytes: &[u8], _planes: [&mut &mut [u8]; 2]) -> usize {
+    0
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn deinterleave4_simd(_bytes: &[u8], _planes: [&mut &mut [u8]; 4]) -> usize {
+    0
+}
+
 /// The first values of [`interleave_planes`] for two planes, 16 a step. Returns how many.
 #[cfg(target_arch = "x86_64")]
 fn interleave2_simd(a: &[u8], b: &[u8], out: &mut [MaybeUninit<u8>]) -> usize {
@@ -357,6 +446,11 @@ mod tests {
                 // SAFETY: every element was initialised (0xaa) before the call.
                 let out: Vec<u8> = out.iter().map(|b| unsafe { b.assume_init() }).collect();
                 assert_eq!(out, raw, "{n} planes of {values}");
+                // And back: the planes appended after what `split` already held.
+                let mut split = vec![7u8; 3];
+                deinterleave_planes(&raw, n, &mut split);
+                assert_eq!(split[..3], [7, 7, 7]);
+                assert_eq!(split[3..], planes.concat(), "{n} planes of {values}");
             }
         }
     }

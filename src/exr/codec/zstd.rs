@@ -26,7 +26,7 @@
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
 
-use super::layout::{interleave_planes, BlockLayout, MAX_SCRATCH_BYTES};
+use super::layout::{deinterleave_planes, interleave_planes, BlockLayout, MAX_SCRATCH_BYTES};
 use crate::error::{Error, Result};
 
 /// The frame's magic number, the bytes `zstd-exr` read as a little-endian u64.
@@ -299,6 +299,10 @@ fn unpack_into(
 
 /// Append `bytes` (values of `value_size` bytes) as byte planes.
 fn shuffle(bytes: &[u8], value_size: usize, out: &mut Vec<u8>) {
+    if value_size > 0 && bytes.len().is_multiple_of(value_size) {
+        return deinterleave_planes(bytes, value_size, out);
+    }
+    // Segments hold whole values; anything else is split as the byte loop always did.
     for plane in 0..value_size {
         out.extend(bytes.iter().skip(plane).step_by(value_size));
     }
