@@ -273,77 +273,110 @@ mod tests {
     use crate::deep::{Bounds, Channel, DeepImage, DeepState, SampleType};
     use half::f16;
 
-    /// One RGBA half image (Z float) of `pixels` pixels holding `values` cycled through, a few
-    /// samples a pixel at depths that interleave with the other input's.
-    fn image(pixels: i32, values: &[f32], shift: usize) -> DeepImage {
-        let window = Bounds::from_origin_size(0, 0, pixels as usize, 1);
-        let counts: Vec<u32> = (0..pixels as u32)
-            .map(|p| 1 + (p + shift as u32) % 5)
-            .collect();
+    const PIXELS: usize = 200;
+
+    /// An image of `PIXELS` pixels with `channels` (name, type) and a float Z, holding `values`
+    /// cycled through, a few samples a pixel at depths that interleave with other inputs'.
+    fn image(channels: &[(&str, SampleType)], values: &[f32], shift: usize) -> DeepImage {
+        let window = Bounds::from_origin_size(0, 0, PIXELS, 1);
+        let counts: Vec<u32> = (0..PIXELS).map(|p| 1 + ((p + shift) % 5) as u32).collect();
         let n: usize = counts.iter().map(|&c| c as usize).sum();
-        let half = |k: usize| {
-            Plane::F16(
-                (0..n)
-                    .map(|i| f16::from_f32(values[(i * 7 + k * 3 + shift) % values.len()]))
-                    .collect(),
-            )
-        };
-        let z = Plane::F32(
+        let value = |i: usize, k: usize| values[(i * 7 + k * 3 + shift) % values.len()];
+        let mut planes: Vec<Plane> = channels
+            .iter()
+            .enumerate()
+            .map(|(k, (_, t))| match t {
+                SampleType::F16 => Plane::F16((0..n).map(|i| f16::from_f32(value(i, k))).collect()),
+                _ => Plane::F32((0..n).map(|i| value(i, k)).collect()),
+            })
+            .collect();
+        planes.push(Plane::F32(
             (0..n)
                 .map(|i| ((i * 13 + shift) % 17) as f32 * 0.5)
                 .collect(),
-        );
-        let channels = ["A", "B", "G", "R"]
+        ));
+        let channels = channels
             .iter()
-            .map(|c| Channel::new(*c, SampleType::F16))
+            .map(|(name, t)| Channel::new(*name, *t))
             .chain([Channel::new("Z", SampleType::F32)])
             .collect();
-        let planes = vec![half(0), half(1), half(2), half(3), z];
         DeepImage::from_counts(window, window, channels, &counts, planes, DeepState::Messy).unwrap()
     }
 
-    /// The loop for one alpha gives the general loop's values and front sample bit for bit,
-    /// over values that test the inline half conversion: subnormals, infinities, NaNs,
-    /// negative zero, alphas past 1 and below 0. A NaN compares as any NaN: which of two NaN
-    /// operands an add returns (its sign) follows the operand order the compiler picks.
-    #[test]
-    fn the_one_alpha_loop_equals_the_general_loop_bit_for_bit() {
-        let values = [
-            0.0,
-            -0.0,
-            0.25,
-            0.5,
-            1.0,
-            1.5,
-            -0.25,
-            3.0e-7,
-            6.1e-5,
-            65504.0,
-            1.0e9,
-            -1.0e9,
-            f32::NAN,
-            0.999,
-            0.0001,
-        ];
-        let (a, b) = (image(200, &values, 0), image(200, &values, 4));
-        let plan = MergePlan::new(&[&a, &b]).unwrap();
-        assert_eq!(plan.composite.alphas, vec![0]);
+    /// Flattening by [`MergePlan::flatten_untidied`] (which takes the one-alpha loop where it
+    /// can) gives the general loop's values and front sample bit for bit, over values that
+    /// test the inline half conversion: subnormals, infinities, NaNs, negative zero, alphas
+    /// past 1 and below 0. A NaN compares as any NaN: which of two NaN operands an add returns
+    /// (its sign) follows the operand order the compiler picks. Returns the columns and the
+    /// alpha's column.
+    fn one_alpha_equals_general(inputs: &[&DeepImage]) -> (usize, usize) {
+        let plan = MergePlan::new(inputs).unwrap();
+        let columns = plan.composite.len();
         let (mut samples, mut sort_scratch) = (Vec::new(), Vec::new());
-        let mut scratch = PixelSamples::new(plan.composite.len());
-        let mut compared = 0;
-        for x in 0..200 {
+        let mut scratch = PixelSamples::new(columns);
+        let bits = |v: &f32| if v.is_nan() { u32::MAX } else { v.to_bits() };
+        for x in 0..PIXELS as i32 {
             plan.ordered_samples_into(x, 0, &mut samples, &mut sort_scratch);
-            let fast = plan
-                .flatten_one_alpha::<4>(&samples, &mut scratch, 0)
-                .expect("four columns");
-            let bits = |v: &f32| if v.is_nan() { u32::MAX } else { v.to_bits() };
-            let fast_values: Vec<u32> = scratch.values[..4].iter().map(bits).collect();
+            assert!(!samples.is_empty());
+            let fast = plan.flatten_untidied(&samples, &mut scratch);
+            let fast_values: Vec<u32> = scratch.values[..columns].iter().map(bits).collect();
             let general = plan.flatten_general(&samples, &mut scratch);
-            let general_values: Vec<u32> = scratch.values[..4].iter().map(bits).collect();
+            let general_values: Vec<u32> = scratch.values[..columns].iter().map(bits).collect();
             assert_eq!(fast_values, general_values, "pixel {x}");
             assert_eq!(fast, general, "pixel {x}");
-            compared += usize::from(!samples.is_empty());
         }
-        assert_eq!(compared, 200);
+        (columns, plan.composite.alphas[0])
+    }
+
+    const VALUES: [f32; 15] = [
+        0.0,
+        -0.0,
+        0.25,
+        0.5,
+        1.0,
+        1.5,
+        -0.25,
+        3.0e-7,
+        6.1e-5,
+        65504.0,
+        1.0e9,
+        -1.0e9,
+        f32::NAN,
+        0.999,
+        0.0001,
+    ];
+
+    #[test]
+    fn the_one_alpha_loop_equals_the_general_loop_bit_for_bit() {
+        use SampleType::{F16, F32};
+        let rgba = [("A", F16), ("B", F16), ("G", F16), ("R", F16)];
+        let (a, b) = (image(&rgba, &VALUES, 0), image(&rgba, &VALUES, 4));
+        assert_eq!(one_alpha_equals_general(&[&a, &b]), (4, 0));
+        // An input without B (read as zero) and one with a float G.
+        let no_blue = image(&[("A", F16), ("G", F16), ("R", F16)], &VALUES, 1);
+        let float_green = image(
+            &[("A", F16), ("B", F16), ("G", F32), ("R", F16)],
+            &VALUES,
+            2,
+        );
+        assert_eq!(one_alpha_equals_general(&[&no_blue, &float_green]), (4, 0));
+        // The alpha last among the columns (its role is from the name's last part).
+        let layer = [("B", F16), ("G", F16), ("R", F16), ("layer.A", F16)];
+        let (c, d) = (image(&layer, &VALUES, 3), image(&layer, &VALUES, 1));
+        assert_eq!(one_alpha_equals_general(&[&c, &d]), (4, 3));
+        // Two columns, and six (alpha in the middle).
+        let grey = [("A", F32), ("Y", F16)];
+        let (e, f) = (image(&grey, &VALUES, 0), image(&grey, &VALUES, 2));
+        assert_eq!(one_alpha_equals_general(&[&e, &f]), (2, 0));
+        let six = [
+            ("A", F16),
+            ("B", F16),
+            ("G", F16),
+            ("R", F16),
+            ("a", F16),
+            ("Y", F16),
+        ];
+        let (g, h) = (image(&six, &VALUES, 0), image(&six, &VALUES, 3));
+        assert_eq!(one_alpha_equals_general(&[&g, &h]).0, 6);
     }
 }

@@ -246,18 +246,18 @@ fn unpack_into(
     sorted: &mut Vec<u8>,
     corrupt: impl Fn(String) -> Error,
 ) -> Result<Vec<u8>> {
-    // The inner stream is the block plus at most two u64 lengths: a frame that would unpack to
-    // more is refused by zstd, never allocated.
-    inner.clear();
-    inner.reserve(expected.saturating_add(16));
-    CONTEXTS
+    // The inner stream is the block plus at most two u64 lengths: zstd refuses a frame that
+    // would unpack to more than this slice of the scratch (zeroed only where it grows).
+    inner.resize(expected.saturating_add(16), 0);
+    let n = CONTEXTS
         .with(|contexts| {
             contexts
                 .borrow_mut()
                 .1
-                .decompress(inner, &packed[FRAME_HEADER_BYTES..])
+                .decompress(&mut inner[..], &packed[FRAME_HEADER_BYTES..])
         })
         .map_err(|code| corrupt(zstd::zstd_safe::get_error_name(code).to_string()))?;
+    inner.truncate(n);
     // Every byte is written by a segment below (they cover the block); zeroed only as it grows.
     sorted.resize(expected, 0);
     let mut at = 0usize;
