@@ -179,8 +179,8 @@ impl MergePlan<'_> {
     /// [`Self::flatten_untidied`] for `N` columns of which one, `alpha`, is the only alpha (so
     /// every other column is a colour of it: RGBA and the like). The sums stay in registers:
     /// the general loop kept them in memory, each sample waiting on the last one's stores, and
-    /// its half-to-float conversion was a call (which spills registers) where here it is
-    /// inline ([`Values::get_inline`]). The arithmetic is the same, in the same order. `None`
+    /// its half-to-float conversion was a call (which spills registers; now inline in
+    /// [`Values::get`]). The arithmetic is the same, in the same order. `None`
     /// if an input's views do not have `N` columns.
     fn flatten_one_alpha<const N: usize>(
         &self,
@@ -209,14 +209,14 @@ impl MergePlan<'_> {
                 .try_into()
                 .expect("N columns");
             let index = s.index as usize;
-            let a = columns[alpha].get_inline(index);
+            let a = columns[alpha].get(index);
             if front.is_none() && a > 0.0 {
                 front = Some(*s);
             }
             // Colours read the alpha accumulated before this sample.
             let through = 1.0 - sum_alpha;
             for (sum, column) in sums.iter_mut().zip(columns) {
-                *sum += through * column.get_inline(index);
+                *sum += through * column.get(index);
             }
             sum_alpha += through * a;
         }

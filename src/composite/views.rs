@@ -26,25 +26,15 @@ impl<'a> Values<'a> {
         }
     }
 
-    /// [`Values::get`] with half floats converted inline, in software (`half`'s
-    /// `to_f32_const`, the same value bit for bit, NaNs included): `get` calls a converter
-    /// chosen at run time, a call that makes a hot loop spill its registers.
+    /// Value `i` as f32 ([`Plane::get_f32`]; 0 for no channel). Half floats are converted
+    /// inline, in software (`half`'s `to_f32_const`, the same value bit for bit, NaNs
+    /// included): `to_f32` calls a converter chosen at run time, a call that makes the
+    /// compositing loops spill their sums from registers.
     #[inline(always)]
-    pub(crate) fn get_inline(self, i: usize) -> f32 {
-        match self {
-            Values::F32(v) => v[i],
-            Values::F16(v) => v[i].to_f32_const(),
-            Values::U32(v) => v[i] as f32,
-            Values::Zero => 0.0,
-        }
-    }
-
-    /// Value `i` as f32 ([`Plane::get_f32`]; 0 for no channel).
-    #[inline]
     pub(crate) fn get(self, i: usize) -> f32 {
         match self {
             Values::F32(v) => v[i],
-            Values::F16(v) => v[i].to_f32(),
+            Values::F16(v) => v[i].to_f32_const(),
             Values::U32(v) => v[i] as f32,
             Values::Zero => 0.0,
         }
