@@ -12,7 +12,15 @@ use crate::error::{Error, Result};
 /// The largest scratch buffer a codec's thread keeps between blocks (a rare larger block's is
 /// let go): a ZIP block of 16 lines of a 1080p deep render is a few MiB, and scratch is memory
 /// the budget does not count.
-pub(super) const MAX_SCRATCH_BYTES: usize = 16 << 20;
+const MAX_SCRATCH_BYTES: usize = 16 << 20;
+
+/// Let `scratch` go if a rare large block left it over [`MAX_SCRATCH_BYTES`], rather than the
+/// thread holding it for good.
+pub(super) fn keep_scratch_small(scratch: &mut Vec<u8>) {
+    if scratch.capacity() > MAX_SCRATCH_BYTES {
+        *scratch = Vec::new();
+    }
+}
 
 /// The rows of values a block of a chunk holds: for each line of the block, for each channel in
 /// file order, that line's values of the channel. ZSTD's preprocessing sorts and shuffles by

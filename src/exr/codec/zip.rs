@@ -6,7 +6,7 @@
 //! `zune-inflate`'s on the 1080p powerplant pair, and its level 1 deflate was chosen by
 //! measurement ([`DEFLATE_LEVEL`]).
 
-use super::layout::{interleave_and_predict, unpredicted, BlockLayout, MAX_SCRATCH_BYTES};
+use super::layout::{interleave_and_predict, keep_scratch_small, unpredicted, BlockLayout};
 use crate::error::{Error, Result};
 
 /// Most bytes one packed byte of deflate unpacks to: a length/distance pair can cost as little
@@ -26,9 +26,7 @@ thread_local! {
             libdeflater::CompressionLvl::new(DEFLATE_LEVEL).expect("a valid level"),
         ),
     );
-}
 
-thread_local! {
     /// One decompressor per thread, and the scratch it inflates into.
     static INFLATE: std::cell::RefCell<(libdeflater::Decompressor, Vec<u8>)> =
         std::cell::RefCell::new((libdeflater::Decompressor::new(), Vec::new()));
@@ -62,10 +60,7 @@ pub(super) fn unpack(
                 what_is_wrong(decompressor, packed, scratch)
             ))),
         };
-        // A rare large block's scratch is let go rather than held by the thread for good.
-        if scratch.capacity() > MAX_SCRATCH_BYTES {
-            *scratch = Vec::new();
-        }
+        keep_scratch_small(scratch);
         block
     })
 }

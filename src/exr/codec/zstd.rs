@@ -26,7 +26,7 @@
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
 
-use super::layout::{deinterleave_planes, interleave_planes, BlockLayout, MAX_SCRATCH_BYTES};
+use super::layout::{deinterleave_planes, interleave_planes, keep_scratch_small, BlockLayout};
 use crate::error::{Error, Result};
 
 /// The frame's magic number, the bytes `zstd-exr` read as a little-endian u64.
@@ -225,12 +225,8 @@ pub(super) fn unpack(
             sorted,
             corrupt,
         );
-        // A rare large block's scratch is let go rather than held by the thread for good.
-        for buffer in [inner, sorted] {
-            if buffer.capacity() > MAX_SCRATCH_BYTES {
-                *buffer = Vec::new();
-            }
-        }
+        keep_scratch_small(inner);
+        keep_scratch_small(sorted);
         out
     })
 }
