@@ -186,10 +186,10 @@ pub(crate) const FLAT_TYPES: &[&str] = &["half", "float"];
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum GpuStagesArg {
-    /// Sort on the GPU; tidy on the GPU where it is a hardware device, on the host under a
-    /// software rasteriser.
+    /// Sort on the GPU (exact); tidy on the host, bit-identical to the CPU engine.
     Auto,
-    /// Always on the GPU (`sort.comp`, `tidy.comp`).
+    /// Always on the GPU (`sort.comp`, `tidy.comp`; the tidy in f32, within 1e-5 of the CPU
+    /// engine where volumes overlap).
     Gpu,
     /// Always on the host (bit-identical to the CPU engine).
     Host,

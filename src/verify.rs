@@ -185,7 +185,7 @@ pub fn verify(
                         group.bands = group.bands.max(stats.bands);
                         got
                     });
-                    let gpu_tidy = gl.tidies_on_gpu(info);
+                    let gpu_tidy = gl.tidies_on_gpu();
                     let verdict = match got {
                         Err(e) => Err(format!("failed: {e}")),
                         Ok(got) => compare(&got, &reference, flat_reference.as_ref(), gpu_tidy),

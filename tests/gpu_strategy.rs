@@ -115,7 +115,11 @@ fn by_default_a_long_pair_takes_the_pairwise_kernel_on_hardware_only() {
 #[test]
 fn the_status_line_says_when_a_pair_may_take_the_pairwise_kernel() {
     let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/openexr-images");
-    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-line.exr");
+    // Cargo makes the folder when it builds the tests; a GPU machine given the built binaries
+    // has none.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(dir).unwrap();
+    let out = dir.join("status-line.exr");
     let status = |pairwise: &str| -> String {
         let output = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
             .args([

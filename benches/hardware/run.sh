@@ -98,7 +98,7 @@ echo >> "$summary"
 echo "## gpu-info --verify" >> "$summary"
 echo >> "$summary"
 start=$(date +%s)
-within 150 "$B" gpu-info --verify --data tests/data/openexr-images > "$out/verify.log" 2>&1
+within 240 "$B" gpu-info --verify --data tests/data/openexr-images > "$out/verify.log" 2>&1
 rc=$?
 [ $rc = 0 ] || status=1
 echo "- $(outcome $rc) in $(($(date +%s) - start)) s: $(tail -1 "$out/verify.log")" >> "$summary"

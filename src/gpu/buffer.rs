@@ -121,6 +121,7 @@ impl<'a> GpuBuffer<'a> {
                 bytes as i32,
             )
         };
+        self.ctx.note_binding(index, Some(self.buffer));
         self.ctx.with_checker(|c| c.bind(index, id(self.buffer)));
         self.ctx.gl_called("glBindBufferRange");
     }
@@ -225,8 +226,41 @@ impl super::GlContext {
             self.gl
                 .bind_buffer_base(glow::SHADER_STORAGE_BUFFER, index, Some(buffer))
         };
+        self.note_binding(index, Some(buffer));
         self.with_checker(|c| c.bind(index, id(buffer)));
         self.gl_called("glBindBufferBase");
+    }
+
+    /// Remember what binding `index` holds.
+    pub(crate) fn note_binding(&self, index: u32, buffer: Option<glow::Buffer>) {
+        let mut bindings = self.storage_bindings.borrow_mut();
+        let index = index as usize;
+        if bindings.len() <= index {
+            bindings.resize(index + 1, None);
+        }
+        bindings[index] = buffer;
+    }
+
+    /// Unbind `buffer` from every storage binding that holds it: it is going back to the pool
+    /// (or away). GL keeps a binding to a released buffer, and a later dispatch whose program
+    /// declares that block, even one the dispatch never reads, would then name a buffer that
+    /// belongs to its next owner: on an H100, strict mode counted such a use and failed a pool
+    /// take that nothing had really raced, and a shader that did read it would read another
+    /// band's data. Unbound, a block the dispatch does not use names nothing.
+    pub(crate) fn unbind_everywhere(&self, buffer: glow::Buffer) {
+        let mut bindings = self.storage_bindings.borrow_mut();
+        for (index, slot) in bindings.iter_mut().enumerate() {
+            if *slot == Some(buffer) {
+                // SAFETY: unbinding an indexed binding point of the current context.
+                unsafe {
+                    self.gl
+                        .bind_buffer_base(glow::SHADER_STORAGE_BUFFER, index as u32, None)
+                };
+                *slot = None;
+                self.with_checker(|c| c.unbind(index as u32));
+                self.gl_called("glBindBufferBase");
+            }
+        }
     }
 }
 
@@ -234,6 +268,7 @@ impl Drop for GpuBuffer<'_> {
     fn drop(&mut self) {
         match self.owner {
             Owner::Own => {
+                self.ctx.unbind_everywhere(self.buffer);
                 // SAFETY: the buffer belongs to this context; GL keeps its storage until the
                 // work issued with it is done.
                 unsafe { self.ctx.gl.delete_buffer(self.buffer) };

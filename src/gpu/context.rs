@@ -30,7 +30,9 @@ pub struct GlInfo {
     pub version: String,
     /// GL_SHADING_LANGUAGE_VERSION.
     pub glsl_version: String,
-    /// True when the EGL device is a software rasteriser (`EGL_MESA_device_software`).
+    /// True when the EGL device is a software rasteriser (`EGL_MESA_device_software`), or
+    /// `DEEPMERGE_GL_DEFAULTS=software` gives it a software rasteriser's defaults (`hardware`:
+    /// a GPU's). The engine's defaults follow this, not the device.
     pub software: bool,
     /// GL_MAX_SHADER_STORAGE_BLOCK_SIZE in bytes: the most one bound buffer range may hold.
     pub max_ssbo_bytes: u64,
@@ -117,6 +119,9 @@ pub struct GlContext {
     pub(crate) strict: Option<super::strict::Strict>,
     /// The program made current last, whose storage blocks a dispatch touches.
     pub(crate) current_program: Cell<Option<glow::Program>>,
+    /// The buffer bound to each indexed storage binding the engine uses, so that a buffer going
+    /// back to the pool is unbound (`buffer.rs`, `GlContext::unbind_everywhere`).
+    pub(crate) storage_bindings: RefCell<Vec<Option<glow::Buffer>>>,
     // Kept alive (and current) as long as the function table is used; `None` when the caller
     // owns the context (a window's, see [`GlContext::from_current`]).
     _owned: Option<(PossiblyCurrentContext, Display)>,
@@ -297,7 +302,8 @@ impl GlContext {
         if let Some(s) = &strict {
             Self::enable_debug_output(&mut gl, s.debug_messages.clone());
         }
-        let info = query_info(&gl, software);
+        // A device takes the defaults of its kind, unless DEEPMERGE_GL_DEFAULTS says otherwise.
+        let info = query_info(&gl, settings.software_defaults.unwrap_or(software));
         // A deep merge binds two inputs and an output of five buffers each (`glsl/include/image.glsl`).
         if info.max_compute_ssbo_bindings < 15 {
             return Err(Error::Gl(format!(
@@ -318,6 +324,7 @@ impl GlContext {
             mapped: Default::default(),
             strict,
             current_program: Cell::new(None),
+            storage_bindings: RefCell::new(Vec::new()),
             _owned: None,
         };
         if let Some(path) = settings.transfer {

@@ -91,16 +91,15 @@ impl ReleaseFences {
             return None;
         }
         let mut live = self.live.borrow_mut();
+        let newest_id = self.next_id.get();
         if self.newest_at.get() == Some(self.issued.get()) {
-            let newest_id = self.next_id.get();
             if let Some(newest) = live.last_mut().filter(|f| f.id == newest_id) {
                 newest.users += 1;
                 return Some(FenceId(newest.id));
             }
-            // The newest fence is gone (every user took its buffer back): all work before it is
-            // done, and nothing was issued since.
-            return None;
         }
+        // No fence since the last command, or the newest is gone: a new one. (A gone fence is
+        // not a done one: its last user may have been deleted, `forget`, with nobody waiting.)
         // SAFETY: a plain fence on the current context.
         let sync = unsafe { gl.fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0) }.ok()?;
         let id = self.next_id.get() + 1;
@@ -118,8 +117,14 @@ impl ReleaseFences {
 
     /// A buffer released with `fence` is taken again: make sure the GPU has finished the work
     /// issued before the release, or holds later commands back until it has. Returns what it did
-    /// and the checker serial the fence stood for.
-    pub(crate) fn before_reuse(&self, gl: &glow::Context, fence: Option<FenceId>) -> (Reuse, u64) {
+    /// and the checker serial the fence stood for. `poll` says whether to ask the fence at all:
+    /// strict mode does not, and takes the path a GPU that is behind takes (`strict.rs`).
+    pub(crate) fn before_reuse(
+        &self,
+        gl: &glow::Context,
+        fence: Option<FenceId>,
+        poll: bool,
+    ) -> (Reuse, u64) {
         let Some(FenceId(id)) = fence else {
             return (Reuse::Done, 0);
         };
@@ -132,8 +137,7 @@ impl ReleaseFences {
             Reuse::Done
         } else {
             // SAFETY: the fence is alive on this context.
-            let status = unsafe { gl.get_sync_status(sync) };
-            if status == glow::SIGNALED {
+            if poll && unsafe { gl.get_sync_status(sync) } == glow::SIGNALED {
                 Reuse::Signalled
             } else {
                 // SAFETY: as above; TIMEOUT_IGNORED is the only timeout glWaitSync takes.

@@ -15,7 +15,9 @@
 //! - **a read with no barrier since the write**: a shader reading a buffer a shader wrote with no
 //!   `GL_SHADER_STORAGE_BARRIER_BIT` since, or a copy or readback of one with no
 //!   `GL_BUFFER_UPDATE_BARRIER_BIT` since;
-//! - **two dispatches touching one buffer with no barrier between them**, one of them writing.
+//! - **two dispatches touching one buffer with no barrier between them**, one of them writing;
+//! - **a dispatch through a stale binding**: a storage block bound to a buffer that has gone
+//!   back to the pool (GL keeps the binding; the next owner's data would be read or written).
 //!
 //! Which storage blocks a dispatch reads and writes comes from its program (active blocks, with
 //! `readonly`/`writeonly` where the source says so; other blocks count as both). The checker is
@@ -59,6 +61,9 @@ struct BufferState {
     last: Option<Use>,
     shader_read: Option<Use>,
     shader_write: Option<Use>,
+    /// Back in the pool (released by its owner, not yet taken again): GL may still have it
+    /// bound, and a dispatch through that binding uses a buffer nobody owns.
+    released: bool,
 }
 
 /// The GL barrier bits the checker follows (`glMemoryBarrier`).
@@ -130,6 +135,11 @@ impl HazardChecker {
             let Some(&buffer) = self.bound.get(&binding) else {
                 continue;
             };
+            if self.buffers.get(&buffer).is_some_and(|s| s.released) {
+                self.found.push(format!(
+                    "{this} uses buffer {buffer} (binding {binding}), which went back to the pool: a stale binding"
+                ));
+            }
             let (storage, any) = (self.storage_barrier_after, self.any_barrier_after);
             let write = self.unfinished(
                 &self
@@ -280,8 +290,19 @@ impl HazardChecker {
         self.finished = self.finished.max(serial);
     }
 
+    /// Storage binding `binding` holds nothing now.
+    pub(crate) fn unbind(&mut self, binding: u32) {
+        self.bound.remove(&binding);
+    }
+
+    /// `buffer` went back to the pool: no dispatch may use it until it is taken again.
+    pub(crate) fn released(&mut self, buffer: u32) {
+        self.state(buffer).released = true;
+    }
+
     /// The pool gives `buffer` to a new user (`purpose`): its last use must be finished.
     pub(crate) fn take(&mut self, buffer: u32, purpose: &str) {
+        self.state(buffer).released = false;
         // Name a shader's use where one may still run (the one a GPU overlaps), else the last.
         let state = self.buffers.get(&buffer);
         let last = [
@@ -307,6 +328,27 @@ mod tests {
         for &(binding, buffer) in pairs {
             c.bind(binding, buffer);
         }
+    }
+
+    #[test]
+    fn a_dispatch_through_a_binding_to_a_released_buffer_is_a_hazard_until_it_is_taken() {
+        let mut c = HazardChecker::default();
+        c.allocated(9);
+        bound(&mut c, &[(3, 9)]);
+        c.dispatch("tidy.comp", &[(3, Access::Read)]);
+        assert!(c.take_found().is_empty());
+        c.released(9);
+        c.dispatch("tidy.comp", &[(3, Access::Read)]);
+        let found = c.take_found();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].contains("uses buffer 9 (binding 3), which went back to the pool"),
+            "{found:?}"
+        );
+        c.finish();
+        c.take(9, "scratch");
+        c.dispatch("tidy.comp", &[(3, Access::Read)]);
+        assert!(c.take_found().is_empty());
     }
 
     #[test]

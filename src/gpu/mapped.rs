@@ -56,6 +56,9 @@ pub(crate) struct EnvSettings {
     pub pairwise: Option<bool>,
     pub deep_writes: Option<crate::gpu::resident::DeepWrites>,
     pub deep_readback: Option<crate::gpu::resident::DeepReadback>,
+    /// `DEEPMERGE_GL_DEFAULTS`: whose defaults the context takes (`Some(true)`: a software
+    /// rasteriser's), whatever the device is.
+    pub software_defaults: Option<bool>,
 }
 
 impl EnvSettings {
@@ -68,6 +71,7 @@ impl EnvSettings {
             pairwise: pairwise_from_env()?,
             deep_writes: deep_writes_from_env()?,
             deep_readback: deep_readback_from_env()?,
+            software_defaults: defaults_from(env_setting("DEEPMERGE_GL_DEFAULTS").as_deref())?,
         })
     }
 }
@@ -146,6 +150,18 @@ pub fn overlap_from_env() -> Result<Option<bool>> {
 /// [`overlap_from_env`] of the value `value`.
 pub fn overlap_from(value: Option<&str>) -> Result<Option<bool>> {
     setting("DEEPMERGE_GL_OVERLAP", value, &[("1", true), ("0", false)])
+}
+
+/// What `DEEPMERGE_GL_DEFAULTS` asks for, if anything: `hardware` gives a software rasteriser
+/// every default a GPU of its own gets (overlapped bands, mapped transfers, immutable buffers,
+/// the GPU's sort shape, tidy and band budget), so that strict mode on llvmpipe runs the paths a
+/// GPU runs; `software` gives a GPU llvmpipe's. `Some(true)`: software defaults.
+pub fn defaults_from(value: Option<&str>) -> Result<Option<bool>> {
+    setting(
+        "DEEPMERGE_GL_DEFAULTS",
+        value,
+        &[("hardware", false), ("software", true)],
+    )
 }
 
 /// How the engine's storage buffers are allocated.
@@ -599,8 +615,14 @@ impl GlContext {
     fn take_staging(&self, bytes: usize) -> Result<MappedBuffer> {
         let found = {
             let mut free = self.mapped.staging.borrow_mut();
+            // Strict mode counts no fence as signalled until the host has waited on it: the
+            // path a GPU that is behind the host takes, not llvmpipe's (`strict.rs`).
+            let poll = self.strict.is_none();
             let done = |fence: &Option<Fence>| {
                 fence.as_ref().is_none_or(|f| {
+                    if !poll {
+                        return false;
+                    }
                     // SAFETY: a status query of a live fence of this context.
                     let status = unsafe { self.gl.client_wait_sync(f.sync, 0, 0) };
                     status == glow::ALREADY_SIGNALED || status == glow::CONDITION_SATISFIED

@@ -26,9 +26,9 @@
 //!    copied bit-exactly from the original planes by the source reference;
 //! 5. where volumes overlap: `tidy.comp` tidies and flattens the flagged pixels from the last
 //!    merge's lists (flat), or writes the tidied deep image (count → scan → emit), with the
-//!    pixels listed by stream compaction ([`compact`]); on a software rasteriser the host does
-//!    it with the `composite` functions instead (faster there, and bit-identical to the CPU
-//!    engine; [`GlOptions::tidy_on_gpu`]).
+//!    pixels listed by stream compaction ([`compact`]) when asked (`--gpu-stages gpu`); by
+//!    default the host does it with the `composite` functions instead, bit-identical to the
+//!    CPU engine on every device ([`GlOptions::tidy_on_gpu`]).
 
 pub(crate) mod buffer;
 pub mod compact;
@@ -85,10 +85,11 @@ pub struct GlOptions {
     /// then gathers those inputs itself (bit-identical either way: the sort is exact).
     pub sort_on_gpu: Option<bool>,
     /// Where pixels whose volume samples overlap are tidied (and flattened, for flat output;
-    /// deep output with `tidy` too): `None` picks the GPU stages (`tidy.comp`, f32, within 1e-5
-    /// of the f64 reference) on hardware and the host (`composite`, bit-identical to the CPU
-    /// engine) on a software rasteriser, where the host is faster (measured on llvmpipe);
-    /// `Some(true)` forces the GPU stages, `Some(false)` the host.
+    /// deep output with `tidy` too): `None` and `Some(false)` on the host (`composite`,
+    /// bit-identical to the CPU engine, on every device); `Some(true)` on the GPU (`tidy.comp`,
+    /// f32, within 1e-5 of the f64 reference, so not the CPU engine's bytes: on an H100 a
+    /// default streamed merge with overlapping volumes wrote other bytes than the CPU engine
+    /// while the GPU tidied by default on hardware).
     pub tidy_on_gpu: Option<bool>,
     /// How RBM holds its register blocks (`merge.comp`'s `RBM_SHIFT`).
     pub rbm_blocks: RbmBlocks,
@@ -155,10 +156,10 @@ impl GlOptions {
         self.sort_on_gpu.unwrap_or(true)
     }
 
-    /// Whether overlapping volumes are tidied by `tidy.comp` on this device
-    /// ([`stage_on_gpu`]).
-    pub fn tidies_on_gpu(&self, info: &GlInfo) -> bool {
-        stage_on_gpu(self.tidy_on_gpu, info)
+    /// Whether overlapping volumes are tidied by `tidy.comp`: only when asked
+    /// ([`Self::tidy_on_gpu`]), since its f32 arithmetic is not the CPU engine's bytes.
+    pub fn tidies_on_gpu(&self) -> bool {
+        self.tidy_on_gpu.unwrap_or(false)
     }
 }
 
@@ -187,10 +188,4 @@ impl Default for GlOptions {
             deep_readback: resident::DeepReadback::Sources,
         }
     }
-}
-
-/// Whether a GL stage with placement `requested` (`Some(true)`: GPU, `Some(false)`: host,
-/// `None`: choose) runs on the GPU of the device described by `info`.
-pub fn stage_on_gpu(requested: Option<bool>, info: &GlInfo) -> bool {
-    requested.unwrap_or(!info.software)
 }

@@ -171,7 +171,9 @@ impl GlContext {
     /// release is done, or the GPU waits for it (`fence.rs`).
     pub(crate) fn take_pooled(&self, bytes: usize, purpose: &str) -> Result<GpuBuffer<'_>> {
         if let Some(free) = self.pool.take(bytes) {
-            let (_, serial) = self.fences.before_reuse(&self.gl, free.fence);
+            let (_, serial) = self
+                .fences
+                .before_reuse(&self.gl, free.fence, self.strict.is_none());
             self.with_checker(|c| {
                 if free.fence.is_some() {
                     c.fence_done(serial);
@@ -191,8 +193,10 @@ impl GlContext {
 
     /// A pooled buffer comes back from its owner (`GpuBuffer`'s drop): released with a fence.
     pub(crate) fn give_back(&self, buffer: glow::Buffer, capacity: usize) {
+        self.unbind_everywhere(buffer);
         let fence = self.fences.on_release(&self.gl, self.checker_serial());
         self.gl_called("glFenceSync");
+        self.with_checker(|c| c.released(id(buffer)));
         for evicted in self.pool.give_back(buffer, capacity, fence) {
             self.delete_free(evicted);
         }

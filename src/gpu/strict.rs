@@ -6,6 +6,9 @@
 //!   through the checker of `hazard.rs`;
 //! - **poison**: every buffer taken from the pool or newly allocated is filled with NaN and
 //!   0xFFFFFFFF words unless its caller asked for zeros, so a stage that assumes zeros fails;
+//! - **fences are behind**: a fence poll (a pool take, a free staging buffer) never says
+//!   signalled, so the engine takes the path it takes on a GPU that is behind the host (waits on
+//!   the GPU, new staging buffers) and the checker sees only the waits that path makes;
 //! - **GL errors fail**: `glGetError` after every GL call of the engine, and `KHR_debug` messages
 //!   of high and medium severity from a debug context, except performance notes and other
 //!   messages that are not about correctness (NVIDIA reports moving a buffer between video and

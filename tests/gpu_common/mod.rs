@@ -1,10 +1,9 @@
 //! Helpers shared by the GL tests: the real files, synthetic deep images with chosen edge cases,
 //! and comparison against the reference merge.
 //!
-//! Where the sort and tidy stages run decides how close a GL merge must come to the reference,
-//! and the defaults put them in different places on different machines (`GlOptions::sort_on_gpu`,
-//! `tidy_on_gpu`: `None` is the GPU on hardware, the host on a software rasteriser). So every GL
-//! test states where they run ([`Stages`]), and [`assert_merge_matches`] is the one place that
+//! Where the tidy runs decides how close a GL merge must come to the reference
+//! (`GlOptions::tidy_on_gpu`: `None` is the host, on every device; the sort is exact wherever
+//! it runs). So every GL test states where they run ([`Stages`]), and [`assert_merge_matches`] is the one place that
 //! turns that into a tolerance: bit-identical after the host's tidy (it is the reference's own
 //! code), `deepmerge::verify::GPU_TIDY_TOLERANCE` on the pixels the GPU tidied (f32) and exact
 //! everywhere else.
@@ -245,10 +244,10 @@ impl Stages {
         }
     }
 
-    /// Where `gl` tidies on `ctx`; `None` resolved as the engine resolves it (the GPU on
-    /// hardware, the host on a software rasteriser). Only tests of the defaults leave it `None`.
-    pub fn tidy_of(ctx: &GlContext, gl: &GlOptions) -> Stages {
-        if gl.tidy_on_gpu.unwrap_or(!ctx.info().software) {
+    /// Where `gl` tidies; `None` resolved as the engine resolves it (the host, on every
+    /// device). Only tests of the defaults leave it `None`.
+    pub fn tidy_of(gl: &GlOptions) -> Stages {
+        if gl.tidies_on_gpu() {
             Stages::Gpu
         } else {
             Stages::Host
@@ -321,7 +320,7 @@ pub fn assert_gl_matches(
 ) -> GpuStats {
     let (output, stats) = merge_images_gl(ctx, inputs, options, gl)
         .unwrap_or_else(|e| panic!("{what}: GL merge failed: {e}"));
-    let tidy = Stages::tidy_of(ctx, gl);
+    let tidy = Stages::tidy_of(gl);
     let to_tidy = reference.tidied_pixels() as u64;
     match tidy {
         Stages::Host => assert!(

@@ -109,8 +109,8 @@ pub const PAIRWISE_MEAN_SAMPLES: f64 = 4.0;
 /// tidy is read back by its keys alone (the host copies each sample's values from the input
 /// its key names), so the inputs of that step are gathered and built as keys alone too (only
 /// their depth planes are staged) and the step writes keys alone (`GpuImage::with_values`).
-fn keys_suffice(ctx: &GlContext, options: &MergeOptions, gl: &GlOptions) -> bool {
-    options.output == OutputKind::Deep && !(options.tidy && gl.tidies_on_gpu(ctx.info()))
+fn keys_suffice(options: &MergeOptions, gl: &GlOptions) -> bool {
+    options.output == OutputKind::Deep && !(options.tidy && gl.tidies_on_gpu())
 }
 
 /// Whether the GL engine merges `plan`'s inputs in one k-way pass: [`uses_kway`], except two
@@ -211,7 +211,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                     gl_options.pixel_order,
                     stride,
                     false,
-                    !(merges == 1 && keys_suffice(ctx, options, gl_options)),
+                    !(merges == 1 && keys_suffice(options, gl_options)),
                 )?;
                 stats.upload_s += gathered.staging_s;
                 stats.staged_bytes += gathered.staged_bytes;
@@ -309,7 +309,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 gl_options.pixel_order,
                 stride,
                 true,
-                !keys_suffice(ctx, options, gl_options),
+                !keys_suffice(options, gl_options),
             )?;
             stats.upload_s += gathered.staging_s;
             stats.staged_bytes += gathered.staged_bytes;
@@ -362,7 +362,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         let start = Instant::now();
         let merges = self.descending.len();
         let flat = matches!(self.options.output, OutputKind::Flat { .. });
-        let gpu_tidies = self.gl_options.tidies_on_gpu(self.ctx.info());
+        let gpu_tidies = self.gl_options.tidies_on_gpu();
         let volumes = self.volumes_possible();
         let long_lists = self.gl_options.long_lists;
         let mut merged: Option<GpuImage<'a>> = None;
@@ -430,8 +430,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 };
                 // The last merge is read back by its keys unless the GPU tidies it (which reads
                 // the values): its values would be written for nothing.
-                let with_values =
-                    !(last && keys_suffice(self.ctx, &self.options, &self.gl_options));
+                let with_values = !(last && keys_suffice(&self.options, &self.gl_options));
                 let mut out = merge_deep_scheduled(
                     self.ctx,
                     a,
@@ -488,7 +487,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         let start = Instant::now();
         let stack = self.stack.as_ref().expect("a k-way merge has its stack");
         let flat = matches!(self.options.output, OutputKind::Flat { .. });
-        let gpu_tidies = self.gl_options.tidies_on_gpu(self.ctx.info());
+        let gpu_tidies = self.gl_options.tidies_on_gpu();
         let volumes = self.volumes_possible();
         let block = self.gl_options.block_size;
         let inputs_bytes = stack.image.bytes().total();
@@ -531,7 +530,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                     .written_layout(layout)
             };
             // Read back by its keys unless the GPU tidies it (as in the pairwise chain).
-            let with_values = !keys_suffice(self.ctx, &self.options, &self.gl_options);
+            let with_values = !keys_suffice(&self.options, &self.gl_options);
             let mut out =
                 merge_deep_kway(self.ctx, stack, written, block, &self.columns, with_values)?;
             out = relayout(self.ctx, out, layout, block, &self.columns)?;

@@ -144,9 +144,7 @@ pub fn issue_gl_over<'a>(
     }
     let mut limit = ctx.info().max_ssbo_bytes.min(memory_limit);
     // A tidy deep output built on the GPU may hold up to twice the merged samples.
-    let growth = if options.tidy
-        && options.output == OutputKind::Deep
-        && gl_options.tidies_on_gpu(ctx.info())
+    let growth = if options.tidy && options.output == OutputKind::Deep && gl_options.tidies_on_gpu()
     {
         2
     } else {
@@ -200,6 +198,11 @@ pub fn issue_gl_over<'a>(
                 // lower than it claims): finish the band before it, then cut the rest of the
                 // window into bands of half the budget, down to single rows, before giving up.
                 finish(&mut pending, &mut out, &mut stats)?;
+                // The failed band's buffers went back to the pool mid-build, some behind work
+                // still on the GPU. Their fences should cover that, but an H100 reported a pool
+                // hazard in this path that llvmpipe did not reproduce (docs/hardware/
+                // h100-2026-11-26): a retry is rare, so it starts from an idle device.
+                ctx.finish();
                 let row0 = bands[next].row0;
                 limit /= 2;
                 stats.band_retries += 1;
