@@ -3,12 +3,15 @@
 //!
 //! - [`choose_engine`]: `Backend::Cpu` is the CPU engine; `Backend::Gl` is OpenGL or an error;
 //!   `Backend::Auto` is the CPU engine for a merge, unless GPU options were given, which ask for
-//!   GL explicitly. Measured end to end (file to file, docs/benchmarks.md "End to end on an
-//!   NVIDIA H100" and "The GL engine on an NVIDIA H200"), the CPU engine on the host's threads
-//!   beat the GL engine on an H100 by 2.3-7x at 1080p and 4K, as it does on llvmpipe; on an H200
-//!   (one run per cell) GL led for flat output at 2 and 4 host threads only, before any hardware
-//!   run confirmed its bytes. So `Auto` makes no context and asks EGL nothing, until a hardware
-//!   table with confirmed bytes says otherwise.
+//!   GL explicitly, and a deep merge on a host with a GPU of its own and at least
+//!   [`AUTO_GL_MIN_THREADS`] threads, which runs on the GL engine. Measured end to end (file to
+//!   file, docs/benchmarks.md): the CPU engine beat the GL engine on llvmpipe everywhere, and on
+//!   NVIDIA H100 and H200 hosts for flat output at 4 or more threads; on an H100 host on
+//!   2026-11-26, with its bytes confirmed equal, the GL engine was 1.24-1.9x faster for deep
+//!   output at 4, 8 and 16 threads and even at 2. `Auto` asks EGL which devices it lists only
+//!   for such a deep merge (no display, no context), and makes a context only on a GPU; the
+//!   status line (`--runstats`) says which engine and why. The comp graph's merges stay on the
+//!   CPU engine under `Auto` (`MergeRequest::uses_gl`): they were not measured.
 //! - Where the GL engine's stages run (`GlOptions::sorts_on_gpu`, `GlOptions::tidies_on_gpu`):
 //!   a requested placement wins; otherwise the sort runs on the GPU (`sort.comp`, exact) and
 //!   the tidy on the host, bit-identical to the CPU engine on every device (`tidy.comp` works
@@ -30,6 +33,9 @@ pub struct EngineChoice {
     /// Why GL was not used, as a parenthesised clause for the status line (" (reason)"); empty
     /// when the CPU engine was asked for, or when GL was chosen.
     cpu_reason: String,
+    /// Why GL was chosen when it was not asked for by name (`Auto`), for the status line; empty
+    /// otherwise.
+    gl_reason: String,
 }
 
 impl EngineChoice {
@@ -38,6 +44,7 @@ impl EngineChoice {
         EngineChoice {
             context: None,
             cpu_reason: reason.into(),
+            gl_reason: String::new(),
         }
     }
 
@@ -46,7 +53,21 @@ impl EngineChoice {
         EngineChoice {
             context: Some(Box::new(context)),
             cpu_reason: String::new(),
+            gl_reason: String::new(),
         }
+    }
+
+    /// The GL engine on `context`, chosen by `Auto` for `reason`.
+    pub fn gl_because(context: GlContext, reason: String) -> Self {
+        EngineChoice {
+            gl_reason: reason,
+            ..Self::gl(context)
+        }
+    }
+
+    /// Why `Auto` chose the GL engine (empty when it was asked for, or for the CPU engine).
+    pub fn gl_reason(&self) -> &str {
+        &self.gl_reason
     }
 
     /// The GL context when the GL engine was chosen, `None` for the CPU engine.
@@ -78,15 +99,22 @@ impl crate::request::MergeRequest {
     /// The engine this request runs on (a GL context is made here when GL is used). It lives
     /// here, not in `request.rs`, so that the request (which builds without the `gl` feature)
     /// does not depend on the engine choice that depends on it.
-    pub fn engine(&self) -> Result<EngineChoice> {
-        choose_engine(self.backend, self.gl.is_given())
+    /// `sequence`: the request merges frames, which `Auto` keeps on the CPU engine (frames merge
+    /// side by side there, `-j`; one GL frame at a time was not measured against that).
+    pub fn engine(&self, sequence: bool) -> Result<EngineChoice> {
+        choose_engine(self.backend, self.gl.is_given(), self.deep && !sequence)
     }
 }
 
 /// Pick the engine for `backend`; `gl_options_given` is true when the caller set GL-only options
 /// (layout, method, block size, pixel order, stage placement, statistics), which select GL under
-/// `Auto` and are refused with `Cpu`.
-pub fn choose_engine(backend: Backend, gl_options_given: bool) -> Result<EngineChoice> {
+/// `Auto` and are refused with `Cpu`; `deep_output` is whether the merge writes deep output,
+/// which `Auto` weighs (the module docs).
+pub fn choose_engine(
+    backend: Backend,
+    gl_options_given: bool,
+    deep_output: bool,
+) -> Result<EngineChoice> {
     match backend {
         // `MergeRequest::check` refuses this in the front end's words first.
         Backend::Cpu if gl_options_given => Err(Error::Usage(
@@ -95,13 +123,60 @@ pub fn choose_engine(backend: Backend, gl_options_given: bool) -> Result<EngineC
         Backend::Cpu => Ok(EngineChoice::cpu("")),
         Backend::Gl => Ok(EngineChoice::gl(GlContext::new()?)),
         // Measured, not assumed: see the module docs.
-        Backend::Auto if !gl_options_given => Ok(EngineChoice::cpu(AUTO_PICKS_CPU)),
+        Backend::Auto if !gl_options_given => {
+            Ok(auto_engine(deep_output, rayon::current_num_threads()))
+        }
         Backend::Auto => auto_with_context(gl_options_given),
     }
 }
 
-/// Why `Auto` runs a merge on the CPU engine, for the status line.
-pub const AUTO_PICKS_CPU: &str = " (faster end to end than the GL engine on llvmpipe, and on NVIDIA H100 and H200 hosts at 8 or more threads; --backend gl uses OpenGL)";
+/// Why `Auto` runs a flat merge on the CPU engine, for the status line.
+pub const AUTO_PICKS_CPU: &str = " (faster end to end than the GL engine for flat output, on llvmpipe and on an NVIDIA H100 host at 4 or more threads; --backend gl uses OpenGL)";
+
+/// The fewest host threads at which `Auto` runs a deep merge on a GPU: on an NVIDIA H100 host
+/// the GL engine was 1.24-1.9x faster end to end at 4, 8 and 16 threads, and even at 2 (two
+/// runs, one each way).
+pub const AUTO_GL_MIN_THREADS: usize = 4;
+
+/// `Auto` without GPU options, for a merge whose output is deep (`deep_output`) on `threads`
+/// host threads: the GL engine on a GPU of its own where the hardware table has it faster (deep
+/// output, [`AUTO_GL_MIN_THREADS`] or more threads), else the CPU engine; either way with the
+/// reason for the status line. Never a software rasteriser: there the CPU engine is faster. A
+/// GPU that gives no context leaves the merge on the CPU engine and says why.
+fn auto_engine(deep_output: bool, threads: usize) -> EngineChoice {
+    if !deep_output {
+        return EngineChoice::cpu(AUTO_PICKS_CPU);
+    }
+    if threads < AUTO_GL_MIN_THREADS {
+        return EngineChoice::cpu(format!(
+            " (deep output on {threads} host threads, where the engines measured even on an NVIDIA H100 host; the GL engine leads from {AUTO_GL_MIN_THREADS}: --backend gl uses OpenGL)"
+        ));
+    }
+    let no_gpu = |why: String| {
+        EngineChoice::cpu(format!(
+            " (deep output, but {why}; on a GPU the GL engine would run)"
+        ))
+    };
+    match GlContext::software_only() {
+        Ok(Some(name)) => no_gpu(format!(
+            "the only GL device is the software rasteriser {name}, where the CPU engine is faster"
+        )),
+        Err(e) => no_gpu(format!("EGL lists no GL device ({e})")),
+        Ok(None) => match GlContext::new() {
+            Ok(ctx) if !ctx.info().software => EngineChoice::gl_because(
+                ctx,
+                format!(
+                    "auto: deep output on {threads} host threads with a GPU, where the GL engine measured faster end to end"
+                ),
+            ),
+            Ok(ctx) => no_gpu(format!(
+                "the GL context came from the software rasteriser {}",
+                ctx.info().renderer
+            )),
+            Err(e) => no_gpu(format!("the GPU gave no GL context ({e})")),
+        },
+    }
+}
 
 /// `Auto` with GPU options given: GL (a software rasteriser too, as the options ask for it), or
 /// an error naming why there is none.
@@ -122,7 +197,7 @@ mod tests {
     /// `Cpu` gives no reason for the status line, `Auto` without GPU options says why.
     #[test]
     fn cpu_choices_lend_the_cpu_engine() {
-        let asked = choose_engine(Backend::Cpu, false).unwrap();
+        let asked = choose_engine(Backend::Cpu, false, false).unwrap();
         assert!(asked.context().is_none());
         assert_eq!(asked.cpu_reason(), "");
         assert!(matches!(
@@ -130,17 +205,29 @@ mod tests {
             MergeEngine::Cpu
         ));
         assert_eq!(asked.name(), "cpu");
-        let auto = choose_engine(Backend::Auto, false).unwrap();
+        let auto = choose_engine(Backend::Auto, false, false).unwrap();
         assert!(auto.context().is_none());
         assert_eq!(auto.cpu_reason(), AUTO_PICKS_CPU);
         assert_eq!(auto.name(), "cpu");
+        // Deep output on fewer threads than the GL engine leads from: the CPU engine, before
+        // EGL is asked anything.
+        let few = auto_engine(true, AUTO_GL_MIN_THREADS - 1);
+        assert!(few.context().is_none());
+        assert!(
+            few.cpu_reason().starts_with(&format!(
+                " (deep output on {} host threads",
+                AUTO_GL_MIN_THREADS - 1
+            )),
+            "{}",
+            few.cpu_reason()
+        );
     }
 
     /// GPU options with the CPU backend are refused, not ignored.
     #[test]
     fn gpu_options_on_the_cpu_backend_are_refused() {
         assert!(matches!(
-            choose_engine(Backend::Cpu, true),
+            choose_engine(Backend::Cpu, true, false),
             Err(Error::Usage(_))
         ));
     }

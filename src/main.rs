@@ -238,8 +238,9 @@ struct MergeArgs {
         allow_hyphen_values = true
     )]
     bbox: String,
-    /// Which engine runs the merge: auto (the CPU engine, measured faster end to end than
-    /// OpenGL on llvmpipe and on an NVIDIA H100; GPU options such as --layout select OpenGL),
+    /// Which engine runs the merge: auto (a deep merge on a host with a GPU and 4 or more
+    /// threads on OpenGL, measured faster there; everything else on the CPU engine, faster
+    /// there; --runstats says why; GPU options such as --layout select OpenGL),
     /// cpu (the reference engine) or gl (OpenGL 4.3 compute).
     #[arg(long, value_name = "ENGINE", default_value = "auto", value_parser = named::<Backend>(&["auto", "cpu", "gl"]))]
     backend: Backend,
@@ -827,8 +828,10 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         Vec::new()
     };
     let job = MergeJob::new(&request, args.inputs.len(), !args.quiet)?;
-    // Choose the engine before reading, so a `--backend gl` without GL fails fast.
-    let engine = request.engine()?;
+    // Choose the engine before reading, so a `--backend gl` without GL fails fast. A sequence
+    // keeps `auto` on the CPU engine, which merges frames side by side (`-j`; not measured
+    // against one GL frame at a time).
+    let engine = request.engine(frames.is_some())?;
     let progress_mode = cli::ops::progress_mode(args.quiet, args.progress);
     let stats = RunStats::new();
     let (steps, what) = match &frames {
@@ -862,8 +865,13 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             } else {
                 "k-way".to_string()
             };
+            // Why `--backend auto` chose GL, where it did.
+            let why = match engine.gl_reason() {
+                "" => String::new(),
+                reason => format!(" ({reason})"),
+            };
             Some(format!(
-                "deepmerge: merging {} with OpenGL on {} ({} {kernel} block {}){frames_note}",
+                "deepmerge: merging {} with OpenGL on {} ({} {kernel} block {}){why}{frames_note}",
                 counted(args.inputs.len(), "input"),
                 ctx.info().renderer,
                 gl.layout.name(),

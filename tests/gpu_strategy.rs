@@ -150,3 +150,70 @@ fn the_status_line_says_when_a_pair_may_take_the_pairwise_kernel() {
         "{either}"
     );
 }
+
+/// `--backend auto` runs a deep merge on the GL engine only on a GPU of its own and at
+/// `AUTO_GL_MIN_THREADS` host threads or more (where the H100 table has it faster), and says
+/// why in its status line; a flat merge, fewer threads or a software rasteriser keep the CPU
+/// engine. Under `DEEPMERGE_GL_DEFAULTS=hardware` (the GL tests' second pass) llvmpipe counts as
+/// a GPU, so the GL path runs here too. Either way the bytes are the CPU engine's.
+#[test]
+fn auto_runs_a_deep_merge_on_a_gpu_only_and_says_why() {
+    let on_gpu = with_gl(|ctx| !ctx.info().software);
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/openexr-images");
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("auto-engine");
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |threads: usize, extra: &[&str], out: &str| -> String {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+            .args([format!("{data}/Balls.exr"), format!("{data}/Leaves.exr")])
+            .args(extra)
+            .args(["--runstats", "-o"])
+            .arg(dir.join(out))
+            .env("DEEPMERGE_GL_STRICT", "1")
+            .env("RAYON_NUM_THREADS", threads.to_string())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{err}");
+        err.lines().next().unwrap_or_default().to_string()
+    };
+    let min = deepmerge::backend::AUTO_GL_MIN_THREADS;
+    let deep = run(min, &["--deep"], "auto-deep.exr");
+    if on_gpu {
+        assert!(
+            deep.starts_with("deepmerge: merging 2 inputs with OpenGL on")
+                && deep.ends_with(&format!(
+                    "(auto: deep output on {min} host threads with a GPU, where the GL engine measured faster end to end)"
+                )),
+            "{deep}"
+        );
+    } else {
+        assert!(
+            deep.starts_with(
+                "deepmerge: merging 2 inputs on the CPU engine (deep output, but the only GL device is the software rasteriser"
+            ),
+            "{deep}"
+        );
+    }
+    run(min, &["--deep", "--backend", "cpu"], "cpu-deep.exr");
+    assert!(
+        std::fs::read(dir.join("auto-deep.exr")).unwrap()
+            == std::fs::read(dir.join("cpu-deep.exr")).unwrap(),
+        "auto's deep output is the CPU engine's bytes"
+    );
+    let few = run(min - 1, &["--deep"], "few.exr");
+    assert!(
+        few.starts_with(&format!(
+            "deepmerge: merging 2 inputs on the CPU engine (deep output on {} host threads",
+            min - 1
+        )),
+        "{few}"
+    );
+    let flat = run(min, &[], "flat.exr");
+    assert_eq!(
+        flat,
+        format!(
+            "deepmerge: merging 2 inputs on the CPU engine{}",
+            deepmerge::backend::AUTO_PICKS_CPU
+        )
+    );
+}

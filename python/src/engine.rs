@@ -114,25 +114,30 @@ pub fn merge_to_file(
 ) -> Result<FileReport> {
     let options = request.stream_options()?;
     let parts = request.part_request(inputs.len(), &FieldNames)?;
-    with_engine(request.backend, request.gl.is_given(), |engine| {
-        exr::check_output_is_not_an_input(output, inputs)?;
-        let plan = stream::plan_parts(inputs, &parts)?;
-        let (on, name) = (engine.merging(request.gl_options()), engine.name());
-        let reports = stream::merge_parts(inputs, output, &plan, &options, on, None)?;
-        let (notes, parts) = match plan {
-            PartPlan::One { notes, .. } => (notes, Vec::new()),
-            PartPlan::Each(each) => (Vec::new(), each.into_iter().map(|p| p.name).collect()),
-        };
-        Ok(FileReport {
-            bands: reports.iter().map(|r| r.bands).sum(),
-            max_band_rows: reports.iter().map(|r| r.max_band_rows).max().unwrap_or(0),
-            window: reports[0].window,
-            memory_budget: options.budget,
-            engine: name,
-            notes,
-            parts,
-        })
-    })
+    with_engine(
+        request.backend,
+        request.gl.is_given(),
+        request.deep,
+        |engine| {
+            exr::check_output_is_not_an_input(output, inputs)?;
+            let plan = stream::plan_parts(inputs, &parts)?;
+            let (on, name) = (engine.merging(request.gl_options()), engine.name());
+            let reports = stream::merge_parts(inputs, output, &plan, &options, on, None)?;
+            let (notes, parts) = match plan {
+                PartPlan::One { notes, .. } => (notes, Vec::new()),
+                PartPlan::Each(each) => (Vec::new(), each.into_iter().map(|p| p.name).collect()),
+            };
+            Ok(FileReport {
+                bands: reports.iter().map(|r| r.bands).sum(),
+                max_band_rows: reports.iter().map(|r| r.max_band_rows).max().unwrap_or(0),
+                window: reports[0].window,
+                memory_budget: options.budget,
+                engine: name,
+                notes,
+                parts,
+            })
+        },
+    )
 }
 
 /// Write an in-memory merge's result as the CLI writes its output; `first_file` (the first
@@ -251,28 +256,41 @@ pub fn merge(inputs: &[Input], request: &MergeRequest) -> Result<MergeOutput> {
     };
     // The pipeline's own dispatch and pruning (`stream::merge_checked`): the depths of every
     // input were checked above, as the streamed merge's reader checks each band's.
-    with_engine(request.backend, request.gl.is_given(), |engine| {
-        let images = images.iter().map(|&i| Cow::Borrowed(i)).collect();
-        merge_checked(
-            engine.merging(request.gl_options()),
-            images,
-            &options,
-            &request.pruning,
-            window,
-        )
-        .map(|(merged, _stats)| merged)
-    })
+    with_engine(
+        request.backend,
+        request.gl.is_given(),
+        request.deep,
+        |engine| {
+            let images = images.iter().map(|&i| Cow::Borrowed(i)).collect();
+            merge_checked(
+                engine.merging(request.gl_options()),
+                images,
+                &options,
+                &request.pruning,
+                window,
+            )
+            .map(|(merged, _stats)| merged)
+        },
+    )
     .map_err(|e| e.in_merge(&paths))
 }
 
 /// The engine `request` runs on in this thread: "cpu" or "gl".
 pub fn engine_name(request: &MergeRequest) -> Result<&'static str> {
-    with_engine(request.backend, request.gl.is_given(), |engine| {
-        Ok(engine.name())
-    })
+    with_engine(
+        request.backend,
+        request.gl.is_given(),
+        request.deep,
+        |engine| Ok(engine.name()),
+    )
 }
 
-/// The engine for (`backend`, GL options given) on this thread, made on first use and kept.
+/// What an engine is chosen by: the backend, whether GL options were given, and whether the
+/// output is deep (which `Auto` weighs).
+type EngineKey = (Backend, bool, bool);
+
+/// The engine for (`backend`, GL options given, deep output) on this thread, made on first use
+/// and kept.
 ///
 /// A GL context is current on the thread that made it and may not move, so each thread that
 /// merges with GL gets its own context, made once and reused by its later calls (a context costs
@@ -281,18 +299,19 @@ pub fn engine_name(request: &MergeRequest) -> Result<&'static str> {
 fn with_engine<T>(
     backend: Backend,
     gl_options_given: bool,
+    deep_output: bool,
     run: impl FnOnce(&EngineChoice) -> Result<T>,
 ) -> Result<T> {
     thread_local! {
-        static ENGINES: RefCell<Vec<((Backend, bool), EngineChoice)>> = const { RefCell::new(Vec::new()) };
+        static ENGINES: RefCell<Vec<(EngineKey, EngineChoice)>> = const { RefCell::new(Vec::new()) };
     }
-    let key = (backend, gl_options_given);
+    let key = (backend, gl_options_given, deep_output);
     ENGINES.with(|engines| {
         let mut engines = engines.borrow_mut();
         let at = match engines.iter().position(|(k, _)| *k == key) {
             Some(at) => at,
             None => {
-                engines.push((key, choose_engine(backend, gl_options_given)?));
+                engines.push((key, choose_engine(backend, gl_options_given, deep_output)?));
                 engines.len() - 1
             }
         };

@@ -572,6 +572,7 @@ impl<'g> Runner<'g> {
                 self.gl = Some(crate::backend::choose_engine(
                     crate::request::Backend::Gl,
                     request.gl.is_given(),
+                    request.deep,
                 )?);
             }
             Ok(())

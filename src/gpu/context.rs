@@ -190,12 +190,19 @@ impl GlContext {
     /// What EGL lists, without opening a display or making a context (the cheap question
     /// `--backend auto` asks first): `Ok(None)` when a hardware device is listed, else
     /// `Ok(Some(name))` with the software rasteriser's name (Mesa's is `llvmpipe`), or why
-    /// EGL lists nothing.
+    /// EGL lists nothing. `DEEPMERGE_GL_DEFAULTS` answers as it sets the defaults: `hardware`
+    /// counts every device as a GPU (so that `--backend auto`'s GPU path runs on llvmpipe in the
+    /// tests), `software` none.
     pub fn software_only() -> Result<Option<String>> {
+        let settings = super::mapped::EnvSettings::from_env()?;
         let devices: Vec<Device> = Device::query_devices()
             .map_err(|e| Error::Gl(format!("no EGL devices ({e})")))?
             .collect();
-        let is_software = |d: &Device| d.extensions().contains("EGL_MESA_device_software");
+        let is_software = |d: &Device| {
+            settings
+                .software_defaults
+                .unwrap_or_else(|| d.extensions().contains("EGL_MESA_device_software"))
+        };
         if devices.iter().any(|d| !is_software(d)) {
             return Ok(None);
         }
