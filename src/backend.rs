@@ -33,8 +33,8 @@ pub struct EngineChoice {
     /// Why GL was not used, as a parenthesised clause for the status line (" (reason)"); empty
     /// when the CPU engine was asked for, or when GL was chosen.
     cpu_reason: String,
-    /// Why GL was chosen when it was not asked for by name (`Auto`), for the status line; empty
-    /// otherwise.
+    /// Why GL was chosen when it was not asked for by name (`Auto`), as a parenthesised clause
+    /// for the status line (" (auto: reason)"); empty otherwise.
     gl_reason: String,
 }
 
@@ -57,7 +57,7 @@ impl EngineChoice {
         }
     }
 
-    /// The GL engine on `context`, chosen by `Auto` for `reason`.
+    /// The GL engine on `context`, chosen by `Auto` for `reason` (" (auto: reason)").
     pub fn gl_because(context: GlContext, reason: String) -> Self {
         EngineChoice {
             gl_reason: reason,
@@ -65,7 +65,8 @@ impl EngineChoice {
         }
     }
 
-    /// Why `Auto` chose the GL engine (empty when it was asked for, or for the CPU engine).
+    /// Why `Auto` chose the GL engine, as " (auto: reason)" (empty when it was asked for, or for
+    /// the CPU engine).
     pub fn gl_reason(&self) -> &str {
         &self.gl_reason
     }
@@ -166,7 +167,7 @@ fn auto_engine(deep_output: bool, threads: usize) -> EngineChoice {
             Ok(ctx) if !ctx.info().software => EngineChoice::gl_because(
                 ctx,
                 format!(
-                    "auto: deep output on {threads} host threads with a GPU, where the GL engine measured faster end to end"
+                    " (auto: deep output on {threads} host threads with a GPU, where the GL engine measured faster end to end)"
                 ),
             ),
             Ok(ctx) => no_gpu(format!(

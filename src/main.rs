@@ -865,11 +865,8 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
             } else {
                 "k-way".to_string()
             };
-            // Why `--backend auto` chose GL, where it did.
-            let why = match engine.gl_reason() {
-                "" => String::new(),
-                reason => format!(" ({reason})"),
-            };
+            // Why `--backend auto` chose GL, where it did (" (auto: ...)", or empty).
+            let why = engine.gl_reason();
             Some(format!(
                 "deepmerge: merging {} with OpenGL on {} ({} {kernel} block {}){why}{frames_note}",
                 counted(args.inputs.len(), "input"),

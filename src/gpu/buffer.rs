@@ -121,7 +121,7 @@ impl<'a> GpuBuffer<'a> {
                 bytes as i32,
             )
         };
-        self.ctx.note_binding(index, Some(self.buffer));
+        self.ctx.note_binding(index, self.buffer);
         self.ctx.with_checker(|c| c.bind(index, id(self.buffer)));
         self.ctx.gl_called("glBindBufferRange");
     }
@@ -226,19 +226,19 @@ impl super::GlContext {
             self.gl
                 .bind_buffer_base(glow::SHADER_STORAGE_BUFFER, index, Some(buffer))
         };
-        self.note_binding(index, Some(buffer));
+        self.note_binding(index, buffer);
         self.with_checker(|c| c.bind(index, id(buffer)));
         self.gl_called("glBindBufferBase");
     }
 
     /// Remember what binding `index` holds.
-    pub(crate) fn note_binding(&self, index: u32, buffer: Option<glow::Buffer>) {
+    pub(crate) fn note_binding(&self, index: u32, buffer: glow::Buffer) {
         let mut bindings = self.storage_bindings.borrow_mut();
         let index = index as usize;
         if bindings.len() <= index {
             bindings.resize(index + 1, None);
         }
-        bindings[index] = buffer;
+        bindings[index] = Some(buffer);
     }
 
     /// Unbind `buffer` from every storage binding that holds it: it is going back to the pool

@@ -91,8 +91,8 @@ impl ReleaseFences {
             return None;
         }
         let mut live = self.live.borrow_mut();
-        let newest_id = self.next_id.get();
         if self.newest_at.get() == Some(self.issued.get()) {
+            let newest_id = self.next_id.get();
             if let Some(newest) = live.last_mut().filter(|f| f.id == newest_id) {
                 newest.users += 1;
                 return Some(FenceId(newest.id));

@@ -617,7 +617,7 @@ impl GlContext {
             let mut free = self.mapped.staging.borrow_mut();
             // Strict mode counts no fence as signalled until the host has waited on it: the
             // path a GPU that is behind the host takes, not llvmpipe's (`strict.rs`).
-            let poll = self.strict.is_none();
+            let poll = !self.is_strict();
             let done = |fence: &Option<Fence>| {
                 fence.as_ref().is_none_or(|f| {
                     if !poll {

@@ -173,7 +173,7 @@ impl GlContext {
         if let Some(free) = self.pool.take(bytes) {
             let (_, serial) = self
                 .fences
-                .before_reuse(&self.gl, free.fence, self.strict.is_none());
+                .before_reuse(&self.gl, free.fence, !self.is_strict());
             self.with_checker(|c| {
                 if free.fence.is_some() {
                     c.fence_done(serial);
