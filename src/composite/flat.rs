@@ -6,9 +6,9 @@
 
 use super::flatten::flatten_pixel;
 use super::merge::MergePlan;
+use super::one_alpha::composite_one_alpha;
 use super::pixel::{CompositeKind, PixelSamples};
 use super::tidy::{needs_tidy, tidy_pixel};
-use super::views::Values;
 use crate::deep::{ChannelRole, FlatChannel, FlatImage, FlatValues, Plane};
 use crate::vocab::Sample;
 
@@ -177,53 +177,88 @@ impl MergePlan<'_> {
     }
 
     /// [`Self::flatten_untidied`] for `N` columns of which one, `alpha`, is the only alpha (so
-    /// every other column is a colour of it: RGBA and the like). The sums stay in registers:
-    /// the general loop kept them in memory, each sample waiting on the last one's stores, and
-    /// its half-to-float conversion was a call (which spills registers; now inline in
-    /// [`Values::get`]). The arithmetic is the same, in the same order. `None`
-    /// if an input's views do not have `N` columns.
+    /// every other column is a colour of it: RGBA and the like): [`composite_one_alpha`]'s
+    /// loop, the same arithmetic in the same order. `None` if an input's views do not have `N`
+    /// columns.
     fn flatten_one_alpha<const N: usize>(
         &self,
         samples: &[Sample],
         scratch: &mut PixelSamples,
         alpha: usize,
     ) -> Option<Option<Sample>> {
+        self.debug_assert_one_alpha(alpha);
+        let mut out = [([0f32; N], None)];
+        if !composite_one_alpha::<N>(&self.views, &[samples], alpha, &mut out) {
+            return None;
+        }
+        let [(sums, front)] = out;
+        scratch.values.clear();
+        scratch.values.extend_from_slice(&sums);
+        Some(front)
+    }
+
+    /// [`Self::push_flattened`] of two neighbouring pixels, in order. Where neither needs
+    /// tidying and the channels are one alpha and its colours, both go through one loop
+    /// ([`composite_one_alpha`]: two independent chains of dependent operations run side by
+    /// side, where one pixel at a time waits on each sample's latency).
+    pub fn push_flattened_pair(
+        &self,
+        out: &mut FlatPixels,
+        pixels: [(&[Sample], bool); 2],
+        pixel: &mut PixelSamples,
+    ) {
+        let simple =
+            |(samples, any_volume): (&[Sample], bool)| !(any_volume && needs_tidy(samples));
+        if let ([alpha], true, true) = (
+            &self.composite.alphas[..],
+            simple(pixels[0]),
+            simple(pixels[1]),
+        ) {
+            let both = [pixels[0].0, pixels[1].0];
+            let done = match self.composite.len() {
+                2 => self.push_pair_one_alpha::<2>(out, both, *alpha),
+                3 => self.push_pair_one_alpha::<3>(out, both, *alpha),
+                4 => self.push_pair_one_alpha::<4>(out, both, *alpha),
+                5 => self.push_pair_one_alpha::<5>(out, both, *alpha),
+                6 => self.push_pair_one_alpha::<6>(out, both, *alpha),
+                _ => false,
+            };
+            if done {
+                return;
+            }
+        }
+        for (samples, any_volume) in pixels {
+            self.push_flattened(out, samples, any_volume, pixel);
+        }
+    }
+
+    /// Both pixels of [`Self::push_flattened_pair`] through the one-alpha loop; `false` (and
+    /// nothing pushed) where an input's views do not have `N` columns.
+    fn push_pair_one_alpha<const N: usize>(
+        &self,
+        out: &mut FlatPixels,
+        pixels: [&[Sample]; 2],
+        alpha: usize,
+    ) -> bool {
+        self.debug_assert_one_alpha(alpha);
+        let mut results = [([0f32; N], None); 2];
+        if !composite_one_alpha::<N>(&self.views, &pixels, alpha, &mut results) {
+            return false;
+        }
+        for (sums, front) in results {
+            self.push_flat(out, &sums, front);
+        }
+        true
+    }
+
+    /// Every composited column but `alpha` is a colour of `alpha`.
+    fn debug_assert_one_alpha(&self, alpha: usize) {
         debug_assert!(self
             .composite
             .kinds
             .iter()
             .enumerate()
             .all(|(k, kind)| { k == alpha || *kind == CompositeKind::Colour { alpha } }));
-        if self.views.iter().any(|v| v.columns.len() != N) {
-            return None;
-        }
-        // Every column's sum, the alpha's slot included but replaced by `sum_alpha` at the end.
-        let mut sums = [0f32; N];
-        let mut sum_alpha = 0f32;
-        let mut front = None;
-        for s in samples {
-            if sum_alpha >= 1.0 {
-                break;
-            }
-            let columns: &[Values; N] = self.views[s.input as usize].columns[..N]
-                .try_into()
-                .expect("N columns");
-            let index = s.index as usize;
-            let a = columns[alpha].get(index);
-            if front.is_none() && a > 0.0 {
-                front = Some(*s);
-            }
-            // Colours read the alpha accumulated before this sample.
-            let through = 1.0 - sum_alpha;
-            for (sum, column) in sums.iter_mut().zip(columns) {
-                *sum += through * column.get(index);
-            }
-            sum_alpha += through * a;
-        }
-        sums[alpha] = sum_alpha;
-        scratch.values.clear();
-        scratch.values.extend_from_slice(&sums);
-        Some(front)
     }
 
     /// The flat image over the merge's window from all its pixels (row-major); with `with_z`,
@@ -304,28 +339,74 @@ mod tests {
     }
 
     /// Flattening by [`MergePlan::flatten_untidied`] (which takes the one-alpha loop where it
-    /// can) gives the general loop's values and front sample bit for bit, over values that
-    /// test the inline half conversion: subnormals, infinities, NaNs, negative zero, alphas
-    /// past 1 and below 0. A NaN compares as any NaN: which of two NaN operands an add returns
-    /// (its sign) follows the operand order the compiler picks. Returns the columns and the
-    /// alpha's column.
+    /// can), by [`MergePlan::push_flattened_pair`] (two pixels in one loop) and by the one-alpha
+    /// loop with half floats converted in software gives the general loop's values and front
+    /// sample bit for bit, over values that test the half conversion: subnormals, infinities,
+    /// NaNs, negative zero, alphas past 1 and below 0. A NaN compares as any NaN: which of two
+    /// NaN operands an add returns (its sign) follows the operand order the compiler picks.
+    /// Returns the columns and the alpha's column.
     fn one_alpha_equals_general(inputs: &[&DeepImage]) -> (usize, usize) {
         let plan = MergePlan::new(inputs).unwrap();
         let columns = plan.composite.len();
-        let (mut samples, mut sort_scratch) = (Vec::new(), Vec::new());
+        let mut sort_scratch = Vec::new();
         let mut scratch = PixelSamples::new(columns);
         let bits = |v: &f32| if v.is_nan() { u32::MAX } else { v.to_bits() };
-        for x in 0..PIXELS as i32 {
-            plan.ordered_samples_into(x, 0, &mut samples, &mut sort_scratch);
-            assert!(!samples.is_empty());
-            let fast = plan.flatten_untidied(&samples, &mut scratch);
+        let pixels: Vec<(Vec<Sample>, bool)> = (0..PIXELS as i32)
+            .map(|x| {
+                let mut samples = Vec::new();
+                let any_volume = plan.ordered_samples_into(x, 0, &mut samples, &mut sort_scratch);
+                assert!(!samples.is_empty());
+                (samples, any_volume)
+            })
+            .collect();
+        // Pixel by pixel, the general loop against the one-alpha loop.
+        let mut general = plan.flat_pixels(PIXELS);
+        let mut single = plan.flat_pixels(PIXELS);
+        for (x, (samples, _)) in pixels.iter().enumerate() {
+            let fast = plan.flatten_untidied(samples, &mut scratch);
             let fast_values: Vec<u32> = scratch.values[..columns].iter().map(bits).collect();
-            let general = plan.flatten_general(&samples, &mut scratch);
+            plan.push_flat(&mut single, &scratch.values[..columns], fast);
+            let front = plan.flatten_general(samples, &mut scratch);
             let general_values: Vec<u32> = scratch.values[..columns].iter().map(bits).collect();
+            plan.push_flat(&mut general, &scratch.values[..columns], front);
             assert_eq!(fast_values, general_values, "pixel {x}");
-            assert_eq!(fast, general, "pixel {x}");
+            assert_eq!(fast, front, "pixel {x}");
         }
-        (columns, plan.composite.alphas[0])
+        // Two at a time (pairs of every alignment: pixel 0 alone first, then in pairs).
+        let mut paired = plan.flat_pixels(PIXELS);
+        plan.push_flattened(&mut paired, &pixels[0].0, pixels[0].1, &mut scratch);
+        for pair in pixels[1..].chunks(2) {
+            match pair {
+                [a, b] => {
+                    plan.push_flattened_pair(&mut paired, [(&a.0, a.1), (&b.0, b.1)], &mut scratch)
+                }
+                _ => plan.push_flattened(&mut paired, &pair[0].0, pair[0].1, &mut scratch),
+            }
+        }
+        // The software half conversion, two at a time.
+        let mut soft = plan.flat_pixels(PIXELS);
+        let alpha = plan.composite.alphas[0];
+        for pair in pixels.chunks(2) {
+            let samples: Vec<&[Sample]> = pair.iter().map(|(s, _)| &s[..]).collect();
+            let mut out = vec![(vec![0f32; columns], None); samples.len()];
+            super::super::one_alpha::composite_one_alpha_soft(
+                &plan.views,
+                &samples,
+                alpha,
+                &mut out,
+            );
+            for (values, front) in out {
+                plan.push_flat(&mut soft, &values, front);
+            }
+        }
+        for (name, other) in [("single", &single), ("paired", &paired), ("soft", &soft)] {
+            let values = |p: &FlatPixels| p.values.iter().map(bits).collect::<Vec<u32>>();
+            let z = |p: &FlatPixels| p.z.iter().map(bits).collect::<Vec<u32>>();
+            assert_eq!(values(other), values(&general), "{name} values");
+            assert_eq!(z(other), z(&general), "{name} Z");
+            assert_eq!(other.ids, general.ids, "{name} ids");
+        }
+        (columns, alpha)
     }
 
     const VALUES: [f32; 15] = [

@@ -336,15 +336,17 @@ pub fn merge_checked_images_over(
 }
 
 /// Every row of the window, in parallel: `new_row(width)` makes a row's output and
-/// `add_pixel(row, samples, any_volume, pixel)` adds one pixel, given its samples in merge order
-/// ([`MergePlan::ordered_samples_into`]) and a scratch pixel to gather values into;
-/// `add_empty(row, n)` adds n pixels without samples, for the runs of a row that no input's
-/// window reaches (which cost one call, not one per pixel: inputs far apart leave long runs).
-fn map_rows<R, N, A, E>(plan: &MergePlan, new_row: N, add_pixel: A, add_empty: E) -> Vec<R>
+/// `add_pixels(row, pixels, pixel)` adds one or two neighbouring pixels, left to right, each
+/// given as its samples in merge order ([`MergePlan::ordered_samples_into`]) and whether any is
+/// a volume, with a scratch pixel to gather values into (two at a time lets a flat merge
+/// composite both in one loop: [`MergePlan::push_flattened_pair`]); `add_empty(row, n)` adds n
+/// pixels without samples, for the runs of a row that no input's window reaches (which cost
+/// one call, not one per pixel: inputs far apart leave long runs).
+fn map_rows<R, N, A, E>(plan: &MergePlan, new_row: N, add_pixels: A, add_empty: E) -> Vec<R>
 where
     R: Send,
     N: Fn(usize) -> R + Sync + Send,
-    A: Fn(&mut R, &[Sample], bool, &mut PixelSamples) + Sync + Send,
+    A: Fn(&mut R, &[(&[Sample], bool)], &mut PixelSamples) + Sync + Send,
     E: Fn(&mut R, usize) + Sync + Send,
 {
     let window = plan.window;
@@ -353,8 +355,11 @@ where
     (0..window.height())
         .into_par_iter()
         .map_init(
-            || (Vec::new(), Vec::new(), PixelSamples::new(columns)),
-            |(samples, scratch, pixel), row| {
+            || {
+                let pixel = PixelSamples::new(columns);
+                (Vec::new(), Vec::new(), Vec::new(), pixel)
+            },
+            |(first, second, scratch, pixel), row| {
                 let y = window.y0 + row as i32;
                 let mut out = new_row(width);
                 let mut x = window.x0;
@@ -362,11 +367,18 @@ where
                     if x0 > x {
                         add_empty(&mut out, (x0 - x) as usize);
                     }
-                    for x in x0..=x1 {
-                        let any_volume = plan.ordered_samples_into(x, y, samples, scratch);
-                        add_pixel(&mut out, samples, any_volume, pixel);
+                    x = x0;
+                    while x <= x1 {
+                        let a = plan.ordered_samples_into(x, y, first, scratch);
+                        if x < x1 {
+                            let b = plan.ordered_samples_into(x + 1, y, second, scratch);
+                            add_pixels(&mut out, &[(first, a), (second, b)], pixel);
+                            x += 2;
+                        } else {
+                            add_pixels(&mut out, &[(first, a)], pixel);
+                            x += 1;
+                        }
                     }
-                    x = x1 + 1;
                 }
                 if x <= window.x1 {
                     add_empty(&mut out, (window.x1 - x + 1) as usize);
@@ -404,7 +416,14 @@ fn merge_flat(plan: &MergePlan, with_z: bool) -> FlatImage {
     let rows = map_rows(
         plan,
         |width| plan.flat_pixels(width),
-        |out, samples, any_volume, pixel| plan.push_flattened(out, samples, any_volume, pixel),
+        |out, pixels, pixel| match *pixels {
+            [first, second] => plan.push_flattened_pair(out, [first, second], pixel),
+            _ => {
+                for &(samples, any_volume) in pixels {
+                    plan.push_flattened(out, samples, any_volume, pixel);
+                }
+            }
+        },
         |out, n| plan.push_empty(out, n),
     );
     let mut all = plan.flat_pixels(0);
@@ -424,19 +443,22 @@ fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {
     let rows = map_rows(
         plan,
         new_row,
-        |out, samples, any_volume, pixel| {
-            // Points-only pixels skip the overlap pass; coincident points merge (OpenEXR's tidy).
-            let overlaps = tidy && any_volume && needs_tidy(samples);
-            if overlaps || (tidy && has_coincident_points(samples)) {
-                plan.tidy_samples(samples, pixel);
-                out.counts.push(pixel.len() as u32);
-                for s in 0..pixel.len() {
-                    out.tidied.push((out.samples.len(), pixel.row(s).to_vec()));
-                    out.samples.push(pixel.samples[s]);
+        |out, pixels, pixel| {
+            for &(samples, any_volume) in pixels {
+                // Points-only pixels skip the overlap pass; coincident points merge (OpenEXR's
+                // tidy).
+                let overlaps = tidy && any_volume && needs_tidy(samples);
+                if overlaps || (tidy && has_coincident_points(samples)) {
+                    plan.tidy_samples(samples, pixel);
+                    out.counts.push(pixel.len() as u32);
+                    for s in 0..pixel.len() {
+                        out.tidied.push((out.samples.len(), pixel.row(s).to_vec()));
+                        out.samples.push(pixel.samples[s]);
+                    }
+                } else {
+                    out.counts.push(samples.len() as u32);
+                    out.samples.extend_from_slice(samples);
                 }
-            } else {
-                out.counts.push(samples.len() as u32);
-                out.samples.extend_from_slice(samples);
             }
         },
         add_empty,

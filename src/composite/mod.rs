@@ -10,6 +10,7 @@ mod flatten;
 pub mod holdout;
 mod list;
 mod merge;
+mod one_alpha;
 mod order;
 mod pixel;
 pub mod prune;

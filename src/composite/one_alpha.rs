@@ -1,0 +1,271 @@
+//! The front-to-back compositing loop for the common channel set: one alpha, every other
+//! column a colour of it (RGBA and the like), read straight from the inputs' planes. It is the
+//! arithmetic of [`super::flatten_pixel`] in the same order, so every bit is the same; two
+//! things make it fast:
+//!
+//! - **Two pixels in one loop.** A pixel's samples form one chain of dependent operations
+//!   (each sample's `1 - alpha`, multiply and add wait on the sample before), so one pixel at a
+//!   time leaves the core waiting on latency: about 12 cycles a sample whatever the width of
+//!   the machine. Two pixels' chains are independent, and the core runs them side by side.
+//! - **Half floats converted by the CPU** where it has the instruction (F16C on x86-64,
+//!   detected once per process), in software elsewhere ([`half::f16::to_f32_const`], the same
+//!   value bit for bit). `half`'s own `to_f32` picks its converter at run time with a call per
+//!   value, which makes the loop spill its sums from registers.
+
+use half::f16;
+
+use super::views::{InputViews, Values};
+use crate::vocab::Sample;
+
+/// What one pixel's loop leaves: every column's sum (the alpha's included) and the front-most
+/// sample with an alpha above 0.
+pub(crate) type OneAlphaPixel<const N: usize> = ([f32; N], Option<Sample>);
+
+/// A half-to-float conversion the loops are compiled with.
+trait HalfToF32: Copy {
+    fn to_f32(self, h: f16) -> f32;
+}
+
+/// The software conversion, on every CPU.
+#[derive(Clone, Copy)]
+struct SoftHalf;
+
+impl HalfToF32 for SoftHalf {
+    #[inline(always)]
+    fn to_f32(self, h: f16) -> f32 {
+        h.to_f32_const()
+    }
+}
+
+/// The CPU's F16C conversion. A value of this type exists only where the CPU has F16C
+/// ([`F16c::detected`]), which is what makes its use sound.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct F16c(());
+
+#[cfg(target_arch = "x86_64")]
+impl F16c {
+    fn detected() -> Option<F16c> {
+        std::arch::is_x86_feature_detected!("f16c").then_some(F16c(()))
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl HalfToF32 for F16c {
+    #[inline(always)]
+    fn to_f32(self, h: f16) -> f32 {
+        use std::arch::x86_64::{_mm_cvtph_ps, _mm_cvtsi32_si128, _mm_cvtss_f32};
+        // SAFETY: an `F16c` is only made where the CPU has F16C; the other two are SSE2,
+        // which every x86-64 CPU has.
+        unsafe { _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h.to_bits() as i32))) }
+    }
+}
+
+/// One value of `values` as f32: [`Values::get`], with half floats converted by `half`.
+#[inline(always)]
+fn get<C: HalfToF32>(values: Values, i: usize, half: C) -> f32 {
+    match values {
+        Values::F32(v) => v[i],
+        Values::F16(v) => half.to_f32(v[i]),
+        Values::U32(v) => v[i] as f32,
+        Values::Zero => 0.0,
+    }
+}
+
+/// One pixel's loop state.
+struct Chain<const N: usize> {
+    sums: [f32; N],
+    sum_alpha: f32,
+    front: Option<Sample>,
+    next: usize,
+}
+
+impl<const N: usize> Chain<N> {
+    fn new() -> Self {
+        Chain {
+            sums: [0.0; N],
+            sum_alpha: 0.0,
+            front: None,
+            next: 0,
+        }
+    }
+
+    /// Whether `samples` has a sample left to composite: the loop stops at the end or once
+    /// the alpha reaches 1 (a NaN alpha goes on, as the general loop's does).
+    #[inline(always)]
+    fn live(&self, samples: &[Sample]) -> bool {
+        let done = self.next >= samples.len() || self.sum_alpha >= 1.0;
+        !done
+    }
+
+    /// Composite the next sample of `samples` under the ones before.
+    #[inline(always)]
+    fn step<C: HalfToF32>(
+        &mut self,
+        views: &[InputViews],
+        samples: &[Sample],
+        alpha: usize,
+        half: C,
+    ) {
+        let s = samples[self.next];
+        self.next += 1;
+        let columns: &[Values; N] = views[s.input as usize].columns[..N]
+            .try_into()
+            .expect("N columns");
+        let index = s.index as usize;
+        let a = get(columns[alpha], index, half);
+        if self.front.is_none() && a > 0.0 {
+            self.front = Some(s);
+        }
+        // Colours read the alpha accumulated before this sample.
+        let through = 1.0 - self.sum_alpha;
+        for (k, (sum, column)) in self.sums.iter_mut().zip(columns).enumerate() {
+            if k != alpha {
+                *sum += through * get(*column, index, half);
+            }
+        }
+        self.sum_alpha += through * a;
+    }
+
+    fn finish(mut self, alpha: usize) -> OneAlphaPixel<N> {
+        self.sums[alpha] = self.sum_alpha;
+        (self.sums, self.front)
+    }
+}
+
+/// The loop over up to two pixels at once (`pixels` holds one or two).
+#[inline(always)]
+fn composite<const N: usize, C: HalfToF32>(
+    views: &[InputViews],
+    pixels: &[&[Sample]],
+    alpha: usize,
+    half: C,
+    out: &mut [OneAlphaPixel<N>],
+) {
+    match *pixels {
+        [one] => {
+            let mut chain = Chain::<N>::new();
+            while chain.live(one) {
+                chain.step(views, one, alpha, half);
+            }
+            out[0] = chain.finish(alpha);
+        }
+        [first, second] => {
+            let (mut a, mut b) = (Chain::<N>::new(), Chain::<N>::new());
+            loop {
+                match (a.live(first), b.live(second)) {
+                    (true, true) => {
+                        a.step(views, first, alpha, half);
+                        b.step(views, second, alpha, half);
+                    }
+                    (true, false) => a.step(views, first, alpha, half),
+                    (false, true) => b.step(views, second, alpha, half),
+                    (false, false) => break,
+                }
+            }
+            out[0] = a.finish(alpha);
+            out[1] = b.finish(alpha);
+        }
+        _ => unreachable!("one or two pixels"),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "f16c")]
+fn composite_f16c<const N: usize>(
+    views: &[InputViews],
+    pixels: &[&[Sample]],
+    alpha: usize,
+    half: F16c,
+    out: &mut [OneAlphaPixel<N>],
+) {
+    composite::<N, F16c>(views, pixels, alpha, half, out)
+}
+
+/// Composite one or two pixels (`pixels`, each its samples in merge order, nothing to tidy)
+/// front to back over the `N` columns of every input's `views`, of which column `alpha` is the
+/// only alpha: each pixel's sums into `out` (as many as `pixels`). `false` (and nothing
+/// written) when an input's views do not have `N` columns.
+pub(crate) fn composite_one_alpha<const N: usize>(
+    views: &[InputViews],
+    pixels: &[&[Sample]],
+    alpha: usize,
+    out: &mut [OneAlphaPixel<N>],
+) -> bool {
+    assert!((1..=2).contains(&pixels.len()) && out.len() >= pixels.len());
+    if views.iter().any(|v| v.columns.len() != N) {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if let Some(half) = half_converter() {
+        // SAFETY: `half` exists, so the CPU has F16C.
+        unsafe { composite_f16c::<N>(views, pixels, alpha, half, out) };
+        return true;
+    }
+    composite::<N, SoftHalf>(views, pixels, alpha, SoftHalf, out);
+    true
+}
+
+/// [`composite_one_alpha`] with half floats converted in software whatever the CPU, for any
+/// number of columns (each result's sums as a `Vec`): what a CPU without F16C runs, for the
+/// tests to compare with the conversion this one uses.
+#[cfg(test)]
+pub(crate) fn composite_one_alpha_soft(
+    views: &[InputViews],
+    pixels: &[&[Sample]],
+    alpha: usize,
+    out: &mut [(Vec<f32>, Option<Sample>)],
+) {
+    fn run<const N: usize>(
+        views: &[InputViews],
+        pixels: &[&[Sample]],
+        alpha: usize,
+        out: &mut [(Vec<f32>, Option<Sample>)],
+    ) {
+        let mut fixed = [([0f32; N], None); 2];
+        composite::<N, SoftHalf>(views, pixels, alpha, SoftHalf, &mut fixed);
+        for (o, (sums, front)) in out.iter_mut().zip(fixed) {
+            *o = (sums.to_vec(), front);
+        }
+    }
+    assert!(views
+        .iter()
+        .all(|v| v.columns.len() == views[0].columns.len()));
+    match views[0].columns.len() {
+        2 => run::<2>(views, pixels, alpha, out),
+        3 => run::<3>(views, pixels, alpha, out),
+        4 => run::<4>(views, pixels, alpha, out),
+        5 => run::<5>(views, pixels, alpha, out),
+        6 => run::<6>(views, pixels, alpha, out),
+        n => panic!("{n} columns"),
+    }
+}
+
+/// The F16C converter where the CPU has it (asked once per process).
+#[cfg(target_arch = "x86_64")]
+fn half_converter() -> Option<F16c> {
+    static DETECTED: std::sync::OnceLock<Option<F16c>> = std::sync::OnceLock::new();
+    *DETECTED.get_or_init(F16c::detected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CPU's conversion of every half gives the software conversion's bits (NaNs: the same
+    /// quieted payload).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn f16c_converts_every_half_as_the_software_does() {
+        let f16c = F16c::detected()
+            .expect("an x86-64 CPU with F16C (every one since 2013), to test the conversion on");
+        for bits in 0..=u16::MAX {
+            let h = f16::from_bits(bits);
+            assert_eq!(
+                f16c.to_f32(h).to_bits(),
+                SoftHalf.to_f32(h).to_bits(),
+                "half {bits:#06x}"
+            );
+        }
+    }
+}
