@@ -11,6 +11,7 @@ use super::pixel::{CompositeKind, PixelSamples};
 use super::tidy::{needs_tidy, tidy_pixel};
 use crate::deep::{ChannelRole, FlatChannel, FlatImage, FlatValues, Plane};
 use crate::vocab::Sample;
+use rayon::prelude::*;
 
 /// Flat output pixels in row-major order, as the merge produces them: composited values, ids
 /// and the Z of the front-most contributing sample. Rows made in parallel are [`Self::append`]ed.
@@ -265,9 +266,15 @@ impl MergePlan<'_> {
     /// a Z channel of the front-most contributing samples. Channels are sorted by name.
     pub fn flat_image(&self, pixels: FlatPixels, with_z: bool) -> FlatImage {
         let columns = pixels.columns;
-        let mut channels: Vec<FlatChannel> = Vec::new();
-        for (k, name) in self.composite.names.iter().enumerate() {
-            channels.push(FlatChannel {
+        let ids: Vec<&crate::deep::Channel> = self.id_channels().collect();
+        // Each channel is one strided pass over the pixels: one task a channel, so a host with
+        // cores to spare does not make them in turn (a serial tail of every flat merge).
+        let composited = self
+            .composite
+            .names
+            .par_iter()
+            .enumerate()
+            .map(|(k, name)| FlatChannel {
                 name: name.clone(),
                 values: FlatValues::F32(
                     pixels
@@ -277,16 +284,11 @@ impl MergePlan<'_> {
                         .collect(),
                 ),
             });
-        }
-        let ids: Vec<&crate::deep::Channel> = self.id_channels().collect();
-        for (k, c) in ids.iter().enumerate() {
-            channels.push(FlatChannel {
-                name: c.name.clone(),
-                values: FlatValues::U32(
-                    pixels.ids.chunks_exact(ids.len()).map(|px| px[k]).collect(),
-                ),
-            });
-        }
+        let id_planes = ids.par_iter().enumerate().map(|(k, c)| FlatChannel {
+            name: c.name.clone(),
+            values: FlatValues::U32(pixels.ids.chunks_exact(ids.len()).map(|px| px[k]).collect()),
+        });
+        let mut channels: Vec<FlatChannel> = composited.chain(id_planes).collect();
         if with_z {
             channels.push(FlatChannel {
                 name: "Z".into(),

@@ -101,6 +101,10 @@ pub struct GpuStats {
     pub merge_s: f64,
     /// Seconds: reading back and assembling the output on the host.
     pub readback_s: f64,
+    /// Seconds of `readback_s` spent assembling the output from what came back (the flat
+    /// image's channels with ids and Z, or the deep image's planes from the inputs): host work
+    /// that a GPU host's many threads share.
+    pub assemble_s: f64,
     /// Fences pooled buffers were released with (`gpu::fence`).
     pub release_fences: u64,
     /// Buffer reuses whose release fence had not signalled, so the GPU waited for it
@@ -150,6 +154,7 @@ impl GpuStats {
             build_s: 0.0,
             merge_s: 0.0,
             readback_s: 0.0,
+            assemble_s: 0.0,
             release_fences: 0,
             reuses_waited: 0,
             transfer: "calls",
@@ -184,6 +189,7 @@ impl AddAssign for GpuStats {
         self.build_s += band.build_s;
         self.merge_s += band.merge_s;
         self.readback_s += band.readback_s;
+        self.assemble_s += band.assemble_s;
         self.release_fences += band.release_fences;
         self.reuses_waited += band.reuses_waited;
         self.transfer = band.transfer;
@@ -231,8 +237,8 @@ impl fmt::Display for GpuStats {
         )?;
         writeln!(
             f,
-            "time:           upload {:.3}s, build {:.3}s, merge {:.3}s, readback {:.3}s",
-            self.upload_s, self.build_s, self.merge_s, self.readback_s
+            "time:           upload {:.3}s, build {:.3}s, merge {:.3}s, readback {:.3}s (assembling the output {:.3}s)",
+            self.upload_s, self.build_s, self.merge_s, self.readback_s, self.assemble_s
         )?;
         writeln!(
             f,

@@ -6,12 +6,15 @@
 use super::super::stats::GpuStats;
 use crate::composite::tidy::needs_deep_tidy;
 use crate::composite::{
-    ChannelSources, MergeOptions, MergeOutput, MergePlan, OutputKind, PixelSamples,
+    ChannelSources, FlatPixels, MergeOptions, MergeOutput, MergePlan, OutputKind, PixelSamples,
 };
 use crate::deep::{DeepImage, FlatImage, Plane};
 use crate::vocab::{depth_less, Fragment, Sample};
 use rayon::prelude::*;
 use std::ops::Range;
+
+/// Pixels of a flat output one task assembles.
+const FLAT_PIECE_PIXELS: usize = 1 << 14;
 
 /// Samples one task copies into a piece of a deep output plane.
 const PLANE_PIECE_SAMPLES: usize = 1 << 16;
@@ -70,31 +73,55 @@ impl Accumulated {
         let window = plan.window;
         let stride = self.stride;
         let pixels = window.area();
+        // Pieces of the window in parallel, joined in order: on a GPU host this walk is the
+        // host's share of a flat merge, and one thread made it a serial tail.
+        let pieces: Vec<(FlatPixels, u64)> = (0..pixels)
+            .into_par_iter()
+            .step_by(FLAT_PIECE_PIXELS)
+            .map_init(
+                || {
+                    (
+                        Vec::new(),
+                        Vec::new(),
+                        PixelSamples::new(plan.composite.len()),
+                    )
+                },
+                |(samples, scratch, pixel), first| {
+                    let end = (first + FLAT_PIECE_PIXELS).min(pixels);
+                    let mut out = plan.flat_pixels(end - first);
+                    let mut host_tidied = 0u64;
+                    for i in first..end {
+                        let front = self.flat_front[i];
+                        if front[3] & 2 != 0 {
+                            // Volumes overlap here and the GPU left the tidy to the host: the
+                            // reference path.
+                            host_tidied += 1;
+                            let (x, y) = window.coords_of(i);
+                            let any_volume = plan.ordered_samples_into(x, y, samples, scratch);
+                            plan.push_flattened(&mut out, samples, any_volume, pixel);
+                        } else {
+                            let z = f32::from_bits(front[2]);
+                            let front = (front[3] & 1 != 0).then_some(Sample {
+                                z,
+                                zback: z,
+                                input: front[0],
+                                index: front[1] as u64,
+                            });
+                            plan.push_flat(
+                                &mut out,
+                                &self.flat_values[i * stride..(i + 1) * stride],
+                                front,
+                            );
+                        }
+                    }
+                    (out, host_tidied)
+                },
+            )
+            .collect();
         let mut out = plan.flat_pixels(pixels);
-        let (mut samples, mut scratch) = (Vec::new(), Vec::new());
-        let mut pixel = PixelSamples::new(plan.composite.len());
-        for i in 0..pixels {
-            let front = self.flat_front[i];
-            if front[3] & 2 != 0 {
-                // Volumes overlap here and the GPU left the tidy to the host: the reference path.
-                stats.host_tidied_pixels += 1;
-                let (x, y) = window.coords_of(i);
-                let any_volume = plan.ordered_samples_into(x, y, &mut samples, &mut scratch);
-                plan.push_flattened(&mut out, &samples, any_volume, &mut pixel);
-            } else {
-                let z = f32::from_bits(front[2]);
-                let front = (front[3] & 1 != 0).then_some(Sample {
-                    z,
-                    zback: z,
-                    input: front[0],
-                    index: front[1] as u64,
-                });
-                plan.push_flat(
-                    &mut out,
-                    &self.flat_values[i * stride..(i + 1) * stride],
-                    front,
-                );
-            }
+        for (mut piece, host_tidied) in pieces {
+            out.append(&mut piece);
+            stats.host_tidied_pixels += host_tidied;
         }
         plan.flat_image(out, with_z)
     }

@@ -7,6 +7,8 @@
 
 use std::time::Instant;
 
+use rayon::prelude::*;
+
 use super::assemble::Accumulated;
 use super::band::Band;
 use super::coop::{merge_deep_scheduled, merge_flat_scheduled};
@@ -565,7 +567,9 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         self.read_band(&mut out)?;
         let start = Instant::now();
         let output = out.assemble(&self.plan, &self.options, &mut self.stats);
-        self.stats.readback_s += start.elapsed().as_secs_f64();
+        let assembled = start.elapsed().as_secs_f64();
+        self.stats.readback_s += assembled;
+        self.stats.assemble_s += assembled;
         Ok((output, self.stats))
     }
 
@@ -709,6 +713,12 @@ fn inconsistent_image(ctx: &GlContext, why: String) -> Error {
     ))
 }
 
+/// Pixels of a deep band whose packed sources one task unpacks.
+const SOURCES_PIECE_PIXELS: usize = 1 << 14;
+
+/// Pixels of a flat band one task puts into the window's order.
+const FLAT_GATHER_PIXELS: usize = 1 << 14;
+
 /// Wait for the readbacks of `band` ([`GpuMerger::start_readback`]) and put it into `out`.
 fn finish_band_readback(
     ctx: &GlContext,
@@ -727,12 +737,23 @@ fn finish_band_readback(
         BandReadback::Flat { values, front } => {
             let values: Vec<f32> = ctx.finish_read(values)?;
             let front: Vec<[u32; 4]> = ctx.finish_read(front)?;
-            for (p, &q) in band.perm.iter().enumerate() {
-                let i = base + q as usize;
-                out.flat_values[i * stride..(i + 1) * stride]
-                    .copy_from_slice(&values[p * stride..(p + 1) * stride]);
-                out.flat_front[i] = front[p];
-            }
+            // Each window pixel of the band takes its values from where the GPU's order put
+            // them: a gather, so pieces of the band's pixels go in parallel.
+            let inverse = band.inverse_perm();
+            let band_values = &mut out.flat_values[base * stride..(base + pixels) * stride];
+            let band_front = &mut out.flat_front[base..base + pixels];
+            band_values
+                .par_chunks_mut(FLAT_GATHER_PIXELS * stride)
+                .zip(band_front.par_chunks_mut(FLAT_GATHER_PIXELS))
+                .zip(inverse.par_chunks(FLAT_GATHER_PIXELS))
+                .for_each(|((values_out, front_out), inverse)| {
+                    for (k, &p) in inverse.iter().enumerate() {
+                        let p = p as usize;
+                        values_out[k * stride..(k + 1) * stride]
+                            .copy_from_slice(&values[p * stride..(p + 1) * stride]);
+                        front_out[k] = front[p];
+                    }
+                });
         }
         BandReadback::Deep { image, marks } => {
             let built = image.finish(ctx)?;
@@ -778,20 +799,43 @@ fn finish_band_readback(
             if sources.len() != offsets[pixels] as usize * words {
                 return Err(inconsistent_image(ctx, "its sources are short".into()));
             }
-            out.deep_sources.reserve(offsets[pixels] as usize);
-            out.deep_counts.reserve(pixels);
-            for &p in &band.inverse_perm() {
-                let (first, end) = (
-                    offsets[p as usize] as usize,
-                    offsets[p as usize + 1] as usize,
-                );
-                out.deep_sources.extend(
-                    sources[first * words..end * words]
-                        .chunks_exact(words)
-                        .map(|packed| packing.unpack(packed)),
-                );
-                out.deep_counts.push((end - first) as u32);
+            // Window order: each pixel's count, then pieces of pixels unpacked in parallel
+            // into their places (one thread unpacking a 1080p band was most of a deep GL
+            // merge's host time on llvmpipe).
+            let inverse = band.inverse_perm();
+            let range = |p: u32| offsets[p as usize] as usize..offsets[p as usize + 1] as usize;
+            let first_count = out.deep_counts.len();
+            out.deep_counts
+                .extend(inverse.iter().map(|&p| range(p).len() as u32));
+            let counts = &out.deep_counts[first_count..];
+            let at = out.deep_sources.len();
+            out.deep_sources
+                .resize(at + offsets[pixels] as usize, (0, 0));
+            let mut rest = &mut out.deep_sources[at..];
+            let mut pieces = Vec::new();
+            for (inverse, counts) in inverse
+                .chunks(SOURCES_PIECE_PIXELS)
+                .zip(counts.chunks(SOURCES_PIECE_PIXELS))
+            {
+                let samples: usize = counts.iter().map(|&n| n as usize).sum();
+                let (piece, after) = rest.split_at_mut(samples);
+                pieces.push((inverse, piece));
+                rest = after;
             }
+            pieces.into_par_iter().for_each(|(inverse, piece)| {
+                let mut at = 0;
+                for &p in inverse {
+                    let range = range(p);
+                    let n = range.len();
+                    for (slot, packed) in piece[at..at + n]
+                        .iter_mut()
+                        .zip(sources[range.start * words..range.end * words].chunks_exact(words))
+                    {
+                        *slot = packing.unpack(packed);
+                    }
+                    at += n;
+                }
+            });
         }
     }
     stats.readback_wait_s += ctx.transfer_stats().readback_wait_s - waited_before;

@@ -263,7 +263,9 @@ impl IssuedMerge<'_> {
         plan.sort = options.sort;
         let start = Instant::now();
         let output = self.out.assemble(&plan, options, &mut self.stats);
-        self.stats.readback_s += start.elapsed().as_secs_f64();
+        let assembled = start.elapsed().as_secs_f64();
+        self.stats.readback_s += assembled;
+        self.stats.assemble_s += assembled;
         Ok((output, self.stats))
     }
 }
