@@ -4,7 +4,8 @@
 //! - [`choose_engine`]: `Backend::Cpu` is the CPU engine; `Backend::Gl` is OpenGL or an error;
 //!   `Backend::Auto` is the CPU engine for a merge, unless GPU options were given, which ask for
 //!   GL explicitly, and a deep merge on a host with a GPU of its own and at least
-//!   [`AUTO_GL_MIN_THREADS`] threads, which runs on the GL engine. Measured end to end (file to
+//!   [`AUTO_GL_MIN_THREADS`] threads (from the CLI, of at least [`AUTO_GL_MIN_INPUT_BYTES`] of
+//!   input files), which runs on the GL engine. Measured end to end (file to
 //!   file, docs/benchmarks.md): the CPU engine beat the GL engine on llvmpipe everywhere, and on
 //!   NVIDIA H100 and H200 hosts for flat output at 4 or more threads; on an H100 host on
 //!   2026-11-26, with its bytes confirmed equal, the GL engine was 1.24-1.9x faster for deep
@@ -102,19 +103,29 @@ impl crate::request::MergeRequest {
     /// does not depend on the engine choice that depends on it.
     /// `sequence`: the request merges frames, which `Auto` keeps on the CPU engine (frames merge
     /// side by side there, `-j`; one GL frame at a time was not measured against that).
-    pub fn engine(&self, sequence: bool) -> Result<EngineChoice> {
-        choose_engine(self.backend, self.gl.is_given(), self.deep && !sequence)
+    /// `input_bytes`: the size of the input files, which `Auto` weighs for one process's merge
+    /// (`None`: not known, or a caller that keeps its context for many merges).
+    pub fn engine(&self, sequence: bool, input_bytes: Option<u64>) -> Result<EngineChoice> {
+        choose_engine(
+            self.backend,
+            self.gl.is_given(),
+            self.deep && !sequence,
+            input_bytes,
+        )
     }
 }
 
 /// Pick the engine for `backend`; `gl_options_given` is true when the caller set GL-only options
 /// (layout, method, block size, pixel order, stage placement, statistics), which select GL under
 /// `Auto` and are refused with `Cpu`; `deep_output` is whether the merge writes deep output,
-/// which `Auto` weighs (the module docs).
+/// which `Auto` weighs (the module docs), and `input_bytes` the size of its input files, which
+/// `Auto` weighs where a run pays for its own context (the CLI: [`AUTO_GL_MIN_INPUT_BYTES`];
+/// `None` for callers that keep a context for many merges, such as the Python module).
 pub fn choose_engine(
     backend: Backend,
     gl_options_given: bool,
     deep_output: bool,
+    input_bytes: Option<u64>,
 ) -> Result<EngineChoice> {
     match backend {
         // `MergeRequest::check` refuses this in the front end's words first.
@@ -125,7 +136,7 @@ pub fn choose_engine(
         Backend::Gl => Ok(EngineChoice::gl(GlContext::new()?)),
         // Measured, not assumed: see the module docs.
         Backend::Auto if !gl_options_given => {
-            Ok(auto_engine(deep_output, rayon::current_num_threads()))
+            auto_engine(deep_output, rayon::current_num_threads(), input_bytes)
         }
         Backend::Auto => auto_with_context(gl_options_given),
     }
@@ -139,26 +150,61 @@ pub const AUTO_PICKS_CPU: &str = " (faster end to end than the GL engine for fla
 /// runs, one each way).
 pub const AUTO_GL_MIN_THREADS: usize = 4;
 
+/// The least size of input files for which `Auto` runs a deep merge from the CLI on a GPU. The
+/// GL engine was measured faster on the 1080p powerplant pair (388 MB of ZIPS files, 51 M
+/// samples), by 0.5-1.1 s at 4-16 threads on an NVIDIA H100 host; a process pays for its GL
+/// context and shaders first (an H200's first GL process took 0.7 s longer than the next, whose
+/// shaders the driver had cached), so a merge much smaller than the measured one is not known to
+/// gain, and stays on the CPU engine. `DEEPMERGE_AUTO_GL_MIN_BYTES` sets another bound (`0` for
+/// none, or a size as `--memory-budget` takes it, `64M`), for measuring where the two meet on a
+/// GPU host.
+pub const AUTO_GL_MIN_INPUT_BYTES: u64 = 256 << 20;
+
+/// [`AUTO_GL_MIN_INPUT_BYTES`], or what `DEEPMERGE_AUTO_GL_MIN_BYTES` says.
+fn auto_gl_min_input_bytes() -> Result<u64> {
+    match std::env::var("DEEPMERGE_AUTO_GL_MIN_BYTES") {
+        Ok(text) if text.trim() == "0" => Ok(0),
+        Ok(text) if !text.trim().is_empty() => crate::size::parse_memory(&text)
+            .map_err(|why| Error::Usage(format!("DEEPMERGE_AUTO_GL_MIN_BYTES={text}: {why}"))),
+        _ => Ok(AUTO_GL_MIN_INPUT_BYTES),
+    }
+}
+
 /// `Auto` without GPU options, for a merge whose output is deep (`deep_output`) on `threads`
-/// host threads: the GL engine on a GPU of its own where the hardware table has it faster (deep
-/// output, [`AUTO_GL_MIN_THREADS`] or more threads), else the CPU engine; either way with the
-/// reason for the status line. Never a software rasteriser: there the CPU engine is faster. A
-/// GPU that gives no context leaves the merge on the CPU engine and says why.
-fn auto_engine(deep_output: bool, threads: usize) -> EngineChoice {
+/// host threads, of `input_bytes` of input files where known: the GL engine on a GPU of its own
+/// where the hardware table has it faster (deep output, [`AUTO_GL_MIN_THREADS`] or more
+/// threads, inputs of [`AUTO_GL_MIN_INPUT_BYTES`] or more where their size is given), else the
+/// CPU engine; either way with the reason for the status line. Never a software rasteriser:
+/// there the CPU engine is faster. A GPU that gives no context leaves the merge on the CPU
+/// engine and says why.
+fn auto_engine(
+    deep_output: bool,
+    threads: usize,
+    input_bytes: Option<u64>,
+) -> Result<EngineChoice> {
     if !deep_output {
-        return EngineChoice::cpu(AUTO_PICKS_CPU);
+        return Ok(EngineChoice::cpu(AUTO_PICKS_CPU));
     }
     if threads < AUTO_GL_MIN_THREADS {
-        return EngineChoice::cpu(format!(
+        return Ok(EngineChoice::cpu(format!(
             " (deep output on {threads} host threads, where the engines measured even on an NVIDIA H100 host; the GL engine leads from {AUTO_GL_MIN_THREADS}: --backend gl uses OpenGL)"
-        ));
+        )));
+    }
+    let min_bytes = auto_gl_min_input_bytes()?;
+    if let Some(bytes) = input_bytes.filter(|&b| b < min_bytes) {
+        let mib = |b: u64| format!("{:.0} MiB", b as f64 / (1u64 << 20) as f64);
+        return Ok(EngineChoice::cpu(format!(
+            " (deep output of {} of input files, under the {} from which the GL engine runs: it was measured faster on larger merges, and a smaller one may not win back its start-up, a GL context and its shaders; --backend gl uses OpenGL)",
+            mib(bytes),
+            mib(min_bytes)
+        )));
     }
     let no_gpu = |why: String| {
         EngineChoice::cpu(format!(
             " (deep output, but {why}; on a GPU the GL engine would run)"
         ))
     };
-    match GlContext::software_only() {
+    Ok(match GlContext::software_only() {
         Ok(Some(name)) => no_gpu(format!(
             "the only GL device is the software rasteriser {name}, where the CPU engine is faster"
         )),
@@ -176,7 +222,7 @@ fn auto_engine(deep_output: bool, threads: usize) -> EngineChoice {
             )),
             Err(e) => no_gpu(format!("the GPU gave no GL context ({e})")),
         },
-    }
+    })
 }
 
 /// `Auto` with GPU options given: GL (a software rasteriser too, as the options ask for it), or
@@ -198,7 +244,7 @@ mod tests {
     /// `Cpu` gives no reason for the status line, `Auto` without GPU options says why.
     #[test]
     fn cpu_choices_lend_the_cpu_engine() {
-        let asked = choose_engine(Backend::Cpu, false, false).unwrap();
+        let asked = choose_engine(Backend::Cpu, false, false, None).unwrap();
         assert!(asked.context().is_none());
         assert_eq!(asked.cpu_reason(), "");
         assert!(matches!(
@@ -206,13 +252,13 @@ mod tests {
             MergeEngine::Cpu
         ));
         assert_eq!(asked.name(), "cpu");
-        let auto = choose_engine(Backend::Auto, false, false).unwrap();
+        let auto = choose_engine(Backend::Auto, false, false, None).unwrap();
         assert!(auto.context().is_none());
         assert_eq!(auto.cpu_reason(), AUTO_PICKS_CPU);
         assert_eq!(auto.name(), "cpu");
         // Deep output on fewer threads than the GL engine leads from: the CPU engine, before
         // EGL is asked anything.
-        let few = auto_engine(true, AUTO_GL_MIN_THREADS - 1);
+        let few = auto_engine(true, AUTO_GL_MIN_THREADS - 1, None).unwrap();
         assert!(few.context().is_none());
         assert!(
             few.cpu_reason().starts_with(&format!(
@@ -222,13 +268,24 @@ mod tests {
             "{}",
             few.cpu_reason()
         );
+        // Deep output from input files smaller than the GL engine was measured faster on: the
+        // CPU engine, before EGL is asked anything (the tests leave the bound's variable unset).
+        let small = auto_engine(true, AUTO_GL_MIN_THREADS, Some(30 << 20)).unwrap();
+        assert!(small.context().is_none());
+        assert!(
+            small
+                .cpu_reason()
+                .starts_with(" (deep output of 30 MiB of input files, under the 256 MiB"),
+            "{}",
+            small.cpu_reason()
+        );
     }
 
     /// GPU options with the CPU backend are refused, not ignored.
     #[test]
     fn gpu_options_on_the_cpu_backend_are_refused() {
         assert!(matches!(
-            choose_engine(Backend::Cpu, true, false),
+            choose_engine(Backend::Cpu, true, false, None),
             Err(Error::Usage(_))
         ));
     }

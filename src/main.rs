@@ -831,7 +831,13 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
     // Choose the engine before reading, so a `--backend gl` without GL fails fast. A sequence
     // keeps `auto` on the CPU engine, which merges frames side by side (`-j`; not measured
     // against one GL frame at a time).
-    let engine = request.engine(frames.is_some())?;
+    // The input files' size too: a small deep merge would not win back a GL context's start-up.
+    let input_bytes = args
+        .inputs
+        .iter()
+        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .sum();
+    let engine = request.engine(frames.is_some(), Some(input_bytes))?;
     let progress_mode = cli::ops::progress_mode(args.quiet, args.progress);
     let stats = RunStats::new();
     let (steps, what) = match &frames {

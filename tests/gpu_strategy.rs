@@ -151,9 +151,11 @@ fn the_status_line_says_when_a_pair_may_take_the_pairwise_kernel() {
     );
 }
 
-/// `--backend auto` runs a deep merge on the GL engine only on a GPU of its own and at
-/// `AUTO_GL_MIN_THREADS` host threads or more (where the H100 table has it faster), and says
-/// why in its status line; a flat merge, fewer threads or a software rasteriser keep the CPU
+/// `--backend auto` runs a deep merge on the GL engine only on a GPU of its own, at
+/// `AUTO_GL_MIN_THREADS` host threads or more and from input files of
+/// `AUTO_GL_MIN_INPUT_BYTES` or more (where the H100 table has it faster; the bound is lifted
+/// here by `DEEPMERGE_AUTO_GL_MIN_BYTES=0`, the bundled files being small), and says why in its
+/// status line; a flat merge, fewer threads, small inputs or a software rasteriser keep the CPU
 /// engine. Under `DEEPMERGE_GL_DEFAULTS=hardware` (the GL tests' second pass) llvmpipe counts as
 /// a GPU, so the GL path runs here too. Either way the bytes are the CPU engine's.
 #[test]
@@ -162,20 +164,26 @@ fn auto_runs_a_deep_merge_on_a_gpu_only_and_says_why() {
     let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/openexr-images");
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("auto-engine");
     std::fs::create_dir_all(&dir).unwrap();
-    let run = |threads: usize, extra: &[&str], out: &str| -> String {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+    let run_bounded = |min_bytes: Option<&str>, threads: usize, extra: &[&str], out: &str| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"));
+        command
             .args([format!("{data}/Balls.exr"), format!("{data}/Leaves.exr")])
             .args(extra)
             .args(["--runstats", "-o"])
             .arg(dir.join(out))
             .env("DEEPMERGE_GL_STRICT", "1")
             .env("RAYON_NUM_THREADS", threads.to_string())
-            .output()
-            .unwrap();
+            .env_remove("DEEPMERGE_AUTO_GL_MIN_BYTES");
+        if let Some(bytes) = min_bytes {
+            command.env("DEEPMERGE_AUTO_GL_MIN_BYTES", bytes);
+        }
+        let output = command.output().unwrap();
         let err = String::from_utf8_lossy(&output.stderr).into_owned();
         assert!(output.status.success(), "{err}");
         err.lines().next().unwrap_or_default().to_string()
     };
+    let run =
+        |threads: usize, extra: &[&str], out: &str| run_bounded(Some("0"), threads, extra, out);
     let min = deepmerge::backend::AUTO_GL_MIN_THREADS;
     let deep = run(min, &["--deep"], "auto-deep.exr");
     if on_gpu {
@@ -216,4 +224,25 @@ fn auto_runs_a_deep_merge_on_a_gpu_only_and_says_why() {
             deepmerge::backend::AUTO_PICKS_CPU
         )
     );
+    // The default bound: 4 MiB of bundled input files stay on the CPU engine, GPU or not.
+    let small = run_bounded(None, min, &["--deep"], "small.exr");
+    assert!(
+        small.starts_with(
+            "deepmerge: merging 2 inputs on the CPU engine (deep output of 4 MiB of input files, under the 256 MiB from which the GL engine runs"
+        ),
+        "{small}"
+    );
+    // A bound that is no size is refused, naming the variable.
+    let mut bad = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"));
+    let bad = bad
+        .args([format!("{data}/Balls.exr"), format!("{data}/Leaves.exr")])
+        .args(["--deep", "-o"])
+        .arg(dir.join("bad.exr"))
+        .env("RAYON_NUM_THREADS", min.to_string())
+        .env("DEEPMERGE_AUTO_GL_MIN_BYTES", "lots")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success(), "{err}");
+    assert!(err.contains("DEEPMERGE_AUTO_GL_MIN_BYTES=lots"), "{err}");
 }

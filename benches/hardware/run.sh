@@ -130,6 +130,35 @@ if $bench; then
     # (transfers, overlap, k-way for a long-list pair, relaid-out deep writes) beside its
     # defaults, then one --stats run of each output kind: where the GL engine's time goes.
     unset DEEPMERGE_GL_STRICT
+    # Where `--backend auto`'s size bound belongs (backend::AUTO_GL_MIN_INPUT_BYTES): a deep
+    # merge's whole process on each engine, the GL one paying for its context and shaders, from
+    # the bundled pair to the measured 1080p pair. GL runs twice: the first run may compile
+    # shaders the driver then caches.
+    {
+        echo "| inputs | input MiB | CPU engine | GL engine, first | GL engine, again |"
+        echo "| --- | ---: | ---: | ---: | ---: |"
+        for size in small 480x270 960x540 1920x1080; do
+            if [ $size = small ]; then
+                pair=(tests/data/openexr-images/Balls.exr tests/data/openexr-images/Leaves.exr)
+            else
+                base=/tmp/deepmerge-e2e/powerplant-$size
+                [ -f "${base}_1.exr" ] || within 90 "$B" scene powerplant --size $size --seed 3 -o "$base" >/dev/null
+                pair=("${base}_0.exr" "${base}_1.exr")
+            fi
+            mib=$(du -cm "${pair[@]}" | tail -1 | cut -f1)
+            wall() {
+                local t0 t1
+                t0=$(date +%s.%N)
+                within 60 "$B" "${pair[@]}" --deep -o /tmp/auto-size.exr "$@" >/dev/null 2>&1 || {
+                    echo "failed"; return; }
+                t1=$(date +%s.%N)
+                awk "BEGIN { printf \"%.2f s\", $t1 - $t0 }"
+            }
+            echo "| $size | $mib | $(wall --backend cpu) | $(wall --backend gl) | $(wall --backend gl) |"
+        done
+    } > "$out/auto-size.md" 2> "$out/auto-size.err"
+    echo "- auto's size bound: $(outcome $?) (auto-size.md)" >> "$summary"
+    checkpoint
     within 280 benches/end_to_end.sh --bin "$B" --scenes powerplant --cores "${E2E_CORES:-all 2 8 4}" \
         --repeats 1 --gl-variants --dir /tmp/deepmerge-e2e > "$out/end-to-end.md" 2> "$out/end-to-end.err"
     echo "- end to end: $(outcome $?) (end-to-end.md)" >> "$summary"

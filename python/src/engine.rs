@@ -311,7 +311,12 @@ fn with_engine<T>(
         let at = match engines.iter().position(|(k, _)| *k == key) {
             Some(at) => at,
             None => {
-                engines.push((key, choose_engine(backend, gl_options_given, deep_output)?));
+                // No size gate: this thread keeps its context for every later merge, so the
+                // start-up is paid once (`choose_engine`).
+                engines.push((
+                    key,
+                    choose_engine(backend, gl_options_given, deep_output, None)?,
+                ));
                 engines.len() - 1
             }
         };

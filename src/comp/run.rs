@@ -573,6 +573,7 @@ impl<'g> Runner<'g> {
                     crate::request::Backend::Gl,
                     request.gl.is_given(),
                     request.deep,
+                    None,
                 )?);
             }
             Ok(())
