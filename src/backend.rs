@@ -135,9 +135,12 @@ pub fn choose_engine(
         Backend::Cpu => Ok(EngineChoice::cpu("")),
         Backend::Gl => Ok(EngineChoice::gl(GlContext::new()?)),
         // Measured, not assumed: see the module docs.
-        Backend::Auto if !gl_options_given => {
-            auto_engine(deep_output, rayon::current_num_threads(), input_bytes)
-        }
+        Backend::Auto if !gl_options_given => auto_engine(
+            deep_output,
+            rayon::current_num_threads(),
+            input_bytes,
+            auto_gl_min_input_bytes,
+        ),
         Backend::Auto => auto_with_context(gl_options_given),
     }
 }
@@ -155,25 +158,34 @@ pub const AUTO_GL_MIN_THREADS: usize = 4;
 /// samples), by 0.5-1.1 s at 4-16 threads on an NVIDIA H100 host; a process pays for its GL
 /// context and shaders first (an H200's first GL process took 0.7 s longer than the next, whose
 /// shaders the driver had cached), so a merge much smaller than the measured one is not known to
-/// gain, and stays on the CPU engine. `DEEPMERGE_AUTO_GL_MIN_BYTES` sets another bound (`0` for
-/// none, or a size as `--memory-budget` takes it, `64M`), for measuring where the two meet on a
+/// gain, and stays on the CPU engine. `DEEPMERGE_AUTO_GL_MIN_BYTES` sets another bound (a number
+/// of bytes, `0` for none, or a size with a unit, `64M`), for measuring where the two meet on a
 /// GPU host.
 pub const AUTO_GL_MIN_INPUT_BYTES: u64 = 256 << 20;
 
-/// [`AUTO_GL_MIN_INPUT_BYTES`], or what `DEEPMERGE_AUTO_GL_MIN_BYTES` says.
+/// [`AUTO_GL_MIN_INPUT_BYTES`], or what `DEEPMERGE_AUTO_GL_MIN_BYTES` says: a plain number is
+/// bytes (unlike `--memory-budget`, whose plain numbers are GiB), a number with a unit a size
+/// as `--memory-budget` takes it.
 fn auto_gl_min_input_bytes() -> Result<u64> {
-    match std::env::var("DEEPMERGE_AUTO_GL_MIN_BYTES") {
-        Ok(text) if text.trim() == "0" => Ok(0),
-        Ok(text) if !text.trim().is_empty() => crate::size::parse_memory(&text)
-            .map_err(|why| Error::Usage(format!("DEEPMERGE_AUTO_GL_MIN_BYTES={text}: {why}"))),
-        _ => Ok(AUTO_GL_MIN_INPUT_BYTES),
+    let text = match std::env::var("DEEPMERGE_AUTO_GL_MIN_BYTES") {
+        Ok(text) if !text.trim().is_empty() => text,
+        _ => return Ok(AUTO_GL_MIN_INPUT_BYTES),
+    };
+    if let Ok(bytes) = text.trim().parse::<u64>() {
+        return Ok(bytes);
     }
+    crate::size::parse_memory(&text).map_err(|why| {
+        Error::Usage(format!(
+            "DEEPMERGE_AUTO_GL_MIN_BYTES={text}: {why} (a number of bytes, or a size such as 64M)"
+        ))
+    })
 }
 
 /// `Auto` without GPU options, for a merge whose output is deep (`deep_output`) on `threads`
 /// host threads, of `input_bytes` of input files where known: the GL engine on a GPU of its own
 /// where the hardware table has it faster (deep output, [`AUTO_GL_MIN_THREADS`] or more
-/// threads, inputs of [`AUTO_GL_MIN_INPUT_BYTES`] or more where their size is given), else the
+/// threads, inputs of `min_bytes()` or more where their size is given; the bound is read only
+/// then), else the
 /// CPU engine; either way with the reason for the status line. Never a software rasteriser:
 /// there the CPU engine is faster. A GPU that gives no context leaves the merge on the CPU
 /// engine and says why.
@@ -181,6 +193,7 @@ fn auto_engine(
     deep_output: bool,
     threads: usize,
     input_bytes: Option<u64>,
+    min_bytes: impl FnOnce() -> Result<u64>,
 ) -> Result<EngineChoice> {
     if !deep_output {
         return Ok(EngineChoice::cpu(AUTO_PICKS_CPU));
@@ -190,14 +203,16 @@ fn auto_engine(
             " (deep output on {threads} host threads, where the engines measured even on an NVIDIA H100 host; the GL engine leads from {AUTO_GL_MIN_THREADS}: --backend gl uses OpenGL)"
         )));
     }
-    let min_bytes = auto_gl_min_input_bytes()?;
-    if let Some(bytes) = input_bytes.filter(|&b| b < min_bytes) {
-        let mib = |b: u64| format!("{:.0} MiB", b as f64 / (1u64 << 20) as f64);
-        return Ok(EngineChoice::cpu(format!(
-            " (deep output of {} of input files, under the {} from which the GL engine runs: it was measured faster on larger merges, and a smaller one may not win back its start-up, a GL context and its shaders; --backend gl uses OpenGL)",
-            mib(bytes),
-            mib(min_bytes)
-        )));
+    if let Some(bytes) = input_bytes {
+        let min_bytes = min_bytes()?;
+        if bytes < min_bytes {
+            let mib = |b: u64| format!("{:.0} MiB", b as f64 / (1u64 << 20) as f64);
+            return Ok(EngineChoice::cpu(format!(
+                " (deep output of {} of input files, under the {} from which the GL engine runs: it was measured faster on larger merges, and a smaller one may not win back its start-up, a GL context and its shaders; --backend gl uses OpenGL)",
+                mib(bytes),
+                mib(min_bytes)
+            )));
+        }
     }
     let no_gpu = |why: String| {
         EngineChoice::cpu(format!(
@@ -258,7 +273,8 @@ mod tests {
         assert_eq!(auto.name(), "cpu");
         // Deep output on fewer threads than the GL engine leads from: the CPU engine, before
         // EGL is asked anything.
-        let few = auto_engine(true, AUTO_GL_MIN_THREADS - 1, None).unwrap();
+        let bound = || Ok(AUTO_GL_MIN_INPUT_BYTES);
+        let few = auto_engine(true, AUTO_GL_MIN_THREADS - 1, None, bound).unwrap();
         assert!(few.context().is_none());
         assert!(
             few.cpu_reason().starts_with(&format!(
@@ -269,8 +285,8 @@ mod tests {
             few.cpu_reason()
         );
         // Deep output from input files smaller than the GL engine was measured faster on: the
-        // CPU engine, before EGL is asked anything (the tests leave the bound's variable unset).
-        let small = auto_engine(true, AUTO_GL_MIN_THREADS, Some(30 << 20)).unwrap();
+        // CPU engine, before EGL is asked anything.
+        let small = auto_engine(true, AUTO_GL_MIN_THREADS, Some(30 << 20), bound).unwrap();
         assert!(small.context().is_none());
         assert!(
             small

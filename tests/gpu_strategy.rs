@@ -232,6 +232,29 @@ fn auto_runs_a_deep_merge_on_a_gpu_only_and_says_why() {
         ),
         "{small}"
     );
+    // A plain number is bytes: one byte less than the inputs keeps GL's path (the software
+    // rasteriser's reason, or GL itself), one more the size's reason.
+    let inputs: u64 = ["Balls.exr", "Leaves.exr"]
+        .iter()
+        .map(|f| std::fs::metadata(format!("{data}/{f}")).unwrap().len())
+        .sum();
+    let under = run_bounded(
+        Some(&(inputs + 1).to_string()),
+        min,
+        &["--deep"],
+        "under.exr",
+    );
+    assert!(
+        under.contains("(deep output of 4 MiB of input files"),
+        "{under}"
+    );
+    let over = run_bounded(
+        Some(&(inputs - 1).to_string()),
+        min,
+        &["--deep"],
+        "over.exr",
+    );
+    assert!(!over.contains("of input files"), "{over}");
     // A bound that is no size is refused, naming the variable.
     let mut bad = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"));
     let bad = bad

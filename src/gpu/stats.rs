@@ -101,9 +101,10 @@ pub struct GpuStats {
     pub merge_s: f64,
     /// Seconds: reading back and assembling the output on the host.
     pub readback_s: f64,
-    /// Seconds of `readback_s` spent assembling the output from what came back (the flat
-    /// image's channels with ids and Z, or the deep image's planes from the inputs): host work
-    /// that a GPU host's many threads share.
+    /// Seconds of `readback_s` spent assembling the output from what came back: each band put
+    /// into window order (a flat band's values, a deep band's unpacked sources), then the flat
+    /// image's channels with ids and Z, or the deep image's planes from the inputs. Host work,
+    /// in parallel pieces; the rest of `readback_s` is waiting for the GPU and copying out.
     pub assemble_s: f64,
     /// Fences pooled buffers were released with (`gpu::fence`).
     pub release_fences: u64,

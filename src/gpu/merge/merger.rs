@@ -739,6 +739,7 @@ fn finish_band_readback(
             let front: Vec<[u32; 4]> = ctx.finish_read(front)?;
             // Each window pixel of the band takes its values from where the GPU's order put
             // them: a gather, so pieces of the band's pixels go in parallel.
+            let assembling = Instant::now();
             let inverse = band.inverse_perm();
             let band_values = &mut out.flat_values[base * stride..(base + pixels) * stride];
             let band_front = &mut out.flat_front[base..base + pixels];
@@ -754,6 +755,7 @@ fn finish_band_readback(
                         front_out[k] = front[p];
                     }
                 });
+            stats.assemble_s += assembling.elapsed().as_secs_f64();
         }
         BandReadback::Deep { image, marks } => {
             let built = image.finish(ctx)?;
@@ -800,8 +802,8 @@ fn finish_band_readback(
                 return Err(inconsistent_image(ctx, "its sources are short".into()));
             }
             // Window order: each pixel's count, then pieces of pixels unpacked in parallel
-            // into their places (one thread unpacking a 1080p band was most of a deep GL
-            // merge's host time on llvmpipe).
+            // into their places.
+            let assembling = Instant::now();
             let inverse = band.inverse_perm();
             let range = |p: u32| offsets[p as usize] as usize..offsets[p as usize + 1] as usize;
             let first_count = out.deep_counts.len();
@@ -836,6 +838,7 @@ fn finish_band_readback(
                     at += n;
                 }
             });
+            stats.assemble_s += assembling.elapsed().as_secs_f64();
         }
     }
     stats.readback_wait_s += ctx.transfer_stats().readback_wait_s - waited_before;
