@@ -88,6 +88,10 @@ outcome() { # exit status -> words
     echo "- device (nvidia-smi): $(nvidia-smi -L 2>/dev/null | head -1 || true)"
     echo "- driver (nvidia-smi): $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1 || true)"
     echo "- host: $(nproc) cores"
+    # Which CPUs share a core: the end-to-end table's `taskset -c 0-1` is two cores, or one
+    # core's two hyperthreads (which would read like this machine's one-core figures).
+    echo "- CPU topology (CPU, core, socket): $(lscpu -p=CPU,CORE,SOCKET 2>/dev/null | grep -v '^#' | head -16 | tr '\n' ' ' || true)"
+    echo "- CPU model: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1 || true)"
     echo
 } > "$summary"
 within 30 "$B" gpu-info > "$out/gpu-info.txt" 2>&1
