@@ -173,6 +173,25 @@ if $bench; then
     } > "$out/auto-size.md" 2> "$out/auto-size.err"
     [ $auto_failed = 0 ]
     echo "- auto's size bound: $(outcome $?) (auto-size.md)" >> "$summary"
+    # The CPU engine's bands on every host thread: its default cap (stream::plan::MAX_BAND_BYTES,
+    # 32 MiB, about 23 rows of the 1080p pair) was chosen on 2 cores, where taller bands gained
+    # nothing; 16 threads share out fewer rows. Flat and deep output against the codec floor,
+    # bands of the default height and of N rows (`--band-rows`, hidden, for measurements).
+    pp=/tmp/deepmerge-e2e/powerplant-1920x1080
+    {
+        echo "| output | band rows | codec floor | CPU engine | CPU / floor |"
+        echo "| --- | ---: | ---: | ---: | ---: |"
+        for kind in flat deep; do
+            for rows in default 46 92 180; do
+                args=(--backend cpu --codec-floor -o /tmp/band-rows.exr)
+                [ $kind = deep ] && args+=(--deep)
+                [ $rows = default ] || args+=(--band-rows "$rows")
+                line=$(within 60 "$B" "${pp}_0.exr" "${pp}_1.exr" "${args[@]}" 2>&1 | grep "codec floor:")
+                echo "$line" | sed -n "s/codec floor: .* = \([0-9.]*\) s; the merge took \([0-9.]*\) s wall, \([0-9.]*x\).*/| $kind | $rows | \1 s | \2 s | \3 |/p"
+            done
+        done
+    } > "$out/band-rows.md" 2> "$out/band-rows.err"
+    echo "- CPU band heights: $(outcome $?) (band-rows.md)" >> "$summary"
     checkpoint
     within 280 benches/end_to_end.sh --bin "$B" --scenes powerplant --cores "${E2E_CORES:-all 2 8 4}" \
         --repeats 1 --gl-variants --dir /tmp/deepmerge-e2e > "$out/end-to-end.md" 2> "$out/end-to-end.err"
