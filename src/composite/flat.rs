@@ -6,7 +6,7 @@
 
 use super::flatten::flatten_pixel;
 use super::merge::MergePlan;
-use super::one_alpha::composite_one_alpha;
+use super::one_alpha::{composite_one_alpha, MAX_ONE_ALPHA_COLUMNS};
 use super::pixel::{CompositeKind, PixelSamples};
 use super::tidy::{needs_tidy, tidy_pixel};
 use crate::deep::{ChannelRole, FlatChannel, FlatImage, FlatValues, Plane};
@@ -130,16 +130,18 @@ impl MergePlan<'_> {
         let channels = &self.composite;
         let columns = channels.len();
         if let [alpha] = channels.alphas[..] {
-            let fixed = match columns {
-                2 => self.flatten_one_alpha::<2>(samples, scratch, alpha),
-                3 => self.flatten_one_alpha::<3>(samples, scratch, alpha),
-                4 => self.flatten_one_alpha::<4>(samples, scratch, alpha),
-                5 => self.flatten_one_alpha::<5>(samples, scratch, alpha),
-                6 => self.flatten_one_alpha::<6>(samples, scratch, alpha),
-                _ => None,
-            };
-            if let Some(front) = fixed {
-                return front;
+            self.debug_assert_one_alpha(alpha);
+            scratch.values.clear();
+            scratch.values.resize(columns, 0.0);
+            let mut front = [None];
+            if composite_one_alpha(
+                &self.views,
+                &[samples],
+                alpha,
+                &mut scratch.values,
+                &mut front,
+            ) {
+                return front[0];
             }
         }
         self.flatten_general(samples, scratch)
@@ -177,27 +179,6 @@ impl MergePlan<'_> {
         front
     }
 
-    /// [`Self::flatten_untidied`] for `N` columns of which one, `alpha`, is the only alpha (so
-    /// every other column is a colour of it: RGBA and the like): [`composite_one_alpha`]'s
-    /// loop, the same arithmetic in the same order. `None` if an input's views do not have `N`
-    /// columns.
-    fn flatten_one_alpha<const N: usize>(
-        &self,
-        samples: &[Sample],
-        scratch: &mut PixelSamples,
-        alpha: usize,
-    ) -> Option<Option<Sample>> {
-        self.debug_assert_one_alpha(alpha);
-        let mut out = [([0f32; N], None)];
-        if !composite_one_alpha::<N>(&self.views, &[samples], alpha, &mut out) {
-            return None;
-        }
-        let [(sums, front)] = out;
-        scratch.values.clear();
-        scratch.values.extend_from_slice(&sums);
-        Some(front)
-    }
-
     /// [`Self::push_flattened`] of two neighbouring pixels, in order. Where neither needs
     /// tidying and the channels are one alpha and its colours, both go through one loop
     /// ([`composite_one_alpha`]: two independent chains of dependent operations run side by
@@ -210,46 +191,34 @@ impl MergePlan<'_> {
     ) {
         let simple =
             |(samples, any_volume): (&[Sample], bool)| !(any_volume && needs_tidy(samples));
+        let columns = self.composite.len();
         if let ([alpha], true, true) = (
             &self.composite.alphas[..],
             simple(pixels[0]),
             simple(pixels[1]),
         ) {
+            self.debug_assert_one_alpha(*alpha);
+            let mut values = [0f32; 2 * MAX_ONE_ALPHA_COLUMNS];
+            let mut fronts = [None; 2];
             let both = [pixels[0].0, pixels[1].0];
-            let done = match self.composite.len() {
-                2 => self.push_pair_one_alpha::<2>(out, both, *alpha),
-                3 => self.push_pair_one_alpha::<3>(out, both, *alpha),
-                4 => self.push_pair_one_alpha::<4>(out, both, *alpha),
-                5 => self.push_pair_one_alpha::<5>(out, both, *alpha),
-                6 => self.push_pair_one_alpha::<6>(out, both, *alpha),
-                _ => false,
-            };
-            if done {
+            if columns <= MAX_ONE_ALPHA_COLUMNS
+                && composite_one_alpha(
+                    &self.views,
+                    &both,
+                    *alpha,
+                    &mut values[..2 * columns],
+                    &mut fronts,
+                )
+            {
+                for (row, front) in values.chunks_exact(columns).zip(fronts) {
+                    self.push_flat(out, row, front);
+                }
                 return;
             }
         }
         for (samples, any_volume) in pixels {
             self.push_flattened(out, samples, any_volume, pixel);
         }
-    }
-
-    /// Both pixels of [`Self::push_flattened_pair`] through the one-alpha loop; `false` (and
-    /// nothing pushed) where an input's views do not have `N` columns.
-    fn push_pair_one_alpha<const N: usize>(
-        &self,
-        out: &mut FlatPixels,
-        pixels: [&[Sample]; 2],
-        alpha: usize,
-    ) -> bool {
-        self.debug_assert_one_alpha(alpha);
-        let mut results = [([0f32; N], None); 2];
-        if !composite_one_alpha::<N>(&self.views, &pixels, alpha, &mut results) {
-            return false;
-        }
-        for (sums, front) in results {
-            self.push_flat(out, &sums, front);
-        }
-        true
     }
 
     /// Every composited column but `alpha` is a colour of `alpha`.
@@ -390,15 +359,18 @@ mod tests {
         let alpha = plan.composite.alphas[0];
         for pair in pixels.chunks(2) {
             let samples: Vec<&[Sample]> = pair.iter().map(|(s, _)| &s[..]).collect();
-            let mut out = vec![(vec![0f32; columns], None); samples.len()];
-            super::super::one_alpha::composite_one_alpha_soft(
+            let mut values = vec![0f32; samples.len() * columns];
+            let mut fronts = vec![None; samples.len()];
+            assert!(super::super::one_alpha::composite_converting(
                 &plan.views,
                 &samples,
                 alpha,
-                &mut out,
-            );
-            for (values, front) in out {
-                plan.push_flat(&mut soft, &values, front);
+                &mut values,
+                &mut fronts,
+                true,
+            ));
+            for (row, front) in values.chunks_exact(columns).zip(fronts) {
+                plan.push_flat(&mut soft, row, front);
             }
         }
         for (name, other) in [("single", &single), ("paired", &paired), ("soft", &soft)] {

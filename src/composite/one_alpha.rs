@@ -19,7 +19,7 @@ use crate::vocab::Sample;
 
 /// What one pixel's loop leaves: every column's sum (the alpha's included) and the front-most
 /// sample with an alpha above 0.
-pub(crate) type OneAlphaPixel<const N: usize> = ([f32; N], Option<Sample>);
+type OneAlphaPixel<const N: usize> = ([f32; N], Option<Sample>);
 
 /// A half-to-float conversion the loops are compiled with.
 trait HalfToF32: Copy {
@@ -182,62 +182,85 @@ fn composite_f16c<const N: usize>(
     composite::<N, F16c>(views, pixels, alpha, half, out)
 }
 
+/// The most columns [`composite_one_alpha`] takes (RGBA and two more); wider channel sets take
+/// the general loop.
+pub(crate) const MAX_ONE_ALPHA_COLUMNS: usize = 6;
+
 /// Composite one or two pixels (`pixels`, each its samples in merge order, nothing to tidy)
-/// front to back over the `N` columns of every input's `views`, of which column `alpha` is the
-/// only alpha: each pixel's sums into `out` (as many as `pixels`). `false` (and nothing
-/// written) when an input's views do not have `N` columns.
-pub(crate) fn composite_one_alpha<const N: usize>(
+/// front to back over the columns of every input's `views`, of which column `alpha` is the only
+/// alpha: each pixel's sums into `values` (a row of as many as the views have columns, pixel
+/// after pixel) and its front-most sample with an alpha above 0 into `fronts`. `false` (and
+/// nothing written) when the inputs' views differ in their number of columns or it is not 2 to
+/// [`MAX_ONE_ALPHA_COLUMNS`].
+pub(crate) fn composite_one_alpha(
     views: &[InputViews],
     pixels: &[&[Sample]],
     alpha: usize,
-    out: &mut [OneAlphaPixel<N>],
+    values: &mut [f32],
+    fronts: &mut [Option<Sample>],
 ) -> bool {
-    assert!((1..=2).contains(&pixels.len()) && out.len() >= pixels.len());
-    if views.iter().any(|v| v.columns.len() != N) {
+    composite_converting(views, pixels, alpha, values, fronts, false)
+}
+
+/// [`composite_one_alpha`], with half floats converted in software whatever the CPU when
+/// `soft`: what a CPU without F16C runs, which the tests compare with the conversion this one
+/// uses.
+pub(crate) fn composite_converting(
+    views: &[InputViews],
+    pixels: &[&[Sample]],
+    alpha: usize,
+    values: &mut [f32],
+    fronts: &mut [Option<Sample>],
+    soft: bool,
+) -> bool {
+    let columns = views.first().map_or(0, |v| v.columns.len());
+    if views.iter().any(|v| v.columns.len() != columns) {
         return false;
     }
-    #[cfg(target_arch = "x86_64")]
-    if let Some(half) = half_converter() {
-        // SAFETY: `half` exists, so the CPU has F16C.
-        unsafe { composite_f16c::<N>(views, pixels, alpha, half, out) };
-        return true;
+    match columns {
+        2 => composite_fixed::<2>(views, pixels, alpha, values, fronts, soft),
+        3 => composite_fixed::<3>(views, pixels, alpha, values, fronts, soft),
+        4 => composite_fixed::<4>(views, pixels, alpha, values, fronts, soft),
+        5 => composite_fixed::<5>(views, pixels, alpha, values, fronts, soft),
+        6 => composite_fixed::<6>(views, pixels, alpha, values, fronts, soft),
+        _ => return false,
     }
-    composite::<N, SoftHalf>(views, pixels, alpha, SoftHalf, out);
     true
 }
 
-/// [`composite_one_alpha`] with half floats converted in software whatever the CPU, for any
-/// number of columns (each result's sums as a `Vec`): what a CPU without F16C runs, for the
-/// tests to compare with the conversion this one uses.
-#[cfg(test)]
-pub(crate) fn composite_one_alpha_soft(
+/// [`composite_converting`] for `N` columns: the loop with the converter this CPU has (unless
+/// `soft`), then each pixel's sums and front copied out.
+fn composite_fixed<const N: usize>(
     views: &[InputViews],
     pixels: &[&[Sample]],
     alpha: usize,
-    out: &mut [(Vec<f32>, Option<Sample>)],
+    values: &mut [f32],
+    fronts: &mut [Option<Sample>],
+    soft: bool,
 ) {
-    fn run<const N: usize>(
-        views: &[InputViews],
-        pixels: &[&[Sample]],
-        alpha: usize,
-        out: &mut [(Vec<f32>, Option<Sample>)],
-    ) {
-        let mut fixed = [([0f32; N], None); 2];
-        composite::<N, SoftHalf>(views, pixels, alpha, SoftHalf, &mut fixed);
-        for (o, (sums, front)) in out.iter_mut().zip(fixed) {
-            *o = (sums.to_vec(), front);
+    assert!((1..=2).contains(&pixels.len()));
+    assert!(values.len() == pixels.len() * N && fronts.len() == pixels.len());
+    let mut out = [([0f32; N], None); 2];
+    #[cfg(target_arch = "x86_64")]
+    let by_f16c = match half_converter().filter(|_| !soft) {
+        Some(half) => {
+            // SAFETY: `half` exists, so the CPU has F16C.
+            unsafe { composite_f16c::<N>(views, pixels, alpha, half, &mut out) };
+            true
         }
+        None => false,
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let by_f16c = false;
+    if !by_f16c {
+        composite::<N, SoftHalf>(views, pixels, alpha, SoftHalf, &mut out);
     }
-    assert!(views
+    for ((sums, front), (row, slot)) in out
         .iter()
-        .all(|v| v.columns.len() == views[0].columns.len()));
-    match views[0].columns.len() {
-        2 => run::<2>(views, pixels, alpha, out),
-        3 => run::<3>(views, pixels, alpha, out),
-        4 => run::<4>(views, pixels, alpha, out),
-        5 => run::<5>(views, pixels, alpha, out),
-        6 => run::<6>(views, pixels, alpha, out),
-        n => panic!("{n} columns"),
+        .zip(values.chunks_exact_mut(N).zip(fronts.iter_mut()))
+    {
+        row.copy_from_slice(sums);
+        *slot = *front;
     }
 }
 

@@ -13,8 +13,9 @@ use crate::vocab::{depth_less, Fragment, Sample};
 use rayon::prelude::*;
 use std::ops::Range;
 
-/// Pixels of a flat output one task assembles.
-const FLAT_PIECE_PIXELS: usize = 1 << 14;
+/// Pixels one host task takes in the output's assembly: a flat output's pieces here, and a
+/// band's pixels put into window order (`merger.rs`, flat values and deep sources alike).
+pub(super) const PIECE_PIXELS: usize = 1 << 14;
 
 /// Samples one task copies into a piece of a deep output plane.
 const PLANE_PIECE_SAMPLES: usize = 1 << 16;
@@ -77,7 +78,7 @@ impl Accumulated {
         // host's share of a flat merge, and one thread made it a serial tail.
         let pieces: Vec<(FlatPixels, u64)> = (0..pixels)
             .into_par_iter()
-            .step_by(FLAT_PIECE_PIXELS)
+            .step_by(PIECE_PIXELS)
             .map_init(
                 || {
                     (
@@ -87,7 +88,7 @@ impl Accumulated {
                     )
                 },
                 |(samples, scratch, pixel), first| {
-                    let end = (first + FLAT_PIECE_PIXELS).min(pixels);
+                    let end = (first + PIECE_PIXELS).min(pixels);
                     let mut out = plan.flat_pixels(end - first);
                     let mut host_tidied = 0u64;
                     for i in first..end {

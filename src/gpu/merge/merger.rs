@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::assemble::Accumulated;
+use super::assemble::{Accumulated, PIECE_PIXELS};
 use super::band::Band;
 use super::coop::{merge_deep_scheduled, merge_flat_scheduled};
 use super::gather::gather_band;
@@ -713,12 +713,6 @@ fn inconsistent_image(ctx: &GlContext, why: String) -> Error {
     ))
 }
 
-/// Pixels of a deep band whose packed sources one task unpacks.
-const SOURCES_PIECE_PIXELS: usize = 1 << 14;
-
-/// Pixels of a flat band one task puts into the window's order.
-const FLAT_GATHER_PIXELS: usize = 1 << 14;
-
 /// Wait for the readbacks of `band` ([`GpuMerger::start_readback`]) and put it into `out`.
 fn finish_band_readback(
     ctx: &GlContext,
@@ -744,9 +738,9 @@ fn finish_band_readback(
             let band_values = &mut out.flat_values[base * stride..(base + pixels) * stride];
             let band_front = &mut out.flat_front[base..base + pixels];
             band_values
-                .par_chunks_mut(FLAT_GATHER_PIXELS * stride)
-                .zip(band_front.par_chunks_mut(FLAT_GATHER_PIXELS))
-                .zip(inverse.par_chunks(FLAT_GATHER_PIXELS))
+                .par_chunks_mut(PIECE_PIXELS * stride)
+                .zip(band_front.par_chunks_mut(PIECE_PIXELS))
+                .zip(inverse.par_chunks(PIECE_PIXELS))
                 .for_each(|((values_out, front_out), inverse)| {
                     for (k, &p) in inverse.iter().enumerate() {
                         let p = p as usize;
@@ -816,8 +810,8 @@ fn finish_band_readback(
             let mut rest = &mut out.deep_sources[at..];
             let mut pieces = Vec::new();
             for (inverse, counts) in inverse
-                .chunks(SOURCES_PIECE_PIXELS)
-                .zip(counts.chunks(SOURCES_PIECE_PIXELS))
+                .chunks(PIECE_PIXELS)
+                .zip(counts.chunks(PIECE_PIXELS))
             {
                 let samples: usize = counts.iter().map(|&n| n as usize).sum();
                 let (piece, after) = rest.split_at_mut(samples);
