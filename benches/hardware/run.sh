@@ -8,7 +8,8 @@
 #
 #   benches/hardware/run.sh [--bench] [--budget SECONDS] [--pack FILE]
 #   (environment: E2E_CORES, the end-to-end table's core counts, default "all 2 8 4";
-#    BENCH_TABLES=0 leaves the paper-style tables out)
+#    E2E_VARIANTS=0 leaves the GL variants' columns out of it; BENCH_TABLES=0 leaves the
+#    paper-style tables out; VERIFY_ALONGSIDE=0 runs `gpu-info --verify` alone, before the tests)
 #
 # --budget: a device lease is short, so every step runs under `timeout` within what is left of
 # SECONDS (default: no limit), most important first; a step with no time left is recorded as
@@ -99,17 +100,27 @@ within 30 "$B" gpu-info > "$out/gpu-info.txt" 2>&1
 sed 's/^/    /' "$out/gpu-info.txt" >> "$summary"
 echo >> "$summary"
 
-echo "## gpu-info --verify" >> "$summary"
-echo >> "$summary"
-start=$(date +%s)
-within 240 "$B" gpu-info --verify --data tests/data/openexr-images > "$out/verify.log" 2>&1
-rc=$?
-[ $rc = 0 ] || status=1
-echo "- $(outcome $rc) in $(($(date +%s) - start)) s: $(tail -1 "$out/verify.log")" >> "$summary"
-grep "verify:" "$out/verify.log" | head -20 | sed 's/^/    /' >> "$summary"
-echo >> "$summary"
-grep "^  " "$out/verify.log" | sed 's/^/    /' >> "$summary"
-echo >> "$summary"
+# `gpu-info --verify` runs beside the test binaries (VERIFY_ALONGSIDE=0: before them, alone): both
+# only check bytes, and together they take half the wall time of a short lease.
+verify_section() {
+    echo "## gpu-info --verify"
+    echo
+    echo "- $(outcome "$1") in $2 s: $(tail -1 "$out/verify.log")"
+    grep "verify:" "$out/verify.log" | head -20 | sed 's/^/    /'
+    echo
+    grep "^  " "$out/verify.log" | sed 's/^/    /'
+    echo
+}
+verify_start=$(date +%s)
+within 240 "$B" gpu-info --verify --data tests/data/openexr-images > "$out/verify.log" 2>&1 &
+verify_pid=$!
+if [ "${VERIFY_ALONGSIDE:-1}" = 0 ]; then
+    wait $verify_pid
+    verify_rc=$?
+    [ $verify_rc = 0 ] || status=1
+    verify_section $verify_rc $(($(date +%s) - verify_start)) >> "$summary"
+    verify_pid=
+fi
 checkpoint
 
 echo "## GL tests (strict mode, --test-threads 8)" >> "$summary"
@@ -127,13 +138,48 @@ for t in .hw/gpu_*; do
     grep -E "^test .* FAILED" "$out/$name.log" | sed 's/^/    /' >> "$summary" || true
     checkpoint
 done
+if [ -n "$verify_pid" ]; then
+    wait $verify_pid
+    verify_rc=$?
+    [ $verify_rc = 0 ] || status=1
+    echo >> "$summary"
+    verify_section $verify_rc $(($(date +%s) - verify_start)) >> "$summary"
+    checkpoint
+fi
 
 if $bench; then
     printf "\n## benchmarks\n\n" >> "$summary"
-    # The end-to-end table against the codec floor (issue 25), with the GL engine's variants
-    # (transfers, overlap, k-way for a long-list pair, relaid-out deep writes) beside its
-    # defaults, then one --stats run of each output kind: where the GL engine's time goes.
     unset DEEPMERGE_GL_STRICT
+    # --stats of each output kind with the defaults, and of deep output with each variant that
+    # changes how its bytes travel (VARIANT=value, or "default"): where the GL engine's time goes.
+    pp=/tmp/deepmerge-e2e/powerplant-1920x1080
+    mkdir -p /tmp/deepmerge-e2e
+    stats_runs() {
+        local run kind variant name
+        for run in "$@"; do
+            read -r kind variant <<<"$run"
+            extra=()
+            [ "$kind" = deep ] && extra=(--deep)
+            envs=()
+            [ "$variant" = default ] || envs=("$variant")
+            name=stats-$kind-${variant#DEEPMERGE_GL_}
+            [ -f "${pp}_1.exr" ] || within 90 "$B" scene powerplant --size 1920x1080 --seed 3 -o "$pp" >/dev/null
+            within 30 env "${envs[@]}" "$B" "${pp}_0.exr" "${pp}_1.exr" "${extra[@]}" --backend gl --stats \
+                -o /tmp/stats.exr > "$out/$name.log" 2>&1
+            echo "- GL --stats, $kind, $variant: $(outcome $?) ($name.log)" >> "$summary"
+        done
+        checkpoint
+    }
+    stats_runs "flat default" "deep default"
+    # The end-to-end table against the codec floor (issue 25); E2E_VARIANTS=0 leaves the GL
+    # engine's variants out (transfers, overlap, k-way for a long-list pair, relaid-out deep
+    # writes), when a run has them already.
+    variants=--gl-variants
+    [ "${E2E_VARIANTS:-1}" = 0 ] && variants=
+    within 280 benches/end_to_end.sh --bin "$B" --scenes powerplant --cores "${E2E_CORES:-all 2 8 4}" \
+        --repeats 1 $variants --dir /tmp/deepmerge-e2e > "$out/end-to-end.md" 2> "$out/end-to-end.err"
+    echo "- end to end: $(outcome $?) (end-to-end.md)" >> "$summary"
+    checkpoint
     # Where `--backend auto`'s size bound belongs (backend::AUTO_GL_MIN_INPUT_BYTES): a deep
     # merge's whole process on each engine, the GL one paying for its context and shaders, from
     # the bundled pair to the measured 1080p pair. The first GL run of each pair starts from an
@@ -193,27 +239,9 @@ if $bench; then
     } > "$out/band-rows.md" 2> "$out/band-rows.err"
     echo "- CPU band heights: $(outcome $?) (band-rows.md)" >> "$summary"
     checkpoint
-    within 280 benches/end_to_end.sh --bin "$B" --scenes powerplant --cores "${E2E_CORES:-all 2 8 4}" \
-        --repeats 1 --gl-variants --dir /tmp/deepmerge-e2e > "$out/end-to-end.md" 2> "$out/end-to-end.err"
-    echo "- end to end: $(outcome $?) (end-to-end.md)" >> "$summary"
     checkpoint
-    # --stats of each output kind with the defaults, and of deep output with each variant that
-    # changes how its bytes travel (VARIANT=value, or "default").
-    pp=/tmp/deepmerge-e2e/powerplant-1920x1080
-    for run in "flat default" "deep default" "deep DEEPMERGE_GL_BUFFERS=mutable" \
-        "deep DEEPMERGE_GL_TRANSFER=calls" "deep DEEPMERGE_GL_DEEP_WRITES=relayout" \
-        "deep DEEPMERGE_GL_DEEP_READBACK=image"; do
-        read -r kind variant <<<"$run"
-        extra=()
-        [ "$kind" = deep ] && extra=(--deep)
-        envs=()
-        [ "$variant" = default ] || envs=("$variant")
-        name=stats-$kind-${variant#DEEPMERGE_GL_}
-        within 30 env "${envs[@]}" "$B" "${pp}_0.exr" "${pp}_1.exr" "${extra[@]}" --backend gl --stats \
-            -o /tmp/stats.exr > "$out/$name.log" 2>&1
-        echo "- GL --stats, $kind, $variant: $(outcome $?) ($name.log)" >> "$summary"
-    done
-    checkpoint
+    stats_runs "deep DEEPMERGE_GL_BUFFERS=mutable" "deep DEEPMERGE_GL_TRANSFER=calls" \
+        "deep DEEPMERGE_GL_DEEP_WRITES=relayout" "deep DEEPMERGE_GL_DEEP_READBACK=image"
     # The paper-style tables (BENCH_TABLES=0 leaves them out, when a run has them already).
     if [ "${BENCH_TABLES:-1}" != 0 ]; then
         for s in atrium hairball; do

@@ -7,8 +7,11 @@
 //! whole image). Three bands are alive at the peak (one read, one merged, one written), and each
 //! input holds at most one block of rows beyond the band (a 16-line ZIP block, a row of tiles),
 //! so a band may use a third of what the budget leaves after those blocks. Bands are further
-//! capped at [`MAX_BAND_BYTES`]: beyond a few tens of MiB a larger band is no faster (rayon has
-//! rows enough) and only raises the peak. A row that alone is over its share of the budget is
+//! capped at [`band_cap`]: [`MAX_BAND_BYTES`], or [`BAND_BYTES_PER_THREAD`] for each thread where
+//! that is more. Beyond that a larger band is no faster (rayon has rows and chunks enough) and
+//! only raises the peak; below it, a many-core host starves: each band's chunks are decoded and
+//! encoded in parallel, and a 1080p deep band of 32 MiB is 4 or 5 rows, 4 or 5 ZIPS chunks for
+//! 16 threads. A row that alone is over its share of the budget is
 //! refused, naming the input with the most samples in it. The count tables the readers keep
 //! for decoding come off the budget first.
 //!
@@ -26,8 +29,21 @@ use crate::deep::Bounds;
 use crate::error::{Error, Result};
 use crate::exr::{ChunkSource, BANDS_IN_FLIGHT};
 
-/// The most bytes a band is planned to take, whatever the budget allows.
+/// The most bytes a band is planned to take on a host of up to two threads, whatever the budget
+/// allows (taller bands measured 2-12% slower on two cores).
 pub const MAX_BAND_BYTES: u64 = 32 << 20;
+
+/// Band bytes per thread beyond two threads. On a 16-thread H200 host, the 1080p powerplant
+/// pair's deep merge took 2.15 s in 32 MiB bands (4 or 5 rows) and 1.37-1.41 s in bands of 46,
+/// 92 or 180 rows (docs/benchmarks.md, "Band height on many cores"); 16 MiB a thread gives that
+/// pair about 32 rows.
+pub const BAND_BYTES_PER_THREAD: u64 = 16 << 20;
+
+/// The most bytes a band is planned to take with `threads` threads merging it, whatever the
+/// budget allows: enough rows that every thread has chunks to decode and encode.
+pub fn band_cap(threads: usize) -> u64 {
+    MAX_BAND_BYTES.max((threads as u64).saturating_mul(BAND_BYTES_PER_THREAD))
+}
 
 /// Bytes per output row held for the whole merge: its planned cost (8) and its chunk's entry
 /// in the writer's offset table (at most 8).
@@ -94,12 +110,12 @@ pub fn plan_bands(
         window,
         shape,
         options,
-        MAX_BAND_BYTES,
+        band_cap(rayon::current_num_threads()),
         BANDS_IN_FLIGHT,
     )
 }
 
-/// [`plan_bands`] with bands of at most `cap` bytes instead of [`MAX_BAND_BYTES`], and
+/// [`plan_bands`] with bands of at most `cap` bytes instead of [`band_cap`]'s, and
 /// `in_flight` bands alive at once instead of [`BANDS_IN_FLIGHT`]: the GL engine on a device of
 /// its own, whose bands are better as large as the host budget allows (each band costs a round
 /// of dispatches and a readback; the GPU bounds its own share), and which holds one band more
@@ -299,4 +315,18 @@ fn refuse_row(
         budget,
     )
     .in_file(densest.path())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_band_cap_grows_with_the_threads_past_two() {
+        assert_eq!(band_cap(1), MAX_BAND_BYTES);
+        assert_eq!(band_cap(2), MAX_BAND_BYTES);
+        assert_eq!(band_cap(4), 64 << 20);
+        assert_eq!(band_cap(16), 256 << 20);
+        assert_eq!(band_cap(usize::MAX), u64::MAX);
+    }
 }
