@@ -242,6 +242,7 @@ impl Accumulated {
 /// `plan`'s deep output channels over `samples` positions, channels and pieces of each in
 /// parallel (a plane a task left the other cores idle: the host's serial tail of a deep GL
 /// merge): `fill(plane, sources, range)` appends the values of the positions in `range`.
+/// (Pieces outer, every channel of a piece in one task, measured 15% slower on two cores.)
 fn assemble_planes(
     plan: &MergePlan,
     samples: usize,
