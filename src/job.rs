@@ -52,6 +52,8 @@ pub struct MergeJob {
     pub channels: Option<ChannelSelection>,
     /// Bands of exactly this many rows (a testing knob; `None`: planned from the budget).
     pub band_rows: Option<usize>,
+    /// The threads each band may count on (`StreamOptions::band_threads`).
+    pub band_threads: Option<usize>,
     /// Samples dropped around the merge (`--drop-transparent`, `--drop-hidden`).
     pub pruning: crate::composite::Pruning,
     /// The output data window (`--bbox`).
@@ -86,6 +88,7 @@ impl MergeJob {
             budget: request.memory_budget,
             channels: request.channels.clone(),
             band_rows: request.band_rows,
+            band_threads: None,
             pruning: request.pruning,
             bbox: request.bbox,
             flat_type_follows_inputs: request.flat_type.is_none(),
@@ -204,6 +207,7 @@ impl MergeJob {
             budget: self.budget,
             channels: self.channels.clone(),
             band_rows: self.band_rows,
+            band_threads: self.band_threads,
             pruning: self.pruning,
             bbox: self.bbox,
             flat_type_follows_inputs: self.flat_type_follows_inputs,
@@ -276,9 +280,11 @@ impl MergeJob {
                 // roughly in order, so a farm's log reads naturally.
                 let next = Mutex::new(frames.iter());
                 let workers = jobs.clamp(1, frames.len().max(1));
-                // Frames at the same time share the budget.
+                // Frames at the same time share the budget, and the threads their bands are
+                // sized for.
                 let per_frame = MergeJob {
                     budget: self.budget / workers as u64,
+                    band_threads: Some((rayon::current_num_threads() / workers).max(1)),
                     ..self.clone()
                 };
                 let per_frame = &per_frame;

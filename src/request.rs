@@ -606,6 +606,7 @@ impl MergeRequest {
             budget: self.memory_budget,
             channels: self.channels.clone(),
             band_rows: self.band_rows,
+            band_threads: None,
             pruning: self.pruning,
             flat_type_follows_inputs: self.flat_type.is_none(),
             bbox: self.bbox,

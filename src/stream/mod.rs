@@ -72,6 +72,10 @@ pub struct StreamOptions {
     pub channels: Option<ChannelSelection>,
     /// Bands of exactly this many rows, whatever the budget says (for tests and measurements).
     pub band_rows: Option<usize>,
+    /// The threads a band is decoded and encoded on, which size the bands
+    /// ([`plan::band_cap`]); `None`: the current rayon pool's. Frames merged side by side
+    /// (`-j`) each take their share.
+    pub band_threads: Option<usize>,
     /// Samples dropped around the merge (`--drop-transparent`, `--drop-hidden`).
     pub pruning: Pruning,
     /// The merge's output data window (`--bbox`; operations ignore it).
@@ -121,6 +125,7 @@ impl Default for StreamOptions {
             budget: DEFAULT_MEMORY_BUDGET,
             channels: None,
             band_rows: None,
+            band_threads: None,
             pruning: Pruning::default(),
             bbox: OutputWindow::Union,
             flat_type_follows_inputs: false,

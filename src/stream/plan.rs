@@ -110,7 +110,11 @@ pub fn plan_bands(
         window,
         shape,
         options,
-        band_cap(rayon::current_num_threads()),
+        band_cap(
+            options
+                .band_threads
+                .unwrap_or_else(rayon::current_num_threads),
+        ),
         BANDS_IN_FLIGHT,
     )
 }

@@ -835,6 +835,7 @@ fn finish_band_readback(
                     at += n;
                 }
             });
+            debug_assert_eq!(covered, (offsets[pixels] - offsets[0]) as usize);
             // SAFETY: the pieces tile the first `covered` spare slots (each split off in turn,
             // its length its pixels' counts), and each piece's walk wrote every slot of it: a
             // pixel's n slots from its n packed sources (`sources` holds offsets[pixels] *
