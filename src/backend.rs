@@ -158,7 +158,10 @@ pub const AUTO_GL_MIN_THREADS: usize = 4;
 /// samples), by 0.5-1.1 s at 4-16 threads on an NVIDIA H100 host; a process pays for its GL
 /// context and shaders first (an H200's first GL process took 0.7 s longer than the next, whose
 /// shaders the driver had cached), so a merge much smaller than the measured one is not known to
-/// gain, and stays on the CPU engine. `DEEPMERGE_AUTO_GL_MIN_BYTES` sets another bound (a number
+/// gain, and stays on the CPU engine. On an NVIDIA H200 host at 16 threads (2026-11-26, whole
+/// processes, deep output) the two met between 102 MiB (CPU 0.46 s, GL 0.57 s with a warm shader
+/// cache) and 370 MiB (CPU 2.12 s, GL 1.56 s), docs/benchmarks.md ("`auto`'s size bound").
+/// `DEEPMERGE_AUTO_GL_MIN_BYTES` sets another bound (a number
 /// of bytes, `0` for none, or a size with a unit, `64M`), for measuring where the two meet on a
 /// GPU host.
 pub const AUTO_GL_MIN_INPUT_BYTES: u64 = 256 << 20;
