@@ -26,11 +26,13 @@ pub enum Wait {
     Writer,
 }
 
-/// Time per stage, the merging thread's waits, and peak memory of a run.
+/// Time per stage, the merging thread's waits, the bands, and peak memory of a run.
 pub struct RunStats {
     start: Instant,
     stages: Mutex<[Duration; 3]>,
     waits: Mutex<[Duration; 2]>,
+    /// Bands merged (summed over frames and parts) and the most rows one held.
+    bands: Mutex<(usize, usize)>,
 }
 
 impl Default for RunStats {
@@ -46,7 +48,16 @@ impl RunStats {
             start: Instant::now(),
             stages: Mutex::new([Duration::ZERO; 3]),
             waits: Mutex::new([Duration::ZERO; 2]),
+            bands: Mutex::new((0, 0)),
         }
+    }
+
+    /// Count a streamed merge's plan: `bands` bands, the tallest `max_rows` rows (how the
+    /// budget and the threads cut the window: `stream::plan::band_cap`).
+    pub fn note_bands(&self, bands: usize, max_rows: usize) {
+        let mut noted = self.bands.lock().expect("stats lock");
+        noted.0 += bands;
+        noted.1 = noted.1.max(max_rows);
     }
 
     /// Run `f` as (part of) `stage`, adding its time to the stage's.
@@ -92,6 +103,13 @@ impl RunStats {
                 "merge waited",
                 waits[Wait::Input as usize].as_secs_f64(),
                 waits[Wait::Writer as usize].as_secs_f64()
+            );
+        }
+        let (bands, max_rows) = *self.bands.lock().expect("stats lock");
+        if bands > 0 {
+            s += &format!(
+                "  {:<12}{bands:>10} (at most {max_rows} rows){summed}\n",
+                "bands"
             );
         }
         s += &format!(

@@ -257,15 +257,21 @@ fn channels_keeps_only_the_named_channels_and_what_they_need() {
     }
 }
 
-/// Peak resident set (VmHWM) of `deepmerge ARGS` in a child process, from `--runstats`.
-fn peak_rss_mib(args: &[&str]) -> f64 {
+/// The stderr of `deepmerge ARGS --runstats` in a child process, which must succeed.
+fn runstats<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> String {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
         .args(args)
         .arg("--runstats")
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{err}");
+    err
+}
+
+/// Peak resident set (VmHWM) of `deepmerge ARGS` in a child process, from `--runstats`.
+fn peak_rss_mib(args: &[&str]) -> f64 {
+    let err = runstats(args);
     let line = err
         .lines()
         .find(|l| l.contains("peak memory"))
@@ -429,4 +435,36 @@ fn count_tables_past_their_share_of_the_budget_are_read_again_with_the_same_rows
         let got = source.take_rows(window.y0..=window.y1).unwrap();
         assert!(got == whole, "rows differ from the whole-image reader's");
     }
+}
+
+/// `--runstats` names the bands the plan cut and the tallest: bands of one row make as many
+/// bands as the window has rows, and one band of every row holds them all.
+#[test]
+fn runstats_names_the_bands_and_the_tallest() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.exr");
+    let bands = |rows: &str| -> (usize, usize) {
+        let mut args: Vec<std::ffi::OsString> =
+            scanline_inputs().into_iter().map(Into::into).collect();
+        for arg in ["--backend", "cpu", "--band-rows", rows, "-o"] {
+            args.push(arg.into());
+        }
+        args.push(out.clone().into());
+        let err = runstats(&args);
+        let line = err
+            .lines()
+            .find(|l| l.trim_start().starts_with("bands"))
+            .unwrap_or_else(|| panic!("no bands in {err}"));
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["bands", n, "(at", "most", tallest, "rows)"] => {
+                (n.parse().unwrap(), tallest.parse().unwrap())
+            }
+            _ => panic!("unexpected line: {line}"),
+        }
+    };
+    let (thin, one_row) = bands("1");
+    assert_eq!(one_row, 1);
+    assert!(thin > 1, "{thin} bands of one row");
+    assert_eq!(bands("1000000"), (1, thin), "one band holds every row");
 }

@@ -332,6 +332,9 @@ impl<'o> StreamMerge<'o> {
             gpu_stats: None,
             window,
         };
+        if let Some(stats) = stats {
+            stats.note_bands(report.bands, report.max_band_rows);
+        }
         let format = match options.merge.output {
             OutputKind::Deep => OutputFormat::Deep(&deep_write),
             OutputKind::Flat { .. } => OutputFormat::flat_for(output, &flat_write),
