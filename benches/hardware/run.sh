@@ -122,13 +122,14 @@ verify_start=$(date +%s)
     exit $rc
 ) &
 verify_pid=$!
-if [ "${VERIFY_ALONGSIDE:-1}" = 0 ]; then
+finish_verify() { # wait for it, then its section into the summary
     wait $verify_pid
-    verify_rc=$?
-    [ $verify_rc = 0 ] || status=1
-    verify_section $verify_rc >> "$summary"
+    local rc=$?
+    [ $rc = 0 ] || status=1
+    verify_section $rc >> "$summary"
     verify_pid=
-fi
+}
+[ "${VERIFY_ALONGSIDE:-1}" = 0 ] && finish_verify
 checkpoint
 
 echo "## GL tests (strict mode, --test-threads 8)" >> "$summary"
@@ -147,11 +148,8 @@ for t in .hw/gpu_*; do
     checkpoint
 done
 if [ -n "$verify_pid" ]; then
-    wait $verify_pid
-    verify_rc=$?
-    [ $verify_rc = 0 ] || status=1
     echo >> "$summary"
-    verify_section $verify_rc >> "$summary"
+    finish_verify
     checkpoint
 fi
 

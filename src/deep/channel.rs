@@ -221,28 +221,15 @@ impl Plane {
     /// plane was a serial tail at the end of every deep band, on either engine).
     pub fn concat(sample_type: SampleType, pieces: &[Plane]) -> Plane {
         fn typed<T: PlaneValue>(pieces: &[Plane]) -> Vec<T> {
-            use rayon::prelude::*;
-            let slices: Vec<&[T]> = pieces
+            let runs = pieces
                 .iter()
                 .map(|p| T::values(p).expect("pieces of one plane have its type"))
+                .map(|values| (values.len(), values))
                 .collect();
-            let total = slices.iter().map(|s| s.len()).sum();
-            let mut out: Vec<T> = Vec::with_capacity(total);
-            let mut rest = &mut out.spare_capacity_mut()[..total];
-            let mut jobs = Vec::with_capacity(slices.len());
-            for slice in slices {
-                let (head, tail) = rest.split_at_mut(slice.len());
-                jobs.push((head, slice));
-                rest = tail;
-            }
-            jobs.into_par_iter().for_each(|(to, from)| {
-                for (slot, &value) in to.iter_mut().zip(from) {
-                    slot.write(value);
-                }
+            let mut out = Vec::new();
+            super::parallel_extend::extend_in_parallel(&mut out, runs, |values| {
+                values.iter().copied()
             });
-            // SAFETY: the jobs tile the first `total` slots (each split off in turn, as long
-            // as its piece), and each wrote every slot of its own.
-            unsafe { out.set_len(total) };
             out
         }
         match sample_type {

@@ -8,6 +8,7 @@ mod bounds;
 pub mod builder;
 mod channel;
 mod flat;
+pub(crate) mod parallel_extend;
 mod state;
 
 pub use bounds::Bounds;

@@ -16,6 +16,7 @@ use super::gather::gather_band;
 use super::host_gather::host_gather;
 use super::prepare;
 use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind};
+use crate::deep::parallel_extend::extend_in_parallel;
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
 use crate::gpu::mapped::PendingRead;
@@ -806,41 +807,19 @@ fn finish_band_readback(
             let counts = &out.deep_counts[first_count..];
             // Into the spare capacity, not a zeroed resize: a serial fill of the whole band
             // (21 MiB a band of the 1080p pair) was the one part of this walk on one thread.
-            let at = out.deep_sources.len();
-            out.deep_sources.reserve(offsets[pixels] as usize);
-            let mut rest = &mut out.deep_sources.spare_capacity_mut()[..];
-            let mut pieces = Vec::new();
-            let mut covered = 0usize;
-            for (inverse, counts) in inverse
+            let runs = inverse
                 .chunks(PIECE_PIXELS)
                 .zip(counts.chunks(PIECE_PIXELS))
-            {
-                let samples: usize = counts.iter().map(|&n| n as usize).sum();
-                let (piece, after) = rest.split_at_mut(samples);
-                pieces.push((inverse, piece));
-                rest = after;
-                covered += samples;
-            }
-            pieces.into_par_iter().for_each(|(inverse, piece)| {
-                let mut at = 0;
-                for &p in inverse {
+                .map(|(inverse, counts)| (counts.iter().map(|&n| n as usize).sum(), inverse))
+                .collect();
+            extend_in_parallel(&mut out.deep_sources, runs, |inverse: &[u32]| {
+                inverse.iter().flat_map(|&p| {
                     let range = range(p);
-                    let n = range.len();
-                    for (slot, packed) in piece[at..at + n]
-                        .iter_mut()
-                        .zip(sources[range.start * words..range.end * words].chunks_exact(words))
-                    {
-                        slot.write(packing.unpack(packed));
-                    }
-                    at += n;
-                }
+                    sources[range.start * words..range.end * words]
+                        .chunks_exact(words)
+                        .map(|packed| packing.unpack(packed))
+                })
             });
-            debug_assert_eq!(covered, (offsets[pixels] - offsets[0]) as usize);
-            // SAFETY: the pieces tile the first `covered` spare slots (each split off in turn,
-            // its length its pixels' counts), and each piece's walk wrote every slot of it: a
-            // pixel's n slots from its n packed sources (`sources` holds offsets[pixels] *
-            // words, checked above, and each count is its own range's length).
-            unsafe { out.deep_sources.set_len(at + covered) };
             stats.assemble_s += assembling.elapsed().as_secs_f64();
         }
     }
