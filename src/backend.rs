@@ -19,7 +19,7 @@
 //!   in f32, within 1e-5, and runs only when asked: `--gpu-stages gpu`).
 
 use crate::error::{Error, Result};
-use crate::gpu::GlContext;
+use crate::gpu::{GlContext, StartingGl};
 
 pub use crate::request::Backend;
 pub use crate::stream::MergeEngine;
@@ -29,14 +29,21 @@ pub use crate::stream::MergeEngine;
 /// choice ([`EngineChoice::merging`]). This owns what the enum borrows (the context, made once
 /// for a run and current on the thread that made it) and the status line's reason.
 pub struct EngineChoice {
-    /// The GL context, when the GL engine was chosen (boxed: a context is large).
-    context: Option<Box<GlContext>>,
+    /// The GL context, when the GL engine was chosen.
+    context: Option<ChosenContext>,
     /// Why GL was not used, as a parenthesised clause for the status line (" (reason)"); empty
     /// when the CPU engine was asked for, or when GL was chosen.
     cpu_reason: String,
     /// Why GL was chosen when it was not asked for by name (`Auto`), as a parenthesised clause
     /// for the status line (" (auto: reason)"); empty otherwise.
     gl_reason: String,
+}
+
+/// The context of a GL choice: made, or still in the making on a helper thread (boxed: a
+/// context is large).
+enum ChosenContext {
+    Made(Box<GlContext>),
+    Starting(Box<StartingGl>),
 }
 
 impl EngineChoice {
@@ -52,7 +59,17 @@ impl EngineChoice {
     /// The GL engine on `context`.
     pub fn gl(context: GlContext) -> Self {
         EngineChoice {
-            context: Some(Box::new(context)),
+            context: Some(ChosenContext::Made(Box::new(context))),
+            cpu_reason: String::new(),
+            gl_reason: String::new(),
+        }
+    }
+
+    /// The GL engine on a context being made on a helper thread ([`StartingGl`]): a merge
+    /// makes it current where it first needs it, so that its start-up overlaps the inputs'.
+    pub fn gl_starting(context: StartingGl) -> Self {
+        EngineChoice {
+            context: Some(ChosenContext::Starting(Box::new(context))),
             cpu_reason: String::new(),
             gl_reason: String::new(),
         }
@@ -72,9 +89,28 @@ impl EngineChoice {
         &self.gl_reason
     }
 
-    /// The GL context when the GL engine was chosen, `None` for the CPU engine.
+    /// The GL context when the GL engine was chosen and its context is made (a starting one
+    /// once a merge has made it current), `None` for the CPU engine.
     pub fn context(&self) -> Option<&GlContext> {
-        self.context.as_deref()
+        match self.context.as_ref()? {
+            ChosenContext::Made(ctx) => Some(ctx),
+            ChosenContext::Starting(starting) => starting.ready(),
+        }
+    }
+
+    /// Whether the GL engine was chosen.
+    pub fn is_gl(&self) -> bool {
+        self.context.is_some()
+    }
+
+    /// The GL context when the GL engine was chosen, made current here now if it was still
+    /// starting (waiting for it); `None` for the CPU engine.
+    pub fn started_context(&self) -> Result<Option<&GlContext>> {
+        match &self.context {
+            None => Ok(None),
+            Some(ChosenContext::Made(ctx)) => Ok(Some(ctx)),
+            Some(ChosenContext::Starting(starting)) => starting.get().map(Some),
+        }
     }
 
     /// Why the CPU engine runs, as a parenthesised clause for the status line (empty when it
@@ -85,9 +121,13 @@ impl EngineChoice {
 
     /// The engine for one merge with the GL options `gl` (ignored by the CPU engine).
     pub fn merging(&self, gl: crate::gpu::GlOptions) -> MergeEngine<'_> {
-        match self.context() {
+        match &self.context {
             None => MergeEngine::Cpu,
-            Some(ctx) => MergeEngine::Gl(ctx, gl),
+            Some(ChosenContext::Made(ctx)) => MergeEngine::Gl(ctx, gl),
+            Some(ChosenContext::Starting(starting)) => match starting.ready() {
+                Some(ctx) => MergeEngine::Gl(ctx, gl),
+                None => MergeEngine::GlStarting(starting, gl),
+            },
         }
     }
 
@@ -105,7 +145,12 @@ impl crate::request::MergeRequest {
     /// side by side there, `-j`; one GL frame at a time was not measured against that).
     /// `input_bytes`: the size of the input files, which `Auto` weighs for one process's merge
     /// (`None`: not known, or a caller that keeps its context for many merges).
+    /// `--backend gl` starts its context on a helper thread ([`StartingGl`]): the run opens
+    /// its inputs and decodes the first band meanwhile.
     pub fn engine(&self, sequence: bool, input_bytes: Option<u64>) -> Result<EngineChoice> {
+        if self.backend == Backend::Gl {
+            return StartingGl::start().map(EngineChoice::gl_starting);
+        }
         choose_engine(
             self.backend,
             self.gl.is_given(),

@@ -96,8 +96,9 @@ impl MergeJob {
     }
 
     /// Merge `inputs` into `output` on `engine`, adding stage times to `stats` and a progress
-    /// step after each stage. `announce` is printed once the merge has succeeded, so a run that
-    /// fails prints its one error line only.
+    /// step after each stage. What `announce` gives is printed once the merge has succeeded, so
+    /// a run that fails prints its one error line only (and a GL context still starting when
+    /// the merge began is made by then, for the line to name its device).
     pub fn run_one(
         &self,
         engine: &EngineChoice,
@@ -105,10 +106,10 @@ impl MergeJob {
         output: &Path,
         stats: &RunStats,
         progress: &Progress,
-        announce: Option<&str>,
+        announce: &dyn Fn() -> Option<String>,
     ) -> Result<()> {
         self.run_on(
-            engine.context(),
+            engine.merging(self.gl.unwrap_or_default()),
             inputs,
             output,
             stats,
@@ -116,24 +117,30 @@ impl MergeJob {
         )
     }
 
-    /// One merge on the GL engine on `gl`, or on the CPU engine when `None` (a frame thread
-    /// holds no GL context: the context belongs to the thread that made it).
+    /// One merge on `engine` (a frame thread merges on the CPU engine: a GL context belongs to
+    /// the thread that made it).
     fn run_on(
         &self,
-        gl: Option<&GlContext>,
+        engine: MergeEngine,
         inputs: &[PathBuf],
         output: &Path,
         stats: &RunStats,
-        progress: Option<(&Progress, Option<&str>)>,
+        progress: Option<(&Progress, &dyn Fn() -> Option<String>)>,
     ) -> Result<()> {
         let step = || progress.inspect(|p| p.0.step());
         crate::exr::check_output_is_not_an_input(output, inputs)?;
         let options = self.stream_options();
         let plan = plan_parts(inputs, &self.parts)?;
         step();
-        let engine = match gl {
-            Some(ctx) => MergeEngine::Gl(ctx, self.gl.unwrap_or_default()),
-            None => MergeEngine::Cpu,
+        // `--stats` profiles the merge from its first dispatch: a starting context is made here.
+        let engine = if self.gl_stats {
+            engine.started()?
+        } else {
+            engine
+        };
+        let gl = match engine {
+            MergeEngine::Gl(ctx, _) => Some(ctx),
+            _ => None,
         };
         let profiled = match gl {
             Some(ctx) if self.gl_stats => {
@@ -155,8 +162,10 @@ impl MergeJob {
         let reports = reports?;
         // A streamed merge finds a corrupt block or a NaN depth only when it decodes that band,
         // so the announcement waits for success: a run that fails prints its one error line.
-        if let Some((p, Some(line))) = progress {
-            p.note(line);
+        if let Some((p, announce)) = progress {
+            if let Some(line) = announce() {
+                p.note(&line);
+            }
         }
         if let (Some((p, _)), PartPlan::One { notes, .. }) = (progress, &plan) {
             if self.part_notes {
@@ -262,50 +271,47 @@ impl MergeJob {
             };
             progress.step();
         };
-        match engine.context() {
-            Some(ctx) => {
-                for &frame in frames {
-                    let result = self.run_on(
-                        Some(ctx),
-                        &frame_inputs(frame),
-                        &output.path(frame),
-                        stats,
-                        None,
-                    );
-                    report(frame, result);
+        if engine.is_gl() {
+            for &frame in frames {
+                let result = self.run_on(
+                    engine.merging(self.gl.unwrap_or_default()),
+                    &frame_inputs(frame),
+                    &output.path(frame),
+                    stats,
+                    None,
+                );
+                report(frame, result);
+            }
+        } else {
+            // A shared queue of frames, `jobs` workers taking the next one: frames finish
+            // roughly in order, so a farm's log reads naturally.
+            let next = Mutex::new(frames.iter());
+            let workers = jobs.clamp(1, frames.len().max(1));
+            // Frames at the same time share the budget, and the threads their bands are
+            // sized for.
+            let per_frame = MergeJob {
+                budget: self.budget / workers as u64,
+                band_threads: Some((rayon::current_num_threads() / workers).max(1)),
+                ..self.clone()
+            };
+            let per_frame = &per_frame;
+            std::thread::scope(|scope| {
+                for _ in 0..workers {
+                    scope.spawn(|| loop {
+                        let Some(&frame) = next.lock().expect("frame queue").next() else {
+                            break;
+                        };
+                        let result = per_frame.run_on(
+                            MergeEngine::Cpu,
+                            &frame_inputs(frame),
+                            &output.path(frame),
+                            stats,
+                            None,
+                        );
+                        report(frame, result);
+                    });
                 }
-            }
-            None => {
-                // A shared queue of frames, `jobs` workers taking the next one: frames finish
-                // roughly in order, so a farm's log reads naturally.
-                let next = Mutex::new(frames.iter());
-                let workers = jobs.clamp(1, frames.len().max(1));
-                // Frames at the same time share the budget, and the threads their bands are
-                // sized for.
-                let per_frame = MergeJob {
-                    budget: self.budget / workers as u64,
-                    band_threads: Some((rayon::current_num_threads() / workers).max(1)),
-                    ..self.clone()
-                };
-                let per_frame = &per_frame;
-                std::thread::scope(|scope| {
-                    for _ in 0..workers {
-                        scope.spawn(|| loop {
-                            let Some(&frame) = next.lock().expect("frame queue").next() else {
-                                break;
-                            };
-                            let result = per_frame.run_on(
-                                None,
-                                &frame_inputs(frame),
-                                &output.path(frame),
-                                stats,
-                                None,
-                            );
-                            report(frame, result);
-                        });
-                    }
-                });
-            }
+            });
         }
         progress.finish();
         SequenceSummary {

@@ -89,6 +89,7 @@ pub mod scene;
 pub mod sequence;
 pub mod size;
 pub mod stream;
+pub mod timeline;
 #[cfg(feature = "gl")]
 pub mod verify;
 #[cfg(feature = "view")]

@@ -359,6 +359,8 @@ enum ProgressArg {
 }
 
 fn main() -> ExitCode {
+    // Times count from here when DEEPMERGE_TIMELINE asks for a timeline.
+    deepmerge::timeline::start();
     cli_conventions::die_quietly_on_closed_stdout();
     // Before anything is written: leftovers of earlier runs are what is older than this.
     exr::mark_run_start();
@@ -471,6 +473,9 @@ fn command() -> clap::Command {
 
 /// The exit of a command that gave `result`: its error printed in one line.
 fn exit_with(result: Result<()>, budget_flag: &str) -> ExitCode {
+    if let Some(timeline) = deepmerge::timeline::report() {
+        eprint!("{timeline}");
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -828,7 +833,8 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         Vec::new()
     };
     let job = MergeJob::new(&request, args.inputs.len(), !args.quiet)?;
-    // Choose the engine before reading, so a `--backend gl` without GL fails fast. A sequence
+    // Choose the engine before reading. `--backend gl` makes its context on a helper thread
+    // meanwhile (no GL fails at the first band that needs it, with the same error). A sequence
     // keeps `auto` on the CPU engine, which merges frames side by side (`-j`; not measured
     // against one GL frame at a time).
     // The input files' size too: a small deep merge would not win back a GL context's start-up.
@@ -852,9 +858,11 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         Some(f) => format!(", {}", counted(f.len(), "frame")),
         None => String::new(),
     };
-    let announce = match engine.context() {
+    // Said once the merge has succeeded (a GL context still starting when the merge began is
+    // made by then; one no band needed is made here).
+    let announce = || match engine.started_context().ok().flatten() {
         // Why the CPU engine runs when it was not asked for by name (`--backend auto`).
-        None if args.runstats => Some(format!(
+        None if !engine.is_gl() && args.runstats => Some(format!(
             "deepmerge: merging {} on the CPU engine{}{frames_note}",
             counted(args.inputs.len(), "input"),
             engine.cpu_reason()
@@ -919,7 +927,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         decode_inputs(&decode)?;
         let decode_s = decode.seconds(Stage::Read);
         let start = std::time::Instant::now();
-        job.run_one(&engine, &args.inputs, output, &stats, &progress, None)?;
+        job.run_one(&engine, &args.inputs, output, &stats, &progress, &|| None)?;
         let merge_s = start.elapsed().as_secs_f64();
         let encode_s = deepmerge::stream::codec_floor::encode_only(output, &job.stream_options())?;
         let floor = decode_s + encode_s;
@@ -934,14 +942,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         return Ok(());
     }
     let (Some(frames), Some(pattern)) = (frames, output_pattern) else {
-        job.run_one(
-            &engine,
-            &args.inputs,
-            output,
-            &stats,
-            &progress,
-            announce.as_deref(),
-        )?;
+        job.run_one(&engine, &args.inputs, output, &stats, &progress, &announce)?;
         progress.finish();
         if args.runstats {
             eprint!("{}", stats.report(1));
@@ -952,8 +953,10 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         .jobs
         .map(|j| j as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    if let Some(line) = &announce {
-        progress.note(line);
+    // A sequence merges its GL frames one at a time on the context: made before the first.
+    engine.started_context()?;
+    if let Some(line) = announce() {
+        progress.note(&line);
     }
     let summary = job.run_sequence(
         &engine,

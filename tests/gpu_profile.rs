@@ -77,8 +77,9 @@ fn the_copy_floor_is_timed_on_the_gpu_and_keeps_a_running_profile() {
     });
 }
 
-#[test]
-fn stats_prints_the_stage_table() {
+/// `deepmerge Balls.exr Leaves.exr -o flat.exr --backend gl EXTRA` with `env` set: its stderr,
+/// the run having succeeded.
+fn gl_merge_of_the_bundled_pair(extra: &[&str], env: &[(&str, &str)]) -> String {
     let dir = env!("CARGO_MANIFEST_DIR");
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_deepmerge"))
@@ -89,12 +90,19 @@ fn stats_prints_the_stage_table() {
             out.path().join("flat.exr").to_str().unwrap(),
             "--backend",
             "gl",
-            "--stats",
         ])
+        .args(extra)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "{stderr}");
+    stderr
+}
+
+#[test]
+fn stats_prints_the_stage_table() {
+    let stderr = gl_merge_of_the_bundled_pair(&["--stats"], &[]);
     assert!(stderr.contains("GPU stages (timer queries"), "{stderr}");
     let merge_line = stderr
         .lines()
@@ -107,4 +115,49 @@ fn stats_prints_the_stage_table() {
         .parse()
         .unwrap();
     assert!(ms > 0.0, "{merge_line}");
+}
+
+/// `DEEPMERGE_TIMELINE=1` with the GL engine: the context is made on a helper thread while the
+/// merging thread opens the inputs, and made current on the merging thread before the first
+/// band's inputs are staged and its merge issued there; the context is dropped last.
+#[test]
+fn timeline_shows_the_gl_engine_start_up_and_its_band_stages() {
+    let stderr = gl_merge_of_the_bundled_pair(&[], &[("DEEPMERGE_TIMELINE", "1")]);
+    // The span lines after the header: (thread, what).
+    let spans: Vec<(String, String)> = stderr
+        .lines()
+        .skip_while(|l| !l.starts_with("timeline"))
+        .skip(2)
+        .filter(|l| !l.contains(": busy "))
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            (words[2].to_string(), words[3..].join(" "))
+        })
+        .collect();
+    let at = |thread: &str, what: &str| {
+        spans
+            .iter()
+            .position(|(t, w)| t == thread && w.starts_with(what))
+            .unwrap_or_else(|| panic!("no {thread} span {what}: {stderr}"))
+    };
+    at("gl-start", "GL context");
+    at("main", "open the inputs");
+    let staged = at("main", "stage inputs");
+    assert!(at("reader", "decode rows ") < staged, "{stderr}");
+    assert!(
+        at("main", "make the GL context current") < staged,
+        "{stderr}"
+    );
+    assert!(
+        staged < at("main", "issue the merge and readback"),
+        "{stderr}"
+    );
+    at("main", "compile ");
+    at("reader", "decode rows ");
+    at("writer", "encode rows ");
+    assert_eq!(
+        at("main", "GL context dropped"),
+        spans.len() - 1,
+        "{stderr}"
+    );
 }

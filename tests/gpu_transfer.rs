@@ -238,7 +238,9 @@ fn streamed_bands_overlap_across_bands_and_keep_the_cpu_bytes() {
 
 #[test]
 fn unknown_measurement_settings_in_the_environment_are_named() {
-    use deepmerge::gpu::mapped::{deep_readback_from, deep_writes_from, pairwise_from};
+    use deepmerge::gpu::mapped::{
+        deep_readback_from, deep_writes_from, pairwise_from, staging_bytes_from,
+    };
     use deepmerge::gpu::resident::DeepReadback;
     use deepmerge::gpu::BufferStorage;
     let e = BufferStorage::from_setting(Some("shared"))
@@ -268,6 +270,15 @@ fn unknown_measurement_settings_in_the_environment_are_named() {
         Some(DeepReadback::Image)
     );
     assert_eq!(deep_readback_from(None).unwrap(), None);
+    assert_eq!(staging_bytes_from(Some("16M")).unwrap(), Some(16 << 20));
+    assert_eq!(staging_bytes_from(Some("")).unwrap(), None);
+    for bad in ["lots", "4K", "2G"] {
+        let e = staging_bytes_from(Some(bad)).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("DEEPMERGE_GL_STAGING={bad}: ")),
+            "{e}"
+        );
+    }
 }
 
 /// Overlapped streamed bands hold one band more on the host, which the band plan counts: under

@@ -468,3 +468,75 @@ fn runstats_names_the_bands_and_the_tallest() {
     assert!(thin > 1, "{thin} bands of one row");
     assert_eq!(bands("1000000"), (1, thin), "one band holds every row");
 }
+
+/// The spans of `DEEPMERGE_TIMELINE=1 deepmerge ARGS --runstats`: (start ms, took ms, thread,
+/// what), and the whole stderr.
+fn timeline<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Vec<(f64, f64, String, String)>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+        .args(args)
+        .arg("--runstats")
+        .env("DEEPMERGE_TIMELINE", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    let spans = err
+        .lines()
+        .skip_while(|l| !l.starts_with("timeline"))
+        .skip(2)
+        .filter_map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let (start, took) = (words.first()?.parse().ok()?, words.get(1)?.parse().ok()?);
+            Some((start, took, words[2].to_string(), words[3..].join(" ")))
+        })
+        .collect();
+    (spans, err)
+}
+
+/// The timeline shows each band decoded on the reader, merged on the merging thread and
+/// encoded on the writer, in that order, and the band count `--runstats` gives; nothing is
+/// printed without `DEEPMERGE_TIMELINE`.
+#[test]
+fn timeline_shows_each_band_pass_through_the_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.exr");
+    let mut args: Vec<std::ffi::OsString> = scanline_inputs().into_iter().map(Into::into).collect();
+    for arg in ["--backend", "cpu", "--band-rows", "16", "-o"] {
+        args.push(arg.into());
+    }
+    args.push(out.clone().into());
+    let (spans, err) = timeline(&args);
+    let bands: usize = err
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("bands"))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no bands in {err}"));
+    let find = |thread: &str, what: &str| {
+        spans
+            .iter()
+            .find(|s| s.2 == thread && s.3 == what)
+            .unwrap_or_else(|| panic!("no {thread} span {what} in {err}"))
+    };
+    let decoded: Vec<&str> = spans
+        .iter()
+        .filter(|s| s.2 == "reader")
+        .filter_map(|s| s.3.strip_prefix("decode rows "))
+        .collect();
+    assert!(bands > 1, "{err}");
+    assert_eq!(decoded.len(), bands, "{err}");
+    for rows in decoded {
+        let decode = find("reader", &format!("decode rows {rows}"));
+        let merge = find("main", &format!("merge rows {rows}"));
+        let encode = find("writer", &format!("encode rows {rows}"));
+        // Rounded to 0.1 ms as printed.
+        assert!(merge.0 >= decode.0 + decode.1 - 0.11, "{rows}: {err}");
+        assert!(encode.0 >= merge.0 + merge.1 - 0.11, "{rows}: {err}");
+    }
+    find("main", "open the inputs");
+    find("writer", "finish the output file");
+    assert!(err.contains("reader: busy "), "{err}");
+    assert!(
+        !runstats(&args).contains("timeline"),
+        "printed without DEEPMERGE_TIMELINE"
+    );
+}

@@ -35,28 +35,9 @@ while [ $# -gt 0 ]; do
 done
 deadline=$(($(date +%s) + budget))
 
-[ -d .hw ] || tar xJf .hwpack/hw.tar.xz
-for f in .gl/*.deb; do dpkg -x "$f" / >/dev/null 2>&1; done
-ldconfig
-# NVIDIA's EGL vendor file, where the loader does not find it on its own.
-nv=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-[ -f "$nv" ] && export __EGL_VENDOR_LIBRARY_FILENAMES=$nv
+# shellcheck source=benches/hardware/setup.sh
+. benches/hardware/setup.sh
 export DEEPMERGE_GL_STRICT=1
-
-# Lay the repository where the binaries were built: tests/data and target/release/deepmerge.
-# (On the machine that built them they are already there; a GPU machine may hold the repository
-# at the same path without target/, which does not travel.)
-built_at=$(cat .hw/built_at)
-if [ "$built_at" != "$PWD" ]; then
-    mkdir -p "$built_at/tests"
-    ln -sfn "$PWD/tests/data" "$built_at/tests/data"
-fi
-if [ ! -x "$built_at/target/release/deepmerge" ]; then
-    mkdir -p "$built_at/target/release"
-    cp .hw/deepmerge "$built_at/target/release/deepmerge"
-fi
-chmod +x .hw/*
-B=$PWD/.hw/deepmerge
 
 summary=$out/summary.md
 status=0

@@ -10,11 +10,13 @@ use std::collections::HashMap;
 use std::fmt;
 
 use glow::HasContext;
-use glutin::api::egl::context::PossiblyCurrentContext;
+use glutin::api::egl::context::{NotCurrentContext, PossiblyCurrentContext};
 use glutin::api::egl::device::Device;
 use glutin::api::egl::display::Display;
 use glutin::config::{ConfigSurfaceTypes, ConfigTemplateBuilder};
-use glutin::context::{ContextApi, ContextAttributesBuilder, GlProfile, Version};
+use glutin::context::{
+    ContextApi, ContextAttributesBuilder, GlProfile, PossiblyCurrentGlContext, Version,
+};
 use glutin::display::{GetGlDisplay, GlDisplay};
 
 use crate::error::{Error, Result};
@@ -93,6 +95,22 @@ impl fmt::Display for GlInfo {
     }
 }
 
+/// A context made and released on one thread ([`GlContext::release`]), for another to make
+/// current ([`GlContext::adopt`]): an EGL context not current anywhere may move between threads.
+pub(crate) struct Released {
+    context: NotCurrentContext,
+    display: Display,
+    software: bool,
+    strict: bool,
+}
+
+impl Released {
+    /// Whether the context was made in strict mode.
+    pub(crate) fn strict(&self) -> bool {
+        self.strict
+    }
+}
+
 /// A current, surfaceless GL context with a cache of compiled programs.
 pub struct GlContext {
     /// The GL function table.
@@ -156,6 +174,20 @@ impl GlContext {
         // A bad measurement variable (`DEEPMERGE_GL_*`) is the user's to fix, whatever the
         // device: say so first rather than that no device would do.
         let settings = super::mapped::EnvSettings::from_env()?;
+        Self::new_listed(strict, settings, |_| {})
+    }
+
+    /// [`Self::new_with`] with the `DEEPMERGE_GL_*` settings read; `listed` hears, once EGL has
+    /// listed the devices and before any context is made, whether the device tried first is a
+    /// software rasteriser (as [`GlInfo::software`] would say, `DEEPMERGE_GL_DEFAULTS`
+    /// included): what a band plan made while the context is still in the making needs
+    /// (`starting.rs`).
+    pub(crate) fn new_listed(
+        strict: bool,
+        settings: super::mapped::EnvSettings,
+        listed: impl FnOnce(bool),
+    ) -> Result<GlContext> {
+        let _span = crate::timeline::span(|| "GL context".into());
         let devices: Vec<Device> = Device::query_devices()
             .map_err(|e| {
                 Error::Gl(format!(
@@ -171,6 +203,11 @@ impl GlContext {
         let is_software = |d: &Device| d.extensions().contains("EGL_MESA_device_software");
         let mut ordered: Vec<&Device> = devices.iter().filter(|d| !is_software(d)).collect();
         ordered.extend(devices.iter().filter(|d| is_software(d)));
+        listed(
+            settings
+                .software_defaults
+                .unwrap_or_else(|| ordered.first().is_some_and(|d| is_software(d))),
+        );
         let mut failures = Vec::new();
         for device in ordered {
             match Self::on_device(device, strict, settings) {
@@ -246,12 +283,59 @@ impl GlContext {
                 break;
             }
         }
-        let not_current = created?;
-        let context = not_current
-            .make_current_surfaceless()
-            .map_err(|e| e.to_string())?;
-        let gl_display = context.display();
         let software = device.extensions().contains("EGL_MESA_device_software");
+        let released = Released {
+            context: created?,
+            display,
+            software,
+            strict,
+        };
+        Self::adopt(released, settings).map_err(|e| e.to_string())
+    }
+
+    /// Give up this context on this thread, for another thread to take with [`Self::adopt`]:
+    /// what this context made is deleted here, where it is current, and the EGL context is
+    /// released. Only for a context made by [`Self::new_with`] (not a window's).
+    pub(crate) fn release(mut self) -> Result<Released> {
+        let Some((context, display)) = self._owned.take() else {
+            return Err(Error::internal(
+                "only a context this engine made can be released",
+            ));
+        };
+        let software = self.info.software;
+        let strict = self.strict.is_some();
+        // The drop deletes programs, pooled and mapped buffers with the context still current.
+        drop(self);
+        let context = context
+            .make_not_current()
+            .map_err(|e| Error::Gl(format!("cannot release the GL context: {e}")))?;
+        Ok(Released {
+            context,
+            display,
+            software,
+            strict,
+        })
+    }
+
+    /// Make a context just made, or [`Self::release`]d on another thread, current on this one,
+    /// with the `DEEPMERGE_GL_*` settings `settings` (the driver is loaded and the context
+    /// made: what is left is this thread's function table and queries). `released.software`
+    /// is the device's, or the released context's [`GlInfo::software`], which
+    /// `DEEPMERGE_GL_DEFAULTS` in `settings` gave already and gives again here.
+    pub(crate) fn adopt(
+        released: Released,
+        settings: super::mapped::EnvSettings,
+    ) -> Result<GlContext> {
+        let Released {
+            context,
+            display,
+            software,
+            strict,
+        } = released;
+        let context = context
+            .make_current_surfaceless()
+            .map_err(|e| Error::Gl(format!("cannot make the GL context current: {e}")))?;
+        let gl_display = context.display();
         // SAFETY: the context is current on this thread and the loader is the display's own.
         let mut made = unsafe {
             Self::from_current_settings(
@@ -260,8 +344,7 @@ impl GlContext {
                 strict,
                 settings,
             )
-        }
-        .map_err(|e| e.to_string())?;
+        }?;
         made._owned = Some((context, display));
         Ok(made)
     }
@@ -350,6 +433,7 @@ impl GlContext {
         context.mapped.pairwise.set(settings.pairwise);
         context.mapped.deep_writes.set(settings.deep_writes);
         context.mapped.deep_readback.set(settings.deep_readback);
+        context.set_transfer_round_bytes(settings.staging_bytes);
         Ok(context)
     }
 
@@ -385,6 +469,7 @@ impl GlContext {
 
 impl Drop for GlContext {
     fn drop(&mut self) {
+        let _span = crate::timeline::span(|| "GL context dropped".into());
         self.profiler.borrow_mut().delete(&self.gl);
         self.clear_pool();
         self.clear_mapped();

@@ -46,6 +46,7 @@ pub mod resident;
 pub mod scan;
 pub mod sort;
 pub mod stages;
+pub mod starting;
 mod stats;
 pub mod strict;
 pub mod tidy;
@@ -55,12 +56,13 @@ pub use context::{GlContext, GlInfo};
 pub use fence::FenceStats;
 pub use mapped::{BufferStorage, TransferPath, TransferStats};
 pub use merge::{
-    issue_gl_over, merge_images_gl, merge_images_gl_over, uses_kway, GpuMerger, IssuedMerge,
-    PAIRWISE_MEAN_SAMPLES,
+    issue_gl_over, merge_checked_images_gl_over, merge_images_gl, merge_images_gl_over, uses_kway,
+    GpuMerger, IssuedMerge, PAIRWISE_MEAN_SAMPLES,
 };
 pub use pool::PoolStats;
 pub use profile::{copy_bandwidth, upload_bandwidth, GpuProfile, StageTime, STAGES};
 pub use stages::stage_of_program;
+pub use starting::StartingGl;
 pub use stats::{BufferBytes, GpuStats};
 
 pub use crate::vocab::{Layout, LongLists, MergeMethod, PixelOrder, RbmBlocks};

@@ -185,6 +185,7 @@ impl GlContext {
             return Ok(GpuBuffer::pooled(self, free.buffer, bytes, free.capacity));
         }
         let capacity = size_class(bytes);
+        let _span = crate::timeline::span(|| format!("make a {} MiB buffer", capacity >> 20));
         let buffer = allocate(self, capacity)?;
         self.pool.update(|s| s.allocations += 1);
         self.pool.taken(capacity);

@@ -122,6 +122,7 @@ impl GlContext {
         if let Some(program) = self.programs.borrow().get(&key) {
             return Ok(*program);
         }
+        let _span = crate::timeline::span(|| format!("compile {stage}"));
         let (text, files) = resolve(stage, defines)?;
         let table = files
             .iter()

@@ -45,7 +45,8 @@ use crate::exr::ChunkSource;
 use crate::exr::{DeepChunkWriter, DeepWriteOptions, FlatChunkWriter, FlatWriteOptions};
 #[cfg(feature = "gl")]
 use crate::gpu::{
-    issue_gl_over, merge_images_gl_over, GlContext, GlOptions, GpuStats, IssuedMerge,
+    issue_gl_over, merge_checked_images_gl_over, GlContext, GlOptions, GpuStats, IssuedMerge,
+    StartingGl,
 };
 use crate::preview::PngBandWriter;
 use crate::run_stats::{RunStats, Stage, Wait};
@@ -59,6 +60,10 @@ pub enum MergeEngine<'a> {
     /// The GL engine on this context (current on the calling thread).
     #[cfg(feature = "gl")]
     Gl(&'a GlContext, GlOptions),
+    /// The GL engine on a context still in the making on another thread, made current on the
+    /// calling thread where a streamed merge first needs it (after its reader has started).
+    #[cfg(feature = "gl")]
+    GlStarting(&'a StartingGl, GlOptions),
     /// A build without the `gl` feature has no GL engine: this variant cannot be made.
     #[cfg(not(feature = "gl"))]
     Gl(std::convert::Infallible, std::marker::PhantomData<&'a ()>),
@@ -70,7 +75,27 @@ impl MergeEngine<'_> {
         match self {
             MergeEngine::Cpu => "cpu",
             MergeEngine::Gl(..) => "gl",
+            #[cfg(feature = "gl")]
+            MergeEngine::GlStarting(..) => "gl",
         }
+    }
+
+    /// The GL options, for either GL variant.
+    #[cfg(feature = "gl")]
+    fn gl_options(&self) -> Option<GlOptions> {
+        match self {
+            MergeEngine::Gl(_, gl) | MergeEngine::GlStarting(_, gl) => Some(*gl),
+            MergeEngine::Cpu => None,
+        }
+    }
+
+    /// This engine with a GL context still starting made current here (waiting for it).
+    #[cfg(feature = "gl")]
+    pub fn started(self) -> Result<Self> {
+        Ok(match self {
+            MergeEngine::GlStarting(starting, gl) => MergeEngine::Gl(starting.get()?, gl),
+            other => other,
+        })
     }
 }
 
@@ -103,13 +128,17 @@ pub fn merge_checked(
         images
     };
     let refs: Vec<&DeepImage> = images.iter().map(|i| i.as_ref()).collect();
+    #[cfg(feature = "gl")]
+    let engine = engine.started()?;
     let (merged, stats) = match engine {
         MergeEngine::Cpu => (merge_checked_images_over(&refs, merge, window)?, None),
         #[cfg(feature = "gl")]
         MergeEngine::Gl(ctx, gl) => {
-            let (out, stats) = merge_images_gl_over(ctx, &refs, merge, &gl, window)?;
+            let (out, stats) = merge_checked_images_gl_over(ctx, &refs, merge, &gl, window)?;
             (out, Some(stats))
         }
+        #[cfg(feature = "gl")]
+        MergeEngine::GlStarting(..) => unreachable!("started above"),
         #[cfg(not(feature = "gl"))]
         MergeEngine::Gl(never, _) => match never {},
     };
@@ -180,6 +209,7 @@ impl<'o> StreamMerge<'o> {
             ));
         }
         let mut sources: Vec<ChunkSource> = Vec::new();
+        let span = crate::timeline::span(|| "open the inputs".into());
         timed(stats, Stage::Read, &mut || {
             if !options.input_parts.is_empty() && options.input_parts.len() != inputs.len() {
                 return Err(Error::internal(format!(
@@ -230,13 +260,17 @@ impl<'o> StreamMerge<'o> {
             }
         };
         drop(heads);
+        drop(span);
+        let span = crate::timeline::span(|| "read the inputs' sample counts".into());
         timed(stats, Stage::Read, &mut || {
             sources
                 .par_iter_mut()
                 .try_for_each(|s| s.count_rows(options.budget))
         })?;
+        drop(span);
         let windows: Vec<Bounds> = sources.iter().map(|s| s.window).collect();
         let window = options.bbox.resolve(&windows)?;
+        let _span = crate::timeline::span(|| "plan the bands".into());
         let bands = plan_bands(&sources, window, &shape, options)?;
         Ok(StreamMerge {
             options,
@@ -290,15 +324,24 @@ impl<'o> StreamMerge<'o> {
             bands,
             shape,
         } = self;
-        // On a GPU of its own, the GL engine's bands are as large as the host budget allows: the
-        // CPU's cache-sized bands would cost a round of dispatches and a readback each.
+        // The GL device's kind and whether bands overlap on it, for the plan: known before a
+        // starting context is made.
         #[cfg(feature = "gl")]
-        // With overlapped bands the merge stage holds one band more, which the plan counts.
-        let bands = match engine {
-            MergeEngine::Gl(ctx, gl) if options.band_rows.is_none() => {
-                let overlap = gl.overlaps_bands(ctx);
+        let gl_device = match engine {
+            MergeEngine::Gl(ctx, gl) => Some((ctx.info().software, gl.overlaps_bands(ctx))),
+            MergeEngine::GlStarting(starting, gl) => {
+                Some((starting.software(), starting.overlaps_bands(&gl)))
+            }
+            MergeEngine::Cpu => None,
+        };
+        // On a GPU of its own, the GL engine's bands are as large as the host budget allows: the
+        // CPU's cache-sized bands would cost a round of dispatches and a readback each. With
+        // overlapped bands the merge stage holds one band more, which the plan counts.
+        #[cfg(feature = "gl")]
+        let bands = match gl_device {
+            Some((software, overlap)) if options.band_rows.is_none() => {
                 let in_flight = crate::exr::BANDS_IN_FLIGHT + u64::from(overlap);
-                if !ctx.info().software {
+                if !software {
                     plan_bands_capped(&sources, window, &shape, options, u64::MAX, in_flight)?
                 } else if overlap {
                     let cap = super::plan::MAX_BAND_BYTES;
@@ -363,20 +406,18 @@ impl<'o> StreamMerge<'o> {
             empty_rows: template.as_ref(),
         };
         #[cfg(feature = "gl")]
-        if let MergeEngine::Gl(ctx, gl) = engine {
-            if gl.overlaps_bands(ctx) {
-                let mut work = GlBands {
-                    ctx,
-                    gl,
-                    options,
-                    window,
-                    paths: &paths,
-                    pending: None,
-                    gpu_stats: &mut report.gpu_stats,
-                };
-                stream_bands_deferred(sources, bands, &target, stats, &mut work)?;
-                return Ok(report);
-            }
+        if let (Some((_, true)), Some(gl)) = (gl_device, engine.gl_options()) {
+            let mut work = GlBands {
+                engine,
+                gl,
+                options,
+                window,
+                paths: &paths,
+                pending: None,
+                gpu_stats: &mut report.gpu_stats,
+            };
+            stream_bands_deferred(sources, bands, &target, stats, &mut work)?;
+            return Ok(report);
         }
         stream_bands(sources, bands, &target, stats, &mut |band, images| {
             let band_window = Bounds {
@@ -419,7 +460,8 @@ fn add_stats(total: &mut Option<GpuStats>, band: GpuStats) {
 /// per band ([`merge_checked`]), pruned the same way.
 #[cfg(feature = "gl")]
 struct GlBands<'r, 'c> {
-    ctx: &'c GlContext,
+    /// The GL engine, its context perhaps still starting (made current at the first band).
+    engine: MergeEngine<'c>,
     gl: GlOptions,
     options: &'r StreamOptions,
     window: Bounds,
@@ -430,7 +472,15 @@ struct GlBands<'r, 'c> {
 }
 
 #[cfg(feature = "gl")]
-impl GlBands<'_, '_> {
+impl<'c> GlBands<'_, 'c> {
+    /// The context, made current here at the first call when it was still starting.
+    fn ctx(&self) -> Result<&'c GlContext> {
+        match self.engine {
+            MergeEngine::Gl(ctx, _) => Ok(ctx),
+            MergeEngine::GlStarting(starting, _) => starting.get(),
+            MergeEngine::Cpu => Err(Error::internal("GL bands on the CPU engine")),
+        }
+    }
     /// Wait for the pending band, if any, and assemble it.
     fn finish_pending(&mut self) -> Result<Vec<(Band, MergeOutput)>> {
         let Some((band, images, issued)) = self.pending.take() else {
@@ -441,7 +491,11 @@ impl GlBands<'_, '_> {
             .finish(&refs, &self.options.merge)
             .map_err(|e| e.in_merge(self.paths))?;
         add_stats(self.gpu_stats, stats);
-        Ok(vec![(band, self.options.pruning.output(merged))])
+        let _span = crate::timeline::span(|| "prune the output, free the inputs".into());
+        let output = self.options.pruning.output(merged);
+        drop(refs);
+        drop(images);
+        Ok(vec![(band, output)])
     }
 }
 
@@ -460,7 +514,7 @@ impl DeferredWork for GlBands<'_, '_> {
         let refs: Vec<&DeepImage> = images.iter().collect();
         // The reader checked every band's depths as it assembled it.
         let mut issued = issue_gl_over(
-            self.ctx,
+            self.ctx()?,
             &refs,
             &self.options.merge,
             &self.gl,
@@ -577,8 +631,10 @@ pub fn stream_bands_deferred(
         let (band_tx, band_rx) = sync_channel::<Result<(Band, Option<Vec<DeepImage>>)>>(0);
         let (merged_tx, merged_rx) = sync_channel::<(Band, Option<MergeOutput>)>(0);
         let reader = scope.spawn(move || {
+            crate::timeline::name_thread("reader");
             for band in bands {
                 let mut images = None;
+                let span = crate::timeline::span(|| format!("decode rows {band:?}"));
                 let read = timed(Stage::Read, &mut || {
                     if skip_empty && sources.iter().all(|s| s.samples_in(&band) == 0) {
                         for s in &mut sources {
@@ -594,6 +650,7 @@ pub fn stream_bands_deferred(
                     );
                     Ok(())
                 });
+                drop(span);
                 let failed = read.is_err();
                 if band_tx.send(read.map(|()| (band, images))).is_err() || failed {
                     break;
@@ -601,6 +658,7 @@ pub fn stream_bands_deferred(
             }
         });
         let writer = scope.spawn(move || -> Result<()> {
+            crate::timeline::name_thread("writer");
             let mut sink = match output.format {
                 OutputFormat::Deep(deep_write) => Sink::Deep(DeepChunkWriter::create(
                     output.path,
@@ -616,6 +674,7 @@ pub fn stream_bands_deferred(
             };
             let mut written = 0;
             for (band, merged) in merged_rx {
+                let _span = crate::timeline::span(|| format!("encode rows {band:?}"));
                 let (y0, y1) = (*band.start(), *band.end());
                 timed(
                     Stage::Write,
@@ -639,6 +698,7 @@ pub fn stream_bands_deferred(
             if written < band_count {
                 return Ok(());
             }
+            let _span = crate::timeline::span(|| "finish the output file".into());
             timed(
                 Stage::Write,
                 &mut || match std::mem::replace(&mut sink, Sink::Done) {
@@ -672,6 +732,10 @@ pub fn stream_bands_deferred(
         // The work's outputs, timed as the merge.
         let mut run_work = |band_images: Option<(Band, Vec<DeepImage>)>| {
             let mut ready = Vec::new();
+            let _span = crate::timeline::span(|| match &band_images {
+                Some((band, _)) => format!("merge rows {band:?}"),
+                None => "merge: flush".into(),
+            });
             let mut job = Some(band_images);
             timed(Stage::Merge, &mut || {
                 ready = match job.take().expect("one call") {

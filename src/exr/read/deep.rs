@@ -33,7 +33,7 @@ use super::bytes::ByteSource;
 use super::chunk::{chunk_counts, read_chunk_head, ChunkHead, MAX_CHUNK_HEAD_BYTES};
 use super::header::{chunk_slot, select_part, PartInfo, PartSelector};
 use super::part::{PartKind, PartReader};
-use crate::deep::{Bounds, Channel, ChannelRole, DeepImage, DeepState, Plane, SampleType};
+use crate::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
 use crate::error::{Error, Result};
 use crate::exr::codec::{check_plausible, decompress, BlockLayout, Codec};
 
@@ -717,9 +717,7 @@ impl ChunkSource {
             planes,
             self.state,
         )?;
-        if has_nan_depth(&image) {
-            image.check_depths().map_err(|e| self.locate(e))?;
-        }
+        image.check_depths().map_err(|e| self.locate(e))?;
         Ok(image)
     }
 
@@ -906,19 +904,4 @@ impl PlaneBuilder {
             PlaneBuilder::F32(v) => Plane::F32(v),
         }
     }
-}
-
-/// Whether any Z or ZBack value of `image` is NaN: one pass over the typed planes, so the
-/// slower [`DeepImage::check_depths`] (which names the pixel) runs only when there is one.
-fn has_nan_depth(image: &DeepImage) -> bool {
-    image
-        .channels
-        .iter()
-        .zip(&image.planes)
-        .filter(|(c, _)| matches!(c.role, ChannelRole::Z | ChannelRole::ZBack))
-        .any(|(_, plane)| match plane {
-            Plane::F32(v) => v.iter().any(|x| x.is_nan()),
-            Plane::F16(v) => v.iter().any(|x| x.is_nan()),
-            Plane::U32(_) => false,
-        })
 }

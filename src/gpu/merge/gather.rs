@@ -42,6 +42,12 @@ pub(super) fn gather_band<'a>(
     with_values: bool,
 ) -> Result<Gathered<'a>> {
     let pixels = band.pixels();
+    let _span = crate::timeline::span(|| {
+        format!(
+            "stage inputs {inputs:?} of {pixels} px from row {}",
+            band.row0
+        )
+    });
     let slice = if stacked { kway_stride(pixels) } else { pixels };
     let order_buffer = match order {
         PixelOrder::RowMajor => None,

@@ -140,6 +140,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         options: &MergeOptions,
         gl_options: &GlOptions,
     ) -> Result<Self> {
+        super::check_depths(inputs)?;
         let (plan, columns) = prepare(inputs, gl_options)?;
         let band = Band::new(0, plan.window.height(), plan.window.width(), gl_options);
         Self::build_band(ctx, plan, columns, band, options, gl_options, true)
@@ -219,6 +220,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 stats.upload_s += gathered.staging_s;
                 stats.staged_bytes += gathered.staged_bytes;
                 stats.input_samples += gathered.stream.samples as u64;
+                let _span = crate::timeline::span(|| format!("issue the build of input {k}"));
                 let start = Instant::now();
                 let image = build_from_stream(
                     ctx,
@@ -320,6 +322,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             gathered.stream
         };
         let sort = sort && gl_options.sorts_on_gpu();
+        let _span = crate::timeline::span(|| "issue the build".into());
         let start = Instant::now();
         // A stable sort leaves the inputs that are sorted already as they are.
         let image = build_from_stream(
@@ -590,6 +593,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
     /// Issue the band's readbacks (merging first if `merge_resident` was not called): copies
     /// into mapped memory behind a fence, which [`ReadbackTail::finish`] waits for.
     pub(super) fn start_readback(&mut self) -> Result<BandReadback> {
+        let _span = crate::timeline::span(|| "issue the merge and readback".into());
         if self.resident.is_none() {
             self.merge_resident()?;
         }
@@ -723,6 +727,7 @@ fn finish_band_readback(
     pending: BandReadback,
     out: &mut Accumulated,
 ) -> Result<()> {
+    let _span = crate::timeline::span(|| "wait for and assemble the readback".into());
     let start = Instant::now();
     let pixels = band.pixels();
     let base = band.row0 * band.width;

@@ -50,7 +50,15 @@ use crate::deep::{Bounds, DeepImage};
 use crate::error::{Error, Result};
 use crate::vocab::MAX_BLOCK_SIZE;
 
-/// Check options, plan the merge.
+/// Refuse inputs with NaN depths ([`DeepImage::check_depths`]): the public entry points whose
+/// inputs are not known to be checked call this first; a streamed merge's reader checks every
+/// band it hands out, so [`issue_gl_over`] and [`merge_checked_images_gl_over`] do not check
+/// again (a second pass a band on the merging thread, which is the GL engine's critical path).
+pub(super) fn check_depths(inputs: &[&DeepImage]) -> Result<()> {
+    inputs.iter().try_for_each(|image| image.check_depths())
+}
+
+/// Check options, plan the merge (the inputs' depths are checked: [`check_depths`]).
 pub(super) fn prepare<'i>(
     inputs: &[&'i DeepImage],
     gl_options: &GlOptions,
@@ -62,7 +70,6 @@ pub(super) fn prepare<'i>(
         )));
     }
     for image in inputs {
-        image.check_depths()?;
         if image.sample_count() > u32::MAX as usize {
             return Err(Error::Usage(
                 "an input has more than 2^32 samples; the GL engine indexes samples with u32"
@@ -97,6 +104,19 @@ pub fn merge_images_gl_over(
     gl_options: &GlOptions,
     window: Option<Bounds>,
 ) -> Result<(MergeOutput, GpuStats)> {
+    check_depths(inputs)?;
+    merge_checked_images_gl_over(ctx, inputs, options, gl_options, window)
+}
+
+/// [`merge_images_gl_over`] of inputs whose depths are already checked
+/// ([`DeepImage::check_depths`]; the streamed merge's reader checks every band it hands out).
+pub fn merge_checked_images_gl_over(
+    ctx: &GlContext,
+    inputs: &[&DeepImage],
+    options: &MergeOptions,
+    gl_options: &GlOptions,
+    window: Option<Bounds>,
+) -> Result<(MergeOutput, GpuStats)> {
     issue_gl_over(ctx, inputs, options, gl_options, window)?.finish(inputs, options)
 }
 
@@ -113,8 +133,9 @@ pub struct IssuedMerge<'a> {
     pending: Option<(ReadbackTail<'a>, BandReadback)>,
 }
 
-/// Everything [`merge_images_gl_over`] does up to its last band's readback, which is left
-/// issued and unfinished when bands overlap on `ctx` ([`GlOptions::overlaps_bands`]).
+/// Everything [`merge_checked_images_gl_over`] does up to its last band's readback, which is
+/// left issued and unfinished when bands overlap on `ctx` ([`GlOptions::overlaps_bands`]). The
+/// inputs' depths are checked already, as a streamed merge's reader checks them.
 pub fn issue_gl_over<'a>(
     ctx: &'a GlContext,
     inputs: &[&DeepImage],
@@ -122,6 +143,7 @@ pub fn issue_gl_over<'a>(
     gl_options: &GlOptions,
     window: Option<Bounds>,
 ) -> Result<IssuedMerge<'a>> {
+    let planning = crate::timeline::span(|| "plan the GPU bands".into());
     let (mut plan, columns) = prepare(inputs, gl_options)?;
     if let Some(window) = window {
         plan.window = window;
@@ -152,6 +174,7 @@ pub fn issue_gl_over<'a>(
     };
     let mut bands = plan_bands(&plan, gl_options, limit, stride, growth, 0)?;
     let mut out = Accumulated::new(&plan, options, stride);
+    drop(planning);
     let mut stats = GpuStats::new(&ctx.info().renderer, gl_options);
     let fences_before = ctx.fence_stats();
     let transfers_before = ctx.transfer_stats();
@@ -262,7 +285,9 @@ impl IssuedMerge<'_> {
         plan.window = self.window;
         plan.sort = options.sort;
         let start = Instant::now();
+        let span = crate::timeline::span(|| "assemble the output".into());
         let output = self.out.assemble(&plan, options, &mut self.stats);
+        drop(span);
         let assembled = start.elapsed().as_secs_f64();
         self.stats.readback_s += assembled;
         self.stats.assemble_s += assembled;

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# On a GPU machine, after a change to a build whose whole record run.sh took already, when a
+# lease has little time left: every GL test binary but gpu_verify in strict mode, four at once
+# (about a minute on an H100 host, against run.sh's five with `gpu-info --verify`), then the
+# end-to-end table (benches/end_to_end.sh, one repeat) and the GL engine's timelines
+# (timeline.sh, all threads, with the defaults and with each TIMELINE_VARIANTS setting) into
+# $OUT. Exits non-zero when a test binary failed.
+#
+#   benches/hardware/recheck.sh     (environment: E2E_CORES, default "all 2 8 4";
+#                                    TIMELINE_VARIANTS, e.g. "DEEPMERGE_GL_STAGING=16M")
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-$PWD/hw-out}
+mkdir -p "$out"
+# shellcheck source=benches/hardware/setup.sh
+. benches/hardware/setup.sh
+failed=0
+for t in .hw/gpu_*; do
+    [ "$(basename "$t")" = gpu_verify ] || echo "$t"
+done | DEEPMERGE_GL_STRICT=1 xargs -P 4 -I{} sh -c \
+    'name=$(basename {}); {} --test-threads 4 > "$0/$name.log" 2>&1; echo "$name: exit $? $(grep -h "^test result" "$0/$name.log" | tail -1)"' \
+    "$out" > "$out/tests.txt"
+grep -v ": exit 0 " "$out/tests.txt" && failed=1
+benches/end_to_end.sh --bin "$B" --scenes powerplant --cores "${E2E_CORES:-all 2 8 4}" \
+    --repeats 1 --dir /tmp/deepmerge-e2e > "$out/end-to-end.md" 2> "$out/end-to-end.err"
+OUT=$out/timeline benches/hardware/timeline.sh --cores all --engines gl > /dev/null
+for variant in ${TIMELINE_VARIANTS:-}; do
+    TIMELINE_GL_ENV=$variant OUT=$out/timeline-${variant#DEEPMERGE_GL_} \
+        benches/hardware/timeline.sh --cores all --engines gl > /dev/null
+done
+exit $failed

@@ -1,0 +1,188 @@
+//! A run's timeline, for finding where a merge's wall time goes on a machine at hand: with
+//! `DEEPMERGE_TIMELINE=1` set, the stages that matter to the wall time (the GL context and its
+//! shaders, buffers made, each band's decoding, staging, GPU work, readback and encoding) record
+//! when they ran and on which thread, and the CLI prints them in start order when the command
+//! ends. `--runstats` sums each stage over the run; this shows what overlapped and what waited
+//! (a start-up that runs before the first band, a band decoded while the GPU sat idle).
+//!
+//! Off (the default), a span costs one load of a flag: the label is never formatted.
+
+use std::cell::Cell;
+use std::fmt::Write as _;
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+/// One span: on which thread, what, and when (seconds from the timeline's origin).
+struct Span {
+    thread: String,
+    label: String,
+    start: f64,
+    end: f64,
+}
+
+/// The spans recorded so far and the instant they count from.
+struct Timeline {
+    origin: Instant,
+    spans: Mutex<Vec<Span>>,
+}
+
+static TIMELINE: OnceLock<Option<Timeline>> = OnceLock::new();
+
+thread_local! {
+    /// The role of this thread in the timeline (`reader`, `writer`), where one was given.
+    static ROLE: Cell<Option<&'static str>> = const { Cell::new(None) };
+}
+
+/// Whether `DEEPMERGE_TIMELINE` asks for a timeline: set, not empty and not `0`.
+fn asked() -> bool {
+    std::env::var("DEEPMERGE_TIMELINE").is_ok_and(|v| !v.trim().is_empty() && v.trim() != "0")
+}
+
+fn timeline() -> Option<&'static Timeline> {
+    TIMELINE
+        .get_or_init(|| {
+            asked().then(|| Timeline {
+                origin: Instant::now(),
+                spans: Mutex::new(Vec::new()),
+            })
+        })
+        .as_ref()
+}
+
+/// Start the timeline's clock now, when it is asked for (the CLI calls this first thing, so
+/// that times count from the process's start).
+pub fn start() {
+    let _ = timeline();
+}
+
+/// Whether a timeline is being recorded.
+pub fn enabled() -> bool {
+    timeline().is_some()
+}
+
+/// Name this thread's role in the timeline (the streamed pipeline's `reader` and `writer`);
+/// other threads show as `main` or their thread name or id.
+pub fn name_thread(role: &'static str) {
+    ROLE.with(|r| r.set(Some(role)));
+}
+
+fn thread_label() -> String {
+    if let Some(role) = ROLE.with(Cell::get) {
+        return role.to_string();
+    }
+    let thread = std::thread::current();
+    match thread.name() {
+        Some(name) => name.to_string(),
+        None => format!("{:?}", thread.id()),
+    }
+}
+
+/// A span being timed: recorded when dropped.
+#[must_use = "a span is timed until it is dropped"]
+pub struct SpanGuard {
+    open: Option<(String, Instant)>,
+}
+
+impl Drop for SpanGuard {
+    fn drop(&mut self) {
+        let (Some((label, started)), Some(timeline)) = (self.open.take(), timeline()) else {
+            return;
+        };
+        let span = Span {
+            thread: thread_label(),
+            label,
+            start: started.duration_since(timeline.origin).as_secs_f64(),
+            end: timeline.origin.elapsed().as_secs_f64(),
+        };
+        timeline.spans.lock().expect("timeline lock").push(span);
+    }
+}
+
+/// Time what runs until the returned guard is dropped, as `label()` (called only when a
+/// timeline is recorded).
+pub fn span(label: impl FnOnce() -> String) -> SpanGuard {
+    SpanGuard {
+        open: timeline().map(|_| (label(), Instant::now())),
+    }
+}
+
+/// The spans recorded so far, in start order, one a line: start and length in milliseconds,
+/// the thread, the label; then each thread's busy time (the union of its spans) against the
+/// wall time so far. `None` when no timeline is recorded.
+pub fn report() -> Option<String> {
+    let timeline = timeline()?;
+    let mut spans = std::mem::take(&mut *timeline.spans.lock().expect("timeline lock"));
+    spans.sort_by(|a, b| a.start.total_cmp(&b.start));
+    let wall = timeline.origin.elapsed().as_secs_f64();
+    let mut text = String::from("timeline (ms from the start; DEEPMERGE_TIMELINE)\n");
+    let _ = writeln!(text, "  {:>9} {:>9}  {:<8} what", "start", "took", "thread");
+    for s in &spans {
+        let _ = writeln!(
+            text,
+            "  {:>9.1} {:>9.1}  {:<8} {}",
+            s.start * 1e3,
+            (s.end - s.start) * 1e3,
+            s.thread,
+            s.label
+        );
+    }
+    let mut threads: Vec<&str> = spans.iter().map(|s| s.thread.as_str()).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    for thread in threads {
+        let busy = busy_seconds(spans.iter().filter(|s| s.thread == thread));
+        let _ = writeln!(
+            text,
+            "  {thread}: busy {:.1} ms of {:.1} ms",
+            busy * 1e3,
+            wall * 1e3
+        );
+    }
+    Some(text)
+}
+
+/// The time covered by `spans` (one thread's, nested or not), counting overlaps once.
+fn busy_seconds<'s>(spans: impl Iterator<Item = &'s Span>) -> f64 {
+    let mut intervals: Vec<(f64, f64)> = spans.map(|s| (s.start, s.end)).collect();
+    intervals.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut busy = 0.0;
+    let mut current: Option<(f64, f64)> = None;
+    for (start, end) in intervals {
+        current = match current {
+            Some((s, e)) if start <= e => Some((s, e.max(end))),
+            Some((s, e)) => {
+                busy += e - s;
+                Some((start, end))
+            }
+            None => Some((start, end)),
+        };
+    }
+    busy + current.map_or(0.0, |(s, e)| e - s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span_at(start: f64, end: f64) -> Span {
+        Span {
+            thread: "main".into(),
+            label: String::new(),
+            start,
+            end,
+        }
+    }
+
+    /// Nested and overlapping spans count once; a gap does not count.
+    #[test]
+    fn busy_time_is_the_union_of_the_spans() {
+        let spans = [
+            span_at(0.0, 1.0),
+            span_at(0.2, 0.5),
+            span_at(0.8, 1.5),
+            span_at(3.0, 3.25),
+        ];
+        assert!((busy_seconds(spans.iter()) - 1.75).abs() < 1e-12);
+        assert_eq!(busy_seconds([].iter()), 0.0);
+    }
+}
