@@ -923,6 +923,9 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
                 "--codec-floor measures EXR output, not a PNG preview".into(),
             ));
         }
+        // A GL context still starting is made first, so that it neither slows the floor's
+        // decode nor counts in the merge's time (as when contexts were made before any read).
+        engine.started_context()?;
         let decode = RunStats::new();
         decode_inputs(&decode)?;
         let decode_s = decode.seconds(Stage::Read);
