@@ -119,10 +119,26 @@ fn stats_prints_the_stage_table() {
 
 /// `DEEPMERGE_TIMELINE=1` with the GL engine: the context is made on a helper thread while the
 /// merging thread opens the inputs, and made current on the merging thread before the first
-/// band's inputs are staged and its merge issued there; the context is dropped last.
+/// band's inputs are staged and its merge issued there; with overlapped bands (a GPU's default)
+/// it is made current before the first band is handed over, while the reader decodes it. The
+/// context is dropped last.
 #[test]
 fn timeline_shows_the_gl_engine_start_up_and_its_band_stages() {
-    let stderr = gl_merge_of_the_bundled_pair(&[], &[("DEEPMERGE_TIMELINE", "1")]);
+    for overlap in ["0", "1"] {
+        let stderr = gl_merge_of_the_bundled_pair(
+            &[],
+            &[
+                ("DEEPMERGE_TIMELINE", "1"),
+                ("DEEPMERGE_GL_OVERLAP", overlap),
+            ],
+        );
+        check_gl_timeline(&stderr, overlap == "1");
+    }
+}
+
+/// The checks of [`timeline_shows_the_gl_engine_start_up_and_its_band_stages`] on one run's
+/// stderr.
+fn check_gl_timeline(stderr: &str, overlapped: bool) {
     // The span lines after the header: (thread, what).
     let spans: Vec<(String, String)> = stderr
         .lines()
@@ -152,8 +168,10 @@ fn timeline_shows_the_gl_engine_start_up_and_its_band_stages() {
         staged < at("main", "issue the merge and readback"),
         "{stderr}"
     );
+    let current = at("main", "make the GL context current");
+    let first_merge = at("main", "merge rows ");
+    assert_eq!(current < first_merge, overlapped, "{stderr}");
     at("main", "compile ");
-    at("reader", "decode rows ");
     at("writer", "encode rows ");
     assert_eq!(
         at("main", "GL context dropped"),
