@@ -9,7 +9,9 @@
 //!   file, docs/benchmarks.md): the CPU engine beat the GL engine on llvmpipe everywhere, and on
 //!   NVIDIA H100 and H200 hosts for flat output at 4 or more threads; on an H100 host on
 //!   2026-11-26, with its bytes confirmed equal, the GL engine was 1.24-1.9x faster for deep
-//!   output at 4, 8 and 16 threads and even at 2. `Auto` asks EGL which devices it lists only
+//!   output at 4, 8 and 16 threads and even at 2; on 2026-11-27, with the CPU engine's bands
+//!   grown with the threads, 1.1-1.2x faster at 4 and 8 threads and level at 16 and 2. `Auto`
+//!   asks EGL which devices it lists only
 //!   for such a deep merge (no display, no context), and makes a context only on a GPU; the
 //!   status line (`--runstats`) says which engine and why. The comp graph's merges stay on the
 //!   CPU engine under `Auto` (`MergeRequest::uses_gl`): they were not measured.
@@ -195,7 +197,9 @@ pub const AUTO_PICKS_CPU: &str = " (faster end to end than the GL engine for fla
 
 /// The fewest host threads at which `Auto` runs a deep merge on a GPU: on an NVIDIA H100 host
 /// the GL engine was 1.24-1.9x faster end to end at 4, 8 and 16 threads, and even at 2 (two
-/// runs, one each way).
+/// runs, one each way); on 2026-11-27, once the CPU engine's bands grew with the threads, 1.2x
+/// at 4, 1.09x at 8, level at 16 (1.28 s against 1.33 s, median of 3; 1.34 against 1.24, one
+/// run) and at 2 (5.53 s against 5.24 s, one run).
 pub const AUTO_GL_MIN_THREADS: usize = 4;
 
 /// The least size of input files for which `Auto` runs a deep merge from the CLI on a GPU. The
