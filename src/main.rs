@@ -834,7 +834,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
     };
     let job = MergeJob::new(&request, args.inputs.len(), !args.quiet)?;
     // Choose the engine before reading. `--backend gl` makes its context on a helper thread
-    // meanwhile (no GL fails at the first band that needs it, with the same error). A sequence
+    // meanwhile (a host without GL fails where the merge first needs it, saying why). A sequence
     // keeps `auto` on the CPU engine, which merges frames side by side (`-j`; not measured
     // against one GL frame at a time).
     // The input files' size too: a small deep merge would not win back a GL context's start-up.
@@ -860,36 +860,41 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
     };
     // Said once the merge has succeeded (a GL context still starting when the merge began is
     // made by then; one no band needed is made here).
-    let announce = || match engine.started_context().ok().flatten() {
-        // Why the CPU engine runs when it was not asked for by name (`--backend auto`).
-        None if !engine.is_gl() && args.runstats => Some(format!(
-            "deepmerge: merging {} on the CPU engine{}{frames_note}",
-            counted(args.inputs.len(), "input"),
-            engine.cpu_reason()
-        )),
-        Some(ctx) if args.runstats || args.stats => {
-            let gl = request.gl_options();
-            let kway = deepmerge::gpu::uses_kway(job.merge.strategy, args.inputs.len());
-            // Two inputs may take the pairwise kernel where their lists are long, band by band
-            // (`GlOptions::pairwise_long_pairs`): say so rather than name one kernel.
-            let kernel = if !kway {
-                gl.method.name().to_string()
-            } else if args.inputs.len() == 2 && gl.pairs_long_lists_pairwise(ctx) {
-                format!("k-way, or {} where lists are long,", gl.method.name())
-            } else {
-                "k-way".to_string()
-            };
-            // Why `--backend auto` chose GL, where it did (" (auto: ...)", or empty).
-            let why = engine.gl_reason();
-            Some(format!(
+    let announce = || -> Option<String> {
+        if !(args.runstats || args.stats) {
+            return None;
+        }
+        match engine.started_context().ok().flatten() {
+            // Why the CPU engine runs when it was not asked for by name (`--backend auto`).
+            None if !engine.is_gl() && args.runstats => Some(format!(
+                "deepmerge: merging {} on the CPU engine{}{frames_note}",
+                counted(args.inputs.len(), "input"),
+                engine.cpu_reason()
+            )),
+            Some(ctx) if args.runstats || args.stats => {
+                let gl = request.gl_options();
+                let kway = deepmerge::gpu::uses_kway(job.merge.strategy, args.inputs.len());
+                // Two inputs may take the pairwise kernel where their lists are long, band by band
+                // (`GlOptions::pairwise_long_pairs`): say so rather than name one kernel.
+                let kernel = if !kway {
+                    gl.method.name().to_string()
+                } else if args.inputs.len() == 2 && gl.pairs_long_lists_pairwise(ctx) {
+                    format!("k-way, or {} where lists are long,", gl.method.name())
+                } else {
+                    "k-way".to_string()
+                };
+                // Why `--backend auto` chose GL, where it did (" (auto: ...)", or empty).
+                let why = engine.gl_reason();
+                Some(format!(
                 "deepmerge: merging {} with OpenGL on {} ({} {kernel} block {}){why}{frames_note}",
                 counted(args.inputs.len(), "input"),
                 ctx.info().renderer,
                 gl.layout.name(),
                 gl.block_size
             ))
+            }
+            _ => None,
         }
-        _ => None,
     };
     // Read and inflate every chunk the merge would, and nothing else.
     let decode_inputs = |stats: &RunStats| -> Result<()> {
@@ -911,6 +916,8 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         Ok(())
     };
     if args.decode_only {
+        // As for --codec-floor: a GL context still starting is made first, not beside the decode.
+        engine.started_context()?;
         decode_inputs(&stats)?;
         if args.runstats {
             eprint!("{}", stats.report(1));

@@ -271,8 +271,12 @@ fn unknown_measurement_settings_in_the_environment_are_named() {
     );
     assert_eq!(deep_readback_from(None).unwrap(), None);
     assert_eq!(staging_bytes_from(Some("16M")).unwrap(), Some(16 << 20));
+    assert_eq!(
+        staging_bytes_from(Some("16777216")).unwrap(),
+        Some(16 << 20)
+    );
     assert_eq!(staging_bytes_from(Some("")).unwrap(), None);
-    for bad in ["lots", "4K", "2G"] {
+    for bad in ["lots", "4K", "2G", "1"] {
         let e = staging_bytes_from(Some(bad)).unwrap_err().to_string();
         assert!(
             e.starts_with(&format!("DEEPMERGE_GL_STAGING={bad}: ")),

@@ -23,9 +23,11 @@ done | DEEPMERGE_GL_STRICT=1 xargs -P 4 -I{} sh -c \
 grep -v ": exit 0 " "$out/tests.txt" && failed=1
 benches/end_to_end.sh --bin "$B" --scenes powerplant --cores "${E2E_CORES:-all 2 8 4}" \
     --repeats 1 --dir /tmp/deepmerge-e2e > "$out/end-to-end.md" 2> "$out/end-to-end.err"
-OUT=$out/timeline benches/hardware/timeline.sh --cores all --engines gl > /dev/null
+OUT=$out/timeline benches/hardware/timeline.sh --bin "$B" --cores all --engines gl
 for variant in ${TIMELINE_VARIANTS:-}; do
-    TIMELINE_GL_ENV=$variant OUT=$out/timeline-${variant#DEEPMERGE_GL_} \
-        benches/hardware/timeline.sh --cores all --engines gl > /dev/null
+    name=${variant#DEEPMERGE_GL_}
+    name=${name//=/-}
+    TIMELINE_GL_ENV=$variant OUT=$out/timeline-${name,,} \
+        benches/hardware/timeline.sh --bin "$B" --cores all --engines gl
 done
 exit $failed

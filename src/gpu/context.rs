@@ -469,7 +469,11 @@ impl GlContext {
 
 impl Drop for GlContext {
     fn drop(&mut self) {
-        let _span = crate::timeline::span(|| "GL context dropped".into());
+        let _span = crate::timeline::span(|| match self._owned {
+            Some(_) => "GL context dropped".into(),
+            // `release` took it (or a window owns it): only this engine's objects go.
+            None => "GL objects deleted".into(),
+        });
         self.profiler.borrow_mut().delete(&self.gl);
         self.clear_pool();
         self.clear_mapped();

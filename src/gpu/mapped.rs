@@ -85,17 +85,22 @@ impl EnvSettings {
 }
 
 /// `DEEPMERGE_GL_STAGING`'s size of a staging round, from its value `value` (unset or empty:
-/// `None`); anything but a size from 64K to 1G is an error naming the variable.
+/// `None`): a number of bytes or a size with a unit (`16M`); anything but 64K to 1G is an error
+/// naming the variable.
 pub fn staging_bytes_from(value: Option<&str>) -> Result<Option<usize>> {
     let Some(text) = value.map(str::trim).filter(|t| !t.is_empty()) else {
         return Ok(None);
     };
     let refuse = |why: String| {
         Error::Usage(format!(
-            "DEEPMERGE_GL_STAGING={text}: {why} (a size from 64K to 1G, such as 16M)"
+            "DEEPMERGE_GL_STAGING={text}: {why} (bytes, or a size with a unit, from 64K to 1G: 16M)"
         ))
     };
-    let bytes = crate::size::parse_memory(text).map_err(refuse)?;
+    // A plain number is bytes (as DEEPMERGE_AUTO_GL_MIN_BYTES's), a number with a unit a size.
+    let bytes = match text.parse::<u64>() {
+        Ok(bytes) => bytes,
+        Err(_) => crate::size::parse_memory(text).map_err(refuse)?,
+    };
     if !((64 << 10)..=(1 << 30)).contains(&bytes) {
         return Err(refuse("out of range".into()));
     }
@@ -344,7 +349,7 @@ unsafe impl Sync for SharedPtr {}
 impl SharedPtr {
     /// The address `at` bytes in (a method, so that closures capture the whole `SharedPtr`).
     fn at(self, at: usize) -> *mut u8 {
-        // SAFETY: callers stay inside the mapping.
+        // SAFETY: callers stay inside the destination (a mapping, or a readback's host copy).
         unsafe { self.0.add(at) }
     }
 }

@@ -55,9 +55,10 @@ pub use buffer::GpuBuffer;
 pub use context::{GlContext, GlInfo};
 pub use fence::FenceStats;
 pub use mapped::{BufferStorage, TransferPath, TransferStats};
+pub(crate) use merge::issue_gl_over;
 pub use merge::{
-    issue_gl_over, merge_checked_images_gl_over, merge_images_gl, merge_images_gl_over, uses_kway,
-    GpuMerger, IssuedMerge, PAIRWISE_MEAN_SAMPLES,
+    merge_checked_images_gl_over, merge_images_gl, merge_images_gl_over, uses_kway, GpuMerger,
+    IssuedMerge, PAIRWISE_MEAN_SAMPLES,
 };
 pub use pool::PoolStats;
 pub use profile::{copy_bandwidth, upload_bandwidth, GpuProfile, StageTime, STAGES};

@@ -10,7 +10,8 @@
 //!
 //! Should the device tried first fail and the context come from the next one (a GPU listed but
 //! unusable, then llvmpipe), the bands were planned for the first: the merge is the same, only
-//! its bands may be larger than that device's defaults would make them, within the host budget.
+//! its bands may be larger than that device's defaults would make them, within the host budget,
+//! and overlapped (as on a GPU) where that device would finish each band first.
 
 use std::cell::{OnceCell, RefCell};
 use std::sync::mpsc::{channel, Receiver};
@@ -67,9 +68,10 @@ impl StartingGl {
         if let Some(ctx) = self.ready.get() {
             return ctx.info().software;
         }
-        *self
-            .software
-            .get_or_init(|| self.listed.recv().unwrap_or(false))
+        *self.software.get_or_init(|| {
+            let _span = crate::timeline::span(|| "wait for EGL's device list".into());
+            self.listed.recv().unwrap_or(false)
+        })
     }
 
     /// Whether a streamed merge with `gl` overlaps its bands on this context
@@ -94,22 +96,24 @@ impl StartingGl {
             return Err(Error::Gl(why.clone()));
         }
         let helper = self.helper.borrow_mut().take();
-        let made = match helper {
+        let released = match helper {
             Some(helper) => {
                 let _span = crate::timeline::span(|| "wait for the GL context".into());
-                helper
-                    .join()
-                    .unwrap_or_else(|_| {
-                        Err(Error::internal("the thread making the GL context panicked"))
-                    })
-                    .and_then(|released| self.adopt(released))
+                helper.join().unwrap_or_else(|_| {
+                    Err(Error::internal("the thread making the GL context panicked"))
+                })
             }
             None => Err(Error::internal("the GL context was taken twice")),
         };
-        match made {
+        match released.and_then(|released| self.adopt(released)) {
             Ok(ctx) => Ok(self.ready.get_or_init(|| ctx)),
             Err(e) => {
-                let _ = self.failed.set(e.to_string());
+                // Said again as the same GL error (its message, not "OpenGL: " twice).
+                let why = match &e {
+                    Error::Gl(why) => why.clone(),
+                    other => other.to_string(),
+                };
+                let _ = self.failed.set(why);
                 Err(e)
             }
         }

@@ -739,8 +739,13 @@ pub fn stream_bands_deferred(
             }
             true
         };
-        // The reader decodes the first band meanwhile.
-        let mut result = timed(Stage::Merge, &mut || work.prepare());
+        // The reader decodes the first band meanwhile. Start-up, not merging: untimed, as a
+        // context made before the run is.
+        let mut result = if band_count > 0 {
+            work.prepare()
+        } else {
+            Ok(())
+        };
         // The work's outputs, timed as the merge.
         let mut run_work = |band_images: Option<(Band, Vec<DeepImage>)>| {
             let mut ready = Vec::new();

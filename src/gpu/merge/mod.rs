@@ -136,7 +136,7 @@ pub struct IssuedMerge<'a> {
 /// Everything [`merge_checked_images_gl_over`] does up to its last band's readback, which is
 /// left issued and unfinished when bands overlap on `ctx` ([`GlOptions::overlaps_bands`]). The
 /// inputs' depths are checked already, as a streamed merge's reader checks them.
-pub fn issue_gl_over<'a>(
+pub(crate) fn issue_gl_over<'a>(
     ctx: &'a GlContext,
     inputs: &[&DeepImage],
     options: &MergeOptions,
