@@ -871,7 +871,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
                 counted(args.inputs.len(), "input"),
                 engine.cpu_reason()
             )),
-            Some(ctx) if args.runstats || args.stats => {
+            Some(ctx) => {
                 let gl = request.gl_options();
                 let kway = deepmerge::gpu::uses_kway(job.merge.strategy, args.inputs.len());
                 // Two inputs may take the pairwise kernel where their lists are long, band by band

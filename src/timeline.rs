@@ -55,11 +55,6 @@ pub fn start() {
     let _ = timeline();
 }
 
-/// Whether a timeline is being recorded.
-pub fn enabled() -> bool {
-    timeline().is_some()
-}
-
 /// Name this thread's role in the timeline (the streamed pipeline's `reader` and `writer`);
 /// other threads show as `main` or their thread name or id.
 pub fn name_thread(role: &'static str) {

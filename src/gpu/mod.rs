@@ -128,9 +128,14 @@ impl GlOptions {
     /// Whether bands overlap on `ctx`: [`Self::overlap_bands`] when set, else what
     /// `DEEPMERGE_GL_OVERLAP` (0 or 1) said when the context was made, else on hardware only.
     pub fn overlaps_bands(&self, ctx: &GlContext) -> bool {
-        self.overlap_bands
-            .or(ctx.overlap_from_env())
-            .unwrap_or(!ctx.info().software)
+        self.overlaps_bands_given(ctx.overlap_from_env(), ctx.info().software)
+    }
+
+    /// [`Self::overlaps_bands`] from what `DEEPMERGE_GL_OVERLAP` said (`from_env`) and whether
+    /// the device is a software rasteriser: the one rule, for a context made or still starting
+    /// (`starting.rs`).
+    pub(crate) fn overlaps_bands_given(&self, from_env: Option<bool>, software: bool) -> bool {
+        self.overlap_bands.or(from_env).unwrap_or(!software)
     }
 
     /// Whether a k-way merge of two inputs with long lists runs the pairwise kernel on `ctx`:

@@ -79,10 +79,7 @@ impl StartingGl {
     pub fn overlaps_bands(&self, gl: &GlOptions) -> bool {
         match self.ready.get() {
             Some(ctx) => gl.overlaps_bands(ctx),
-            None => gl
-                .overlap_bands
-                .or(self.settings.overlap)
-                .unwrap_or(!self.software()),
+            None => gl.overlaps_bands_given(self.settings.overlap, self.software()),
         }
     }
 
