@@ -48,5 +48,5 @@ pub use write::{
     write_deep, write_deep_with, write_flat, write_flat_with, AtomicFile, DeepWriteOptions,
     FlatType, FlatWriteOptions,
 };
-pub(crate) use write::{check_rows, span_message};
+pub(crate) use write::{check_rows, span_message, WriteBehind};
 pub use write::{DeepChunkWriter, FlatChunkWriter};

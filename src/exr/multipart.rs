@@ -18,12 +18,12 @@
 //! memory stays a chunk.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::attributes::{read_headers, RawAttribute};
-use super::write::{in_openexr_order, AtomicFile};
+use super::write::{in_openexr_order, AtomicFile, WriteBehind};
 use crate::error::{Error, Result};
 
 /// The version field's flags (OpenEXR's `ImfVersion.h`).
@@ -195,8 +195,8 @@ pub fn join_parts(output: &Path, parts: &[PartFile]) -> Result<()> {
     }
     let file = AtomicFile::create(output)?;
     {
-        let mut out = BufWriter::with_capacity(1 << 20, file.file());
-        let put = |bytes: &[u8], out: &mut BufWriter<&File>| {
+        let mut out = WriteBehind::new(file.file());
+        let put = |bytes: &[u8], out: &mut WriteBehind<&File>| {
             out.write_all(bytes).map_err(|e| file.error(e))
         };
         put(&[0x76, 0x2f, 0x31, 0x01], &mut out)?;

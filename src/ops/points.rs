@@ -536,7 +536,7 @@ pub fn run_points(
     let bands = plan_bands(std::slice::from_ref(&source), window, &shape, &options)
         .map_err(|e| e.in_file(input))?;
     let file = AtomicFile::create(output)?;
-    let mut writer = std::io::BufWriter::new(file.file());
+    let mut writer = crate::exr::WriteBehind::new(file.file());
     let header = ply_header(0, input);
     writer.write_all(&header).map_err(|e| file.error(e))?;
     let mut total = 0u64;

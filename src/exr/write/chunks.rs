@@ -31,7 +31,7 @@ use rayon::prelude::*;
 
 use super::{
     encode_chunk, encode_deep_header_patchable, scanline_header_start, write_attributes,
-    AtomicFile, DeepHeader, DeepHeaderPatches, FlatWriteOptions,
+    AtomicFile, DeepHeader, DeepHeaderPatches, FlatWriteOptions, WriteBehind,
 };
 use super::{DeepWriteOptions, FlatType};
 use crate::deep::{
@@ -40,14 +40,11 @@ use crate::deep::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::exr::codec::{compress, BlockLayout, Codec};
 
-/// Bytes buffered before they go to the file.
-const WRITE_BUFFER_BYTES: usize = 1 << 20;
-
 /// What both writers share: the temporary file, where the offset table is, and the chunks'
 /// offsets so far.
 struct ChunkFile {
     output: AtomicFile,
-    writer: std::io::BufWriter<std::fs::File>,
+    writer: WriteBehind<std::fs::File>,
     /// Bytes written so far (the position of the next chunk).
     written: u64,
     table_at: u64,
@@ -60,7 +57,7 @@ impl ChunkFile {
         let file = output.file().try_clone().map_err(|e| output.error(e))?;
         Ok(ChunkFile {
             output,
-            writer: std::io::BufWriter::with_capacity(WRITE_BUFFER_BYTES, file),
+            writer: WriteBehind::new(file),
             written: 0,
             table_at: 0,
             offsets: Vec::new(),

@@ -17,6 +17,7 @@ use exr::meta::attribute::{
 use exr::prelude::SmallVec;
 use rayon::prelude::*;
 
+mod behind;
 mod chunks;
 
 use super::attributes::{RawAttribute, REQUIRED_CARRIED, WRITER_OWNED};
@@ -24,6 +25,7 @@ use super::codec::{compress, BlockLayout, Codec};
 use crate::cleanup::TempFileGuard;
 use crate::deep::{Bounds, DeepImage, FlatImage, SampleType};
 use crate::error::{Error, Result};
+pub(crate) use behind::WriteBehind;
 pub(crate) use chunks::{check_rows, span_message};
 pub use chunks::{DeepChunkWriter, FlatChunkWriter};
 
