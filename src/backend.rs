@@ -12,8 +12,11 @@
 //!   output at 4, 8 and 16 threads and even at 2; on 2026-11-27, with the CPU engine's bands
 //!   grown with the threads, 1.1-1.2x faster at 4 and 8 threads and level at 16 and 2. `Auto`
 //!   asks EGL which devices it lists only
-//!   for such a deep merge (no display, no context), and makes a context only on a GPU; the
-//!   status line (`--runstats`) says which engine and why. The comp graph's merges stay on the
+//!   for such a deep merge (no display, no context), and makes a context only on a GPU: from the
+//!   CLI on a helper thread while the run opens its inputs ([`ContextStart::OnHelper`]; a GPU
+//!   that then gives no usable context leaves the merge on the CPU engine), for the Python
+//!   module before the choice returns. The status line (`--runstats`) says which engine and
+//!   why. The comp graph's merges stay on the
 //!   CPU engine under `Auto` (`MergeRequest::uses_gl`): they were not measured.
 //! - Where the GL engine's stages run (`GlOptions::sorts_on_gpu`, `GlOptions::tidies_on_gpu`):
 //!   a requested placement wins; otherwise the sort runs on the GPU (`sort.comp`, exact) and
@@ -39,6 +42,25 @@ pub struct EngineChoice {
     /// Why GL was chosen when it was not asked for by name (`Auto`), as a parenthesised clause
     /// for the status line (" (auto: reason)"); empty otherwise.
     gl_reason: String,
+    /// Why the CPU engine ran after all, once `Auto`'s starting context fell back
+    /// ([`StartingGl::fell_back`]), in the status line's words.
+    fallback_reason: std::cell::OnceCell<String>,
+}
+
+/// Where `Auto` makes the context of a GL choice: at once, or on a helper thread while the run
+/// opens its inputs ([`StartingGl::start_or_cpu`]; the CLI's one merge).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContextStart {
+    /// Made before the choice returns (a caller that keeps its context for many merges).
+    Now,
+    /// Started on a helper thread; a GPU that then gives no usable context leaves the merge
+    /// on the CPU engine.
+    OnHelper,
+}
+
+/// The status line's clause for a deep merge that `Auto` keeps on the CPU engine for `why`.
+fn no_gpu_reason(why: &str) -> String {
+    format!(" (deep output, but {why}; on a GPU the GL engine would run)")
 }
 
 /// The context of a GL choice: made, or still in the making on a helper thread (boxed: a
@@ -55,6 +77,7 @@ impl EngineChoice {
             context: None,
             cpu_reason: reason.into(),
             gl_reason: String::new(),
+            fallback_reason: Default::default(),
         }
     }
 
@@ -64,6 +87,7 @@ impl EngineChoice {
             context: Some(ChosenContext::Made(Box::new(context))),
             cpu_reason: String::new(),
             gl_reason: String::new(),
+            fallback_reason: Default::default(),
         }
     }
 
@@ -74,6 +98,24 @@ impl EngineChoice {
             context: Some(ChosenContext::Starting(Box::new(context))),
             cpu_reason: String::new(),
             gl_reason: String::new(),
+            fallback_reason: Default::default(),
+        }
+    }
+
+    /// The GL engine on a context `Auto` started on a helper thread for `reason`
+    /// (" (auto: reason)"), which falls back to the CPU engine ([`StartingGl::start_or_cpu`]).
+    pub fn gl_starting_because(context: StartingGl, reason: String) -> Self {
+        EngineChoice {
+            gl_reason: reason,
+            ..Self::gl_starting(context)
+        }
+    }
+
+    /// The starting context, when it fell back to the CPU engine.
+    fn fell_back(&self) -> Option<&str> {
+        match self.context.as_ref()? {
+            ChosenContext::Starting(starting) => starting.fell_back(),
+            ChosenContext::Made(_) => None,
         }
     }
 
@@ -88,6 +130,9 @@ impl EngineChoice {
     /// Why `Auto` chose the GL engine, as " (auto: reason)" (empty when it was asked for, or for
     /// the CPU engine).
     pub fn gl_reason(&self) -> &str {
+        if self.fell_back().is_some() {
+            return "";
+        }
         &self.gl_reason
     }
 
@@ -96,13 +141,15 @@ impl EngineChoice {
     pub fn context(&self) -> Option<&GlContext> {
         match self.context.as_ref()? {
             ChosenContext::Made(ctx) => Some(ctx),
+            ChosenContext::Starting(starting) if starting.fell_back().is_some() => None,
             ChosenContext::Starting(starting) => starting.ready(),
         }
     }
 
-    /// Whether the GL engine was chosen.
+    /// Whether the GL engine was chosen (and, where `Auto` started its context, has not fallen
+    /// back to the CPU engine so far).
     pub fn is_gl(&self) -> bool {
-        self.context.is_some()
+        self.context.is_some() && self.fell_back().is_none()
     }
 
     /// The GL context when the GL engine was chosen, made current here now if it was still
@@ -111,14 +158,17 @@ impl EngineChoice {
         match &self.context {
             None => Ok(None),
             Some(ChosenContext::Made(ctx)) => Ok(Some(ctx)),
-            Some(ChosenContext::Starting(starting)) => starting.get().map(Some),
+            Some(ChosenContext::Starting(starting)) => starting.for_merge(),
         }
     }
 
     /// Why the CPU engine runs, as a parenthesised clause for the status line (empty when it
     /// was asked for, or when GL runs).
     pub fn cpu_reason(&self) -> &str {
-        &self.cpu_reason
+        match self.fell_back() {
+            Some(why) => self.fallback_reason.get_or_init(|| no_gpu_reason(why)),
+            None => &self.cpu_reason,
+        }
     }
 
     /// The engine for one merge with the GL options `gl` (ignored by the CPU engine).
@@ -126,6 +176,9 @@ impl EngineChoice {
         match &self.context {
             None => MergeEngine::Cpu,
             Some(ChosenContext::Made(ctx)) => MergeEngine::Gl(ctx, gl),
+            Some(ChosenContext::Starting(starting)) if starting.fell_back().is_some() => {
+                MergeEngine::Cpu
+            }
             Some(ChosenContext::Starting(starting)) => match starting.ready() {
                 Some(ctx) => MergeEngine::Gl(ctx, gl),
                 None => MergeEngine::GlStarting(starting, gl),
@@ -147,17 +200,18 @@ impl crate::request::MergeRequest {
     /// side by side there, `-j`; one GL frame at a time was not measured against that).
     /// `input_bytes`: the size of the input files, which `Auto` weighs for one process's merge
     /// (`None`: not known, or a caller that keeps its context for many merges).
-    /// `--backend gl` starts its context on a helper thread ([`StartingGl`]): the run opens
-    /// its inputs and decodes the first band meanwhile.
+    /// `--backend gl`, and `--backend auto` where it chooses GL, start the context on a helper
+    /// thread ([`StartingGl`]): the run opens its inputs and decodes the first band meanwhile.
     pub fn engine(&self, sequence: bool, input_bytes: Option<u64>) -> Result<EngineChoice> {
         if self.backend == Backend::Gl {
             return StartingGl::start().map(EngineChoice::gl_starting);
         }
-        choose_engine(
+        choose_engine_with(
             self.backend,
             self.gl.is_given(),
             self.deep && !sequence,
             input_bytes,
+            ContextStart::OnHelper,
         )
     }
 }
@@ -174,6 +228,23 @@ pub fn choose_engine(
     deep_output: bool,
     input_bytes: Option<u64>,
 ) -> Result<EngineChoice> {
+    choose_engine_with(
+        backend,
+        gl_options_given,
+        deep_output,
+        input_bytes,
+        ContextStart::Now,
+    )
+}
+
+/// [`choose_engine`], with `Auto`'s context made where `start` says.
+pub fn choose_engine_with(
+    backend: Backend,
+    gl_options_given: bool,
+    deep_output: bool,
+    input_bytes: Option<u64>,
+    start: ContextStart,
+) -> Result<EngineChoice> {
     match backend {
         // `MergeRequest::check` refuses this in the front end's words first.
         Backend::Cpu if gl_options_given => Err(Error::Usage(
@@ -187,6 +258,7 @@ pub fn choose_engine(
             rayon::current_num_threads(),
             input_bytes,
             auto_gl_min_input_bytes,
+            start,
         ),
         Backend::Auto => auto_with_context(gl_options_given),
     }
@@ -246,6 +318,7 @@ fn auto_engine(
     threads: usize,
     input_bytes: Option<u64>,
     min_bytes: impl FnOnce() -> Result<u64>,
+    start: ContextStart,
 ) -> Result<EngineChoice> {
     if !deep_output {
         return Ok(EngineChoice::cpu(AUTO_PICKS_CPU));
@@ -266,23 +339,23 @@ fn auto_engine(
             )));
         }
     }
-    let no_gpu = |why: String| {
-        EngineChoice::cpu(format!(
-            " (deep output, but {why}; on a GPU the GL engine would run)"
-        ))
-    };
+    let no_gpu = |why: String| EngineChoice::cpu(no_gpu_reason(&why));
+    let because = format!(
+        " (auto: deep output on {threads} host threads with a GPU, where the GL engine measured faster end to end)"
+    );
     Ok(match GlContext::software_only() {
         Ok(Some(name)) => no_gpu(format!(
             "the only GL device is the software rasteriser {name}, where the CPU engine is faster"
         )),
         Err(e) => no_gpu(format!("EGL lists no GL device ({e})")),
+        // The context is made while the run opens its inputs; a GPU that then gives none, or
+        // only llvmpipe's, leaves the merge on the CPU engine (`StartingGl::for_merge`).
+        Ok(None) if start == ContextStart::OnHelper => match StartingGl::start_or_cpu() {
+            Ok(starting) => EngineChoice::gl_starting_because(starting, because),
+            Err(e) => no_gpu(format!("the GL context could not be started ({e})")),
+        },
         Ok(None) => match GlContext::new() {
-            Ok(ctx) if !ctx.info().software => EngineChoice::gl_because(
-                ctx,
-                format!(
-                    " (auto: deep output on {threads} host threads with a GPU, where the GL engine measured faster end to end)"
-                ),
-            ),
+            Ok(ctx) if !ctx.info().software => EngineChoice::gl_because(ctx, because),
             Ok(ctx) => no_gpu(format!(
                 "the GL context came from the software rasteriser {}",
                 ctx.info().renderer
@@ -326,7 +399,14 @@ mod tests {
         // Deep output on fewer threads than the GL engine leads from: the CPU engine, before
         // EGL is asked anything.
         let bound = || Ok(AUTO_GL_MIN_INPUT_BYTES);
-        let few = auto_engine(true, AUTO_GL_MIN_THREADS - 1, None, bound).unwrap();
+        let few = auto_engine(
+            true,
+            AUTO_GL_MIN_THREADS - 1,
+            None,
+            bound,
+            ContextStart::Now,
+        )
+        .unwrap();
         assert!(few.context().is_none());
         assert!(
             few.cpu_reason().starts_with(&format!(
@@ -338,7 +418,14 @@ mod tests {
         );
         // Deep output from input files smaller than the GL engine was measured faster on: the
         // CPU engine, before EGL is asked anything.
-        let small = auto_engine(true, AUTO_GL_MIN_THREADS, Some(30 << 20), bound).unwrap();
+        let small = auto_engine(
+            true,
+            AUTO_GL_MIN_THREADS,
+            Some(30 << 20),
+            bound,
+            ContextStart::Now,
+        )
+        .unwrap();
         assert!(small.context().is_none());
         assert!(
             small

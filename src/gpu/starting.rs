@@ -33,22 +33,53 @@ pub struct StartingGl {
     ready: OnceCell<GlContext>,
     /// Why the context could not be made, once known (said again to every later caller).
     failed: OnceCell<String>,
+    /// Whether a context that cannot be made, or comes from a software rasteriser, leaves the
+    /// merge on the CPU engine instead of failing it (`--backend auto`: [`Self::start_or_cpu`]).
+    falls_back: bool,
+    /// Why the merge fell back to the CPU engine, once it has.
+    fell_back: OnceCell<String>,
 }
 
 impl StartingGl {
     /// Start making a context on a helper thread (strict mode as `DEEPMERGE_GL_STRICT` says). A
     /// bad `DEEPMERGE_GL_*` setting is refused here, on this thread.
     pub fn start() -> Result<StartingGl> {
+        Self::start_with(false, GlContext::new_listed)
+    }
+
+    /// [`Self::start`] for `--backend auto`, which chose the GL engine because EGL lists a GPU:
+    /// should that GPU give no context, or the context come from a software rasteriser (the
+    /// GPU failed and EGL's next device was llvmpipe), the merge runs on the CPU engine, as
+    /// `auto` would have chosen knowing it ([`Self::for_merge`], [`Self::fell_back`]).
+    pub fn start_or_cpu() -> Result<StartingGl> {
+        Self::start_with(true, GlContext::new_listed)
+    }
+
+    /// A start whose helper fails with `why` before EGL lists anything, as a GPU whose driver
+    /// gives no context does; `falls_back` as [`Self::start_or_cpu`]. For the tests of what a
+    /// merge does then, which no working device can show.
+    #[doc(hidden)]
+    pub fn failing(why: &'static str, falls_back: bool) -> Result<StartingGl> {
+        Self::start_with(falls_back, move |_, _, _: Box<dyn FnOnce(bool)>| {
+            Err(Error::Gl(why.into()))
+        })
+    }
+
+    /// Start `make` (a context maker as [`GlContext::new_listed`]) on the helper thread.
+    fn start_with<M>(falls_back: bool, make: M) -> Result<StartingGl>
+    where
+        M: FnOnce(bool, EnvSettings, Box<dyn FnOnce(bool)>) -> Result<GlContext> + Send + 'static,
+    {
         let strict = super::strict::strict_from_env();
         let settings = EnvSettings::from_env()?;
         let (tell, listed) = channel();
         let helper = std::thread::Builder::new()
             .name("gl-start".into())
             .spawn(move || {
-                let made = GlContext::new_listed(strict, settings, |software| {
+                let tell: Box<dyn FnOnce(bool)> = Box::new(move |software| {
                     let _ = tell.send(software);
-                })?;
-                made.release()
+                });
+                make(strict, settings, tell)?.release()
             })
             .map_err(|e| Error::Gl(format!("cannot start a thread to make the GL context: {e}")))?;
         Ok(StartingGl {
@@ -58,7 +89,35 @@ impl StartingGl {
             helper: RefCell::new(Some(helper)),
             ready: OnceCell::new(),
             failed: OnceCell::new(),
+            falls_back,
+            fell_back: OnceCell::new(),
         })
+    }
+
+    /// The context a merge runs on: [`Self::get`]'s, except that a start that falls back
+    /// ([`Self::start_or_cpu`]) gives `None`, the CPU engine, where the context could not be
+    /// made or came from a software rasteriser.
+    pub fn for_merge(&self) -> Result<Option<&GlContext>> {
+        if self.fell_back.get().is_some() {
+            return Ok(None);
+        }
+        let why = match self.get() {
+            Ok(ctx) if !(self.falls_back && ctx.info().software) => return Ok(Some(ctx)),
+            Ok(ctx) => format!(
+                "the GL context came from the software rasteriser {}",
+                ctx.info().renderer
+            ),
+            Err(e) if self.falls_back => format!("the GPU gave no GL context ({e})"),
+            Err(e) => return Err(e),
+        };
+        let _ = self.fell_back.set(why);
+        Ok(None)
+    }
+
+    /// Why the merge runs on the CPU engine after all, once [`Self::for_merge`] has found that
+    /// it must.
+    pub fn fell_back(&self) -> Option<&str> {
+        self.fell_back.get().map(String::as_str)
     }
 
     /// Whether the context will be a software rasteriser's (the device tried first; see the

@@ -89,11 +89,15 @@ impl MergeEngine<'_> {
         }
     }
 
-    /// This engine with a GL context still starting made current here (waiting for it).
+    /// This engine with a GL context still starting made current here (waiting for it), or
+    /// the CPU engine where `--backend auto`'s context fell back ([`StartingGl::for_merge`]).
     #[cfg(feature = "gl")]
     pub fn started(self) -> Result<Self> {
         Ok(match self {
-            MergeEngine::GlStarting(starting, gl) => MergeEngine::Gl(starting.get()?, gl),
+            MergeEngine::GlStarting(starting, gl) => match starting.for_merge()? {
+                Some(ctx) => MergeEngine::Gl(ctx, gl),
+                None => MergeEngine::Cpu,
+            },
             other => other,
         })
     }
@@ -473,13 +477,14 @@ struct GlBands<'r, 'c> {
 
 #[cfg(feature = "gl")]
 impl<'c> GlBands<'_, 'c> {
-    /// The context, made current here at the first call when it was still starting.
-    fn ctx(&self) -> Result<&'c GlContext> {
-        match self.engine {
-            MergeEngine::Gl(ctx, _) => Ok(ctx),
-            MergeEngine::GlStarting(starting, _) => starting.get(),
-            MergeEngine::Cpu => Err(Error::internal("GL bands on the CPU engine")),
-        }
+    /// The context, made current here at the first call when it was still starting; `None`
+    /// where `--backend auto`'s context fell back to the CPU engine.
+    fn ctx(&mut self) -> Result<Option<&'c GlContext>> {
+        self.engine = self.engine.started()?;
+        Ok(match self.engine {
+            MergeEngine::Gl(ctx, _) => Some(ctx),
+            _ => None,
+        })
     }
     /// Wait for the pending band, if any, and assemble it.
     fn finish_pending(&mut self) -> Result<Vec<(Band, MergeOutput)>> {
@@ -508,25 +513,37 @@ impl DeferredWork for GlBands<'_, '_> {
     }
 
     fn band(&mut self, band: Band, images: Vec<DeepImage>) -> Result<Vec<(Band, MergeOutput)>> {
-        // As `merge_checked` prunes: the transparent samples of the inputs before the merge
-        // (`Pruning::inputs` gives an image back as it is when nothing is dropped).
-        let pruning = &self.options.pruning;
-        let images: Vec<DeepImage> = images.into_iter().map(|i| pruning.inputs(i)).collect();
         let band_window = Bounds {
             y0: *band.start(),
             y1: *band.end(),
             ..self.window
         };
+        let Some(ctx) = self.ctx()? else {
+            // `--backend auto`'s GPU gave no usable context: every band on the CPU engine, in
+            // the bands planned for the GPU (larger, within the same host budget).
+            let images = images.into_iter().map(Cow::Owned).collect();
+            let options = self.options;
+            let (merged, _) = merge_checked(
+                MergeEngine::Cpu,
+                images,
+                &options.merge,
+                &options.pruning,
+                Some(band_window),
+            )
+            .map_err(|e| e.in_merge(self.paths))?;
+            let mut ready = self.finish_pending()?;
+            ready.push((band, merged));
+            return Ok(ready);
+        };
+        // As `merge_checked` prunes: the transparent samples of the inputs before the merge
+        // (`Pruning::inputs` gives an image back as it is when nothing is dropped).
+        let pruning = &self.options.pruning;
+        let images: Vec<DeepImage> = images.into_iter().map(|i| pruning.inputs(i)).collect();
         let refs: Vec<&DeepImage> = images.iter().collect();
         // The reader checked every band's depths as it assembled it.
-        let mut issued = issue_gl_over(
-            self.ctx()?,
-            &refs,
-            &self.options.merge,
-            &self.gl,
-            Some(band_window),
-        )
-        .map_err(|e| e.in_merge(self.paths))?;
+        let mut issued =
+            issue_gl_over(ctx, &refs, &self.options.merge, &self.gl, Some(band_window))
+                .map_err(|e| e.in_merge(self.paths))?;
         drop(refs);
         if self.pending.is_some() {
             issued.issued_ahead();
