@@ -3,11 +3,12 @@
 # lease has little time left: every GL test binary but gpu_verify in strict mode, four at once
 # (about a minute on an H100 host, against run.sh's five with `gpu-info --verify`), then the
 # end-to-end table (benches/end_to_end.sh, one repeat) and the GL engine's timelines
-# (timeline.sh, all threads, with the defaults and with each TIMELINE_VARIANTS setting) into
+# (timeline.sh, all threads: each engine with the defaults, GL with each TIMELINE_VARIANTS setting) into
 # $OUT. Exits non-zero when a test binary failed.
 #
 #   benches/hardware/recheck.sh     (environment: E2E_CORES, default "all 2 8 4";
-#                                    TIMELINE_VARIANTS, e.g. "DEEPMERGE_GL_STAGING=16M")
+#                                    TIMELINE_VARIANTS, e.g. "DEEPMERGE_GL_STAGING=16M";
+#                                    TIMELINE_ENGINES, default "gl auto cpu")
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/hw-out}
@@ -23,7 +24,8 @@ done | DEEPMERGE_GL_STRICT=1 xargs -P 4 -I{} sh -c \
 grep -v ": exit 0 " "$out/tests.txt" && failed=1
 benches/end_to_end.sh --bin "$B" --scenes powerplant --cores "${E2E_CORES:-all 2 8 4}" \
     --repeats 1 --dir /tmp/deepmerge-e2e > "$out/end-to-end.md" 2> "$out/end-to-end.err"
-OUT=$out/timeline benches/hardware/timeline.sh --bin "$B" --cores all --engines gl
+OUT=$out/timeline benches/hardware/timeline.sh --bin "$B" --cores all \
+    --engines "${TIMELINE_ENGINES:-gl auto cpu}"
 for variant in ${TIMELINE_VARIANTS:-}; do
     name=${variant#DEEPMERGE_GL_}
     name=${name//=/-}

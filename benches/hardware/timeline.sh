@@ -8,7 +8,7 @@
 # compare) comes from TIMELINE_GL_ENV, e.g. "DEEPMERGE_GL_TRANSFER=calls".
 #
 #   benches/hardware/timeline.sh [--bin PATH] [--cores "all 2"] [--outputs "flat deep"]
-#                                [--engines "gl cpu"]
+#                                [--engines "gl cpu"]   (auto too: --engines "gl cpu auto")
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/hw-out}
@@ -44,6 +44,8 @@ for c in $cores; do
             [ "$engine" = gl ] && env_args=("${gl_env[@]}")
             log=$out/timeline-$kind-$engine-$c.log
             env "${env_args[@]}" taskset -c "0-$((n - 1))" "$B" "${args[@]}" 2>/dev/null
+            # A new output, as end_to_end.sh times it: not the deletion of the untimed run's.
+            rm -f /tmp/timeline.exr
             { echo "# $kind output, $engine engine, $n host threads ${env_args[*]}"
               env "${env_args[@]}" DEEPMERGE_TIMELINE=1 taskset -c "0-$((n - 1))" "$B" "${args[@]}"
             } > "$log" 2>&1
