@@ -147,7 +147,9 @@ impl EngineChoice {
     }
 
     /// Whether the GL engine was chosen (and, where `Auto` started its context, has not fallen
-    /// back to the CPU engine so far).
+    /// back to the CPU engine so far: until a merge or [`Self::started_context`] has waited for
+    /// that context, a fallback still to come is not known, so ask after the merge, as the
+    /// CLI's status line does).
     pub fn is_gl(&self) -> bool {
         self.context.is_some() && self.fell_back().is_none()
     }
@@ -186,7 +188,8 @@ impl EngineChoice {
         }
     }
 
-    /// `"cpu"` or `"gl"`, as reports name the engine.
+    /// `"cpu"` or `"gl"`, as reports name the engine (for `Auto`'s starting context, as
+    /// [`Self::is_gl`] says: ask after the merge).
     pub fn name(&self) -> &'static str {
         self.merging(crate::gpu::GlOptions::default()).name()
     }

@@ -833,8 +833,9 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         Vec::new()
     };
     let job = MergeJob::new(&request, args.inputs.len(), !args.quiet)?;
-    // Choose the engine before reading. `--backend gl` makes its context on a helper thread
-    // meanwhile (a host without GL fails where the merge first needs it, saying why). A sequence
+    // Choose the engine before reading. `--backend gl`, and `auto` where it chooses GL, make the
+    // context on a helper thread meanwhile (a host without GL fails where the merge first needs
+    // it, saying why; `auto` falls back to the CPU engine there instead). A sequence
     // keeps `auto` on the CPU engine, which merges frames side by side (`-j`; not measured
     // against one GL frame at a time).
     // The input files' size too: a small deep merge would not win back a GL context's start-up.

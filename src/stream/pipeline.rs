@@ -333,6 +333,8 @@ impl<'o> StreamMerge<'o> {
         #[cfg(feature = "gl")]
         let gl_device = match engine {
             MergeEngine::Gl(ctx, gl) => Some((ctx.info().software, gl.overlaps_bands(ctx))),
+            // `auto`'s context already fell back (an earlier part of this run): the CPU's bands.
+            MergeEngine::GlStarting(starting, _) if starting.fell_back().is_some() => None,
             MergeEngine::GlStarting(starting, gl) => {
                 Some((starting.software(), starting.overlaps_bands(&gl)))
             }

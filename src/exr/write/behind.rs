@@ -25,6 +25,9 @@ pub(crate) struct WriteBehind<F: Write + AsFd> {
     written: u64,
     /// Bytes the kernel has been asked to write back (a prefix of `written`).
     behind: u64,
+    /// Every range asked for, (offset, length), for the tests.
+    #[cfg(test)]
+    requests: Vec<(u64, u64)>,
 }
 
 impl<F: Write + AsFd> WriteBehind<F> {
@@ -33,22 +36,17 @@ impl<F: Write + AsFd> WriteBehind<F> {
             writer: BufWriter::with_capacity(BUFFER_BYTES, file),
             written: 0,
             behind: 0,
+            #[cfg(test)]
+            requests: Vec::new(),
         }
-    }
-
-    /// Bytes the kernel has been asked to write back so far.
-    #[cfg(test)]
-    pub(crate) fn behind(&self) -> u64 {
-        self.behind
     }
 
     fn write_behind(&mut self) -> std::io::Result<()> {
         self.writer.flush()?;
-        start_writeback(
-            self.writer.get_ref(),
-            self.behind,
-            self.written - self.behind,
-        );
+        let (offset, len) = (self.behind, self.written - self.behind);
+        start_writeback(self.writer.get_ref(), offset, len);
+        #[cfg(test)]
+        self.requests.push((offset, len));
         self.behind = self.written;
         Ok(())
     }
@@ -107,22 +105,25 @@ mod tests {
         let piece: Vec<u8> = (0..(3 << 20) + 5).map(|i| (i % 251) as u8).collect();
         let step = piece.len() as u64;
         let mut behind = Vec::new();
-        {
+        let requests = {
             let mut out = WriteBehind::new(&file);
             for _ in 0..7 {
                 out.write_all(&piece).unwrap();
-                behind.push(out.behind());
+                behind.push(out.behind);
                 // What was asked to be written back is in the file, not in the buffer.
                 let in_file = file.metadata().unwrap().len();
-                assert!(in_file >= out.behind(), "{in_file} < {}", out.behind());
+                assert!(in_file >= out.behind, "{in_file} < {}", out.behind);
             }
             out.flush().unwrap();
-        }
-        // Requests after the 3rd piece (9 MiB) and the 6th: each once 8 MiB had piled up.
+            out.requests
+        };
+        // Requests after the 3rd piece (9 MiB) and the 6th, each once 8 MiB had piled up, for
+        // the bytes written since the one before.
         assert_eq!(
             behind,
             [0, 0, 3 * step, 3 * step, 3 * step, 6 * step, 6 * step]
         );
+        assert_eq!(requests, [(0, 3 * step), (3 * step, 3 * step)]);
         let mut written = Vec::new();
         use std::io::{Read, Seek};
         file.rewind().unwrap();
