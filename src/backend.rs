@@ -47,14 +47,14 @@ pub struct EngineChoice {
     fallback_reason: std::cell::OnceCell<String>,
 }
 
-/// Where `Auto` makes the context of a GL choice: at once, or on a helper thread while the run
-/// opens its inputs ([`StartingGl::start_or_cpu`]; the CLI's one merge).
+/// Where the context of a GL choice is made: at once, or on a helper thread while the run opens
+/// its inputs ([`StartingGl`]; the CLI's one merge, for `Gl` and for `Auto`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ContextStart {
     /// Made before the choice returns (a caller that keeps its context for many merges).
     Now,
-    /// Started on a helper thread; a GPU that then gives no usable context leaves the merge
-    /// on the CPU engine.
+    /// Started on a helper thread; under `Auto`, a GPU that then gives no usable context
+    /// leaves the merge on the CPU engine ([`StartingGl::start_or_cpu`]).
     OnHelper,
 }
 
@@ -206,9 +206,6 @@ impl crate::request::MergeRequest {
     /// `--backend gl`, and `--backend auto` where it chooses GL, start the context on a helper
     /// thread ([`StartingGl`]): the run opens its inputs and decodes the first band meanwhile.
     pub fn engine(&self, sequence: bool, input_bytes: Option<u64>) -> Result<EngineChoice> {
-        if self.backend == Backend::Gl {
-            return StartingGl::start().map(EngineChoice::gl_starting);
-        }
         choose_engine_with(
             self.backend,
             self.gl.is_given(),
@@ -240,7 +237,7 @@ pub fn choose_engine(
     )
 }
 
-/// [`choose_engine`], with `Auto`'s context made where `start` says.
+/// [`choose_engine`], with the context of a GL choice made where `start` says.
 pub fn choose_engine_with(
     backend: Backend,
     gl_options_given: bool,
@@ -254,7 +251,10 @@ pub fn choose_engine_with(
             "GPU options choose how the GPU merges; they do not apply to the CPU backend".into(),
         )),
         Backend::Cpu => Ok(EngineChoice::cpu("")),
-        Backend::Gl => Ok(EngineChoice::gl(GlContext::new()?)),
+        Backend::Gl => match start {
+            ContextStart::Now => Ok(EngineChoice::gl(GlContext::new()?)),
+            ContextStart::OnHelper => StartingGl::start().map(EngineChoice::gl_starting),
+        },
         // Measured, not assumed: see the module docs.
         Backend::Auto if !gl_options_given => auto_engine(
             deep_output,

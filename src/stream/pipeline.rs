@@ -524,12 +524,11 @@ impl DeferredWork for GlBands<'_, '_> {
             // `--backend auto`'s GPU gave no usable context: every band on the CPU engine, in
             // the bands planned for the GPU (larger, within the same host budget).
             let images = images.into_iter().map(Cow::Owned).collect();
-            let options = self.options;
             let (merged, _) = merge_checked(
                 MergeEngine::Cpu,
                 images,
-                &options.merge,
-                &options.pruning,
+                &self.options.merge,
+                &self.options.pruning,
                 Some(band_window),
             )
             .map_err(|e| e.in_merge(self.paths))?;
