@@ -19,6 +19,8 @@ uniform uint u_pixels;
 
 #if OUTPUT_DEEP
 #include_as "image.glsl" OUT
+// OUT_STAGED: the group's writes go through shared memory (out_store_key, out_store_value).
+#include "out_staging.glsl"
 #endif
 
 // The column table (ALPHA_OF: column c's alpha column, or -1 for alphas) and "over" (g_acc).
@@ -51,11 +53,11 @@ void emit(bool from_b, uint slot) {
     // Arrays are stored ascending whatever the merge direction.
     out_slot = OUT_address(g_pixel, MERGE_DESC != 0 ? g_total - 1u - g_emitted : g_emitted);
 #endif
-    OUT_keys[out_slot] = f;
+    out_store_key(out_slot, f);
 #if OUT_VALUES
     for (uint c = 0u; c < NUM_COLUMNS; ++c) {
-        OUT_values[out_slot * NUM_COLUMNS + c] =
-            from_b ? B_values[slot * NUM_COLUMNS + c] : A_values[slot * NUM_COLUMNS + c];
+        out_store_value(out_slot, c,
+            from_b ? B_values[slot * NUM_COLUMNS + c] : A_values[slot * NUM_COLUMNS + c]);
     }
 #endif
 #else
@@ -72,11 +74,17 @@ bool take_b(Fragment fa, Fragment fb) {
 #endif
 }
 
-void main() {
-    uint p = linear_invocation();
-    if (p >= u_pixels) {
-        return;
-    }
+// Whether pixel p is left to merge_coop.comp (listed there by merge_pixel).
+bool deferred_to_coop(uint p) {
+#if LONG_LISTS
+    return p < u_pixels && A_count(p) + B_count(p) > u_long_threshold;
+#else
+    return false;
+#endif
+}
+
+// Merge pixel p's two lists (every invocation whose pixel is in the image).
+void merge_pixel(uint p) {
     g_pixel = p;
     g_emitted = 0u;
     uint na = A_count(p);
@@ -253,5 +261,19 @@ void main() {
 
 #if !OUTPUT_DEEP
     flat_end(p);
+#endif
+}
+
+void main() {
+    uint p = linear_invocation();
+#if OUTPUT_DEEP
+    // Every invocation of the group, past the last pixel too: the staging has barriers.
+    out_staging_begin(deferred_to_coop(p));
+#endif
+    if (p < u_pixels) {
+        merge_pixel(p);
+    }
+#if OUTPUT_DEEP
+    out_staging_end();
 #endif
 }

@@ -30,6 +30,8 @@ uniform uint u_in_pixels;
 
 #if OUTPUT_DEEP
 #include_as "image.glsl" OUT
+// OUT_STAGED: the group's writes go through shared memory (out_store_key, out_store_value).
+#include "out_staging.glsl"
 #else
 // Flat output, as merge.comp writes it: NUM_COLUMNS values per pixel, and per pixel (input,
 // index, Z bits, flags) of the front-most sample with any alpha above 0. Flags: 1 = has a front
@@ -64,10 +66,10 @@ void emit(uint slot) {
 #else
     out_slot = OUT_address(g_pixel, g_emitted);
 #endif
-    OUT_keys[out_slot] = f;
+    out_store_key(out_slot, f);
 #if OUT_VALUES
     for (uint c = 0u; c < NUM_COLUMNS; ++c) {
-        OUT_values[out_slot * NUM_COLUMNS + c] = IN_values[slot * NUM_COLUMNS + c];
+        out_store_value(out_slot, c, IN_values[slot * NUM_COLUMNS + c]);
     }
 #endif
 #else
@@ -94,11 +96,8 @@ void emit(uint slot) {
     g_emitted += 1u;
 }
 
-void main() {
-    uint p = linear_invocation();
-    if (p >= u_pixels) {
-        return;
-    }
+// Merge pixel p's lists (every invocation whose pixel is in the band).
+void merge_pixel(uint p) {
     g_pixel = p;
     g_emitted = 0u;
 #if !OUTPUT_DEEP
@@ -161,5 +160,19 @@ void main() {
     flat_front[p] = g_has_front
         ? uvec4(g_front.input_index, g_front.sample_index, floatBitsToUint(g_front.z), flags)
         : uvec4(0u, 0u, 0u, flags);
+#endif
+}
+
+void main() {
+    uint p = linear_invocation();
+#if OUTPUT_DEEP
+    // Every invocation of the group, past the last pixel too: the staging has barriers.
+    out_staging_begin(false);
+#endif
+    if (p < u_pixels) {
+        merge_pixel(p);
+    }
+#if OUTPUT_DEEP
+    out_staging_end();
 #endif
 }

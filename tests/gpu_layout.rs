@@ -9,41 +9,18 @@ mod gpu_common;
 use deepmerge::cpu::build::build;
 use deepmerge::cpu::merge::{merge_built, merge_kway_built};
 use deepmerge::gpu::resident::{
-    build_image, kway_stride, merge_deep, merge_deep_kway, ColumnSpec, GpuStack, MergeSpec,
+    build_image, kway_stride, merge_deep, merge_deep_kway, ColumnSpec, DeepWrites, GpuStack,
+    MergeSpec,
 };
 use deepmerge::gpu::RbmBlocks::{self, Indexed};
 use deepmerge::vocab::{BuiltImage, Fragment, Layout, MergeMethod};
-use gpu_common::{test_rng, with_gl};
+use gpu_common::{merge_stream, with_gl};
 
 const STRIDE: usize = 2;
 
 /// Per-pixel counts and a sorted stream with ties; `pixels` not a multiple of 32.
 fn stream(pixels: usize, max: u32, seed: u64, input: u32) -> (Vec<u32>, Vec<Fragment>, Vec<f32>) {
-    let mut rng = test_rng(seed);
-    let mut counts = Vec::new();
-    let mut keys = Vec::new();
-    let mut values = Vec::new();
-    for _ in 0..pixels {
-        let n = if rng.below(6) == 0 {
-            0
-        } else {
-            rng.below(max as usize + 1) as u32
-        };
-        counts.push(n);
-        let mut zs: Vec<f32> = (0..n).map(|_| rng.below(10) as f32).collect();
-        zs.sort_by(f32::total_cmp);
-        for z in zs {
-            let index = keys.len() as u32;
-            keys.push(Fragment {
-                z,
-                zback: z,
-                input,
-                index,
-            });
-            values.extend([index as f32, rng.below(100) as f32]);
-        }
-    }
-    (counts, keys, values)
+    merge_stream(pixels, |_| max, seed, input)
 }
 
 fn assert_same_lists(gpu: &BuiltImage, cpu: &BuiltImage, what: &str) {
@@ -220,10 +197,11 @@ fn gpu_kway_merges_match_cpu_twins_for_every_layout_pair() {
                 )
                 .unwrap();
                 let stack = GpuStack::new(image, inputs, pixels).unwrap();
-                let gpu = merge_deep_kway(ctx, &stack, out, block, &columns, true)
-                    .unwrap()
-                    .read_back(true)
-                    .expect("the image reads back");
+                let gpu =
+                    merge_deep_kway(ctx, &stack, out, block, &columns, true, DeepWrites::Direct)
+                        .unwrap()
+                        .read_back(true)
+                        .expect("the image reads back");
                 let cpu_stack = build(stacked, block, &counts, &keys, &values, STRIDE, true);
                 let cpu = merge_kway_built(&cpu_stack, inputs, pixels, out, block);
                 assert_same_lists(&gpu, &cpu, &what);
@@ -236,7 +214,9 @@ fn gpu_kway_merges_match_cpu_twins_for_every_layout_pair() {
                 if stacked != Layout::Linearised {
                     continue;
                 }
-                let keys_only = merge_deep_kway(ctx, &stack, out, block, &columns, false).unwrap();
+                let keys_only =
+                    merge_deep_kway(ctx, &stack, out, block, &columns, false, DeepWrites::Direct)
+                        .unwrap();
                 assert!(!keys_only.with_values, "{what}");
                 assert!(keys_only.read_back(true).is_err(), "{what}: values read");
                 let keys_only = keys_only.read_back(false).expect("the keys read back");

@@ -241,7 +241,7 @@ fn unknown_measurement_settings_in_the_environment_are_named() {
     use deepmerge::gpu::mapped::{
         deep_readback_from, deep_writes_from, pairwise_from, staging_bytes_from,
     };
-    use deepmerge::gpu::resident::DeepReadback;
+    use deepmerge::gpu::resident::{DeepReadback, DeepWrites};
     use deepmerge::gpu::BufferStorage;
     let e = BufferStorage::from_setting(Some("shared"))
         .unwrap_err()
@@ -258,8 +258,36 @@ fn unknown_measurement_settings_in_the_environment_are_named() {
     assert!(e.contains("DEEPMERGE_GL_PAIRWISE=yes"), "{e}");
     assert_eq!(pairwise_from(Some("0")).unwrap(), Some(false));
     let e = deep_writes_from(Some("sideways")).unwrap_err().to_string();
-    assert!(e.contains("use direct or relayout"), "{e}");
-    assert!(deep_writes_from(Some("relayout")).unwrap().is_some());
+    assert!(
+        e.contains("DEEPMERGE_GL_DEEP_WRITES=sideways")
+            && e.contains("use direct, relayout, staged or staged:<size>"),
+        "{e}"
+    );
+    assert_eq!(
+        deep_writes_from(Some("relayout")).unwrap(),
+        Some(DeepWrites::Relayout)
+    );
+    assert_eq!(
+        deep_writes_from(Some("staged")).unwrap(),
+        Some(DeepWrites::Staged {
+            group_bytes: DeepWrites::STAGED_GROUP_BYTES
+        })
+    );
+    assert_eq!(
+        deep_writes_from(Some("staged:8K")).unwrap(),
+        Some(DeepWrites::Staged { group_bytes: 8192 })
+    );
+    assert_eq!(
+        deep_writes_from(Some("staged:4096")).unwrap(),
+        Some(DeepWrites::Staged { group_bytes: 4096 })
+    );
+    for bad in ["staged:1M", "staged:12", "staged:lots", "staged:"] {
+        let e = deep_writes_from(Some(bad)).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("DEEPMERGE_GL_DEEP_WRITES={bad}")) && e.contains("256 to 64K"),
+            "{e}"
+        );
+    }
     let e = deep_readback_from(Some("keys")).unwrap_err().to_string();
     assert!(
         e.contains("DEEPMERGE_GL_DEEP_READBACK=keys") && e.contains("use sources or image"),

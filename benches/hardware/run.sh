@@ -9,7 +9,9 @@
 #   benches/hardware/run.sh [--bench] [--budget SECONDS] [--pack FILE]
 #   (environment: E2E_CORES, the end-to-end table's core counts, default "all 2 8 4";
 #    E2E_VARIANTS=0 leaves the GL variants' columns out of it; BENCH_TABLES=0 leaves the
-#    paper-style tables out; VERIFY_ALONGSIDE=0 runs `gpu-info --verify` alone, before the tests)
+#    paper-style tables out; BENCH_DEEP_WRITES, their extra columns' ways of writing deep output,
+#    default relayout,staged:8K,staged:16K,staged:32K; VERIFY_ALONGSIDE=0 runs
+#    `gpu-info --verify` alone, before the tests)
 #
 # --budget: a device lease is short, so every step runs under `timeout` within what is left of
 # SECONDS (default: no limit), most important first; a step with no time left is recorded as
@@ -233,10 +235,13 @@ if $bench; then
     stats_runs "deep DEEPMERGE_GL_BUFFERS=mutable" "deep DEEPMERGE_GL_TRANSFER=calls" \
         "deep DEEPMERGE_GL_DEEP_WRITES=relayout" "deep DEEPMERGE_GL_DEEP_READBACK=image"
     # The paper-style tables (BENCH_TABLES=0 leaves them out, when a run has them already).
+    # With Table 2 columns for the other ways of writing deep output (DeepWrites; the default
+    # writes directly until these cells choose).
+    deep_writes=${BENCH_DEEP_WRITES:-relayout,staged:8K,staged:16K,staged:32K}
     if [ "${BENCH_TABLES:-1}" != 0 ]; then
         for s in atrium hairball; do
-            within 170 "$B" bench --scenes $s --size 1920x1080 --repeats 3 --markdown --no-oiiotool \
-                --stages > "$out/bench-$s.md" 2> "$out/bench-$s.err"
+            within 200 "$B" bench --scenes $s --size 1920x1080 --repeats 3 --markdown --no-oiiotool \
+                --stages --deep-writes "$deep_writes" > "$out/bench-$s.md" 2> "$out/bench-$s.err"
             echo "- bench $s: $(outcome $?) (bench-$s.md)" >> "$summary"
             checkpoint
         done

@@ -14,6 +14,7 @@ use clap::{Args, Parser};
 
 use super::{run, tidy_gate, BenchConfig, PeerSetting};
 use crate::error::Result;
+use crate::gpu::resident::DeepWrites;
 use crate::scene;
 
 /// What to measure and how to print it, as given on a command line.
@@ -52,6 +53,11 @@ pub struct BenchArgs {
     /// being indexed by a moving position (`--rbm-blocks shifted` in a merge).
     #[arg(long)]
     pub rbm_shifted: bool,
+    /// Add Table 2 and 3 columns (LA, IA and BIA, stepwise) with the deep output written each of
+    /// these other ways (`DEEPMERGE_GL_DEEP_WRITES`'s spellings: relayout, staged, staged:8K),
+    /// to choose between them on a GPU. Table 1 (flat output) is not timed for them.
+    #[arg(long, value_name = "WAY,...", value_delimiter = ',', value_parser = deep_writes_arg)]
+    pub deep_writes: Vec<DeepWrites>,
     /// Profile every GL cell of Tables 1 and 2 once more (untimed) with GPU timer queries and
     /// print a per-stage table: ms per stage, GB/s and share of the GL copy floor.
     #[arg(long)]
@@ -74,6 +80,17 @@ pub struct BenchArgs {
     /// BIA RBM flat merges with the tidy on the GPU against on the host (GL required).
     #[arg(long)]
     pub tidy_gate: bool,
+}
+
+/// One way of writing deep output as clap wants it: `DEEPMERGE_GL_DEEP_WRITES`'s parser.
+fn deep_writes_arg(text: &str) -> std::result::Result<DeepWrites, String> {
+    match crate::gpu::mapped::deep_writes_from(Some(text)) {
+        Ok(Some(way)) => Ok(way),
+        Ok(None) => Err("a way of writing deep output is needed".into()),
+        Err(e) => Err(e
+            .to_string()
+            .replace("DEEPMERGE_GL_DEEP_WRITES=", "--deep-writes ")),
+    }
 }
 
 /// `WIDTHxHEIGHT` as clap wants it: the scene module's parser, its error as text.
@@ -103,6 +120,7 @@ impl BenchArgs {
             block_size: self.block_size,
             tiled_order: !self.no_tiles,
             rbm_shifted: self.rbm_shifted,
+            deep_writes: self.deep_writes.clone(),
             stages: self.stages,
             only_kway: self.only_kway,
             kway_inputs: if self.no_kway {
@@ -194,9 +212,18 @@ mod tests {
             "--no-tiles",
             "--kway-inputs",
             "3,5",
+            "--deep-writes",
+            "relayout,staged:8K",
         ])
         .unwrap();
         let config = args.config(None);
+        assert_eq!(
+            config.deep_writes,
+            [
+                DeepWrites::Relayout,
+                DeepWrites::Staged { group_bytes: 8192 }
+            ]
+        );
         assert_eq!(config.scenes, ["planes", "atrium"]);
         assert_eq!((config.width, config.height), (32, 8));
         assert_eq!((config.seed, config.repeats), (7, 2));

@@ -78,6 +78,12 @@ pub trait BenchColumn {
         Ok(())
     }
 
+    /// Whether this column times `operation` (a column that varies only how deep output is
+    /// written has nothing to say of a flat one: its cell reads `-`).
+    fn times(&self, _operation: Operation) -> bool {
+        true
+    }
+
     /// Whether the case's inputs must be on disk ([`BenchCase::files`]).
     fn needs_files(&self) -> bool {
         false

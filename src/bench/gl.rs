@@ -28,6 +28,7 @@ use crate::gpu::{
 
 use super::column::{BenchCase, BenchColumn, Operation};
 use super::floor::BandwidthProbe;
+use crate::gpu::resident::DeepWrites;
 
 /// Column labels of the paper's eight GL configurations, in its order.
 pub fn gl_column_names() -> Vec<String> {
@@ -57,8 +58,9 @@ pub fn open_gl_context() -> std::result::Result<Rc<GlContext>, String> {
 
 /// The GL engines: the paper's eight columns with `block_size` (RBM with indexed blocks, as in
 /// the paper and in every earlier table, whatever the merge default is), then (when `shifted`) the four
-/// RBM columns with constant-index shifting blocks ([`RbmBlocks::Shifted`]), then (when `tiled`)
-/// BIA RBM in the raster-tile pixel order; each profiling its stages when `stages`.
+/// RBM columns with constant-index shifting blocks ([`RbmBlocks::Shifted`]), then LA, IA and BIA
+/// stepwise for each of `deep_writes` (where it changes anything), then (when `tiled`) BIA RBM
+/// in the raster-tile pixel order; each profiling its stages when `stages`.
 pub fn gl_engines(ctx: &Rc<GlContext>, config: &super::BenchConfig) -> Vec<GlColumn> {
     let block_size = config.block_size;
     let mut options: Vec<GlOptions> = paper_configurations()
@@ -79,6 +81,27 @@ pub fn gl_engines(ctx: &Rc<GlContext>, config: &super::BenchConfig) -> Vec<GlCol
             rbm_blocks: RbmBlocks::Shifted,
             ..GlOptions::default()
         }));
+    }
+    for &deep_writes in &config.deep_writes {
+        for layout in [
+            Layout::Linearised,
+            Layout::Interleaved,
+            Layout::BlockedInterleaved,
+        ] {
+            // The merge writes IA itself whatever is asked: relayout has nothing to do.
+            if deep_writes == DeepWrites::Direct
+                || (deep_writes == DeepWrites::Relayout && layout == Layout::Interleaved)
+            {
+                continue;
+            }
+            options.push(GlOptions {
+                layout,
+                method: MergeMethod::Stepwise,
+                block_size,
+                deep_writes,
+                ..GlOptions::default()
+            });
+        }
     }
     if config.tiled_order {
         options.push(GlOptions {
@@ -187,10 +210,17 @@ impl BenchColumn for GlColumn {
         {
             base.push_str(" shift");
         }
+        if self.options.deep_writes != DeepWrites::Direct {
+            base = format!("{base} {}", self.options.deep_writes.name());
+        }
         match self.options.pixel_order {
             PixelOrder::RowMajor => base,
             PixelOrder::Tiled => format!("{base} tiles"),
         }
+    }
+
+    fn times(&self, operation: Operation) -> bool {
+        operation != Operation::Composite || self.options.deep_writes == DeepWrites::Direct
     }
 
     fn time_operation(
@@ -210,8 +240,12 @@ impl BenchColumn for GlColumn {
             }
             Operation::SaveDeep => {
                 let inputs: Vec<&DeepImage> = case.pair.iter().collect();
-                let (_, times) =
+                let (merger, times) =
                     self.time_resident(&self.ctx, &inputs, OutputKind::Deep, repeats)?;
+                // Table 4 for a column that times no flat merge (deep writes alone).
+                if self.input_bytes.is_none() {
+                    self.input_bytes = Some(merger.finish()?.1.input_bytes.total());
+                }
                 Ok(times)
             }
             Operation::Pairwise4 => {

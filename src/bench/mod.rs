@@ -106,6 +106,9 @@ pub struct BenchConfig {
     /// Add one RBM column per layout with constant-index shifting register blocks
     /// ([`crate::gpu::RbmBlocks::Shifted`]; the paper's eight columns index them).
     pub rbm_shifted: bool,
+    /// Add LA, IA and BIA stepwise columns with the deep output written each of these ways
+    /// (Tables 2 and 3; [`crate::gpu::resident::DeepWrites`]); the paper's columns write directly.
+    pub deep_writes: Vec<crate::gpu::resident::DeepWrites>,
     /// Profile one more, untimed, run of every GL cell of Tables 1 and 2 with timer queries and
     /// print the per-stage table ([`stage_table`]).
     pub stages: bool,
@@ -133,6 +136,7 @@ impl Default for BenchConfig {
             block_size: 8,
             tiled_order: true,
             rbm_shifted: false,
+            deep_writes: Vec::new(),
             stages: false,
             only_kway: false,
             kway_inputs: vec![2, 4, 8],
@@ -434,6 +438,10 @@ pub fn run_with(
             let label = engine.name();
             engine.prepare(&case)?;
             for (k, op) in Operation::ALL.into_iter().enumerate() {
+                if !engine.times(op) {
+                    cells[k].push(Cell::Text("-".into()));
+                    continue;
+                }
                 progress(&format!("{name}: {label} {}", op.name()));
                 cells[k].push(match engine.time_operation(op, &case, config.repeats) {
                     Ok(times) => Cell::Value(ms(median(times))),
@@ -489,12 +497,17 @@ pub fn run_with(
         .chain(&floor_columns)
         .cloned()
         .collect();
-    let time_notes = vec![
+    let mut time_notes = vec![
         "cells: median ms (worst cell of the row / this cell); floor = (bytes read + written) / copy bandwidth".to_string(),
         "cpu: in host memory, no file I/O; oiiotool e2e: whole command (process start, EXR decode, merge, EXR encode)".to_string(),
         "GL LL/LA/IA/BIA x S/RBM: merge kernels only, inputs resident (upload and layout build untimed), clock stopped after glFinish; Table 3 adds its three merges' times".to_string(),
         format!("{TILED_COLUMN}: BIA RBM with pixels in 8x4 raster tiles (one 32-pixel group per tile) instead of row-major"),
     ];
+    if !config.deep_writes.is_empty() {
+        time_notes.push(
+            "... relayout / staged:N: the deep output written into IA and relaid out, or through N bytes of shared memory a workgroup (larger groups write directly); the other columns write straight into the layout; not timed for flat output (-)".to_string(),
+        );
+    }
     let [composite, save_deep, pairwise] = time_rows;
     let table = |title: &str, rows: Vec<TableRow>| Table {
         title: title.to_string(),

@@ -267,23 +267,54 @@ pub fn deep_readback_from(
     )
 }
 
-/// What `DEEPMERGE_GL_DEEP_WRITES` asks for, if anything: `direct` or `relayout`
-/// (`GlOptions::deep_writes`; for measurements).
+/// What `DEEPMERGE_GL_DEEP_WRITES` asks for, if anything: `direct`, `relayout`, `staged` or
+/// `staged:<size>` (shared memory a group, `staged:8K`; `GlOptions::deep_writes`; for
+/// measurements).
 pub fn deep_writes_from_env() -> Result<Option<crate::gpu::resident::DeepWrites>> {
     deep_writes_from(env_setting("DEEPMERGE_GL_DEEP_WRITES").as_deref())
 }
 
-/// [`deep_writes_from_env`] of the value `value`.
+/// [`deep_writes_from_env`] of the value `value`: a staged size is bytes or a size with a unit,
+/// from 256 bytes to 64K (what a driver may offer a group; more is cut to the driver's limit).
 pub fn deep_writes_from(value: Option<&str>) -> Result<Option<crate::gpu::resident::DeepWrites>> {
     use crate::gpu::resident::DeepWrites;
-    setting(
-        "DEEPMERGE_GL_DEEP_WRITES",
-        value,
-        &[
-            ("direct", DeepWrites::Direct),
-            ("relayout", DeepWrites::Relayout),
-        ],
-    )
+    const NAME: &str = "DEEPMERGE_GL_DEEP_WRITES";
+    let Some(size) = value.and_then(|v| v.strip_prefix("staged:")) else {
+        return setting(
+            NAME,
+            value,
+            &[
+                ("direct", DeepWrites::Direct),
+                ("relayout", DeepWrites::Relayout),
+                (
+                    "staged",
+                    DeepWrites::Staged {
+                        group_bytes: DeepWrites::STAGED_GROUP_BYTES,
+                    },
+                ),
+            ],
+        )
+        .map_err(|_| {
+            Error::Usage(format!(
+                "{NAME}={} is not a setting of it; use direct, relayout, staged or \
+                 staged:<size> (shared memory a group: staged:8K)",
+                value.unwrap_or_default()
+            ))
+        });
+    };
+    let bytes = match size.parse::<u64>() {
+        Ok(bytes) => Some(bytes),
+        Err(_) => crate::size::parse_memory(size).ok(),
+    };
+    match bytes {
+        Some(bytes) if (256..=(64 << 10)).contains(&bytes) => Ok(Some(DeepWrites::Staged {
+            group_bytes: bytes as u32,
+        })),
+        _ => Err(Error::Usage(format!(
+            "{NAME}=staged:{size}: the shared memory a group stages in is bytes or a size with \
+             a unit, from 256 to 64K (staged:8K)"
+        ))),
+    }
 }
 
 /// Counts and times of the mapped transfers, for `--stats` and the tests.

@@ -129,6 +129,9 @@ pub struct GpuStats {
     /// What came back: "composite" (flat output), "image" (a deep image in its layout) or
     /// "sources, N word(s) a sample" (`GlOptions::deep_readback`).
     pub readback_form: &'static str,
+    /// How the deep output was written (`GlOptions::deep_writes`, or what
+    /// `DEEPMERGE_GL_DEEP_WRITES` said); `None` for flat output.
+    pub deep_writes: Option<super::resident::DeepWrites>,
 }
 
 impl GpuStats {
@@ -166,6 +169,7 @@ impl GpuStats {
             mapped_allocations: 0,
             readback_bytes: 0,
             readback_form: "nothing",
+            deep_writes: None,
         }
     }
 }
@@ -201,6 +205,7 @@ impl AddAssign for GpuStats {
         self.mapped_allocations += band.mapped_allocations;
         self.readback_bytes += band.readback_bytes;
         self.readback_form = band.readback_form;
+        self.deep_writes = band.deep_writes.or(self.deep_writes);
     }
 }
 
@@ -209,7 +214,7 @@ impl fmt::Display for GpuStats {
         writeln!(f, "renderer:       {}", self.renderer)?;
         writeln!(
             f,
-            "merge:          {} {} block {} in {} band(s){}",
+            "merge:          {} {} block {} in {} band(s){}{}",
             self.layout.name(),
             if self.kway {
                 "k-way (stepwise)"
@@ -222,6 +227,10 @@ impl fmt::Display for GpuStats {
                 format!(" ({} retries with smaller bands)", self.band_retries)
             } else {
                 String::new()
+            },
+            match self.deep_writes {
+                Some(writes) => format!(", deep output written {}", writes.name()),
+                None => String::new(),
             }
         )?;
         writeln!(

@@ -21,7 +21,7 @@ use deepmerge::deep::{
 use deepmerge::exr::{read_deep, ReadOptions};
 use deepmerge::gpu::{merge_images_gl, GlContext, GlOptions, GpuStats};
 use deepmerge::scene::SceneRng;
-use deepmerge::vocab::{Layout, MergeMethod, PixelOrder};
+use deepmerge::vocab::{Fragment, Layout, MergeMethod, PixelOrder};
 use half::f16;
 
 /// A real file from `tests/data/openexr-images`.
@@ -59,6 +59,40 @@ pub fn sorted_lists(
             zs
         })
         .collect()
+}
+
+/// A sorted stream for the merge stages' tests, pixel by pixel: a sixth of the pixels empty, the
+/// others up to `max_at(p)` depths (whole numbers below 10, so ties are common), keys of input
+/// `input` numbered in stream order, two values a sample (the key's number, a number below 100).
+pub fn merge_stream(
+    pixels: usize,
+    max_at: impl Fn(usize) -> u32,
+    seed: u64,
+    input: u32,
+) -> (Vec<u32>, Vec<Fragment>, Vec<f32>) {
+    let mut rng = test_rng(seed);
+    let (mut counts, mut keys, mut values) = (Vec::new(), Vec::new(), Vec::new());
+    for p in 0..pixels {
+        let n = if rng.below(6) == 0 {
+            0
+        } else {
+            rng.below(max_at(p) as usize + 1) as u32
+        };
+        counts.push(n);
+        let mut zs: Vec<f32> = (0..n).map(|_| rng.below(10) as f32).collect();
+        zs.sort_by(f32::total_cmp);
+        for z in zs {
+            let index = keys.len() as u32;
+            keys.push(Fragment {
+                z,
+                zback: z,
+                input,
+                index,
+            });
+            values.extend([index as f32, rng.below(100) as f32]);
+        }
+    }
+    (counts, keys, values)
 }
 
 /// What a synthetic image looks like.

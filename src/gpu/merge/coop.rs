@@ -11,8 +11,8 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::resident::{
-    keys_only, layout_defines, merge_deep_listing, merge_flat_listing, ColumnSpec, GpuFlat,
-    GpuImage, Listing, MergeSpec,
+    keys_only, layout_defines, merge_deep_listing, merge_flat_listing, ColumnSpec, DeepWrites,
+    GpuFlat, GpuImage, Listing, MergeSpec,
 };
 use crate::gpu::{GlContext, GpuBuffer, Layout, LongLists};
 
@@ -121,7 +121,8 @@ impl<'a> LongPixels<'a> {
 /// [`merge_deep`](crate::gpu::resident::merge_deep) with long lists merged as `long_lists`
 /// says (same output): `merge.comp` lists the long pixels and merges the rest, then
 /// `merge_coop.comp` merges the listed ones. With `with_values` false only the keys are
-/// written (`GpuImage::with_values`).
+/// written (`GpuImage::with_values`); `merge.comp` writes as `writes` says (a group holding a
+/// listed pixel writes directly).
 #[allow(clippy::too_many_arguments)]
 pub fn merge_deep_scheduled<'a>(
     ctx: &'a GlContext,
@@ -132,6 +133,7 @@ pub fn merge_deep_scheduled<'a>(
     columns: &ColumnSpec,
     long_lists: LongLists,
     with_values: bool,
+    writes: DeepWrites,
 ) -> Result<GpuImage<'a>> {
     let long = LongPixels::new(ctx, a, b, long_lists, false)?;
     let listing = long.as_ref().map(LongPixels::listing);
@@ -144,6 +146,7 @@ pub fn merge_deep_scheduled<'a>(
         columns,
         with_values,
         listing.as_ref(),
+        writes,
     )?;
     if let Some(long) = &long {
         long.merge_listed(ctx, a, b, spec, columns, Some(layout), with_values)?;

@@ -402,6 +402,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                             long_lists,
                             // The GPU tidy reads the lists' values.
                             true,
+                            self.gl_options.deep_writes_on(self.ctx),
                         )?;
                         peak = peak.max(
                             inputs_bytes
@@ -429,6 +430,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                     self.gl_options.layout
                 };
                 let writes = self.gl_options.deep_writes_on(self.ctx);
+                self.stats.deep_writes = Some(writes);
                 let written = if tidy_here {
                     layout
                 } else {
@@ -446,6 +448,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                     &self.columns,
                     long_lists,
                     with_values,
+                    writes,
                 )?;
                 out = relayout(self.ctx, out, layout, spec.block_size, &self.columns)?;
                 let mut bytes = out.bytes();
@@ -512,6 +515,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                         block,
                         &self.columns,
                         true,
+                        self.gl_options.deep_writes_on(self.ctx),
                     )?;
                     peak = peak.max(inputs_bytes + lists.bytes().total());
                     let host =
@@ -528,17 +532,24 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             } else {
                 self.gl_options.layout
             };
+            let writes = self.gl_options.deep_writes_on(self.ctx);
+            self.stats.deep_writes = Some(writes);
             let written = if tidy_here {
                 layout
             } else {
-                self.gl_options
-                    .deep_writes_on(self.ctx)
-                    .written_layout(layout)
+                writes.written_layout(layout)
             };
             // Read back by its keys unless the GPU tidies it (as in the pairwise chain).
             let with_values = !keys_suffice(&self.options, &self.gl_options);
-            let mut out =
-                merge_deep_kway(self.ctx, stack, written, block, &self.columns, with_values)?;
+            let mut out = merge_deep_kway(
+                self.ctx,
+                stack,
+                written,
+                block,
+                &self.columns,
+                with_values,
+                writes,
+            )?;
             out = relayout(self.ctx, out, layout, block, &self.columns)?;
             let mut bytes = out.bytes();
             let mut marks = None;

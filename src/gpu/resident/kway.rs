@@ -65,6 +65,7 @@ fn use_kway_stage(
     columns: &ColumnSpec,
     deep_layout: Option<Layout>,
     out_values: bool,
+    writes: DeepWrites,
 ) -> Result<()> {
     check_input_values(&[&stack.image], deep_layout, out_values)?;
     let out_layout = deep_layout.unwrap_or(Layout::Linearised);
@@ -77,6 +78,10 @@ fn use_kway_stage(
             "",
         ))
         .set("OUTPUT_DEEP", u32::from(deep_layout.is_some()));
+    let defines = match deep_layout {
+        Some(layout) => writes.defines(defines, ctx, layout, columns.stride(), out_values),
+        None => defines,
+    };
     let program = ctx.use_stage("merge_kway.comp", &keys_only(defines, out_values))?;
     stack.set_uniforms(ctx, program);
     stack.image.bind(0);
@@ -84,7 +89,8 @@ fn use_kway_stage(
 }
 
 /// Merge every input of `stack` in one pass (`merge_kway.comp`) into a new deep image of the
-/// band in `layout` (BIA blocks of `block_size`); same lists as the pairwise chain. With
+/// band in `layout` (BIA blocks of `block_size`), written as `writes` says (`Relayout` is the
+/// caller's: this writes `layout` itself); same lists as the pairwise chain. With
 /// `with_values` false only the keys are written ([`GpuImage::with_values`]).
 pub fn merge_deep_kway<'a>(
     ctx: &'a GlContext,
@@ -93,6 +99,7 @@ pub fn merge_deep_kway<'a>(
     block_size: u32,
     columns: &ColumnSpec,
     with_values: bool,
+    writes: DeepWrites,
 ) -> Result<GpuImage<'a>> {
     let pixels = stack.pixels;
     let samples = stack.image.samples;
@@ -122,7 +129,15 @@ pub fn merge_deep_kway<'a>(
         offsets,
         with_values,
     )?;
-    use_kway_stage(ctx, stack, block_size, columns, Some(layout), with_values)?;
+    use_kway_stage(
+        ctx,
+        stack,
+        block_size,
+        columns,
+        Some(layout),
+        with_values,
+        writes,
+    )?;
     out.bind(10);
     ctx.set_dispatch_bytes(stack.image.bytes().total() + out.bytes().total());
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
@@ -144,7 +159,15 @@ pub fn merge_flat_kway<'a>(
         pixels,
         flagged: ctx.zeroed(16)?,
     };
-    use_kway_stage(ctx, stack, block_size, columns, None, true)?;
+    use_kway_stage(
+        ctx,
+        stack,
+        block_size,
+        columns,
+        None,
+        true,
+        DeepWrites::Direct,
+    )?;
     flat.values.bind(10);
     flat.front.bind(11);
     flat.flagged.bind(12);

@@ -6,8 +6,9 @@
 //!
 //! This file holds what every stage shares (an image on the GPU, its column table, a merge's
 //! specification, the flat composite); builds are in `build.rs`, pairwise merges in
-//! `pairwise.rs`, k-way merges in `kway.rs`, the relayout of a merged image in `relayout.rs` and
-//! the packing of its sources for the readback in `sources.rs`.
+//! `pairwise.rs`, k-way merges in `kway.rs`, how a merge writes a deep output in
+//! `deep_writes.rs`, the relayout of a merged image in `relayout.rs` and the packing of its
+//! sources for the readback in `sources.rs`.
 
 use glow::HasContext;
 
@@ -315,16 +316,18 @@ fn allocate<'a>(
 }
 
 mod build;
+mod deep_writes;
 mod kway;
 mod pairwise;
 mod relayout;
 mod sources;
 
 pub use build::{build_from_stream, build_image, upload_stream, Stream};
+pub use deep_writes::DeepWrites;
 pub use kway::{merge_deep_kway, merge_flat_kway, GpuStack};
-pub use pairwise::{merge_deep, merge_flat, merge_program_binary};
+pub use pairwise::{merge_deep, merge_deep_written, merge_flat, merge_program_binary};
 pub(crate) use pairwise::{merge_deep_listing, merge_flat_listing, Listing};
-pub use relayout::{relayout, DeepWrites};
+pub use relayout::relayout;
 pub use sources::{pack_sources, DeepReadback};
 
 /// How one merge runs.

@@ -16,7 +16,8 @@ pub(crate) struct Listing<'r> {
 
 /// Make `merge.comp` current for merging `a` with `b` into a deep image in `deep_layout`, or
 /// (`None`) into a flat composite, and bind the two inputs; the caller binds the output. With
-/// `long`, pixels with long lists are listed there for `merge_coop.comp` instead of merged.
+/// `long`, pixels with long lists are listed there for `merge_coop.comp` instead of merged. A
+/// deep output is written as `writes` says.
 #[allow(clippy::too_many_arguments)]
 fn use_merge_stage(
     ctx: &GlContext,
@@ -27,6 +28,7 @@ fn use_merge_stage(
     deep_layout: Option<Layout>,
     out_values: bool,
     long: Option<&Listing>,
+    writes: DeepWrites,
 ) -> Result<glow::Program> {
     check_input_values(&[a, b], deep_layout, out_values)?;
     let out_layout = deep_layout.unwrap_or(Layout::Linearised);
@@ -40,6 +42,10 @@ fn use_merge_stage(
         ))
         .set("OUTPUT_DEEP", u32::from(deep_layout.is_some()))
         .set("LONG_LISTS", u32::from(long.is_some()));
+    let defines = match deep_layout {
+        Some(layout) => writes.defines(defines, ctx, layout, columns.stride(), out_values),
+        None => defines,
+    };
     let defines = keys_only(defines, out_values);
     let program = ctx.use_stage("merge.comp", &defines)?;
     ctx.uniform_u32(program, "u_pixels", a.pixels as u32);
@@ -87,6 +93,7 @@ pub fn merge_program_binary(
         deep.then_some(layout),
         true,
         None,
+        DeepWrites::Direct,
     )?;
     // SAFETY: a query of a program made on this context.
     unsafe { ctx.gl.get_program_binary(program) }
@@ -103,10 +110,24 @@ pub fn merge_deep<'a>(
     spec: MergeSpec,
     columns: &ColumnSpec,
 ) -> Result<GpuImage<'a>> {
-    merge_deep_listing(ctx, a, b, layout, spec, columns, true, None)
+    merge_deep_written(ctx, a, b, layout, spec, columns, DeepWrites::Direct)
 }
 
-/// [`merge_deep`], with the values written or the keys alone (`with_values`,
+/// [`merge_deep`], written into `layout` as `writes` says (`Relayout` is the caller's: this
+/// writes `layout` itself).
+pub fn merge_deep_written<'a>(
+    ctx: &'a GlContext,
+    a: &GpuImage<'a>,
+    b: &GpuImage<'a>,
+    layout: Layout,
+    spec: MergeSpec,
+    columns: &ColumnSpec,
+    writes: DeepWrites,
+) -> Result<GpuImage<'a>> {
+    merge_deep_listing(ctx, a, b, layout, spec, columns, true, None, writes)
+}
+
+/// [`merge_deep_written`], with the values written or the keys alone (`with_values`,
 /// [`GpuImage::with_values`]), listing the long pixels for the cooperative merge when `long`
 /// says where (`merge/coop.rs::merge_deep_scheduled` runs that merge next).
 #[allow(clippy::too_many_arguments)]
@@ -119,6 +140,7 @@ pub(crate) fn merge_deep_listing<'a>(
     columns: &ColumnSpec,
     with_values: bool,
     long: Option<&Listing>,
+    writes: DeepWrites,
 ) -> Result<GpuImage<'a>> {
     let pixels = a.pixels;
     let samples = a.samples + b.samples;
@@ -147,7 +169,17 @@ pub(crate) fn merge_deep_listing<'a>(
         offsets,
         with_values,
     )?;
-    use_merge_stage(ctx, a, b, spec, columns, Some(layout), with_values, long)?;
+    use_merge_stage(
+        ctx,
+        a,
+        b,
+        spec,
+        columns,
+        Some(layout),
+        with_values,
+        long,
+        writes,
+    )?;
     out.bind(10);
     ctx.set_dispatch_bytes(a.bytes().total() + b.bytes().total() + out.bytes().total());
     ctx.dispatch(pixels, GROUP_SIZE as usize)?;
@@ -185,7 +217,17 @@ pub(crate) fn merge_flat_listing<'a>(
         pixels,
         flagged: ctx.zeroed(16)?,
     };
-    use_merge_stage(ctx, a, b, spec, columns, None, true, long)?;
+    use_merge_stage(
+        ctx,
+        a,
+        b,
+        spec,
+        columns,
+        None,
+        true,
+        long,
+        DeepWrites::Direct,
+    )?;
     flat.values.bind(10);
     flat.front.bind(11);
     flat.flagged.bind(12);

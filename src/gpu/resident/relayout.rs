@@ -1,46 +1,19 @@
 //! Relaying a merged deep image out (`relayout.comp`, twin `cpu::relayout::relayout`): a merge
 //! writes each pixel's list from its own invocation, so into a linearised or blocked
 //! interleaved image (past each group's interleaved minimum) neighbouring invocations write far
-//! apart. With [`DeepWrites::Relayout`] the merge writes an interleaved
+//! apart. With [`DeepWrites::Relayout`](super::DeepWrites::Relayout) the merge writes an interleaved
 //! image instead, where they write side by side, and one more pass copies it into the layout
-//! asked for, slot by slot of that layout, so that its writes coalesce too. Which is faster is
-//! the hardware's to say (docs/benchmarks.md, Table 2): both are kept, the direct writes by
-//! default until a GPU measures the other.
+//! asked for, slot by slot of that layout, so that its writes coalesce too. It is one of the
+//! ways `deep_writes.rs` keeps for the hardware to choose between.
 
 use super::{allocate, base_defines, keys_only, layout_defines, ColumnSpec, GpuImage};
 use crate::error::Result;
 use crate::gpu::GlContext;
 use crate::vocab::{Layout, GROUP_SIZE};
 
-/// How a merge writes a linearised or blocked interleaved deep output.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum DeepWrites {
-    /// Straight into the layout: each invocation writes its pixel's run of slots.
-    #[default]
-    Direct,
-    /// Into an interleaved image, then relaid out in slot order ([`relayout`]). (LL has no slot
-    /// order; IA is what the merge writes anyway.)
-    Relayout,
-}
-
-impl DeepWrites {
-    /// Both, the default first.
-    pub const ALL: [DeepWrites; 2] = [DeepWrites::Direct, DeepWrites::Relayout];
-
-    /// The layout a merge into `layout` writes under this choice.
-    pub fn written_layout(self, layout: Layout) -> Layout {
-        match (self, layout) {
-            (DeepWrites::Relayout, Layout::Linearised | Layout::BlockedInterleaved) => {
-                Layout::Interleaved
-            }
-            _ => layout,
-        }
-    }
-}
-
 /// `image` rewritten in `layout` (the same pixels, counts and offsets; its offsets move into
 /// the result), with BIA blocks of `block_size` samples. Only an interleaved image into a
-/// linearised or blocked interleaved one is compiled: the pairs [`DeepWrites::Relayout`] uses.
+/// linearised or blocked interleaved one is compiled: the pairs [`DeepWrites::Relayout`](super::DeepWrites::Relayout) uses.
 /// Anything else is returned as it is.
 pub fn relayout<'a>(
     ctx: &'a GlContext,

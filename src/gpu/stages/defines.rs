@@ -130,6 +130,33 @@ fn output_axis() -> Axis {
     Axis(choices)
 }
 
+/// [`output_axis`] and deep output in each array layout written through shared memory
+/// (`resident::DeepWrites::Staged`: `OUT_STAGED`, `STAGE_SAMPLES`), with values and keys alone
+/// by turns: the merges that include `out_staging.glsl`.
+fn staged_output_axis() -> Axis {
+    let Axis(mut choices) = output_axis();
+    let Axis(staged) = image_axis(
+        "OUT",
+        &[
+            Layout::Linearised,
+            Layout::Interleaved,
+            Layout::BlockedInterleaved,
+        ],
+        10,
+        "",
+    );
+    for (i, mut c) in staged.into_iter().enumerate() {
+        c.push(("OUTPUT_DEEP".into(), "1".into()));
+        c.push(("OUT_STAGED".into(), "1".into()));
+        c.push(("STAGE_SAMPLES".into(), "256".into()));
+        if i % 2 == 1 {
+            c.push(("OUT_VALUES".into(), "0".into()));
+        }
+        choices.push(c);
+    }
+    Axis(choices)
+}
+
 /// Column tables as `ColumnSpec::defines` writes them: none (stride 1, no alphas), alpha only,
 /// RGBA under one alpha, and colours with their own alphas (RA, GA, BA).
 fn columns_axis() -> Axis {
@@ -313,7 +340,7 @@ pub fn merge() -> Vec<Space> {
             axis("RBM_SHIFT", [0, 1]),
             image_axis("A", &Layout::ALL, 0, "readonly"),
             image_axis("B", &Layout::ALL, 5, "readonly"),
-            output_axis(),
+            staged_output_axis(),
         ],
         vec![block_axis(), columns_axis(), axis("LONG_LISTS", [0, 1])],
     )
@@ -343,7 +370,7 @@ pub fn merge_kway() -> Vec<Space> {
             fixed("GROUP_SIZE", GROUP_SIZE),
             axis("NUM_INPUTS", kway_inputs()),
             image_axis("IN", &Layout::ALL, 0, "readonly"),
-            output_axis(),
+            staged_output_axis(),
         ],
         vec![block_axis(), columns_axis()],
     )

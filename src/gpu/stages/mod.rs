@@ -89,6 +89,7 @@ pub const GLSL_FILES: &[GlslFile] = glsl! {
     "flat_walk.glsl" in "include" => "", "composite::tidy::needs_tidy", defines::included;
     "volume_split.glsl" in "include" => "", "cpu::tidy::split_alpha, cpu::tidy::piece_fraction", defines::included;
     "image.glsl" in "include" => "", "vocab::built::BuiltImage", defines::included;
+    "out_staging.glsl" in "include" => "", "cpu::merge::merge_built", defines::included;
     "gather.glsl" in "include" => "", "cpu::gather::read_slot", defines::included;
     "scan.comp" => "scan", "cpu::scan::exclusive_scan", defines::scan;
     "scan_add.comp" => "scan", "cpu::scan::exclusive_scan", defines::scan;

@@ -1,0 +1,291 @@
+//! Deep output written through shared memory (`DeepWrites::Staged`,
+//! `glsl/include/out_staging.glsl`) against the CPU twins and the reference merge: the pairwise
+//! kernel (`merge.comp`) and the k-way one (`merge_kway.comp`) into every layout, with values and
+//! keys alone, ascending and descending, in images whose groups partly fit the staging memory
+//! and partly do not (so both paths of one dispatch are checked), with a last group narrower
+//! than 32 pixels; whole merges (k-way and chain, host and GPU tidy, cooperative long lists,
+//! whose groups write directly) against the reference bytes. In strict mode, as every GL test.
+
+// MergeOptions is built with `..Default::default()` even where every field is named today.
+#![allow(clippy::needless_update)]
+
+mod gpu_common;
+
+use deepmerge::composite::{MergeOptions, MergeStrategy, OutputKind};
+use deepmerge::cpu::build::build;
+use deepmerge::cpu::merge::{merge_built, merge_kway_built};
+use deepmerge::deep::Bounds;
+use deepmerge::gpu::resident::{
+    build_image, kway_stride, merge_deep_kway, merge_deep_written, ColumnSpec, DeepWrites,
+    GpuStack, MergeSpec,
+};
+use deepmerge::gpu::{GlOptions, LongLists, RbmBlocks};
+use deepmerge::vocab::{BuiltImage, Fragment, Layout, MergeMethod, GROUP_SIZE};
+use gpu_common::{assert_gl_matches_reference, merge_stream, with_gl, Stages, Synth};
+
+const STRIDE: usize = 2;
+
+/// Shared memory a group stages in for these tests: 256 keys alone, 170 with two values each.
+const GROUP_BYTES: u32 = 4096;
+
+/// Pixels: four whole groups and a narrower fifth.
+const PIXELS: usize = GROUP_SIZE as usize * 4 + 5;
+
+/// Per-pixel counts and a sorted stream with ties, for input `input`: the pixels of even groups
+/// hold at most 4 samples (a group stages), those of odd groups up to `long` (it writes
+/// directly); a sixth of the pixels is empty.
+fn stream(long: u32, seed: u64, input: u32) -> (Vec<u32>, Vec<Fragment>, Vec<f32>) {
+    let group = GROUP_SIZE as usize;
+    merge_stream(
+        PIXELS,
+        |p| {
+            if (p / group).is_multiple_of(2) {
+                4
+            } else {
+                long
+            }
+        },
+        seed,
+        input,
+    )
+}
+
+/// The groups of an output whose samples fit `capacity` and those whose do not: the test must
+/// see both.
+fn assert_both_paths(offsets: &[u32], capacity: u32, what: &str) {
+    let group = GROUP_SIZE as usize;
+    let sizes: Vec<u32> = (0..PIXELS.div_ceil(group))
+        .map(|g| offsets[((g + 1) * group).min(PIXELS)] - offsets[g * group])
+        .collect();
+    assert!(
+        sizes.iter().any(|&n| n <= capacity) && sizes.iter().any(|&n| n > capacity),
+        "{what}: groups of {sizes:?} samples against {capacity} staged"
+    );
+}
+
+/// Keys, and with `values` the values, of every pixel of `gpu` and `cpu` equal, and in an array
+/// layout every slot too.
+fn assert_same(gpu: &BuiltImage, cpu: &BuiltImage, layout: Layout, values: bool, what: &str) {
+    assert_eq!(gpu.offsets, cpu.offsets, "{what}: offsets");
+    for p in 0..PIXELS {
+        assert_eq!(gpu.pixel(p), cpu.pixel(p), "{what}: pixel {p} keys");
+    }
+    if layout != Layout::LinkedList {
+        assert_eq!(gpu.min_counts, cpu.min_counts, "{what}: minimums");
+        assert_eq!(gpu.slots, cpu.slots, "{what}: slots");
+        if values {
+            assert_eq!(gpu.values, cpu.values, "{what}: values");
+        }
+    }
+}
+
+/// The layouts and BIA blocks the kernel tests write.
+const OUTPUTS: [(Layout, u32); 5] = [
+    (Layout::Linearised, 4),
+    (Layout::Interleaved, 4),
+    (Layout::BlockedInterleaved, 1),
+    (Layout::BlockedInterleaved, 8),
+    (Layout::LinkedList, 4),
+];
+
+#[test]
+fn staged_pairwise_merges_match_their_twins() {
+    with_gl(|ctx| {
+        let (ca, ka, va) = stream(40, 21, 0);
+        let (cb, kb, vb) = stream(14, 22, 1);
+        let columns = ColumnSpec {
+            alpha_of: vec![None, Some(0)],
+        };
+        let writes = DeepWrites::Staged {
+            group_bytes: GROUP_BYTES,
+        };
+        for (i, (out, block)) in OUTPUTS.into_iter().enumerate() {
+            // Stepwise both ways, and register blocks (shifting or indexed, by turns).
+            for (method, descending) in [
+                (MergeMethod::Stepwise, false),
+                (MergeMethod::Stepwise, true),
+                (MergeMethod::RegisterBlock, i % 2 == 1),
+            ] {
+                let what = format!(
+                    "A, B -> {} block {block} {method:?} desc {descending}",
+                    out.name()
+                );
+                // Inputs in LA (LL lists must run the way the merge walks them: LA walks both).
+                let image = |c: &[u32], k: &[Fragment], v: &[f32]| {
+                    build_image(
+                        ctx,
+                        Layout::Linearised,
+                        block,
+                        !descending,
+                        c,
+                        k,
+                        v,
+                        STRIDE,
+                        false,
+                    )
+                    .unwrap()
+                };
+                let (a, b) = (image(&ca, &ka, &va), image(&cb, &kb, &vb));
+                let spec = MergeSpec {
+                    method,
+                    block_size: block,
+                    descending,
+                    rbm_blocks: RbmBlocks::ALL[i % 2],
+                };
+                let gpu = merge_deep_written(ctx, &a, &b, out, spec, &columns, writes)
+                    .unwrap()
+                    .read_back(true)
+                    .expect("the image reads back");
+                let cpu_a = build(
+                    Layout::Linearised,
+                    block,
+                    &ca,
+                    &ka,
+                    &va,
+                    STRIDE,
+                    !descending,
+                );
+                let cpu_b = build(
+                    Layout::Linearised,
+                    block,
+                    &cb,
+                    &kb,
+                    &vb,
+                    STRIDE,
+                    !descending,
+                );
+                let cpu = merge_built(&cpu_a, &cpu_b, out, method, block, descending);
+                assert_both_paths(&cpu.offsets, GROUP_BYTES / (16 + 4 * STRIDE as u32), &what);
+                assert_same(&gpu, &cpu, out, true, &what);
+                // The same through the direct writes: the staging changes no byte.
+                let direct =
+                    merge_deep_written(ctx, &a, &b, out, spec, &columns, DeepWrites::Direct)
+                        .unwrap()
+                        .read_back(true)
+                        .expect("the image reads back");
+                assert_same(&gpu, &direct, out, true, &format!("{what}, against direct"));
+            }
+        }
+    });
+}
+
+#[test]
+fn staged_kway_merges_match_their_twins_with_values_and_keys_alone() {
+    with_gl(|ctx| {
+        let columns = ColumnSpec {
+            alpha_of: vec![None, Some(0)],
+        };
+        let writes = DeepWrites::Staged {
+            group_bytes: GROUP_BYTES,
+        };
+        let stride = kway_stride(PIXELS);
+        for (j, (out, block)) in OUTPUTS.into_iter().enumerate() {
+            let inputs = [2, 3, 4, 2, 3][j];
+            let (mut counts, mut keys, mut values) = (Vec::new(), Vec::new(), Vec::new());
+            for k in 0..inputs {
+                let (c, f, v) = stream(30, 40 + k as u64, k as u32);
+                counts.extend(c);
+                counts.resize(counts.len() + stride - PIXELS, 0);
+                let base = keys.len() as u32;
+                keys.extend(f.into_iter().map(|f| Fragment {
+                    index: f.index + base,
+                    ..f
+                }));
+                values.extend(v);
+            }
+            let what = format!("{inputs} inputs -> {} block {block}", out.name());
+            let image = build_image(
+                ctx,
+                Layout::Linearised,
+                block,
+                true,
+                &counts,
+                &keys,
+                &values,
+                STRIDE,
+                false,
+            )
+            .unwrap();
+            let stack = GpuStack::new(image, inputs, PIXELS).unwrap();
+            let cpu_stack = build(
+                Layout::Linearised,
+                block,
+                &counts,
+                &keys,
+                &values,
+                STRIDE,
+                true,
+            );
+            let cpu = merge_kway_built(&cpu_stack, inputs, PIXELS, out, block);
+            for with_values in [true, false] {
+                let what = format!("{what}, values {with_values}");
+                let per_sample = 16 + if with_values { 4 * STRIDE as u32 } else { 0 };
+                assert_both_paths(&cpu.offsets, GROUP_BYTES / per_sample, &what);
+                let gpu = merge_deep_kway(ctx, &stack, out, block, &columns, with_values, writes)
+                    .unwrap()
+                    .read_back(with_values)
+                    .expect("the image reads back");
+                assert_same(&gpu, &cpu, out, with_values, &what);
+            }
+        }
+    });
+}
+
+#[test]
+fn staged_merges_give_the_reference_bytes() {
+    with_gl(|ctx| {
+        // Lists up to 60 samples on one input (groups over 170 samples write directly) and
+        // short ones elsewhere; windows that do not line up; volumes to tidy.
+        let a = Synth::new(Bounds::from_origin_size(0, 0, 70, 9), 60, 61).build();
+        let b = Synth::new(Bounds::from_origin_size(4, 2, 64, 9), 3, 62)
+            .with_volumes()
+            .build();
+        let c = Synth::new(Bounds::from_origin_size(-2, 1, 30, 5), 6, 63).build();
+        let staged = DeepWrites::Staged {
+            group_bytes: GROUP_BYTES,
+        };
+        let cases = [
+            (Layout::Linearised, MergeStrategy::KWay, LongLists::PerPixel),
+            (
+                Layout::Linearised,
+                MergeStrategy::Chain,
+                LongLists::Cooperative { threshold: 20 },
+            ),
+            (
+                Layout::BlockedInterleaved,
+                MergeStrategy::KWay,
+                LongLists::PerPixel,
+            ),
+            (
+                Layout::Interleaved,
+                MergeStrategy::Chain,
+                LongLists::PerPixel,
+            ),
+        ];
+        for (layout, strategy, long_lists) in cases {
+            for tidy in [false, true] {
+                for stages in Stages::BOTH {
+                    let options = MergeOptions {
+                        output: OutputKind::Deep,
+                        strategy,
+                        tidy,
+                        ..Default::default()
+                    };
+                    let gl = stages.on(GlOptions {
+                        layout,
+                        block_size: 4,
+                        long_lists,
+                        deep_writes: staged,
+                        ..Default::default()
+                    });
+                    let what = format!(
+                        "{} {strategy:?} {} tidy {tidy} {stages:?} stages",
+                        layout.name(),
+                        long_lists.name()
+                    );
+                    assert_gl_matches_reference(ctx, &[&a, &b, &c], &options, &gl, &what);
+                }
+            }
+        }
+    });
+}
