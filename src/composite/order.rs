@@ -11,7 +11,11 @@ use crate::vocab::{depth_cmp, depth_less};
 /// so equal depths keep input order and then file order; it is adaptive, so already sorted runs
 /// (one per sorted input) cost a merge, not a full sort.
 pub fn sort_samples(samples: &mut [Sample]) {
-    samples.sort_by(|a, b| depth_cmp(a.key(), b.key()));
+    // Most lists arrive in order (renderers write them so, files just rarely say it): one pass
+    // of compares proves it, where the sort would set up its runs first.
+    if !samples.is_sorted_by(|a, b| !depth_less(b.key(), a.key())) {
+        samples.sort_by(|a, b| depth_cmp(a.key(), b.key()));
+    }
 }
 
 /// Whether the merge sorts each input's samples inside each pixel before merging the inputs.
@@ -189,6 +193,29 @@ mod tests {
             input,
             index,
         }
+    }
+
+    #[test]
+    fn sorting_keeps_ties_in_order_and_sorted_lists_as_they_are() {
+        // Out of order, with ties (-0.0 and 0.0 are one depth) and a volume behind a point.
+        let mut samples = vec![
+            at(2.0, 0, 0),
+            at(0.0, 0, 1),
+            at(2.0, 0, 2),
+            at(-0.0, 0, 3),
+            Sample {
+                zback: 3.0,
+                ..at(1.0, 0, 4)
+            },
+            at(1.0, 0, 5),
+        ];
+        sort_samples(&mut samples);
+        let order: Vec<u64> = samples.iter().map(|s| s.index).collect();
+        assert_eq!(order, [1, 3, 5, 4, 0, 2]);
+        // Already in order, ties included: unchanged.
+        let before = samples.clone();
+        sort_samples(&mut samples);
+        assert_eq!(samples, before);
     }
 
     #[test]
