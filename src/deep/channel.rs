@@ -164,7 +164,9 @@ impl Plane {
     pub fn zeros(sample_type: SampleType, len: usize) -> Self {
         match sample_type {
             SampleType::U32 => Plane::U32(vec![0; len]),
-            SampleType::F16 => Plane::F16(vec![f16::ZERO; len]),
+            // Zeroed allocation, as `vec!` gives the others: large planes come as untouched pages
+            // instead of being written twice (`vec![f16::ZERO; len]` stores every value).
+            SampleType::F16 => Plane::F16(bytemuck::zeroed_vec(len)),
             SampleType::F32 => Plane::F32(vec![0.0; len]),
         }
     }

@@ -20,6 +20,7 @@
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
+use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -27,13 +28,14 @@ use exr::meta::attribute::LevelMode;
 use exr::meta::header::Header;
 use exr::meta::BlockDescription;
 use half::f16;
+
 use rayon::prelude::*;
 
 use super::bytes::ByteSource;
 use super::chunk::{chunk_counts, read_chunk_head, ChunkHead, MAX_CHUNK_HEAD_BYTES};
 use super::header::{chunk_slot, select_part, PartInfo, PartSelector};
 use super::part::{PartKind, PartReader};
-use crate::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
+use crate::deep::{Bounds, Channel, DeepImage, DeepState, Plane};
 use crate::error::{Error, Result};
 use crate::exr::codec::{check_plausible, decompress, BlockLayout, Codec};
 
@@ -682,30 +684,8 @@ impl ChunkSource {
             }
         }
         let total: usize = counts.iter().map(|&c| c as usize).sum();
-        // Where each stored channel starts in a line: after the earlier channels' samples.
-        let kept: Vec<(usize, &Channel)> = self
-            .all_channels
-            .iter()
-            .enumerate()
-            .filter(|&(c, _)| self.keep[c])
-            .collect();
-        let all_channels = &self.all_channels;
-        let planes: Vec<Plane> = kept
-            .par_iter()
-            .map(|&(c, channel)| {
-                let before: usize = all_channels[..c].iter().map(|c| c.sample_type.size()).sum();
-                let size = channel.sample_type.size();
-                let mut plane = PlaneBuilder::new(channel.sample_type, total);
-                for &(block, line) in &rows {
-                    for piece in &block.pieces {
-                        let n = piece.line_samples[line];
-                        let start = piece.line_at[line] + n * before;
-                        plane.append_le(&piece.data[start..start + n * size]);
-                    }
-                }
-                plane.finish()
-            })
-            .collect();
+        let _span = crate::timeline::span(|| format!("assemble rows {y0}..={y1}"));
+        let planes = assemble_planes(&self.all_channels, &self.keep, &rows, total);
         drop(rows);
         self.next_row = y1 + 1;
         self.drop_passed_blocks();
@@ -859,49 +839,118 @@ impl CountsMemo {
     }
 }
 
-/// One plane of a band being assembled from little-endian bytes, copied once.
-enum PlaneBuilder {
-    U32(Vec<u32>),
-    F16(Vec<f16>),
-    F32(Vec<f32>),
+/// The kept channels' planes of a band of `total` samples whose rows are `rows` (the decoded
+/// block holding each row, and its line there), each value written once, copied from the
+/// chunks' little-endian bytes into memory not written before (no zeroing first). The copies
+/// run in parallel over channels and runs of rows both: a file has a handful of channels, far
+/// fewer than a many-core host's threads.
+fn assemble_planes(
+    all_channels: &[Channel],
+    keep: &[bool],
+    rows: &[(&DecodedBlock, usize)],
+    total: usize,
+) -> Vec<Plane> {
+    // Samples before each row of the band, and runs of rows of about an equal share of them.
+    let mut row_at = Vec::with_capacity(rows.len() + 1);
+    row_at.push(0usize);
+    for (block, line) in rows {
+        let n: usize = block.pieces.iter().map(|p| p.line_samples[*line]).sum();
+        row_at.push(row_at.last().unwrap() + n);
+    }
+    assert_eq!(
+        row_at[rows.len()],
+        total,
+        "the rows hold the band's samples"
+    );
+    let share = (total / (4 * rayon::current_num_threads())).max(1 << 16);
+    let mut runs = vec![0usize];
+    for r in 1..rows.len() {
+        if row_at[r] - row_at[*runs.last().unwrap()] >= share {
+            runs.push(r);
+        }
+    }
+    runs.push(rows.len());
+    let kept: Vec<(usize, &Channel)> = all_channels
+        .iter()
+        .enumerate()
+        .filter(|&(c, _)| keep[c])
+        .collect();
+    let mut planes: Vec<Plane> = kept
+        .iter()
+        .map(|(_, channel)| Plane::with_capacity(channel.sample_type, total))
+        .collect();
+    // One task per (channel, run of rows), each with the bytes of its plane it fills.
+    let mut tasks = Vec::new();
+    for (plane, &(c, channel)) in planes.iter_mut().zip(&kept) {
+        // Where the channel starts in a line: after the earlier channels' samples.
+        let before: usize = all_channels[..c].iter().map(|c| c.sample_type.size()).sum();
+        let size = channel.sample_type.size();
+        let mut bytes = spare_bytes(plane, total);
+        for run in runs.windows(2) {
+            let (here, rest) = bytes.split_at_mut((row_at[run[1]] - row_at[run[0]]) * size);
+            bytes = rest;
+            tasks.push((run[0]..run[1], before, size, here));
+        }
+    }
+    tasks.into_par_iter().for_each(|(run, before, size, out)| {
+        let mut at = 0;
+        for &(block, line) in &rows[run] {
+            for piece in &block.pieces {
+                let n = piece.line_samples[line];
+                let start = piece.line_at[line] + n * before;
+                let from: &[MaybeUninit<u8>] = as_uninit(&piece.data[start..start + n * size]);
+                out[at..at + n * size].copy_from_slice(from);
+                at += n * size;
+            }
+        }
+        // Written to its end: the runs split the plane at the rows' sample counts.
+        assert_eq!(at, out.len(), "a run of rows fills its bytes");
+    });
+    for plane in &mut planes {
+        // SAFETY: every byte of the first `total` values was written above (each run of each
+        // plane checked its end, and the runs cover the plane), and every bit pattern is a value
+        // of these types.
+        unsafe {
+            match plane {
+                Plane::U32(v) => v.set_len(total),
+                Plane::F16(v) => v.set_len(total),
+                Plane::F32(v) => v.set_len(total),
+            }
+        }
+        if cfg!(target_endian = "big") {
+            match plane {
+                Plane::U32(v) => v.iter_mut().for_each(|x| *x = u32::from_le(*x)),
+                Plane::F16(v) => v
+                    .iter_mut()
+                    .for_each(|x| *x = f16::from_bits(u16::from_le(x.to_bits()))),
+                Plane::F32(v) => v
+                    .iter_mut()
+                    .for_each(|x| *x = f32::from_bits(u32::from_le(x.to_bits()))),
+            }
+        }
+    }
+    planes
 }
 
-impl PlaneBuilder {
-    fn new(stored: SampleType, capacity: usize) -> PlaneBuilder {
-        match stored {
-            SampleType::U32 => PlaneBuilder::U32(Vec::with_capacity(capacity)),
-            SampleType::F16 => PlaneBuilder::F16(Vec::with_capacity(capacity)),
-            SampleType::F32 => PlaneBuilder::F32(Vec::with_capacity(capacity)),
+/// Bytes as bytes that may be uninitialised (a widening every byte slice allows).
+fn as_uninit(bytes: &[u8]) -> &[MaybeUninit<u8>] {
+    // SAFETY: MaybeUninit<u8> has u8's layout, and initialised bytes are valid MaybeUninit.
+    unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast(), bytes.len()) }
+}
+
+/// The bytes of the first `len` values of an empty plane's spare capacity, to be written.
+fn spare_bytes(plane: &mut Plane, len: usize) -> &mut [MaybeUninit<u8>] {
+    fn bytes_of<T>(v: &mut Vec<T>, len: usize) -> &mut [MaybeUninit<u8>] {
+        let spare = &mut v.spare_capacity_mut()[..len];
+        // SAFETY: the same memory as `len` possibly uninitialised values of T, seen as bytes
+        // (MaybeUninit<u8> has no validity requirement and alignment 1); borrowed from `v`.
+        unsafe {
+            std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), std::mem::size_of_val(spare))
         }
     }
-
-    /// Append the values of `bytes` (whole values, little-endian), written once (no zeroing
-    /// first: the plane's capacity is reserved for the band).
-    fn append_le(&mut self, bytes: &[u8]) {
-        match self {
-            PlaneBuilder::U32(v) => v.extend(
-                bytes
-                    .chunks_exact(4)
-                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-            ),
-            PlaneBuilder::F16(v) => v.extend(
-                bytes
-                    .chunks_exact(2)
-                    .map(|b| f16::from_le_bytes([b[0], b[1]])),
-            ),
-            PlaneBuilder::F32(v) => v.extend(
-                bytes
-                    .chunks_exact(4)
-                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-            ),
-        }
-    }
-
-    fn finish(self) -> Plane {
-        match self {
-            PlaneBuilder::U32(v) => Plane::U32(v),
-            PlaneBuilder::F16(v) => Plane::F16(v),
-            PlaneBuilder::F32(v) => Plane::F32(v),
-        }
+    match plane {
+        Plane::U32(v) => bytes_of(v, len),
+        Plane::F16(v) => bytes_of(v, len),
+        Plane::F32(v) => bytes_of(v, len),
     }
 }
