@@ -4,7 +4,9 @@
 //! keys alone, ascending and descending, in images whose groups partly fit the staging memory
 //! and partly do not (so both paths of one dispatch are checked), with a last group narrower
 //! than 32 pixels; whole merges (k-way and chain, host and GPU tidy, cooperative long lists,
-//! whose groups write directly) against the reference bytes. In strict mode, as every GL test.
+//! whose groups write directly, also where such a group would fit) against the reference bytes,
+//! with `--stats` naming the way. Each test checks that the host asks for staging where it
+//! should (`DeepWrites::staged_samples`). In strict mode, as every GL test.
 
 // MergeOptions is built with `..Default::default()` even where every field is named today.
 #![allow(clippy::needless_update)]
@@ -132,9 +134,19 @@ fn staged_pairwise_merges_match_their_twins() {
                     descending,
                     rbm_blocks: RbmBlocks::ALL[i % 2],
                 };
-                let gpu = merge_deep_written(ctx, &a, &b, out, spec, &columns, writes)
+                // Keys alone in the register-block cases (a final output's way), values else.
+                let with_values = method == MergeMethod::Stepwise;
+                let what = format!("{what}, values {with_values}");
+                assert_eq!(
+                    writes
+                        .staged_samples(ctx, out, STRIDE, with_values)
+                        .is_some(),
+                    out != Layout::LinkedList,
+                    "{what}: staged"
+                );
+                let gpu = merge_deep_written(ctx, &a, &b, out, spec, &columns, with_values, writes)
                     .unwrap()
-                    .read_back(true)
+                    .read_back(with_values)
                     .expect("the image reads back");
                 let cpu_a = build(
                     Layout::Linearised,
@@ -155,15 +167,25 @@ fn staged_pairwise_merges_match_their_twins() {
                     !descending,
                 );
                 let cpu = merge_built(&cpu_a, &cpu_b, out, method, block, descending);
-                assert_both_paths(&cpu.offsets, GROUP_BYTES / (16 + 4 * STRIDE as u32), &what);
-                assert_same(&gpu, &cpu, out, true, &what);
+                let per_sample = 16 + if with_values { 4 * STRIDE as u32 } else { 0 };
+                assert_both_paths(&cpu.offsets, GROUP_BYTES / per_sample, &what);
+                assert_same(&gpu, &cpu, out, with_values, &what);
                 // The same through the direct writes: the staging changes no byte.
-                let direct =
-                    merge_deep_written(ctx, &a, &b, out, spec, &columns, DeepWrites::Direct)
-                        .unwrap()
-                        .read_back(true)
-                        .expect("the image reads back");
-                assert_same(&gpu, &direct, out, true, &format!("{what}, against direct"));
+                let direct = merge_deep_written(
+                    ctx,
+                    &a,
+                    &b,
+                    out,
+                    spec,
+                    &columns,
+                    with_values,
+                    DeepWrites::Direct,
+                )
+                .unwrap()
+                .read_back(with_values)
+                .expect("the image reads back");
+                let what = format!("{what}, against direct");
+                assert_same(&gpu, &direct, out, with_values, &what);
             }
         }
     });
@@ -221,6 +243,13 @@ fn staged_kway_merges_match_their_twins_with_values_and_keys_alone() {
                 let what = format!("{what}, values {with_values}");
                 let per_sample = 16 + if with_values { 4 * STRIDE as u32 } else { 0 };
                 assert_both_paths(&cpu.offsets, GROUP_BYTES / per_sample, &what);
+                assert_eq!(
+                    writes
+                        .staged_samples(ctx, out, STRIDE, with_values)
+                        .is_some(),
+                    out != Layout::LinkedList,
+                    "{what}: staged"
+                );
                 let gpu = merge_deep_kway(ctx, &stack, out, block, &columns, with_values, writes)
                     .unwrap()
                     .read_back(with_values)
@@ -233,6 +262,11 @@ fn staged_kway_merges_match_their_twins_with_values_and_keys_alone() {
 
 #[test]
 fn staged_merges_give_the_reference_bytes() {
+    // The options below must decide: the variable overrides them, for measurements.
+    assert!(
+        std::env::var_os("DEEPMERGE_GL_DEEP_WRITES").is_none(),
+        "DEEPMERGE_GL_DEEP_WRITES is set: unset it for the tests"
+    );
     with_gl(|ctx| {
         // Lists up to 60 samples on one input (groups over 170 samples write directly) and
         // short ones elsewhere; windows that do not line up; volumes to tidy.
@@ -283,8 +317,56 @@ fn staged_merges_give_the_reference_bytes() {
                         layout.name(),
                         long_lists.name()
                     );
-                    assert_gl_matches_reference(ctx, &[&a, &b, &c], &options, &gl, &what);
+                    let stats =
+                        assert_gl_matches_reference(ctx, &[&a, &b, &c], &options, &gl, &what);
+                    assert_eq!(stats.deep_writes, Some(staged), "{what}");
                 }
+            }
+        }
+    });
+}
+
+#[test]
+fn a_group_holding_a_cooperative_pixel_writes_directly_and_right() {
+    with_gl(|ctx| {
+        // 64 x 2 pixels of at most 2 samples, and one pixel of many at (5, 0): with the
+        // threshold just under its count, that pixel alone goes to merge_coop.comp, in a group
+        // small enough to stage.
+        let short = Synth::new(Bounds::from_origin_size(0, 0, 64, 2), 2, 71).build();
+        let mut long = Synth::new(Bounds::from_origin_size(5, 0, 1, 1), 60, 72);
+        long.empty_percent = 0;
+        let long = long.build();
+        let count = long.sample_count() as u32;
+        assert!(count > 3, "the long pixel holds {count} samples");
+        let group_samples = short.sample_count() as u32 / 2 + count;
+        let staged = DeepWrites::Staged {
+            group_bytes: GROUP_BYTES,
+        };
+        for layout in [Layout::Linearised, Layout::Interleaved] {
+            for tidy in [false, true] {
+                let options = MergeOptions {
+                    output: OutputKind::Deep,
+                    strategy: MergeStrategy::Chain,
+                    tidy,
+                    ..Default::default()
+                };
+                let gl = Stages::Host.on(GlOptions {
+                    layout,
+                    long_lists: LongLists::Cooperative {
+                        threshold: count - 1,
+                    },
+                    deep_writes: staged,
+                    ..Default::default()
+                });
+                let what = format!("{} tidy {tidy}", layout.name());
+                // The first group's samples fit, values or not (the GL engine keeps at most a
+                // value a channel).
+                let stride = short.channels.len();
+                let capacity = staged.staged_samples(ctx, layout, stride, true).unwrap();
+                assert!(group_samples <= capacity, "{what}: {group_samples} samples");
+                let stats =
+                    assert_gl_matches_reference(ctx, &[&short, &long], &options, &gl, &what);
+                assert_eq!(stats.deep_writes, Some(staged), "{what}");
             }
         }
     });

@@ -8,7 +8,11 @@
 #
 #   benches/hardware/recheck.sh     (environment: E2E_CORES, default "all 2 8 4";
 #                                    TIMELINE_VARIANTS, e.g. "DEEPMERGE_GL_STAGING=16M";
-#                                    TIMELINE_ENGINES, default "gl auto cpu")
+#                                    TIMELINE_ENGINES, default "gl auto cpu";
+#                                    BENCH_DEEP_WRITES, e.g. "relayout,staged:8K,staged:16K":
+#                                    after the tests, Tables 1-4 of hairball at 1080p with a Table 2
+#                                    column for each way of writing deep output, in
+#                                    bench-deep-writes.md, within 150 s)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/hw-out}
@@ -22,6 +26,11 @@ done | DEEPMERGE_GL_STRICT=1 xargs -P 4 -I{} sh -c \
     'name=$(basename {}); {} --test-threads 4 > "$0/$name.log" 2>&1; echo "$name: exit $? $(grep -h "^test result" "$0/$name.log" | tail -1)"' \
     "$out" > "$out/tests.txt"
 grep -v ": exit 0 " "$out/tests.txt" && failed=1
+if [ -n "${BENCH_DEEP_WRITES:-}" ]; then
+    timeout 150 "$B" bench --scenes hairball --size 1920x1080 --repeats 3 --markdown --no-oiiotool \
+        --no-kway --no-tiles --stages --deep-writes "$BENCH_DEEP_WRITES" \
+        > "$out/bench-deep-writes.md" 2> "$out/bench-deep-writes.err"
+fi
 benches/end_to_end.sh --bin "$B" --scenes powerplant --cores "${E2E_CORES:-all 2 8 4}" \
     --repeats 1 --dir /tmp/deepmerge-e2e > "$out/end-to-end.md" 2> "$out/end-to-end.err"
 OUT=$out/timeline benches/hardware/timeline.sh --bin "$B" --cores all \

@@ -5,9 +5,11 @@
 // range of slots in every array layout: [OUT_offsets[first], OUT_offsets[first + width]). When
 // that range fits in STAGE_SAMPLES, the invocations store into shared memory at the same
 // positions, and after a barrier the whole group copies the range out in slot order, each
-// store beside its neighbour's. A group whose range does not fit, or that holds a pixel left to
-// merge_coop.comp (which writes those slots itself, later), writes straight to the image as
-// without staging. The bytes of the image are the same either way.
+// store beside its neighbour's. A group whose range does not fit writes straight to the image
+// as without staging, and so does a group holding a pixel left to merge_coop.comp: that pixel's
+// slots are written by the later dispatch, and copying them out first would write shared
+// memory no invocation stored (overwritten then, but never written at all is plainer). The
+// bytes of the image are the same either way.
 //
 // Needs the OUT image (image.glsl as OUT), OUT_VALUES, NUM_COLUMNS, u_pixels and
 // linear_group(). The stage calls out_staging_begin and out_staging_end from main(), in uniform
@@ -44,7 +46,7 @@ void out_staging_begin(bool deferred) {
     memoryBarrierShared();
     barrier();
     if (deferred) {
-        stage_direct = 1u; // every writer writes the same value
+        atomicOr(stage_direct, 1u);
     }
     memoryBarrierShared();
     barrier();

@@ -430,12 +430,12 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                     self.gl_options.layout
                 };
                 let writes = self.gl_options.deep_writes_on(self.ctx);
-                self.stats.deep_writes = Some(writes);
                 let written = if tidy_here {
                     layout
                 } else {
                     writes.written_layout(layout)
                 };
+                self.stats.deep_writes = Some(writes.effective(layout));
                 // The last merge is read back by its keys unless the GPU tidies it (which reads
                 // the values): its values would be written for nothing.
                 let with_values = !(last && keys_suffice(&self.options, &self.gl_options));
@@ -533,12 +533,12 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 self.gl_options.layout
             };
             let writes = self.gl_options.deep_writes_on(self.ctx);
-            self.stats.deep_writes = Some(writes);
             let written = if tidy_here {
                 layout
             } else {
                 writes.written_layout(layout)
             };
+            self.stats.deep_writes = Some(writes.effective(layout));
             // Read back by its keys unless the GPU tidies it (as in the pairwise chain).
             let with_values = !keys_suffice(&self.options, &self.gl_options);
             let mut out = merge_deep_kway(

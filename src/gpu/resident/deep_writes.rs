@@ -67,10 +67,22 @@ impl DeepWrites {
         }
     }
 
+    /// What a merge writing `layout` does under this choice: `Direct` where the choice changes
+    /// nothing (staged LL, which has no slot ranges; relayout of LL or IA, written as they are).
+    pub fn effective(self, layout: Layout) -> DeepWrites {
+        match (self, layout) {
+            (DeepWrites::Staged { .. }, Layout::LinkedList)
+            | (DeepWrites::Relayout, Layout::LinkedList | Layout::Interleaved) => {
+                DeepWrites::Direct
+            }
+            _ => self,
+        }
+    }
+
     /// The samples a group stages in a merge writing `layout` on `ctx`, with `stride` values a
     /// sample when `with_values` (`None`: it writes directly). The shared memory is bounded by
     /// what the driver offers, less a word for the group's flag.
-    pub(crate) fn staged_samples(
+    pub fn staged_samples(
         self,
         ctx: &GlContext,
         layout: Layout,

@@ -110,11 +110,13 @@ pub fn merge_deep<'a>(
     spec: MergeSpec,
     columns: &ColumnSpec,
 ) -> Result<GpuImage<'a>> {
-    merge_deep_written(ctx, a, b, layout, spec, columns, DeepWrites::Direct)
+    merge_deep_written(ctx, a, b, layout, spec, columns, true, DeepWrites::Direct)
 }
 
-/// [`merge_deep`], written into `layout` as `writes` says (`Relayout` is the caller's: this
-/// writes `layout` itself).
+/// [`merge_deep`], with the values written or the keys alone (`with_values`,
+/// [`GpuImage::with_values`]), written into `layout` as `writes` says (`Relayout` is the
+/// caller's: this writes `layout` itself).
+#[allow(clippy::too_many_arguments)]
 pub fn merge_deep_written<'a>(
     ctx: &'a GlContext,
     a: &GpuImage<'a>,
@@ -122,9 +124,10 @@ pub fn merge_deep_written<'a>(
     layout: Layout,
     spec: MergeSpec,
     columns: &ColumnSpec,
+    with_values: bool,
     writes: DeepWrites,
 ) -> Result<GpuImage<'a>> {
-    merge_deep_listing(ctx, a, b, layout, spec, columns, true, None, writes)
+    merge_deep_listing(ctx, a, b, layout, spec, columns, with_values, None, writes)
 }
 
 /// [`merge_deep_written`], with the values written or the keys alone (`with_values`,
