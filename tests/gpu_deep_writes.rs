@@ -21,7 +21,7 @@ use deepmerge::gpu::resident::{
     build_image, kway_stride, merge_deep_kway, merge_deep_written, ColumnSpec, DeepWrites,
     GpuStack, MergeSpec,
 };
-use deepmerge::gpu::{GlOptions, LongLists, RbmBlocks};
+use deepmerge::gpu::{GlContext, GlOptions, LongLists, RbmBlocks};
 use deepmerge::vocab::{BuiltImage, Fragment, Layout, MergeMethod, GROUP_SIZE};
 use gpu_common::{assert_gl_matches_reference, merge_stream, with_gl, Stages, Synth};
 
@@ -62,6 +62,15 @@ fn assert_both_paths(offsets: &[u32], capacity: u32, what: &str) {
     assert!(
         sizes.iter().any(|&n| n <= capacity) && sizes.iter().any(|&n| n > capacity),
         "{what}: groups of {sizes:?} samples against {capacity} staged"
+    );
+}
+
+/// The host asks for staging (`OUT_STAGED`) in every array layout, not in LL.
+fn assert_stages(ctx: &GlContext, writes: DeepWrites, out: Layout, values: bool, what: &str) {
+    assert_eq!(
+        writes.staged_samples(ctx, out, STRIDE, values).is_some(),
+        out != Layout::LinkedList,
+        "{what}: staged"
     );
 }
 
@@ -137,13 +146,7 @@ fn staged_pairwise_merges_match_their_twins() {
                 // Keys alone in the register-block cases (a final output's way), values else.
                 let with_values = method == MergeMethod::Stepwise;
                 let what = format!("{what}, values {with_values}");
-                assert_eq!(
-                    writes
-                        .staged_samples(ctx, out, STRIDE, with_values)
-                        .is_some(),
-                    out != Layout::LinkedList,
-                    "{what}: staged"
-                );
+                assert_stages(ctx, writes, out, with_values, &what);
                 let gpu = merge_deep_written(ctx, &a, &b, out, spec, &columns, with_values, writes)
                     .unwrap()
                     .read_back(with_values)
@@ -243,13 +246,7 @@ fn staged_kway_merges_match_their_twins_with_values_and_keys_alone() {
                 let what = format!("{what}, values {with_values}");
                 let per_sample = 16 + if with_values { 4 * STRIDE as u32 } else { 0 };
                 assert_both_paths(&cpu.offsets, GROUP_BYTES / per_sample, &what);
-                assert_eq!(
-                    writes
-                        .staged_samples(ctx, out, STRIDE, with_values)
-                        .is_some(),
-                    out != Layout::LinkedList,
-                    "{what}: staged"
-                );
+                assert_stages(ctx, writes, out, with_values, &what);
                 let gpu = merge_deep_kway(ctx, &stack, out, block, &columns, with_values, writes)
                     .unwrap()
                     .read_back(with_values)
