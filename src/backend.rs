@@ -263,7 +263,7 @@ pub fn choose_engine_with(
             auto_gl_min_input_bytes,
             start,
         ),
-        Backend::Auto => auto_with_context(gl_options_given),
+        Backend::Auto => auto_with_context(start),
     }
 }
 
@@ -369,14 +369,18 @@ fn auto_engine(
 }
 
 /// `Auto` with GPU options given: GL (a software rasteriser too, as the options ask for it), or
-/// an error naming why there is none.
-fn auto_with_context(gl_options_given: bool) -> Result<EngineChoice> {
-    debug_assert!(gl_options_given);
-    GlContext::new().map(EngineChoice::gl).map_err(|e| {
-        Error::Gl(format!(
-            "GPU options were given but no GL context can be made ({e})"
-        ))
-    })
+/// an error naming why there is none; the context made where `start` says (the CLI's on a
+/// helper thread, as `--backend gl`'s: `deepmerge a.exr b.exr --layout bia` is such a run).
+fn auto_with_context(start: ContextStart) -> Result<EngineChoice> {
+    const WHY: &str = "GPU options were given";
+    match start {
+        ContextStart::Now => GlContext::new()
+            .map(EngineChoice::gl)
+            .map_err(|e| Error::Gl(format!("{WHY} but no GL context can be made ({e})"))),
+        ContextStart::OnHelper => {
+            StartingGl::start().map(|starting| EngineChoice::gl_starting(starting.needed_for(WHY)))
+        }
+    }
 }
 
 #[cfg(test)]

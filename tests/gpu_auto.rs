@@ -102,6 +102,34 @@ fn asked_for_gl_a_gpu_that_gives_no_context_is_an_error() {
 }
 
 #[test]
+fn auto_with_gpu_options_and_no_context_says_what_asked_for_gl() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = &option_sets()[0];
+    // As `choose_engine_with` starts it for `--backend auto` with GPU options.
+    let starting = StartingGl::failing("the driver refused the device", false)
+        .unwrap()
+        .needed_for("GPU options were given");
+    let choice = EngineChoice::gl_starting(starting);
+    let out = dir.path().join("auto-options.exr");
+    let error = merge_files(
+        &inputs(),
+        &out,
+        options,
+        choice.merging(GlOptions::default()),
+        None,
+    )
+    .expect_err("no context, no GL merge");
+    assert!(
+        error.to_string().contains(
+            "GPU options were given but no GL context can be made (OpenGL: the driver refused \
+             the device)"
+        ),
+        "{error}"
+    );
+    assert!(!out.exists(), "a failed merge leaves no output");
+}
+
+#[test]
 fn auto_runs_on_a_gpus_context_and_leaves_a_software_rasterisers_for_the_cpu_engine() {
     let dir = tempfile::tempdir().unwrap();
     for options in option_sets() {

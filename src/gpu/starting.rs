@@ -38,6 +38,9 @@ pub struct StartingGl {
     falls_back: bool,
     /// Why the merge fell back to the CPU engine, once it has.
     fell_back: OnceCell<String>,
+    /// What asked for GL, said in the error when no context can be made
+    /// ([`Self::needed_for`]).
+    needed_for: Option<&'static str>,
 }
 
 impl StartingGl {
@@ -91,7 +94,15 @@ impl StartingGl {
             failed: OnceCell::new(),
             falls_back,
             fell_back: OnceCell::new(),
+            needed_for: None,
         })
+    }
+
+    /// This start, whose failure says what asked for GL: "`what` but no GL context can be made
+    /// (why)" (`--backend auto` with GPU options, which asks for GL without naming it).
+    pub fn needed_for(mut self, what: &'static str) -> StartingGl {
+        self.needed_for = Some(what);
+        self
     }
 
     /// The context a merge runs on: [`Self::get`]'s, except that a start that falls back
@@ -165,12 +176,16 @@ impl StartingGl {
             Ok(ctx) => Ok(self.ready.get_or_init(|| ctx)),
             Err(e) => {
                 // Said again as the same GL error (its message, not "OpenGL: " twice).
-                let why = match &e {
-                    Error::Gl(why) => why.clone(),
-                    other => other.to_string(),
+                let why = match (&e, self.needed_for) {
+                    (e, Some(what)) => format!("{what} but no GL context can be made ({e})"),
+                    (Error::Gl(why), None) => why.clone(),
+                    (other, None) => other.to_string(),
                 };
-                let _ = self.failed.set(why);
-                Err(e)
+                let _ = self.failed.set(why.clone());
+                Err(match self.needed_for {
+                    Some(_) => Error::Gl(why),
+                    None => e,
+                })
             }
         }
     }
