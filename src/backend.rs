@@ -24,6 +24,7 @@
 //!   in f32, within 1e-5, and runs only when asked: `--gpu-stages gpu`).
 
 use crate::error::{Error, Result};
+use crate::gpu::starting::no_context_for;
 use crate::gpu::{GlContext, StartingGl};
 
 pub use crate::request::Backend;
@@ -298,10 +299,7 @@ fn auto_gl_min_input_bytes() -> Result<u64> {
         Ok(text) if !text.trim().is_empty() => text,
         _ => return Ok(AUTO_GL_MIN_INPUT_BYTES),
     };
-    if let Ok(bytes) = text.trim().parse::<u64>() {
-        return Ok(bytes);
-    }
-    crate::size::parse_memory(&text).map_err(|why| {
+    crate::size::parse_bytes(&text).map_err(|why| {
         Error::Usage(format!(
             "DEEPMERGE_AUTO_GL_MIN_BYTES={text}: {why} (a number of bytes, or a size such as 64M)"
         ))
@@ -376,7 +374,7 @@ fn auto_with_context(start: ContextStart) -> Result<EngineChoice> {
     match start {
         ContextStart::Now => GlContext::new()
             .map(EngineChoice::gl)
-            .map_err(|e| Error::Gl(format!("{WHY} but no GL context can be made ({e})"))),
+            .map_err(|e| no_context_for(WHY, &e)),
         ContextStart::OnHelper => {
             StartingGl::start().map(|starting| EngineChoice::gl_starting(starting.needed_for(WHY)))
         }

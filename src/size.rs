@@ -60,6 +60,17 @@ pub fn parse_memory(text: &str) -> Result<u64, String> {
     })
 }
 
+/// A size as the `DEEPMERGE_*` measurement settings take it: a plain number is bytes (unlike
+/// [`parse_memory`], whose plain numbers are GiB, as `--memory-budget` takes them), a number
+/// with a unit a size as [`parse_memory`] reads it. The caller names its setting and bounds.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    match text.parse::<u64>() {
+        Ok(bytes) => Ok(bytes),
+        Err(_) => parse_memory(text),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,6 +85,16 @@ mod tests {
         assert_eq!(parse_memory("64k"), Ok(64 << 10));
         for bad in ["0", "-1", "nan", "inf", "", "2 lightyears", "0.1 B"] {
             assert!(parse_memory(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn byte_sizes_are_plain_bytes_or_sizes_with_a_unit() {
+        assert_eq!(parse_bytes("0"), Ok(0));
+        assert_eq!(parse_bytes(" 4096 "), Ok(4096));
+        assert_eq!(parse_bytes("16M"), Ok(16 << 20));
+        for bad in ["", "-1", "lots", "2 lightyears"] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
         }
     }
 

@@ -23,7 +23,10 @@ use deepmerge::gpu::resident::{
 };
 use deepmerge::gpu::{GlContext, GlOptions, LongLists, RbmBlocks};
 use deepmerge::vocab::{BuiltImage, Fragment, Layout, MergeMethod, GROUP_SIZE};
-use gpu_common::{assert_gl_matches_reference, merge_stream, with_gl, Stages, Synth};
+use gpu_common::{
+    assert_deep_merges_match_reference, assert_gl_matches_reference, merge_stream, with_gl, Stages,
+    Synth,
+};
 
 const STRIDE: usize = 2;
 
@@ -294,31 +297,22 @@ fn staged_merges_give_the_reference_bytes() {
             ),
         ];
         for (layout, strategy, long_lists) in cases {
-            for tidy in [false, true] {
-                for stages in Stages::BOTH {
-                    let options = MergeOptions {
-                        output: OutputKind::Deep,
-                        strategy,
-                        tidy,
-                        ..Default::default()
-                    };
-                    let gl = stages.on(GlOptions {
-                        layout,
-                        block_size: 4,
-                        long_lists,
-                        deep_writes: staged,
-                        ..Default::default()
-                    });
-                    let what = format!(
-                        "{} {strategy:?} {} tidy {tidy} {stages:?} stages",
-                        layout.name(),
-                        long_lists.name()
-                    );
-                    let stats =
-                        assert_gl_matches_reference(ctx, &[&a, &b, &c], &options, &gl, &what);
-                    assert_eq!(stats.deep_writes, Some(staged), "{what}");
-                }
-            }
+            let gl = GlOptions {
+                layout,
+                block_size: 4,
+                long_lists,
+                deep_writes: staged,
+                ..Default::default()
+            };
+            let what = format!("{} {}", layout.name(), long_lists.name());
+            assert_deep_merges_match_reference(
+                ctx,
+                &[&a, &b, &c],
+                strategy,
+                gl,
+                &what,
+                |stats, what| assert_eq!(stats.deep_writes, Some(staged), "{what}"),
+            );
         }
     });
 }

@@ -8,14 +8,14 @@
 
 mod gpu_common;
 
-use deepmerge::composite::{MergeOptions, MergeStrategy, OutputKind};
+use deepmerge::composite::MergeStrategy;
 use deepmerge::cpu::build::build;
 use deepmerge::cpu::relayout::relayout as relayout_twin;
 use deepmerge::deep::Bounds;
 use deepmerge::gpu::resident::{build_image, relayout, ColumnSpec, DeepWrites};
 use deepmerge::gpu::GlOptions;
 use deepmerge::vocab::{Fragment, Layout};
-use gpu_common::{assert_gl_matches_reference, sorted_lists, test_rng, with_gl, Stages, Synth};
+use gpu_common::{assert_deep_merges_match_reference, sorted_lists, test_rng, with_gl, Synth};
 
 const STRIDE: usize = 3;
 
@@ -137,27 +137,21 @@ fn merges_that_relay_out_give_the_reference_bytes() {
             (Layout::BlockedInterleaved, 8),
         ] {
             for strategy in [MergeStrategy::KWay, MergeStrategy::Chain] {
-                for tidy in [false, true] {
-                    for stages in Stages::BOTH {
-                        let options = MergeOptions {
-                            output: OutputKind::Deep,
-                            strategy,
-                            tidy,
-                            ..Default::default()
-                        };
-                        let gl = stages.on(GlOptions {
-                            layout,
-                            block_size,
-                            deep_writes: DeepWrites::Relayout,
-                            ..Default::default()
-                        });
-                        let what = format!(
-                            "{} block {block_size} {strategy:?} tidy {tidy} {stages:?} stages",
-                            layout.name()
-                        );
-                        assert_gl_matches_reference(ctx, &[&a, &b, &c], &options, &gl, &what);
-                    }
-                }
+                let gl = GlOptions {
+                    layout,
+                    block_size,
+                    deep_writes: DeepWrites::Relayout,
+                    ..Default::default()
+                };
+                let what = format!("{} block {block_size}", layout.name());
+                assert_deep_merges_match_reference(
+                    ctx,
+                    &[&a, &b, &c],
+                    strategy,
+                    gl,
+                    &what,
+                    |_, _| {},
+                );
             }
         }
     });

@@ -88,10 +88,8 @@ pub fn gl_engines(ctx: &Rc<GlContext>, config: &super::BenchConfig) -> Vec<GlCol
             Layout::Interleaved,
             Layout::BlockedInterleaved,
         ] {
-            // The merge writes IA itself whatever is asked: relayout has nothing to do.
-            if deep_writes == DeepWrites::Direct
-                || (deep_writes == DeepWrites::Relayout && layout == Layout::Interleaved)
-            {
+            // A way that changes nothing in this layout (relayout of IA) is the paper's column.
+            if deep_writes.effective(layout) == DeepWrites::Direct {
                 continue;
             }
             options.push(GlOptions {

@@ -96,11 +96,7 @@ pub fn staging_bytes_from(value: Option<&str>) -> Result<Option<usize>> {
             "DEEPMERGE_GL_STAGING={text}: {why} (bytes, or a size with a unit, from 64K to 1G: 16M)"
         ))
     };
-    // A plain number is bytes (as DEEPMERGE_AUTO_GL_MIN_BYTES's), a number with a unit a size.
-    let bytes = match text.parse::<u64>() {
-        Ok(bytes) => bytes,
-        Err(_) => crate::size::parse_memory(text).map_err(refuse)?,
-    };
+    let bytes = crate::size::parse_bytes(text).map_err(refuse)?;
     if !((64 << 10)..=(1 << 30)).contains(&bytes) {
         return Err(refuse("out of range".into()));
     }
@@ -302,12 +298,8 @@ pub fn deep_writes_from(value: Option<&str>) -> Result<Option<crate::gpu::reside
             ))
         });
     };
-    let bytes = match size.parse::<u64>() {
-        Ok(bytes) => Some(bytes),
-        Err(_) => crate::size::parse_memory(size).ok(),
-    };
-    match bytes {
-        Some(bytes) if (256..=(64 << 10)).contains(&bytes) => Ok(Some(DeepWrites::Staged {
+    match crate::size::parse_bytes(size) {
+        Ok(bytes) if (256..=(64 << 10)).contains(&bytes) => Ok(Some(DeepWrites::Staged {
             group_bytes: bytes as u32,
         })),
         _ => Err(Error::Usage(format!(

@@ -176,16 +176,16 @@ impl StartingGl {
             Ok(ctx) => Ok(self.ready.get_or_init(|| ctx)),
             Err(e) => {
                 // Said again as the same GL error (its message, not "OpenGL: " twice).
-                let why = match (&e, self.needed_for) {
-                    (e, Some(what)) => format!("{what} but no GL context can be made ({e})"),
-                    (Error::Gl(why), None) => why.clone(),
-                    (other, None) => other.to_string(),
-                };
-                let _ = self.failed.set(why.clone());
-                Err(match self.needed_for {
-                    Some(_) => Error::Gl(why),
+                let e = match self.needed_for {
+                    Some(what) => no_context_for(what, &e),
                     None => e,
-                })
+                };
+                let why = match &e {
+                    Error::Gl(why) => why.clone(),
+                    other => other.to_string(),
+                };
+                let _ = self.failed.set(why);
+                Err(e)
             }
         }
     }
@@ -205,6 +205,12 @@ impl StartingGl {
                 .map_err(|e| Error::Gl(format!("{moved}; made on this thread instead: {e}")))
         })
     }
+}
+
+/// The error of a context that `what` asked for and that could not be made (`e`): "`what` but
+/// no GL context can be made (e)", made at once or on the helper ([`StartingGl::needed_for`]).
+pub(crate) fn no_context_for(what: &str, e: &Error) -> Error {
+    Error::Gl(format!("{what} but no GL context can be made ({e})"))
 }
 
 impl Drop for StartingGl {

@@ -13,7 +13,8 @@
 use std::path::Path;
 
 use deepmerge::composite::{
-    merge_images, needs_deep_tidy, needs_tidy, MergeOptions, MergeOutput, MergePlan, OutputKind,
+    merge_images, needs_deep_tidy, needs_tidy, MergeOptions, MergeOutput, MergePlan, MergeStrategy,
+    OutputKind,
 };
 use deepmerge::deep::{
     Bounds, Channel, ChannelRole, DeepImage, DeepState, FlatImage, FlatValues, Plane, SampleType,
@@ -341,6 +342,32 @@ pub fn assert_gl_matches_reference(
 ) -> GpuStats {
     let reference = Reference::new(inputs, options);
     assert_gl_matches(ctx, inputs, options, gl, &reference, what)
+}
+
+/// Deep merges of `inputs` by `strategy` with `gl`, untidied and tidied, the tidy on the GPU and
+/// on the host ([`Stages::BOTH`]), each against the reference; `each` gets every merge's
+/// statistics and name, for what the caller checks beyond the bytes.
+pub fn assert_deep_merges_match_reference(
+    ctx: &GlContext,
+    inputs: &[&DeepImage],
+    strategy: MergeStrategy,
+    gl: GlOptions,
+    what: &str,
+    mut each: impl FnMut(&GpuStats, &str),
+) {
+    for tidy in [false, true] {
+        for stages in Stages::BOTH {
+            let options = MergeOptions {
+                output: OutputKind::Deep,
+                strategy,
+                tidy,
+                ..Default::default()
+            };
+            let what = format!("{what} {strategy:?} tidy {tidy} {stages:?} stages");
+            let stats = assert_gl_matches_reference(ctx, inputs, &options, &stages.on(gl), &what);
+            each(&stats, &what);
+        }
+    }
 }
 
 /// As [`assert_gl_matches_reference`], with the reference computed once by the caller.

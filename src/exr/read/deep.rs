@@ -28,7 +28,6 @@ use exr::meta::attribute::LevelMode;
 use exr::meta::header::Header;
 use exr::meta::BlockDescription;
 use half::f16;
-
 use rayon::prelude::*;
 
 use super::bytes::ByteSource;

@@ -371,6 +371,8 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         let gpu_tidies = self.gl_options.tidies_on_gpu();
         let volumes = self.volumes_possible();
         let long_lists = self.gl_options.long_lists;
+        // How deep outputs (the lists a GPU tidy reads too) are written.
+        let writes = self.gl_options.deep_writes_on(self.ctx);
         let mut merged: Option<GpuImage<'a>> = None;
         let mut merged_bytes = BufferBytes::default();
         let inputs_bytes: u64 = self.images.iter().map(|i| i.bytes().total()).sum();
@@ -402,7 +404,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                             long_lists,
                             // The GPU tidy reads the lists' values.
                             true,
-                            self.gl_options.deep_writes_on(self.ctx),
+                            writes,
                         )?;
                         peak = peak.max(
                             inputs_bytes
@@ -429,7 +431,6 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 } else {
                     self.gl_options.layout
                 };
-                let writes = self.gl_options.deep_writes_on(self.ctx);
                 let written = if tidy_here {
                     layout
                 } else {
@@ -499,6 +500,8 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         let gpu_tidies = self.gl_options.tidies_on_gpu();
         let volumes = self.volumes_possible();
         let block = self.gl_options.block_size;
+        // How deep outputs (the lists a GPU tidy reads too) are written.
+        let writes = self.gl_options.deep_writes_on(self.ctx);
         let inputs_bytes = stack.image.bytes().total();
         let mut peak = inputs_bytes;
         let mut merged_bytes = BufferBytes::default();
@@ -515,7 +518,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                         block,
                         &self.columns,
                         true,
-                        self.gl_options.deep_writes_on(self.ctx),
+                        writes,
                     )?;
                     peak = peak.max(inputs_bytes + lists.bytes().total());
                     let host =
@@ -532,7 +535,6 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
             } else {
                 self.gl_options.layout
             };
-            let writes = self.gl_options.deep_writes_on(self.ctx);
             let written = if tidy_here {
                 layout
             } else {

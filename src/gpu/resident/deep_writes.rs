@@ -101,16 +101,17 @@ impl DeepWrites {
         (samples > 0).then_some(samples)
     }
 
-    /// The defines of a merge writing `layout` this way on `ctx` (`OUT_STAGED`, `STAGE_SAMPLES`).
+    /// The defines of a merge writing a deep image in `deep_layout` this way on `ctx`
+    /// (`OUT_STAGED`, `STAGE_SAMPLES`); none for a flat composite (`None`).
     pub(crate) fn defines(
         self,
         defines: Defines,
         ctx: &GlContext,
-        layout: Layout,
+        deep_layout: Option<Layout>,
         stride: usize,
         with_values: bool,
     ) -> Defines {
-        match self.staged_samples(ctx, layout, stride, with_values) {
+        match deep_layout.and_then(|layout| self.staged_samples(ctx, layout, stride, with_values)) {
             Some(samples) => defines.set("OUT_STAGED", 1).set("STAGE_SAMPLES", samples),
             None => defines,
         }

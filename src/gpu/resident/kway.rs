@@ -78,10 +78,7 @@ fn use_kway_stage(
             "",
         ))
         .set("OUTPUT_DEEP", u32::from(deep_layout.is_some()));
-    let defines = match deep_layout {
-        Some(layout) => writes.defines(defines, ctx, layout, columns.stride(), out_values),
-        None => defines,
-    };
+    let defines = writes.defines(defines, ctx, deep_layout, columns.stride(), out_values);
     let program = ctx.use_stage("merge_kway.comp", &keys_only(defines, out_values))?;
     stack.set_uniforms(ctx, program);
     stack.image.bind(0);

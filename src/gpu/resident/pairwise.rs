@@ -42,10 +42,7 @@ fn use_merge_stage(
         ))
         .set("OUTPUT_DEEP", u32::from(deep_layout.is_some()))
         .set("LONG_LISTS", u32::from(long.is_some()));
-    let defines = match deep_layout {
-        Some(layout) => writes.defines(defines, ctx, layout, columns.stride(), out_values),
-        None => defines,
-    };
+    let defines = writes.defines(defines, ctx, deep_layout, columns.stride(), out_values);
     let defines = keys_only(defines, out_values);
     let program = ctx.use_stage("merge.comp", &defines)?;
     ctx.uniform_u32(program, "u_pixels", a.pixels as u32);
