@@ -3,7 +3,9 @@
 # scene pair, flat and deep output, and the host limited to 2, 4, 8 and all cores (taskset), the
 # CPU engine's and the GL engine's wall time beside the codec floor (decoding the inputs plus
 # encoding the output, each alone, same threads, same process: `deepmerge --codec-floor`), and
-# each engine's peak memory. Median of --repeats runs. GL runs in whatever GL the machine has
+# each engine's peak memory, and how busy the threads were in the floor's decode and in each
+# engine's merge (CPU time over threads x wall: busy threads can only go faster by doing less;
+# idle ones wait on something serial). Median of --repeats runs. GL runs in whatever GL the machine has
 # (llvmpipe here, the GPU's driver on a GPU host). Every GL output (each variant's too) is
 # compared with the CPU engine's, byte for byte: the last column says which differ, and the
 # script then exits 1 after the table.
@@ -44,10 +46,11 @@ all=$(nproc)
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# One configuration, $repeats times: prints "merge_s floor_s peak_mib" (medians).
+# One configuration, $repeats times: prints "merge_s floor_s peak_mib decode_busy% merge_busy%"
+# (medians).
 measure() {
     local cpus=$1; shift
-    local merges=() floors=() peaks=()
+    local merges=() floors=() peaks=() decode_busy=() merge_busy=()
     for _ in $(seq "$repeats"); do
         local err
         # A fresh output, as the floor's encode writes one: replacing the last run's file would
@@ -58,18 +61,21 @@ measure() {
         merges+=("$(sed -n 's/.*the merge took \([0-9.]*\) s wall.*/\1/p' <<<"$err")")
         floors+=("$(sed -n 's/.*encode [0-9.]* s = \([0-9.]*\) s;.*/\1/p' <<<"$err")")
         peaks+=("$(sed -n 's/.*peak memory *\([0-9.]*\) MiB.*/\1/p' <<<"$err")")
+        decode_busy+=("$(sed -n 's/.* busy: decode \([0-9]*\)%.*/\1/p' <<<"$err")")
+        merge_busy+=("$(sed -n 's/.* busy: decode [0-9]*%, merge \([0-9]*\)%.*/\1/p' <<<"$err")")
     done
-    echo "$(printf '%s\n' "${merges[@]}" | median) $(printf '%s\n' "${floors[@]}" | median) $(printf '%s\n' "${peaks[@]}" | median)"
+    echo "$(printf '%s\n' "${merges[@]}" | median) $(printf '%s\n' "${floors[@]}" | median) $(printf '%s\n' "${peaks[@]}" | median)" \
+        "$(printf '%s\n' "${decode_busy[@]}" | median) $(printf '%s\n' "${merge_busy[@]}" | median)"
 }
 
 echo "host: $all cores; $("$bin" gpu-info 2>/dev/null | sed -n 's/^renderer: *//p' | head -1)"
 echo
 if [ "$variants" = 1 ]; then
-    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | GL calls | GL no overlap | GL k-way | GL relayout | GL image readback | GL mutable buffers | GL bytes = CPU's |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | threads busy: decode / CPU / GL | GL calls | GL no overlap | GL k-way | GL relayout | GL image readback | GL mutable buffers | GL bytes = CPU's |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 else
-    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | GL bytes = CPU's |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | threads busy: decode / CPU / GL | GL bytes = CPU's |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 fi
 differs=0
 # same LABEL: whether the last output equals the CPU engine's; else LABEL joins the row's list.
@@ -92,13 +98,14 @@ for scene in $scenes; do
             extra=()
             [ "$kind" = deep ] && extra=(--deep)
             mismatch=""
-            read -r cpu_s floor_s cpu_peak < <(measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend cpu -o "$dir/out.exr")
+            read -r cpu_s floor_s cpu_peak decode_busy cpu_busy < <(measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend cpu -o "$dir/out.exr")
             cp "$dir/out.exr" "$dir/out-cpu.exr"
-            read -r gl_s _ gl_peak < <(measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
+            read -r gl_s _ gl_peak _ gl_busy < <(measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
             same default
-            printf '| %s %s | %s | %s | %.2f s | %.2f s | %.2f s | %.2fx | %.2fx | %.0f / %.0f MiB |' \
+            printf '| %s %s | %s | %s | %.2f s | %.2f s | %.2f s | %.2fx | %.2fx | %.0f / %.0f MiB | %s / %s / %s%% |' \
                 "$scene" "$size" "$kind" "$c" "$floor_s" "$cpu_s" "$gl_s" \
-                "$(awk "BEGIN {print $cpu_s / $floor_s}")" "$(awk "BEGIN {print $gl_s / $floor_s}")" "$cpu_peak" "$gl_peak"
+                "$(awk "BEGIN {print $cpu_s / $floor_s}")" "$(awk "BEGIN {print $gl_s / $floor_s}")" "$cpu_peak" "$gl_peak" \
+                "${decode_busy:--}" "${cpu_busy:--}" "${gl_busy:--}"
             if [ "$variants" = 1 ]; then
                 read -r calls_s _ _ < <(DEEPMERGE_GL_TRANSFER=calls measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
                 same calls

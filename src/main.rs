@@ -16,7 +16,7 @@ use deepmerge::inspect::TableValues;
 use deepmerge::job::{MergeJob, SequenceSummary};
 use deepmerge::progress::Progress;
 use deepmerge::request::{Backend, GlRequest, MergeOption, MergeRequest};
-use deepmerge::run_stats::{RunStats, Stage};
+use deepmerge::run_stats::{CpuUse, RunStats, Stage};
 use deepmerge::sequence::{self, FramePattern};
 use deepmerge::stream::{plan_parts, PartPlan, StreamMerge, StreamOptions};
 use deepmerge::{cleanup, heatmap, scene, Error, Result};
@@ -323,7 +323,8 @@ struct MergeArgs {
     decode_only: bool,
     /// Measure the codec floor around the merge (docs/benchmarks.md, "The codec floor"): decode
     /// the inputs alone, merge, then encode the output again alone, and print the merge's wall
-    /// time as a multiple of decode + encode.
+    /// time as a multiple of decode + encode, and how busy the threads were in the decode and
+    /// in the merge.
     #[arg(long, hide = true, conflicts_with_all = ["frames", "decode_only"])]
     codec_floor: bool,
     /// Merge a frame sequence: the frames (1-100, 1-100x4, 1-10,20,30-40, -5--1) of paths with
@@ -935,16 +936,34 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         // decode nor counts in the merge's time (as when contexts were made before any read).
         engine.started_context()?;
         let decode = RunStats::new();
+        let decode_cpu = CpuUse::now();
+        let decode_start = std::time::Instant::now();
         decode_inputs(&decode)?;
+        let decode_wall = decode_start.elapsed();
         let decode_s = decode.seconds(Stage::Read);
+        let merge_cpu = CpuUse::now();
         let start = std::time::Instant::now();
         job.run_one(&engine, &args.inputs, output, &stats, &progress, &|| None)?;
-        let merge_s = start.elapsed().as_secs_f64();
+        let merge_wall = start.elapsed();
+        let merged_cpu = CpuUse::now();
+        let merge_s = merge_wall.as_secs_f64();
         let encode_s = deepmerge::stream::codec_floor::encode_only(output, &job.stream_options())?;
         let floor = decode_s + encode_s;
+        // How busy the threads were in each: a merge above its floor with its threads busy
+        // does more work than the codecs; one with idle threads waits on something serial.
+        let threads = rayon::current_num_threads();
+        let busy = match (decode_cpu, merge_cpu, merged_cpu) {
+            (Some(a), Some(b), Some(c)) => format!(
+                "; {} busy: decode {:.0}%, merge {:.0}%",
+                deepmerge::run_stats::threads_named(threads),
+                100.0 * b.since(a).busy_share(decode_wall, threads),
+                100.0 * c.since(b).busy_share(merge_wall, threads)
+            ),
+            _ => String::new(),
+        };
         eprintln!(
             "codec floor: decode {decode_s:.3} s + encode {encode_s:.3} s = {floor:.3} s; \
-             the merge took {merge_s:.3} s wall, {:.2}x the floor",
+             the merge took {merge_s:.3} s wall, {:.2}x the floor{busy}",
             merge_s / floor.max(1e-9)
         );
         if args.runstats {

@@ -1,7 +1,9 @@
 //! Run statistics: time spent in each stage of a merge (read, merge, write; summed over
-//! frames when frames run in parallel), the wall time, and the peak resident memory (`VmHWM`
-//! from `/proc/self/status`), printed like oiiotool's `--runstats`. The streamed pipeline fills
-//! them; the CLI and the Python module print or return them.
+//! frames when frames run in parallel), the wall time, the CPU time the process used beside it
+//! (how busy the threads were: a merge that keeps every thread busy can only go faster by doing
+//! less work; one that leaves them idle waits on something serial), and the peak resident
+//! memory (`VmHWM` from `/proc/self/status`), printed like oiiotool's `--runstats`. The streamed
+//! pipeline fills them; the CLI and the Python module print or return them.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -29,6 +31,8 @@ pub enum Wait {
 /// Time per stage, the merging thread's waits, the bands, and peak memory of a run.
 pub struct RunStats {
     start: Instant,
+    /// The process's CPU use when counting began.
+    cpu_start: Option<CpuUse>,
     stages: Mutex<[Duration; 3]>,
     waits: Mutex<[Duration; 2]>,
     /// Bands merged (summed over frames and parts) and the most rows one held.
@@ -46,6 +50,7 @@ impl RunStats {
     pub fn new() -> RunStats {
         RunStats {
             start: Instant::now(),
+            cpu_start: CpuUse::now(),
             stages: Mutex::new([Duration::ZERO; 3]),
             waits: Mutex::new([Duration::ZERO; 2]),
             bands: Mutex::new((0, 0)),
@@ -112,11 +117,20 @@ impl RunStats {
                 "bands"
             );
         }
-        s += &format!(
-            "  {:<12}{:>10.3} s\n",
-            "total (wall)",
-            self.start.elapsed().as_secs_f64()
-        );
+        let wall = self.start.elapsed();
+        s += &format!("  {:<12}{:>10.3} s\n", "total (wall)", wall.as_secs_f64());
+        if let (Some(start), Some(now)) = (self.cpu_start, CpuUse::now()) {
+            let used = now.since(start);
+            s += &format!(
+                "  {:<12}{:>10.3} s ({:.3} user + {:.3} system): {}; {} page faults\n",
+                "cpu time",
+                used.seconds(),
+                used.user.as_secs_f64(),
+                used.system.as_secs_f64(),
+                used.busy_note(wall),
+                used.page_faults
+            );
+        }
         match peak_memory_bytes() {
             Some(b) => {
                 s += &format!(
@@ -129,6 +143,74 @@ impl RunStats {
         }
         s
     }
+}
+
+/// CPU time a process used, on all its threads, and the page faults it took (`getrusage`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CpuUse {
+    /// Time running the program's own code.
+    pub user: Duration,
+    /// Time in the kernel on its behalf (reads, writes, page faults).
+    pub system: Duration,
+    /// Page faults served without I/O: mostly fresh memory touched for the first time.
+    pub page_faults: u64,
+}
+
+impl CpuUse {
+    /// The process's use so far; `None` where `getrusage` fails.
+    pub fn now() -> Option<CpuUse> {
+        // SAFETY: getrusage fills the struct it is given, which is plain data.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+            return None;
+        }
+        let time = |t: libc::timeval| {
+            Duration::from_secs(t.tv_sec.max(0) as u64)
+                + Duration::from_micros(t.tv_usec.max(0) as u64)
+        };
+        Some(CpuUse {
+            user: time(usage.ru_utime),
+            system: time(usage.ru_stime),
+            page_faults: usage.ru_minflt.max(0) as u64,
+        })
+    }
+
+    /// What was used between `earlier` and this.
+    pub fn since(self, earlier: CpuUse) -> CpuUse {
+        CpuUse {
+            user: self.user.saturating_sub(earlier.user),
+            system: self.system.saturating_sub(earlier.system),
+            page_faults: self.page_faults.saturating_sub(earlier.page_faults),
+        }
+    }
+
+    /// User and system seconds together.
+    pub fn seconds(&self) -> f64 {
+        (self.user + self.system).as_secs_f64()
+    }
+
+    /// The share of `threads` threads busy over `wall` (CPU time / (threads x wall)): issue
+    /// 25's parallel efficiency. It may pass 1 slightly where threads beside the pool's (the
+    /// reader, the writer) work at the same time as all of them.
+    pub fn busy_share(&self, wall: Duration, threads: usize) -> f64 {
+        self.seconds() / (threads.max(1) as f64 * wall.as_secs_f64()).max(1e-9)
+    }
+
+    /// "91% of 2 threads busy": [`Self::busy_share`] of the worker threads a merge runs on
+    /// (`--threads`, or the cores the process may use).
+    pub fn busy_note(&self, wall: Duration) -> String {
+        let threads = rayon::current_num_threads();
+        format!(
+            "{:.0}% of {} busy",
+            100.0 * self.busy_share(wall, threads),
+            threads_named(threads)
+        )
+    }
+}
+
+/// "1 thread", "16 threads".
+pub fn threads_named(n: usize) -> String {
+    format!("{n} thread{}", if n == 1 { "" } else { "s" })
 }
 
 /// The process's peak resident set (`VmHWM`), where Linux reports it.
@@ -162,5 +244,31 @@ mod tests {
         assert!(report.contains("merge") && report.contains("peak memory"));
         #[cfg(target_os = "linux")]
         assert!(peak_memory_bytes().is_some_and(|b| b > 1 << 20));
+    }
+
+    #[test]
+    fn cpu_time_counts_a_spinning_thread() {
+        let start = CpuUse::now().expect("getrusage");
+        // Spin on this one thread for 60 ms.
+        let spun_from = CpuUse::now().expect("getrusage");
+        let spin = Instant::now();
+        let mut x = 1u64;
+        while spin.elapsed() < Duration::from_millis(60) {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        let spun = CpuUse::now().expect("getrusage").since(spun_from);
+        // Other tests' threads run in the same process, so bounds, not values.
+        assert!(spun.seconds() >= 0.04, "spinning 60 ms used {spun:?}");
+        let share = spun.busy_share(spin.elapsed(), 1);
+        assert!(share > 0.5, "one thread spinning: {share}");
+        // A later reading never goes back.
+        assert_eq!(start.since(CpuUse::now().unwrap()).seconds(), 0.0);
+        let report = RunStats::new().report(1);
+        assert!(
+            report.contains("cpu time") && report.contains(" busy"),
+            "{report}"
+        );
+        assert_eq!(threads_named(1), "1 thread");
+        assert_eq!(threads_named(16), "16 threads");
     }
 }

@@ -57,6 +57,20 @@ fn codec_floor_reports_both_halves_and_leaves_the_merge_as_it_was() {
             assert!(decode > 0.0 && encode > 0.0, "{what}: {line}");
             assert!((floor - decode - encode).abs() < 0.0015, "{what}: {line}");
             assert!(line.contains("x the floor"), "{what}: {line}");
+            // How busy the threads were: shares of CPU time, each a percentage the work used.
+            let busy = |label: &str| -> f64 {
+                let at = line
+                    .find(label)
+                    .unwrap_or_else(|| panic!("{what}: {label} in {line}"));
+                line[at + label.len()..]
+                    .split('%')
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| panic!("{what}: a share after {label} in {line}"))
+            };
+            for share in [busy("busy: decode "), busy("%, merge ")] {
+                assert!(share > 0.0 && share < 400.0, "{what}: {line}");
+            }
             // The measurement changes nothing about the output, and its scratch file is gone.
             assert_eq!(
                 std::fs::read(&plain).unwrap(),

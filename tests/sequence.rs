@@ -281,6 +281,21 @@ fn runstats_prints_each_stage_and_peak_memory() {
         .and_then(|v| v.parse().ok())
         .expect("a peak memory figure");
     assert!(peak > 1.0, "{err}");
+    // The CPU time beside the wall time: user + system, and the threads' busy share.
+    let cpu = err
+        .lines()
+        .find(|l| l.trim_start().starts_with("cpu time"))
+        .unwrap_or_else(|| panic!("a cpu time line: {err}"));
+    let seconds: f64 = cpu
+        .split_whitespace()
+        .nth(2)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{cpu}"));
+    assert!(seconds > 0.0, "{cpu}");
+    assert!(
+        cpu.contains(" busy; ") && cpu.ends_with("page faults"),
+        "{cpu}"
+    );
 }
 
 #[test]

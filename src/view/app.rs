@@ -53,13 +53,7 @@ use crate::size::human_bytes;
 /// CPU time this process has used (all threads, user and system), in ms: with the wall time it
 /// says how much of a frame's latency was work and how much was waiting for a busy machine.
 fn process_cpu_ms() -> f64 {
-    // SAFETY: getrusage fills the struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return 0.0;
-    }
-    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
-    ms(usage.ru_utime) + ms(usage.ru_stime)
+    crate::run_stats::CpuUse::now().map_or(0.0, |u| u.seconds() * 1e3)
 }
 
 /// A press and release closer than this (window pixels) is a click, not a drag.
