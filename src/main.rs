@@ -1,6 +1,7 @@
 //! The `deepmerge` command line: parse, run, report. No algorithm code lives here.
 
 mod cli_conventions;
+mod memory_reuse;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -362,6 +363,14 @@ enum ProgressArg {
 fn main() -> ExitCode {
     // Times count from here when DEEPMERGE_TIMELINE asks for a timeline.
     deepmerge::timeline::start();
+    // Before any thread allocates: freed band buffers are kept for the next band.
+    match memory_reuse::MallocSetting::from_env() {
+        Ok(setting) => memory_reuse::apply(setting),
+        Err(e) => {
+            eprintln!("deepmerge: error: {e}");
+            return ExitCode::from(2);
+        }
+    }
     cli_conventions::die_quietly_on_closed_stdout();
     // Before anything is written: leftovers of earlier runs are what is older than this.
     exr::mark_run_start();

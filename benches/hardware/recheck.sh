@@ -3,11 +3,14 @@
 # lease has little time left: every GL test binary but gpu_verify in strict mode, four at once
 # (about a minute on an H100 host, against run.sh's five with `gpu-info --verify`), then the
 # end-to-end table (benches/end_to_end.sh, one repeat) and the GL engine's timelines
-# (timeline.sh, all threads: each engine with the defaults, GL with each TIMELINE_VARIANTS setting) into
-# $OUT. Exits non-zero when a test binary failed.
+# (timeline.sh, all threads: each engine with the defaults, then each TIMELINE_VARIANTS setting:
+# a DEEPMERGE_GL_ one on GL, any other on the CPU and GL engines) into $OUT. Exits non-zero when a
+# test binary failed.
 #
 #   benches/hardware/recheck.sh     (environment: E2E_CORES, default "all 2 8 4";
-#                                    TIMELINE_VARIANTS, e.g. "DEEPMERGE_GL_STAGING=16M";
+#                                    TIMELINE_VARIANTS, default "DEEPMERGE_MALLOC=system" (glibc's
+#                                    own malloc thresholds against the CLI's reuse), e.g. also
+#                                    "DEEPMERGE_GL_STAGING=16M";
 #                                    TIMELINE_ENGINES, default "gl auto cpu";
 #                                    BENCH_DEEP_WRITES, e.g. "relayout,staged:8K,staged:16K":
 #                                    after the tests, Tables 1-4 of hairball at 1080p with a Table 2
@@ -35,10 +38,16 @@ benches/end_to_end.sh --bin "$B" --scenes powerplant --cores "${E2E_CORES:-all 2
     --repeats 1 --dir /tmp/deepmerge-e2e > "$out/end-to-end.md" 2> "$out/end-to-end.err"
 OUT=$out/timeline benches/hardware/timeline.sh --bin "$B" --cores all \
     --engines "${TIMELINE_ENGINES:-gl auto cpu}"
-for variant in ${TIMELINE_VARIANTS:-}; do
+for variant in ${TIMELINE_VARIANTS-DEEPMERGE_MALLOC=system}; do
     name=${variant#DEEPMERGE_GL_}
+    name=${name#DEEPMERGE_}
     name=${name//=/-}
-    TIMELINE_GL_ENV=$variant OUT=$out/timeline-${name,,} \
-        benches/hardware/timeline.sh --bin "$B" --cores all --engines gl
+    if [ "${variant#DEEPMERGE_GL_}" != "$variant" ]; then
+        TIMELINE_GL_ENV=$variant OUT=$out/timeline-${name,,} \
+            benches/hardware/timeline.sh --bin "$B" --cores all --engines gl
+    else
+        TIMELINE_ENV=$variant OUT=$out/timeline-${name,,} \
+            benches/hardware/timeline.sh --bin "$B" --cores all --engines "cpu gl"
+    fi
 done
 exit $failed

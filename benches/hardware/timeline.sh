@@ -5,7 +5,8 @@
 # and --runstats, whose timeline (src/timeline.rs: the GL context, shaders, buffers, and each
 # band's decode, staging, GPU work, readback and encode, by thread) goes to
 # $OUT/timeline-<output>-<engine>-<cores>.log. Extra environment for the GL runs (a variant to
-# compare) comes from TIMELINE_GL_ENV, e.g. "DEEPMERGE_GL_TRANSFER=calls".
+# compare) comes from TIMELINE_GL_ENV, e.g. "DEEPMERGE_GL_TRANSFER=calls"; for every engine's
+# runs from TIMELINE_ENV, e.g. "DEEPMERGE_MALLOC=system".
 #
 #   benches/hardware/timeline.sh [--bin PATH] [--cores "all 2"] [--outputs "flat deep"]
 #                                [--engines "gl cpu"]   (auto too: --engines "gl cpu auto")
@@ -34,14 +35,15 @@ pp=/tmp/deepmerge-e2e/powerplant-1920x1080
 mkdir -p "$(dirname "$pp")"
 [ -f "${pp}_1.exr" ] || "$B" scene powerplant --size 1920x1080 --seed 3 -o "$pp" >/dev/null
 read -ra gl_env <<<"${TIMELINE_GL_ENV:-}"
+read -ra all_env <<<"${TIMELINE_ENV:-}"
 for c in $cores; do
     [ "$c" = all ] && n=$(nproc) || n=$c
     for kind in $outputs; do
         for engine in $engines; do
             args=("${pp}_0.exr" "${pp}_1.exr" --backend "$engine" -o /tmp/timeline.exr --runstats)
             [ "$kind" = deep ] && args+=(--deep)
-            env_args=()
-            [ "$engine" = gl ] && env_args=("${gl_env[@]}")
+            env_args=("${all_env[@]}")
+            [ "$engine" = gl ] && env_args+=("${gl_env[@]}")
             log=$out/timeline-$kind-$engine-$c.log
             env "${env_args[@]}" taskset -c "0-$((n - 1))" "$B" "${args[@]}" 2>/dev/null
             # A new output, as end_to_end.sh times it: not the deletion of the untimed run's.
