@@ -5,7 +5,8 @@
 # encoding the output, each alone, same threads, same process: `deepmerge --codec-floor`), and
 # each engine's peak memory, and how busy the threads were in the floor's decode and in each
 # engine's merge (CPU time over threads x wall: busy threads can only go faster by doing less;
-# idle ones wait on something serial). Median of --repeats runs. GL runs in whatever GL the machine has
+# idle ones wait on something serial; every thread of the process counts, a GL driver's too).
+# Median of --repeats runs. GL runs in whatever GL the machine has
 # (llvmpipe here, the GPU's driver on a GPU host). Every GL output (each variant's too) is
 # compared with the CPU engine's, byte for byte: the last column says which differ, and the
 # script then exits 1 after the table.
@@ -50,7 +51,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # (medians).
 measure() {
     local cpus=$1; shift
-    local merges=() floors=() peaks=() decode_busy=() merge_busy=()
+    local merges=() floors=() peaks=() decode_busies=() merge_busies=()
     for _ in $(seq "$repeats"); do
         local err
         # A fresh output, as the floor's encode writes one: replacing the last run's file would
@@ -61,11 +62,11 @@ measure() {
         merges+=("$(sed -n 's/.*the merge took \([0-9.]*\) s wall.*/\1/p' <<<"$err")")
         floors+=("$(sed -n 's/.*encode [0-9.]* s = \([0-9.]*\) s;.*/\1/p' <<<"$err")")
         peaks+=("$(sed -n 's/.*peak memory *\([0-9.]*\) MiB.*/\1/p' <<<"$err")")
-        decode_busy+=("$(sed -n 's/.* busy: decode \([0-9]*\)%.*/\1/p' <<<"$err")")
-        merge_busy+=("$(sed -n 's/.* busy: decode [0-9]*%, merge \([0-9]*\)%.*/\1/p' <<<"$err")")
+        decode_busies+=("$(sed -n 's/.* busy: decode \([0-9]*\)%.*/\1/p' <<<"$err")")
+        merge_busies+=("$(sed -n 's/.* busy: decode [0-9]*%, merge \([0-9]*\)%.*/\1/p' <<<"$err")")
     done
     echo "$(printf '%s\n' "${merges[@]}" | median) $(printf '%s\n' "${floors[@]}" | median) $(printf '%s\n' "${peaks[@]}" | median)" \
-        "$(printf '%s\n' "${decode_busy[@]}" | median) $(printf '%s\n' "${merge_busy[@]}" | median)"
+        "$(printf '%s\n' "${decode_busies[@]}" | median) $(printf '%s\n' "${merge_busies[@]}" | median)"
 }
 
 echo "host: $all cores; $("$bin" gpu-info 2>/dev/null | sed -n 's/^renderer: *//p' | head -1)"

@@ -70,6 +70,7 @@ pub mod composite;
 #[cfg(feature = "twins")]
 pub mod cpu;
 pub mod deep;
+pub mod env_setting;
 pub mod error;
 pub mod exr;
 #[cfg(feature = "gl")]

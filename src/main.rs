@@ -17,7 +17,7 @@ use deepmerge::inspect::TableValues;
 use deepmerge::job::{MergeJob, SequenceSummary};
 use deepmerge::progress::Progress;
 use deepmerge::request::{Backend, GlRequest, MergeOption, MergeRequest};
-use deepmerge::run_stats::{CpuUse, RunStats, Stage};
+use deepmerge::run_stats::{counted, CpuUse, RunStats, Stage};
 use deepmerge::sequence::{self, FramePattern};
 use deepmerge::stream::{plan_parts, PartPlan, StreamMerge, StreamOptions};
 use deepmerge::{cleanup, heatmap, scene, Error, Result};
@@ -363,14 +363,6 @@ enum ProgressArg {
 fn main() -> ExitCode {
     // Times count from here when DEEPMERGE_TIMELINE asks for a timeline.
     deepmerge::timeline::start();
-    // Before any thread allocates: freed band buffers are kept for the next band.
-    match memory_reuse::MallocSetting::from_env() {
-        Ok(setting) => memory_reuse::apply(setting),
-        Err(e) => {
-            eprintln!("deepmerge: error: {e}");
-            return ExitCode::from(2);
-        }
-    }
     cli_conventions::die_quietly_on_closed_stdout();
     // Before anything is written: leftovers of earlier runs are what is older than this.
     exr::mark_run_start();
@@ -380,6 +372,13 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let matches = command().get_matches();
+    // Before the merge's buffers exist: freed band buffers are kept for the next band (not by
+    // the viewer, a long-lived window that should hand memory back).
+    match memory_reuse::MallocSetting::from_env() {
+        Ok(setting) if matches.subcommand_name() != Some("view") => memory_reuse::apply(setting),
+        Ok(_) => {}
+        Err(e) => return exit_with(Err(e), "--memory-budget"),
+    }
     // An operation of the table is its own subcommand (`cli::ops`); the rest are `Command`'s.
     if let Some((name, args)) = matches.subcommand() {
         if let Some(spec) = deepmerge::ops::find(name) {
@@ -964,7 +963,7 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         let busy = match (decode_cpu, merge_cpu, merged_cpu) {
             (Some(a), Some(b), Some(c)) => format!(
                 "; {} busy: decode {:.0}%, merge {:.0}%",
-                deepmerge::run_stats::threads_named(threads),
+                counted(threads, "thread"),
                 100.0 * b.since(a).busy_share(decode_wall, threads),
                 100.0 * c.since(b).busy_share(merge_wall, threads)
             ),
@@ -1011,15 +1010,6 @@ fn run_merge(args: &MergeArgs) -> Result<()> {
         eprint!("{}", stats.report(frames.len()));
     }
     sequence_result(summary, args.skip_bad_frames, args.quiet)
-}
-
-/// `n` things, singular for one ("1 input", "2 inputs").
-fn counted(n: usize, thing: &str) -> String {
-    if n == 1 {
-        format!("1 {thing}")
-    } else {
-        format!("{n} {thing}s")
-    }
 }
 
 /// The exit of a sequence: every frame written is success; failed frames are an error, unless

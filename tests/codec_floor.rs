@@ -69,7 +69,7 @@ fn codec_floor_reports_both_halves_and_leaves_the_merge_as_it_was() {
                     .unwrap_or_else(|| panic!("{what}: a share after {label} in {line}"))
             };
             for share in [busy("busy: decode "), busy("%, merge ")] {
-                assert!(share > 0.0 && share < 400.0, "{what}: {line}");
+                assert!((0.0..400.0).contains(&share), "{what}: {line}");
             }
             // The measurement changes nothing about the output, and its scratch file is gone.
             assert_eq!(

@@ -9,8 +9,9 @@
 #
 #   benches/hardware/recheck.sh     (environment: E2E_CORES, default "all 2 8 4";
 #                                    TIMELINE_VARIANTS, default "DEEPMERGE_MALLOC=system" (glibc's
-#                                    own malloc thresholds against the CLI's reuse), e.g. also
-#                                    "DEEPMERGE_GL_STAGING=16M";
+#                                    own malloc thresholds against the CLI's reuse); a list given
+#                                    replaces it, e.g. "DEEPMERGE_MALLOC=system
+#                                    DEEPMERGE_GL_STAGING=16M", and an empty one runs none;
 #                                    TIMELINE_ENGINES, default "gl auto cpu";
 #                                    BENCH_DEEP_WRITES, e.g. "relayout,staged:8K,staged:16K":
 #                                    after the tests, Tables 1-4 of hairball at 1080p with a Table 2

@@ -42,8 +42,8 @@ for c in $cores; do
         for engine in $engines; do
             args=("${pp}_0.exr" "${pp}_1.exr" --backend "$engine" -o /tmp/timeline.exr --runstats)
             [ "$kind" = deep ] && args+=(--deep)
-            env_args=("${all_env[@]}")
-            [ "$engine" = gl ] && env_args+=("${gl_env[@]}")
+            env_args=(${all_env[@]+"${all_env[@]}"})
+            [ "$engine" = gl ] && env_args+=(${gl_env[@]+"${gl_env[@]}"})
             log=$out/timeline-$kind-$engine-$c.log
             env "${env_args[@]}" taskset -c "0-$((n - 1))" "$B" "${args[@]}" 2>/dev/null
             # A new output, as end_to_end.sh times it: not the deletion of the untimed run's.

@@ -28,6 +28,7 @@ use rayon::prelude::*;
 use super::buffer::{id, GpuBuffer};
 use super::pool::size_class;
 use super::GlContext;
+use crate::env_setting::{env_setting, setting};
 use crate::error::{Error, Result};
 
 /// The most bytes one staging buffer holds: larger uploads go in rounds. 16 MiB: on an NVIDIA
@@ -137,34 +138,6 @@ impl TransferPath {
                 ("calls", TransferPath::Calls),
             ],
         )
-    }
-}
-
-/// A measurement variable's value, if set.
-fn env_setting(name: &str) -> Option<String> {
-    std::env::var(name).ok()
-}
-
-/// The setting of the measurement variable `name` among `choices` (spelling, meaning), from
-/// its value `value`: unset or empty is `None`; anything else is an error naming the variable
-/// and the choices.
-pub fn setting<T: Copy>(
-    name: &str,
-    value: Option<&str>,
-    choices: &[(&str, T)],
-) -> Result<Option<T>> {
-    match value {
-        None | Some("") => Ok(None),
-        Some(v) => match choices.iter().find(|(spelling, _)| *spelling == v) {
-            Some((_, meaning)) => Ok(Some(*meaning)),
-            None => {
-                let spellings: Vec<&str> = choices.iter().map(|(s, _)| *s).collect();
-                Err(Error::Usage(format!(
-                    "{name}={v} is not a setting of it; use {}",
-                    spellings.join(" or ")
-                )))
-            }
-        },
     }
 }
 
