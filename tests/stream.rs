@@ -618,7 +618,7 @@ fn freed_band_buffers_are_kept_for_the_next_band_unless_asked_not_to() {
     for bytes in [&reused_bytes, &system_bytes, &users_bytes] {
         assert!(*bytes == default_bytes, "the allocator changed the output");
     }
-    // 9,300-9,600 against 14,900-16,300 on the development machine; with the user's trim
+    // About 8,000 against 16,000 on the development machine; with the user's trim
     // threshold alone (which also fixes glibc's mapping threshold at 128 KiB) more than either.
     #[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
     {
