@@ -78,7 +78,7 @@ fn malloc_tuned_by_environment() -> bool {
 
 /// Apply `setting` to this process's allocator, before the merge's buffers exist. Nothing
 /// happens off 64-bit glibc (musl and other systems keep their own ways), or where the
-/// environment sets a threshold already.
+/// environment sets a threshold or the number of arenas already.
 pub fn apply(setting: MallocSetting) {
     if setting != MallocSetting::Reuse || malloc_tuned_by_environment() {
         return;

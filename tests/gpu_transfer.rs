@@ -9,6 +9,7 @@
 // MergeOptions is built with `..Default::default()` even where every field is named today.
 #![allow(clippy::needless_update)]
 
+mod common;
 mod gpu_common;
 
 use deepmerge::composite::{MergeOptions, MergeStrategy};
@@ -320,25 +321,10 @@ fn unknown_measurement_settings_in_the_environment_are_named() {
 fn overlapped_streamed_bands_stay_within_the_memory_budget() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("overlap-budget");
     std::fs::create_dir_all(&dir).unwrap();
-    let prefix = dir.join("pp");
-    let made = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
-        .args([
-            "scene",
-            "powerplant",
-            "--size",
-            "640x360",
-            "--seed",
-            "3",
-            "-o",
-        ])
-        .arg(&prefix)
-        .output()
-        .unwrap();
-    assert!(made.status.success());
+    let (a, b) = common::powerplant_pair(&dir.join("pp"), "640x360");
     let run = |overlap: &str| -> (f64, usize, usize) {
         let output = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
-            .arg(format!("{}_0.exr", prefix.display()))
-            .arg(format!("{}_1.exr", prefix.display()))
+            .args([&a, &b])
             .args(["--backend", "gl", "--deep", "--memory-budget", "0.0625"])
             .args(["--runstats", "--stats", "-o"])
             .arg(dir.join(format!("out{overlap}.exr")))

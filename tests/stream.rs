@@ -10,7 +10,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::data;
+use common::{data, powerplant_pair};
 use deepmerge::composite::{merge_images, MergeOptions, MergeOutput, OutputKind};
 use deepmerge::deep::DeepImage;
 use deepmerge::exr::ChannelSelection;
@@ -286,15 +286,7 @@ fn peak_memory_stays_under_a_small_budget_while_the_image_grows_4x() {
     let dir = tempfile::tempdir().unwrap();
     let mut peaks = Vec::new();
     for size in ["640x180", "1280x360"] {
-        let prefix = dir.path().join(format!("pp{size}"));
-        let status = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
-            .args(["scene", "powerplant", "--size", size, "--seed", "3", "-o"])
-            .arg(&prefix)
-            .output()
-            .unwrap();
-        assert!(status.status.success());
-        let a = format!("{}_0.exr", prefix.display());
-        let b = format!("{}_1.exr", prefix.display());
+        let (a, b) = powerplant_pair(&dir.path().join(format!("pp{size}")), size);
         let out = dir.path().join(format!("out{size}.exr"));
         let peak = peak_rss_mib(&[
             &a,
@@ -323,23 +315,7 @@ fn peak_memory_stays_under_a_small_budget_while_the_image_grows_4x() {
 #[test]
 fn only_a_row_over_its_share_of_the_budget_is_refused_naming_file_row_and_budget() {
     let dir = tempfile::tempdir().unwrap();
-    let prefix = dir.path().join("pp");
-    let made = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
-        .args([
-            "scene",
-            "powerplant",
-            "--size",
-            "320x90",
-            "--seed",
-            "3",
-            "-o",
-        ])
-        .arg(&prefix)
-        .output()
-        .unwrap();
-    assert!(made.status.success());
-    let a = format!("{}_0.exr", prefix.display());
-    let b = format!("{}_1.exr", prefix.display());
+    let (a, b) = powerplant_pair(&dir.path().join("pp"), "320x90");
     let out = dir.path().join("out.exr");
     let merge = |budget: &str| {
         std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
@@ -583,25 +559,7 @@ fn freed_band_buffers_are_kept_for_the_next_band_unless_asked_not_to() {
     // DEEPMERGE_MALLOC=system or the user's own threshold says otherwise; an unknown setting
     // is refused, naming the variable.
     let dir = tempfile::tempdir().unwrap();
-    let prefix = dir.path().join("pp");
-    let made = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
-        .args([
-            "scene",
-            "powerplant",
-            "--size",
-            "1280x360",
-            "--seed",
-            "3",
-            "-o",
-        ])
-        .arg(&prefix)
-        .output()
-        .unwrap();
-    assert!(made.status.success());
-    let (a, b) = (
-        format!("{}_0.exr", prefix.display()),
-        format!("{}_1.exr", prefix.display()),
-    );
+    let (a, b) = powerplant_pair(&dir.path().join("pp"), "1280x360");
     let run = |name: &str, env: &[(&str, Option<&str>)]| {
         faults_and_bytes(&a, &b, &dir.path().join(format!("{name}.exr")), env)
     };

@@ -250,6 +250,25 @@ pub fn deepmerge() -> Command {
     command
 }
 
+/// The procedural powerplant pair at `size` (`deepmerge scene powerplant --seed 3`), written
+/// as `<prefix>_0.exr` and `<prefix>_1.exr`; returns their paths.
+pub fn powerplant_pair(prefix: &Path, size: &str) -> (String, String) {
+    let made = Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+        .args(["scene", "powerplant", "--size", size, "--seed", "3", "-o"])
+        .arg(prefix)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    (
+        format!("{}_0.exr", prefix.display()),
+        format!("{}_1.exr", prefix.display()),
+    )
+}
+
 /// Run the CLI, returning (success, stdout, stderr).
 pub fn run(args: &[&str]) -> (bool, String, String) {
     let out = deepmerge().args(args).output().unwrap();
