@@ -9,6 +9,7 @@ use super::merge::MergePlan;
 use super::one_alpha::{composite_one_alpha, MAX_ONE_ALPHA_COLUMNS};
 use super::pixel::{CompositeKind, PixelSamples};
 use super::tidy::{needs_tidy, tidy_pixel};
+use super::walk::Walker;
 use crate::deep::{ChannelRole, FlatChannel, FlatImage, FlatValues, Plane};
 use crate::vocab::Sample;
 use rayon::prelude::*;
@@ -136,7 +137,7 @@ impl MergePlan<'_> {
             let mut front = [None];
             if composite_one_alpha(
                 &self.views,
-                &[samples],
+                &mut [samples.iter().copied()],
                 alpha,
                 &mut scratch.values,
                 &mut front,
@@ -200,11 +201,11 @@ impl MergePlan<'_> {
             self.debug_assert_one_alpha(*alpha);
             let mut values = [0f32; 2 * MAX_ONE_ALPHA_COLUMNS];
             let mut fronts = [None; 2];
-            let both = [pixels[0].0, pixels[1].0];
+            let mut both = [pixels[0].0.iter().copied(), pixels[1].0.iter().copied()];
             if columns <= MAX_ONE_ALPHA_COLUMNS
                 && composite_one_alpha(
                     &self.views,
-                    &both,
+                    &mut both,
                     *alpha,
                     &mut values[..2 * columns],
                     &mut fronts,
@@ -219,6 +220,63 @@ impl MergePlan<'_> {
         for (samples, any_volume) in pixels {
             self.push_flattened(out, samples, any_volume, pixel);
         }
+    }
+
+    /// [`Self::push_flattened`] of `n` (one or two) neighbouring pixels from absolute (x, y),
+    /// walked in merge order straight from the planes and composited until opaque
+    /// ([`super::walk`]): the common case's flat path, which orders no sample behind an opaque
+    /// one. `false`, with nothing pushed, where the channels or a pixel's runs take the
+    /// gathering path.
+    pub(crate) fn push_walked(
+        &self,
+        walker: &Walker,
+        out: &mut FlatPixels,
+        x: i32,
+        y: i32,
+        n: usize,
+    ) -> bool {
+        let ([alpha], columns) = (&self.composite.alphas[..], self.composite.len()) else {
+            return false;
+        };
+        if columns > MAX_ONE_ALPHA_COLUMNS {
+            return false;
+        }
+        self.debug_assert_one_alpha(*alpha);
+        let mut values = [0f32; 2 * MAX_ONE_ALPHA_COLUMNS];
+        let mut fronts = [None; 2];
+        let composited = match n {
+            1 => {
+                let Some(walk) = walker.walk(x, y) else {
+                    return false;
+                };
+                composite_one_alpha(
+                    &self.views,
+                    &mut [walk],
+                    *alpha,
+                    &mut values[..columns],
+                    &mut fronts[..1],
+                )
+            }
+            _ => {
+                let (Some(first), Some(second)) = (walker.walk(x, y), walker.walk(x + 1, y)) else {
+                    return false;
+                };
+                composite_one_alpha(
+                    &self.views,
+                    &mut [first, second],
+                    *alpha,
+                    &mut values[..2 * columns],
+                    &mut fronts,
+                )
+            }
+        };
+        if !composited {
+            return false;
+        }
+        for (row, front) in values[..n * columns].chunks_exact(columns).zip(fronts) {
+            self.push_flat(out, row, front);
+        }
+        true
     }
 
     /// Every composited column but `alpha` is a colour of `alpha`.
@@ -313,7 +371,8 @@ mod tests {
     /// can), by [`MergePlan::push_flattened_pair`] (two pixels in one loop) and by the one-alpha
     /// loop with half floats converted in software gives the general loop's values and front
     /// sample bit for bit, over values that test the half conversion: subnormals, infinities,
-    /// NaNs, negative zero, alphas past 1 and below 0. A NaN compares as any NaN: which of two
+    /// NaNs, negative zero, alphas past 1 and below 0; and walked from the planes
+    /// ([`MergePlan::push_walked`]) as gathered. A NaN compares as any NaN: which of two
     /// NaN operands an add returns (its sign) follows the operand order the compiler picks.
     /// Returns the columns and the alpha's column.
     fn one_alpha_equals_general(inputs: &[&DeepImage]) -> (usize, usize) {
@@ -358,12 +417,12 @@ mod tests {
         let mut soft = plan.flat_pixels(PIXELS);
         let alpha = plan.composite.alphas[0];
         for pair in pixels.chunks(2) {
-            let samples: Vec<&[Sample]> = pair.iter().map(|(s, _)| &s[..]).collect();
+            let mut samples: Vec<_> = pair.iter().map(|(s, _)| s.iter().copied()).collect();
             let mut values = vec![0f32; samples.len() * columns];
             let mut fronts = vec![None; samples.len()];
             assert!(super::super::one_alpha::composite_converting(
                 &plan.views,
-                &samples,
+                &mut samples,
                 alpha,
                 &mut values,
                 &mut fronts,
@@ -373,6 +432,33 @@ mod tests {
                 plan.push_flat(&mut soft, row, front);
             }
         }
+        // Walked straight from the planes (`push_walked`), trusting the runs as they stand, against
+        // the gathering path trusting them too: one pixel, then pairs.
+        let mut trusting = MergePlan::new(inputs).unwrap();
+        trusting.sort = super::super::SortPolicy::AssumeSorted;
+        let walker = trusting.walker().expect("float Z, no ZBack");
+        let mut walked = trusting.flat_pixels(PIXELS);
+        let mut gathered = trusting.flat_pixels(PIXELS);
+        let mut x = 0;
+        while x < PIXELS as i32 {
+            let n = if x == 0 {
+                1
+            } else {
+                2.min(PIXELS - x as usize)
+            };
+            assert!(trusting.push_walked(&walker, &mut walked, x, 0, n));
+            for x in x..x + n as i32 {
+                let mut samples = Vec::new();
+                let any_volume =
+                    trusting.ordered_samples_into(x, 0, &mut samples, &mut sort_scratch);
+                trusting.push_flattened(&mut gathered, &samples, any_volume, &mut scratch);
+            }
+            x += n as i32;
+        }
+        let values = |p: &FlatPixels| p.values.iter().map(bits).collect::<Vec<u32>>();
+        assert_eq!(values(&walked), values(&gathered), "walked values");
+        assert_eq!(walked.z, gathered.z, "walked Z");
+        assert_eq!(walked.ids, gathered.ids, "walked ids");
         for (name, other) in [("single", &single), ("paired", &paired), ("soft", &soft)] {
             let values = |p: &FlatPixels| p.values.iter().map(bits).collect::<Vec<u32>>();
             let z = |p: &FlatPixels| p.z.iter().map(bits).collect::<Vec<u32>>();

@@ -1,7 +1,9 @@
 //! The reference merge: any number of deep images over the union of their data windows, to a flat
 //! composite or to a merged deep image. Rows are processed in parallel; per pixel the cost is a
 //! gather, a stable sort of each input's samples where the [`SortPolicy`] asks for one, and a
-//! merge of the inputs' runs; linear in the samples for sorted inputs.
+//! merge of the inputs' runs; linear in the samples for sorted inputs. A flat merge of one or
+//! two inputs of points walks each pixel's runs in merge order instead, only as far as the
+//! composite reads ([`super::walk`]).
 //!
 //! Volumes are tidied ([`super::tidy`]) only in pixels where they overlap something. The gate
 //! has two steps: gathering notes whether the pixel holds any volume at all (one OR per sample
@@ -341,13 +343,23 @@ pub fn merge_checked_images_over(
 /// a volume, with a scratch pixel to gather values into (two at a time lets a flat merge
 /// composite both in one loop: [`MergePlan::push_flattened_pair`]); `add_empty(row, n)` adds n
 /// pixels without samples, for the runs of a row that no input's window reaches (which cost
-/// one call, not one per pixel: inputs far apart leave long runs).
-fn map_rows<R, N, A, E>(plan: &MergePlan, new_row: N, add_pixels: A, add_empty: E) -> Vec<R>
+/// one call, not one per pixel: inputs far apart leave long runs). `walk(row, x, y, n)` is
+/// offered the n (one or two) pixels from (x, y) first and adds them itself where it can,
+/// returning true (a flat merge's walk that orders only what it composites:
+/// [`MergePlan::push_walked`]); the others are gathered and given to `add_pixels`.
+fn map_rows<R, N, A, E, W>(
+    plan: &MergePlan,
+    new_row: N,
+    add_pixels: A,
+    add_empty: E,
+    walk: W,
+) -> Vec<R>
 where
     R: Send,
     N: Fn(usize) -> R + Sync + Send,
     A: Fn(&mut R, &[(&[Sample], bool)], &mut PixelSamples) + Sync + Send,
     E: Fn(&mut R, usize) + Sync + Send,
+    W: Fn(&mut R, i32, i32, usize) -> bool + Sync + Send,
 {
     let window = plan.window;
     let width = window.width();
@@ -369,15 +381,17 @@ where
                     }
                     x = x0;
                     while x <= x1 {
-                        let a = plan.ordered_samples_into(x, y, first, scratch);
-                        if x < x1 {
-                            let b = plan.ordered_samples_into(x + 1, y, second, scratch);
-                            add_pixels(&mut out, &[(first, a), (second, b)], pixel);
-                            x += 2;
-                        } else {
-                            add_pixels(&mut out, &[(first, a)], pixel);
-                            x += 1;
+                        let n = if x < x1 { 2 } else { 1 };
+                        if !walk(&mut out, x, y, n) {
+                            let a = plan.ordered_samples_into(x, y, first, scratch);
+                            if n == 2 {
+                                let b = plan.ordered_samples_into(x + 1, y, second, scratch);
+                                add_pixels(&mut out, &[(first, a), (second, b)], pixel);
+                            } else {
+                                add_pixels(&mut out, &[(first, a)], pixel);
+                            }
                         }
+                        x += n as i32;
                     }
                 }
                 if x <= window.x1 {
@@ -413,6 +427,7 @@ fn covered_runs(plan: &MergePlan, y: i32) -> Vec<(i32, i32)> {
 }
 
 fn merge_flat(plan: &MergePlan, with_z: bool) -> FlatImage {
+    let walker = plan.walker();
     let rows = map_rows(
         plan,
         |width| plan.flat_pixels(width),
@@ -425,6 +440,11 @@ fn merge_flat(plan: &MergePlan, with_z: bool) -> FlatImage {
             }
         },
         |out, n| plan.push_empty(out, n),
+        |out, x, y, n| {
+            walker
+                .as_ref()
+                .is_some_and(|walker| plan.push_walked(walker, out, x, y, n))
+        },
     );
     let mut all = plan.flat_pixels(0);
     for mut row in rows {
@@ -462,6 +482,8 @@ fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {
             }
         },
         add_empty,
+        // Deep output keeps every sample: nothing to walk past.
+        |_, _, _, _| false,
     );
 
     let counts: Vec<u32> = rows.iter().flat_map(|r| r.counts.iter().copied()).collect();

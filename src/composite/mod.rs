@@ -16,6 +16,7 @@ mod pixel;
 pub mod prune;
 pub mod tidy;
 mod views;
+mod walk;
 
 pub use tidy::{is_split, is_tidy, needs_deep_tidy, needs_tidy, tidy_deep_pixel, tidy_pixel};
 

@@ -77,7 +77,6 @@ struct Chain<const N: usize> {
     sums: [f32; N],
     sum_alpha: f32,
     front: Option<Sample>,
-    next: usize,
 }
 
 impl<const N: usize> Chain<N> {
@@ -86,29 +85,19 @@ impl<const N: usize> Chain<N> {
             sums: [0.0; N],
             sum_alpha: 0.0,
             front: None,
-            next: 0,
         }
     }
 
-    /// Whether `samples` has a sample left to composite: the loop stops at the end or once
-    /// the alpha reaches 1 (a NaN alpha goes on, as the general loop's does).
+    /// Whether the pixel takes another sample: not once its alpha reaches 1 (a NaN alpha goes
+    /// on, as the general loop's does).
     #[inline(always)]
-    fn live(&self, samples: &[Sample]) -> bool {
-        let done = self.next >= samples.len() || self.sum_alpha >= 1.0;
-        !done
+    fn open(&self) -> bool {
+        self.sum_alpha < 1.0 || self.sum_alpha.is_nan()
     }
 
-    /// Composite the next sample of `samples` under the ones before.
+    /// Composite sample `s` under the ones before.
     #[inline(always)]
-    fn step<C: HalfToF32>(
-        &mut self,
-        views: &[InputViews],
-        samples: &[Sample],
-        alpha: usize,
-        half: C,
-    ) {
-        let s = samples[self.next];
-        self.next += 1;
+    fn step<C: HalfToF32>(&mut self, views: &[InputViews], s: Sample, alpha: usize, half: C) {
         let columns: &[Values; N] = views[s.input as usize].columns[..N]
             .try_into()
             .expect("N columns");
@@ -133,34 +122,39 @@ impl<const N: usize> Chain<N> {
     }
 }
 
-/// The loop over up to two pixels at once (`pixels` holds one or two).
+/// The loop over up to two pixels at once (`pixels` holds one or two, each its samples in merge
+/// order). A pixel's next sample is asked for only while it is not opaque, so a walk that
+/// merges as it goes ([`super::walk::PairWalk`]) never orders the samples behind.
 #[inline(always)]
-fn composite<const N: usize, C: HalfToF32>(
+fn composite<const N: usize, C: HalfToF32, I: Iterator<Item = Sample>>(
     views: &[InputViews],
-    pixels: &[&[Sample]],
+    pixels: &mut [I],
     alpha: usize,
     half: C,
     out: &mut [OneAlphaPixel<N>],
 ) {
-    match *pixels {
+    match pixels {
         [one] => {
             let mut chain = Chain::<N>::new();
-            while chain.live(one) {
-                chain.step(views, one, alpha, half);
+            while chain.open() {
+                let Some(s) = one.next() else { break };
+                chain.step(views, s, alpha, half);
             }
             out[0] = chain.finish(alpha);
         }
         [first, second] => {
             let (mut a, mut b) = (Chain::<N>::new(), Chain::<N>::new());
             loop {
-                match (a.live(first), b.live(second)) {
-                    (true, true) => {
-                        a.step(views, first, alpha, half);
-                        b.step(views, second, alpha, half);
+                let next_a = if a.open() { first.next() } else { None };
+                let next_b = if b.open() { second.next() } else { None };
+                match (next_a, next_b) {
+                    (Some(s), Some(t)) => {
+                        a.step(views, s, alpha, half);
+                        b.step(views, t, alpha, half);
                     }
-                    (true, false) => a.step(views, first, alpha, half),
-                    (false, true) => b.step(views, second, alpha, half),
-                    (false, false) => break,
+                    (Some(s), None) => a.step(views, s, alpha, half),
+                    (None, Some(t)) => b.step(views, t, alpha, half),
+                    (None, None) => break,
                 }
             }
             out[0] = a.finish(alpha);
@@ -172,29 +166,30 @@ fn composite<const N: usize, C: HalfToF32>(
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "f16c")]
-fn composite_f16c<const N: usize>(
+fn composite_f16c<const N: usize, I: Iterator<Item = Sample>>(
     views: &[InputViews],
-    pixels: &[&[Sample]],
+    pixels: &mut [I],
     alpha: usize,
     half: F16c,
     out: &mut [OneAlphaPixel<N>],
 ) {
-    composite::<N, F16c>(views, pixels, alpha, half, out)
+    composite::<N, F16c, I>(views, pixels, alpha, half, out)
 }
 
 /// The most columns [`composite_one_alpha`] takes (RGBA and two more); wider channel sets take
 /// the general loop.
 pub(crate) const MAX_ONE_ALPHA_COLUMNS: usize = 6;
 
-/// Composite one or two pixels (`pixels`, each its samples in merge order, nothing to tidy)
+/// Composite one or two pixels (`pixels`, each its samples in merge order, nothing to tidy:
+/// slices' iterators, or walks that merge as they go)
 /// front to back over the columns of every input's `views`, of which column `alpha` is the only
 /// alpha: each pixel's sums into `values` (a row of as many as the views have columns, pixel
 /// after pixel) and its front-most sample with an alpha above 0 into `fronts`. `false` (and
 /// nothing written) when the inputs' views differ in their number of columns or it is not 2 to
 /// [`MAX_ONE_ALPHA_COLUMNS`].
-pub(crate) fn composite_one_alpha(
+pub(crate) fn composite_one_alpha<I: Iterator<Item = Sample>>(
     views: &[InputViews],
-    pixels: &[&[Sample]],
+    pixels: &mut [I],
     alpha: usize,
     values: &mut [f32],
     fronts: &mut [Option<Sample>],
@@ -205,9 +200,9 @@ pub(crate) fn composite_one_alpha(
 /// [`composite_one_alpha`], with half floats converted in software whatever the CPU when
 /// `soft`: what a CPU without F16C runs, which the tests compare with the conversion this one
 /// uses.
-pub(crate) fn composite_converting(
+pub(crate) fn composite_converting<I: Iterator<Item = Sample>>(
     views: &[InputViews],
-    pixels: &[&[Sample]],
+    pixels: &mut [I],
     alpha: usize,
     values: &mut [f32],
     fronts: &mut [Option<Sample>],
@@ -218,11 +213,11 @@ pub(crate) fn composite_converting(
         return false;
     }
     match columns {
-        2 => composite_fixed::<2>(views, pixels, alpha, values, fronts, soft),
-        3 => composite_fixed::<3>(views, pixels, alpha, values, fronts, soft),
-        4 => composite_fixed::<4>(views, pixels, alpha, values, fronts, soft),
-        5 => composite_fixed::<5>(views, pixels, alpha, values, fronts, soft),
-        6 => composite_fixed::<6>(views, pixels, alpha, values, fronts, soft),
+        2 => composite_fixed::<2, I>(views, pixels, alpha, values, fronts, soft),
+        3 => composite_fixed::<3, I>(views, pixels, alpha, values, fronts, soft),
+        4 => composite_fixed::<4, I>(views, pixels, alpha, values, fronts, soft),
+        5 => composite_fixed::<5, I>(views, pixels, alpha, values, fronts, soft),
+        6 => composite_fixed::<6, I>(views, pixels, alpha, values, fronts, soft),
         _ => return false,
     }
     true
@@ -230,9 +225,9 @@ pub(crate) fn composite_converting(
 
 /// [`composite_converting`] for `N` columns: the loop with the converter this CPU has (unless
 /// `soft`), then each pixel's sums and front copied out.
-fn composite_fixed<const N: usize>(
+fn composite_fixed<const N: usize, I: Iterator<Item = Sample>>(
     views: &[InputViews],
-    pixels: &[&[Sample]],
+    pixels: &mut [I],
     alpha: usize,
     values: &mut [f32],
     fronts: &mut [Option<Sample>],
@@ -245,7 +240,7 @@ fn composite_fixed<const N: usize>(
     let by_f16c = match half_converter().filter(|_| !soft) {
         Some(half) => {
             // SAFETY: `half` exists, so the CPU has F16C.
-            unsafe { composite_f16c::<N>(views, pixels, alpha, half, &mut out) };
+            unsafe { composite_f16c::<N, I>(views, pixels, alpha, half, &mut out) };
             true
         }
         None => false,
@@ -253,7 +248,7 @@ fn composite_fixed<const N: usize>(
     #[cfg(not(target_arch = "x86_64"))]
     let by_f16c = false;
     if !by_f16c {
-        composite::<N, SoftHalf>(views, pixels, alpha, SoftHalf, &mut out);
+        composite::<N, SoftHalf, I>(views, pixels, alpha, SoftHalf, &mut out);
     }
     for ((sums, front), (row, slot)) in out
         .iter()

@@ -212,7 +212,9 @@ fn first_nan(plane: &Plane) -> Option<usize> {
     fn first<T: Sync>(values: &[T], is_nan: impl Fn(&T) -> bool + Sync) -> Option<usize> {
         values
             .par_chunks(PIECE)
-            .position_first(|piece| piece.iter().any(&is_nan))
+            // Every value of a piece looked at, no early exit: the compiler makes that a vector
+            // loop, where `any` tested one value at a time (2% of a flat merge's CPU time).
+            .position_first(|piece| piece.iter().fold(false, |found, x| found | is_nan(x)))
             .map(|k| k * PIECE + values[k * PIECE..].iter().position(&is_nan).unwrap_or(0))
     }
     match plane {
