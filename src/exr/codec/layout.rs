@@ -405,6 +405,64 @@ pub(super) fn unpredicted(bytes: &mut [u8], expected: usize, what: &str) -> Resu
     Ok(unpredict_and_deinterleave(bytes))
 }
 
+/// Part of a block's bytes that goes straight to where its reader wants it (a channel's run of
+/// one line in a band's plane): the block's bytes from `at` on, as many as `out` holds.
+pub struct Segment<'a> {
+    /// Where in the block the part starts.
+    pub at: usize,
+    /// Where it goes, written whole.
+    pub out: &'a mut [MaybeUninit<u8>],
+}
+
+/// Copy each segment's bytes out of `block` (the whole unpacked block).
+pub(super) fn copy_segments(block: &[u8], segments: &mut [Segment]) {
+    for segment in segments {
+        let len = segment.out.len();
+        segment
+            .out
+            .copy_from_slice(as_uninit(&block[segment.at..segment.at + len]));
+    }
+}
+
+/// Bytes as bytes that may be uninitialised (a widening every byte slice allows).
+fn as_uninit(bytes: &[u8]) -> &[MaybeUninit<u8>] {
+    // SAFETY: MaybeUninit<u8> has u8's layout, and initialised bytes are valid MaybeUninit.
+    unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast(), bytes.len()) }
+}
+
+/// [`unpredicted`] straight into `segments` (inside the block, which [`super::decompress_into`]
+/// checked): the predictor undone in `bytes` and each segment's bytes rebuilt from the two
+/// halves where they lie, so the block is never assembled whole and copied again.
+pub(super) fn unpredicted_into(
+    bytes: &mut [u8],
+    expected: usize,
+    what: &str,
+    segments: &mut [Segment],
+) -> Result<()> {
+    if bytes.len() != expected {
+        return Err(Error::format(format!(
+            "{what}: unpacks to {} bytes, expected {expected}",
+            bytes.len()
+        )));
+    }
+    undo_predictor_in_place(bytes);
+    let (even, odd) = bytes.split_at(bytes.len().div_ceil(2));
+    for segment in segments {
+        let (at, len) = (segment.at, segment.out.len());
+        if at % 2 == 0 && len % 2 == 0 {
+            // Byte `at + 2k` is even[at / 2 + k], byte `at + 2k + 1` is odd[at / 2 + k].
+            let pairs = at / 2..(at + len) / 2;
+            interleave_planes(&[&even[pairs.clone()], &odd[pairs]], segment.out);
+        } else {
+            for (k, out) in segment.out.iter_mut().enumerate() {
+                let i = at + k;
+                out.write(if i % 2 == 0 { even[i / 2] } else { odd[i / 2] });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Inverse of [`interleave`].
 #[cfg(test)]
 fn deinterleave(split: &[u8]) -> Vec<u8> {

@@ -20,7 +20,7 @@ mod rle;
 mod zip;
 mod zstd;
 
-pub use layout::BlockLayout;
+pub use layout::{BlockLayout, Segment};
 pub use zstd::{
     with_level as zstd_with_level, LevelRefusal as ZstdLevelRefusal,
     DEFAULT_LEVEL as ZSTD_DEFAULT_LEVEL, LEVELS as ZSTD_LEVELS,
@@ -350,6 +350,38 @@ pub fn decompress(
     (codec.info().unpack)(packed, expected, layout, what)
 }
 
+/// [`decompress`] into `segments` of the block instead of a block of its own: each segment's
+/// bytes go straight where its reader wants them. RLE, ZIPS and ZIP rebuild each segment from
+/// the predictor's halves in place; the other codecs unpack the block and copy the segments
+/// out of it. Segments must lie inside the block's `expected` bytes.
+pub fn decompress_into(
+    codec: Codec,
+    packed: &[u8],
+    expected: usize,
+    layout: &BlockLayout,
+    what: &str,
+    segments: &mut [Segment],
+) -> Result<()> {
+    assert!(
+        segments.iter().all(|s| s.at + s.out.len() <= expected),
+        "segments inside the block"
+    );
+    if packed.len() == expected {
+        layout::copy_segments(packed, segments);
+        return Ok(());
+    }
+    check_plausible(codec, packed.len(), expected, what)?;
+    match codec {
+        Codec::Zips | Codec::Zip => zip::unpack_into(packed, expected, what, segments),
+        Codec::Rle => rle::unpack_into(packed, expected, what, segments),
+        Codec::None | Codec::Zstd { .. } => {
+            let block = (codec.info().unpack)(packed, expected, layout, what)?;
+            layout::copy_segments(&block, segments);
+            Ok(())
+        }
+    }
+}
+
 /// Pack `raw`, a block laid out as `layout` says, with `codec`; returns `raw` itself when
 /// packing would not make it smaller.
 pub fn compress(codec: Codec, raw: &[u8], layout: &BlockLayout) -> Vec<u8> {
@@ -365,6 +397,7 @@ pub fn compress(codec: Codec, raw: &[u8], layout: &BlockLayout) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::mem::MaybeUninit;
 
     /// A layout for the codecs that ignore it (ZSTD's own tests are in `super::zstd`).
     fn any_layout() -> BlockLayout {
@@ -390,6 +423,58 @@ mod tests {
                 decompress(codec, &packed, raw.len(), &any_layout(), "t").unwrap(),
                 raw
             );
+        }
+    }
+
+    /// Unpacked into segments, every codec gives the bytes it unpacks whole, wherever the
+    /// segments lie (odd starts and lengths, both halves of the predictor, empty ones), and
+    /// refuses what it refuses whole.
+    #[test]
+    fn every_codec_unpacks_into_segments_as_whole() {
+        // Whole 4-byte values, so that ZSTD's preprocessing has a layout to go by.
+        let mut raw = sample_bytes();
+        raw.truncate(raw.len() / 4 * 4);
+        let layout = BlockLayout::count_table(raw.len() / 4, 1);
+        let cuts = [
+            (0, 0),
+            (0, 2),
+            (6, 100),
+            (107, 33),
+            (2000, 1000),
+            (3999, 377),
+        ];
+        for codec in [
+            Codec::None,
+            Codec::Rle,
+            Codec::Zips,
+            Codec::Zip,
+            Codec::Zstd { level: 3 },
+        ] {
+            let packed = compress(codec, &raw, &layout);
+            let mut bytes: Vec<Vec<MaybeUninit<u8>>> = cuts
+                .iter()
+                .map(|&(_, len)| vec![MaybeUninit::uninit(); len])
+                .collect();
+            let mut segments: Vec<Segment> = cuts
+                .iter()
+                .zip(&mut bytes)
+                .map(|(&(at, _), out)| Segment { at, out })
+                .collect();
+            decompress_into(codec, &packed, raw.len(), &layout, "t", &mut segments).unwrap();
+            for (&(at, len), out) in cuts.iter().zip(&bytes) {
+                // SAFETY: decompress_into wrote every byte of every segment.
+                let out: Vec<u8> = out.iter().map(|b| unsafe { b.assume_init() }).collect();
+                assert_eq!(out, raw[at..at + len], "{codec:?} at {at}");
+            }
+            if codec != Codec::None {
+                let mut none: [Segment; 0] = [];
+                let corrupt = &packed[..packed.len() / 2];
+                assert_eq!(
+                    decompress_into(codec, corrupt, raw.len(), &layout, "t", &mut none).is_err(),
+                    decompress(codec, corrupt, raw.len(), &layout, "t").is_err(),
+                    "{codec:?}"
+                );
+            }
         }
     }
 

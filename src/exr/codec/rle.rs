@@ -1,7 +1,7 @@
 //! RLE (compression id 1): OpenEXR's run-length encoding after its byte preprocessing
 //! ([`super::layout`]), one scanline per chunk.
 
-use super::layout::{interleave_and_predict, unpredicted, BlockLayout};
+use super::layout::{interleave_and_predict, unpredicted, unpredicted_into, BlockLayout, Segment};
 use crate::error::{Error, Result};
 
 /// Most bytes one packed byte of RLE unpacks to: a run is two bytes (count, value) and
@@ -21,6 +21,21 @@ pub(super) fn unpack(
     what: &str,
 ) -> Result<Vec<u8>> {
     unpredicted(&mut rle_decode(packed, expected, what)?, expected, what)
+}
+
+/// [`unpack`] straight into `segments` of the block ([`super::decompress_into`]).
+pub(super) fn unpack_into(
+    packed: &[u8],
+    expected: usize,
+    what: &str,
+    segments: &mut [Segment],
+) -> Result<()> {
+    unpredicted_into(
+        &mut rle_decode(packed, expected, what)?,
+        expected,
+        what,
+        segments,
+    )
 }
 
 /// OpenEXR's RLE: a signed count byte; negative means that many literal bytes follow,

@@ -6,7 +6,9 @@
 //! `zune-inflate`'s on the 1080p powerplant pair, and its level 1 deflate was chosen by
 //! measurement ([`DEFLATE_LEVEL`]).
 
-use super::layout::{interleave_and_predict, keep_scratch_small, unpredicted, BlockLayout};
+use super::layout::{
+    interleave_and_predict, keep_scratch_small, unpredicted, unpredicted_into, BlockLayout, Segment,
+};
 use crate::error::{Error, Result};
 
 /// Most bytes one packed byte of deflate unpacks to: a length/distance pair can cost as little
@@ -46,11 +48,35 @@ pub(super) fn unpack(
 ) -> Result<Vec<u8>> {
     // Inflated into this thread's scratch, which the unpredicted block is copied out of: one
     // fresh allocation (and its page faults) per block rather than two.
+    inflated(packed, expected, what, |bytes| {
+        unpredicted(bytes, expected, what)
+    })
+}
+
+/// [`unpack`] straight into `segments` of the block ([`super::decompress_into`]).
+pub(super) fn unpack_into(
+    packed: &[u8],
+    expected: usize,
+    what: &str,
+    segments: &mut [Segment],
+) -> Result<()> {
+    inflated(packed, expected, what, |bytes| {
+        unpredicted_into(bytes, expected, what, segments)
+    })
+}
+
+/// `then` of the bytes `packed` inflates to (at most `expected`), in this thread's scratch.
+fn inflated<T>(
+    packed: &[u8],
+    expected: usize,
+    what: &str,
+    then: impl FnOnce(&mut [u8]) -> Result<T>,
+) -> Result<T> {
     INFLATE.with(|state| {
         let (decompressor, scratch) = &mut *state.borrow_mut();
         scratch.resize(expected, 0);
         let block = match decompressor.zlib_decompress(packed, scratch) {
-            Ok(n) => unpredicted(&mut scratch[..n], expected, what),
+            Ok(n) => then(&mut scratch[..n]),
             Err(libdeflater::DecompressionError::InsufficientSpace) => Err(Error::format(format!(
                 "{what}: zlib data is corrupt (it unpacks to more than the {expected} bytes \
                  expected)"
