@@ -16,6 +16,7 @@
 use rayon::prelude::*;
 
 use super::merge::MergePlan;
+use super::one_alpha::MAX_ONE_ALPHA_COLUMNS;
 use super::views::Values;
 use crate::deep::DeepImage;
 use crate::vocab::{depth_less, Sample};
@@ -109,11 +110,17 @@ pub(crate) struct Walker<'p, 'a> {
 }
 
 impl<'a> MergePlan<'a> {
-    /// The walker of this merge's pixels, where they can be walked: one or two inputs, each
-    /// with a float Z and no ZBack. Inputs whose runs the sort policy would sort are checked in
-    /// one parallel pass each.
+    /// The walker of this merge's pixels, where they can be walked and composited by the
+    /// one-alpha loop: one or two inputs, each with a float Z and no ZBack, composited channels
+    /// that are one alpha and its colours (2 to [`MAX_ONE_ALPHA_COLUMNS`]). Inputs whose runs
+    /// the sort policy would sort are checked in one parallel pass each.
     pub(crate) fn walker(&self) -> Option<Walker<'_, 'a>> {
-        if self.inputs.len() > 2 {
+        let columns = self.composite.len();
+        if self.inputs.len() > 2
+            || self.composite.alphas.len() != 1
+            || !(2..=MAX_ONE_ALPHA_COLUMNS).contains(&columns)
+            || self.views.iter().any(|v| v.columns.len() != columns)
+        {
             return None;
         }
         let in_order = self
@@ -213,20 +220,23 @@ mod tests {
     use super::*;
     use crate::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
 
-    /// A one-row image of `counts` samples a pixel at x0.., whose Z are `z` (in sample order).
+    /// An image of one row (alpha, red and Z) of `counts` samples a pixel at x0.., whose Z are
+    /// `z` (in sample order).
     fn row(x0: i32, counts: &[u32], z: &[f32], state: DeepState) -> DeepImage {
         let window = Bounds::from_origin_size(x0, 0, counts.len(), 1);
         let n = z.len();
-        let alpha = (0..n).map(|i| 0.1 + (i % 5) as f32 * 0.2).collect();
+        let alpha: Vec<f32> = (0..n).map(|i| 0.1 + (i % 5) as f32 * 0.2).collect();
+        let red = alpha.iter().map(|a| a * 0.5).collect();
         DeepImage::from_counts(
             window,
             window,
             vec![
                 Channel::new("A", SampleType::F32),
+                Channel::new("R", SampleType::F32),
                 Channel::new("Z", SampleType::F32),
             ],
             counts,
-            vec![Plane::F32(alpha), Plane::F32(z.to_vec())],
+            vec![Plane::F32(alpha), Plane::F32(red), Plane::F32(z.to_vec())],
             state,
         )
         .unwrap()
@@ -355,46 +365,45 @@ mod tests {
     }
 
     #[test]
-    fn volumes_half_depths_and_three_inputs_are_not_walkable() {
+    fn volumes_half_depths_three_inputs_and_other_channels_are_not_walkable() {
         let a = row(0, &[1], &[1.0], DeepState::Messy);
+        assert!(MergePlan::new(&[&a, &a]).unwrap().walker().is_some());
         assert!(MergePlan::new(&[&a, &a, &a]).unwrap().walker().is_none());
-        let window = Bounds::from_origin_size(0, 0, 1, 1);
-        let channels = |names: &[(&str, SampleType)]| {
-            names
+        // One pixel of one sample, channels `names` (their planes all 0.5, Z 1, ZBack 2).
+        let pixel = |names: &[(&str, SampleType)]| {
+            let window = Bounds::from_origin_size(0, 0, 1, 1);
+            let planes = names
                 .iter()
-                .map(|(n, t)| Channel::new(*n, *t))
-                .collect::<Vec<_>>()
+                .map(|(name, t)| {
+                    let v = match *name {
+                        "Z" => 1.0,
+                        "ZBack" => 2.0,
+                        _ => 0.5,
+                    };
+                    match t {
+                        SampleType::F16 => Plane::F16(vec![half::f16::from_f32(v)]),
+                        _ => Plane::F32(vec![v]),
+                    }
+                })
+                .collect();
+            let channels = names.iter().map(|(n, t)| Channel::new(*n, *t)).collect();
+            DeepImage::from_counts(window, window, channels, &[1], planes, DeepState::Messy)
+                .unwrap()
         };
-        let half_z = DeepImage::from_counts(
-            window,
-            window,
-            channels(&[("A", SampleType::F32), ("Z", SampleType::F16)]),
-            &[1],
-            vec![
-                Plane::F32(vec![0.5]),
-                Plane::F16(vec![half::f16::from_f32(1.0)]),
-            ],
-            DeepState::Messy,
-        )
-        .unwrap();
+        use SampleType::{F16, F32};
+        let half_z = pixel(&[("A", F32), ("R", F32), ("Z", F16)]);
         assert!(MergePlan::new(&[&a, &half_z]).unwrap().walker().is_none());
-        let volume = DeepImage::from_counts(
-            window,
-            window,
-            channels(&[
-                ("A", SampleType::F32),
-                ("Z", SampleType::F32),
-                ("ZBack", SampleType::F32),
-            ]),
-            &[1],
-            vec![
-                Plane::F32(vec![0.5]),
-                Plane::F32(vec![1.0]),
-                Plane::F32(vec![2.0]),
-            ],
-            DeepState::Messy,
-        )
-        .unwrap();
+        let volume = pixel(&[("A", F32), ("R", F32), ("Z", F32), ("ZBack", F32)]);
         assert!(MergePlan::new(&[&volume]).unwrap().walker().is_none());
+        // Alpha alone, per-channel alphas, and more columns than the one-alpha loop takes.
+        let alpha_only = pixel(&[("A", F32), ("Z", F32)]);
+        assert!(MergePlan::new(&[&alpha_only]).unwrap().walker().is_none());
+        let per_channel = pixel(&[("AR", F32), ("AG", F32), ("G", F32), ("R", F32), ("Z", F32)]);
+        let plan = MergePlan::new(&[&per_channel]).unwrap();
+        assert!(plan.composite.alphas.len() > 1 && plan.walker().is_none());
+        let names = ["A", "B", "G", "R", "u", "v", "w", "Z"];
+        let wide = pixel(&names.map(|n| (n, F32)));
+        let plan = MergePlan::new(&[&wide]).unwrap();
+        assert!(plan.composite.len() > MAX_ONE_ALPHA_COLUMNS && plan.walker().is_none());
     }
 }

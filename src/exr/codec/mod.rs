@@ -353,7 +353,8 @@ pub fn decompress(
 /// [`decompress`] into `segments` of the block instead of a block of its own: each segment's
 /// bytes go straight where its reader wants them. RLE, ZIPS and ZIP rebuild each segment from
 /// the predictor's halves in place; the other codecs unpack the block and copy the segments
-/// out of it. Segments must lie inside the block's `expected` bytes.
+/// out of it. A segment reaching past the block's `expected` bytes is an error, before
+/// anything is unpacked.
 pub fn decompress_into(
     codec: Codec,
     packed: &[u8],
@@ -362,10 +363,16 @@ pub fn decompress_into(
     what: &str,
     segments: &mut [Segment],
 ) -> Result<()> {
-    assert!(
-        segments.iter().all(|s| s.at + s.out.len() <= expected),
-        "segments inside the block"
-    );
+    if let Some(s) = segments.iter().find(|s| {
+        s.at.checked_add(s.out.len())
+            .is_none_or(|end| end > expected)
+    }) {
+        return Err(Error::format(format!(
+            "{what}: {} bytes at {} asked of a block of {expected}",
+            s.out.len(),
+            s.at
+        )));
+    }
     if packed.len() == expected {
         layout::copy_segments(packed, segments);
         return Ok(());
@@ -466,6 +473,15 @@ mod tests {
                 let out: Vec<u8> = out.iter().map(|b| unsafe { b.assume_init() }).collect();
                 assert_eq!(out, raw[at..at + len], "{codec:?} at {at}");
             }
+            let mut beyond = [0u8; 8].map(MaybeUninit::new);
+            let mut past_the_end = [Segment {
+                at: raw.len() - 4,
+                out: &mut beyond,
+            }];
+            assert!(
+                decompress_into(codec, &packed, raw.len(), &layout, "t", &mut past_the_end)
+                    .is_err()
+            );
             if codec != Codec::None {
                 let mut none: [Segment; 0] = [];
                 let corrupt = &packed[..packed.len() / 2];

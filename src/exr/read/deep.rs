@@ -806,6 +806,12 @@ impl ChunkSource {
             }
         }
         let mut counts = vec![0u32; rows * width];
+        // One chunk, one row of runs, one row of counts and one sample count a row: the SAFETY
+        // argument below rests on the zip taking every row.
+        assert!(
+            entries.len() == rows && row_outs.len() == rows && row_samples.len() == rows,
+            "a chunk and its runs a row"
+        );
         {
             let _span = crate::timeline::span(|| format!("unpack rows {y0}..={y1}"));
             let this = &*self;
