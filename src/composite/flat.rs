@@ -235,6 +235,22 @@ impl MergePlan<'_> {
         y: i32,
         n: usize,
     ) -> bool {
+        if walker.pairs() {
+            self.push_walks(out, x, n, |x| walker.walk(x, y))
+        } else {
+            self.push_walks(out, x, n, |x| walker.walk_k(x, y))
+        }
+    }
+
+    /// [`Self::push_walked`] with the walks of pixels x.. given by `walk`.
+    #[inline(always)]
+    fn push_walks<I: Iterator<Item = Sample>>(
+        &self,
+        out: &mut FlatPixels,
+        x: i32,
+        n: usize,
+        walk: impl Fn(i32) -> Option<I>,
+    ) -> bool {
         let ([alpha], columns) = (&self.composite.alphas[..], self.composite.len()) else {
             return false;
         };
@@ -246,7 +262,7 @@ impl MergePlan<'_> {
         let mut fronts = [None; 2];
         let composited = match n {
             1 => {
-                let Some(walk) = walker.walk(x, y) else {
+                let Some(walk) = walk(x) else {
                     return false;
                 };
                 composite_one_alpha(
@@ -258,7 +274,7 @@ impl MergePlan<'_> {
                 )
             }
             _ => {
-                let (Some(first), Some(second)) = (walker.walk(x, y), walker.walk(x + 1, y)) else {
+                let (Some(first), Some(second)) = (walk(x), walk(x + 1)) else {
                     return false;
                 };
                 composite_one_alpha(

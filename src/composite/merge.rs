@@ -1,8 +1,8 @@
 //! The reference merge: any number of deep images over the union of their data windows, to a flat
 //! composite or to a merged deep image. Rows are processed in parallel; per pixel the cost is a
 //! gather, a stable sort of each input's samples where the [`SortPolicy`] asks for one, and a
-//! merge of the inputs' runs; linear in the samples for sorted inputs. A flat merge of one or
-//! two inputs of points walks each pixel's runs in merge order instead, only as far as the
+//! merge of the inputs' runs; linear in the samples for sorted inputs. A flat merge of up to
+//! eight inputs of points walks each pixel's runs in merge order instead, only as far as the
 //! composite reads ([`super::walk`]).
 //!
 //! Volumes are tidied ([`super::tidy`]) only in pixels where they overlap something. The gate

@@ -1,17 +1,20 @@
-//! One pixel's samples of one or two inputs walked in merge order a sample at a time, straight
-//! from the inputs' Z planes, for the flat composite: it stops at the sample that makes the
-//! pixel opaque, and the samples behind it need no ordering at all. In the 1080p powerplant
-//! pair, 15 million of 51 million samples are composited; the other 36 million were gathered
-//! into records, checked for order and merged for nothing.
+//! One pixel's samples of its inputs walked in merge order a sample at a time, straight from
+//! the inputs' Z planes, for the flat composite: it stops at the sample that makes the pixel
+//! opaque, and the samples behind it need no ordering at all. In the 1080p powerplant pair, 15
+//! million of 51 million samples are composited; the other 36 million were gathered into
+//! records, checked for order and merged for nothing (with four inputs, merged in a heap).
 //!
 //! The walk gives exactly the order [`MergePlan::ordered_samples_into`] gives, which is what the
-//! tests check: the runs are merged as [`merge_sorted_runs`] merges them (ties to the earlier
-//! input, and its shortcut where the second run starts at or behind the first's last sample, so
-//! runs that `--assume-sorted` trusts and that are not sorted come out as they do there). It
-//! covers the common case only and says so by giving no walk: points only (float Z, no ZBack),
-//! at most two inputs, and every run the [`super::SortPolicy`] would sort already in order
-//! (checked here, one compare a sample; a run that is not takes the gathering path, which sorts
-//! it).
+//! tests check. Two inputs ([`PairWalk`]) are merged as [`merge_sorted_runs`] merges them (ties
+//! to the earlier input, and its shortcut where the second run starts at or behind the first's
+//! last sample, so runs that `--assume-sorted` trusts and that are not sorted come out as they
+//! do there). Three to [`MAX_WALK_INPUTS`] ([`KWalk`]) are walked only where every run is in
+//! order, checked here whatever the policy: then the heap of [`super::merge_runs_kway`] and
+//! the chain agree on the stable merge (ties to the earlier input), which the walk takes by
+//! the smallest head. It covers the common case only and says so by giving no walk: points
+//! only (float Z, no ZBack), and every run the [`super::SortPolicy`] would sort already in order
+//! (checked in one pass over each input's Z plane; a pixel with a run that is not takes the
+//! gathering path, which sorts it).
 
 use rayon::prelude::*;
 
@@ -101,6 +104,38 @@ impl Iterator for PairWalk<'_> {
     }
 }
 
+/// Most inputs a [`KWalk`] merges: a pixel's walk holds a run for each, made afresh for every
+/// pixel, and each step compares their heads.
+pub(crate) const MAX_WALK_INPUTS: usize = 8;
+
+/// The samples of one pixel of three to [`MAX_WALK_INPUTS`] inputs, every run in depth order,
+/// in merge order: each step takes the smallest head, the earliest input's on a tie
+/// ([`Walker::walk_k`]).
+#[derive(Clone, Copy)]
+pub(crate) struct KWalk<'a> {
+    /// The inputs' non-empty runs, earliest input first.
+    runs: [Run<'a>; MAX_WALK_INPUTS],
+    len: usize,
+}
+
+impl Iterator for KWalk<'_> {
+    type Item = Sample;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Sample> {
+        let mut front: Option<(usize, f32)> = None;
+        for (r, run) in self.runs[..self.len].iter().enumerate() {
+            if let Some(z) = run.head() {
+                // Strictly in front: an equal depth keeps the earlier input's sample first.
+                if front.is_none_or(|(_, best)| point_less(z, best)) {
+                    front = Some((r, z));
+                }
+            }
+        }
+        front.map(|(r, _)| self.runs[r].take())
+    }
+}
+
 /// A merge's pixels walked ([`MergePlan::walker`]): the plan, and per input whether its runs
 /// are known to be in depth order (its file says so and the policy trusts it, or one pass over
 /// its Z plane found them so), which spares each pixel's walk its own check.
@@ -116,22 +151,31 @@ impl<'a> MergePlan<'a> {
     /// the sort policy would sort are checked in one parallel pass each.
     pub(crate) fn walker(&self) -> Option<Walker<'_, 'a>> {
         let columns = self.composite.len();
-        if self.inputs.len() > 2
+        if self.inputs.len() > MAX_WALK_INPUTS
             || self.composite.alphas.len() != 1
             || !(2..=MAX_ONE_ALPHA_COLUMNS).contains(&columns)
             || self.views.iter().any(|v| v.columns.len() != columns)
         {
             return None;
         }
+        let pairs = self.inputs.len() <= 2;
         let in_order = self
             .inputs
             .iter()
             .zip(&self.views)
-            .map(|(image, views)| match (views.z, views.zback) {
-                (Some(Values::F32(z)), None) => {
-                    Some(!self.sort.sorts(image.state) || every_run_in_order(image, z))
+            .map(|(image, views)| {
+                let (Some(Values::F32(z)), None) = (views.z, views.zback) else {
+                    return None;
+                };
+                let sorts = self.sort.sorts(image.state);
+                if pairs && !sorts {
+                    // Trusted: a pair's walk merges runs as they stand, as the gathering path.
+                    return Some(true);
                 }
-                _ => None,
+                let in_order = every_run_in_order(image, z);
+                // Three or more runs that are trusted and are not in order merge in an order
+                // of the heap's own (unspecified between the heap and the chain): not walked.
+                (in_order || sorts).then_some(in_order)
             })
             .collect::<Option<Vec<bool>>>()?;
         Some(Walker {
@@ -142,11 +186,38 @@ impl<'a> MergePlan<'a> {
 }
 
 impl<'a> Walker<'_, 'a> {
-    /// The samples of every input at absolute pixel (x, y) in merge order, walked; `None` where
+    /// Whether this merge's pixels are walked in pairs of runs ([`Self::walk`]), not by
+    /// [`Self::walk_k`].
+    pub(crate) fn pairs(&self) -> bool {
+        self.plan.inputs.len() <= 2
+    }
+
+    /// The samples of both inputs at absolute pixel (x, y) in merge order, walked; `None` where
     /// a run the sort policy would sort is not in order (the gathering path sorts it).
     pub(crate) fn walk(&self, x: i32, y: i32) -> Option<PairWalk<'a>> {
-        let plan = self.plan;
         let mut runs = [Run::EMPTY; 2];
+        self.runs(x, y, &mut runs)?;
+        let [earlier, later] = &runs;
+        let in_order = match (later.head(), earlier.end.checked_sub(1)) {
+            (Some(first), Some(last)) => !point_less(first, earlier.z[last]),
+            _ => true,
+        };
+        Some(PairWalk { runs, in_order })
+    }
+
+    /// The samples of every input at absolute pixel (x, y) in merge order, walked, for three
+    /// or more inputs; `None` where a run is not in order.
+    pub(crate) fn walk_k(&self, x: i32, y: i32) -> Option<KWalk<'a>> {
+        let mut runs = [Run::EMPTY; MAX_WALK_INPUTS];
+        let len = self.runs(x, y, &mut runs)?;
+        Some(KWalk { runs, len })
+    }
+
+    /// The inputs' non-empty runs at absolute pixel (x, y) into `runs`, earliest input first,
+    /// and how many; `None` where one is not known to be in order and is not.
+    #[inline(always)]
+    fn runs(&self, x: i32, y: i32, runs: &mut [Run<'a>]) -> Option<usize> {
+        let plan = self.plan;
         let mut filled = 0;
         for (i, image) in plan.inputs.iter().enumerate() {
             let Some(p) = image.pixel_index(x, y) else {
@@ -170,12 +241,7 @@ impl<'a> Walker<'_, 'a> {
             };
             filled += 1;
         }
-        let [earlier, later] = &runs;
-        let in_order = match (later.head(), earlier.end.checked_sub(1)) {
-            (Some(first), Some(last)) => !point_less(first, earlier.z[last]),
-            _ => true,
-        };
-        Some(PairWalk { runs, in_order })
+        Some(filled)
     }
 }
 
@@ -263,8 +329,13 @@ mod tests {
                 for x in w.x0..=w.x1 {
                     let mut gathered = Vec::new();
                     plan.ordered_samples(x, 0, &mut gathered);
-                    if let Some(walk) = walker.walk(x, 0) {
-                        assert_eq!(walk.collect::<Vec<_>>(), gathered, "pixel {x}, {sort:?}");
+                    let walk = if walker.pairs() {
+                        walker.walk(x, 0).map(|w| w.collect::<Vec<_>>())
+                    } else {
+                        walker.walk_k(x, 0).map(|w| w.collect::<Vec<_>>())
+                    };
+                    if let Some(walk) = walk {
+                        assert_eq!(walk, gathered, "pixel {x}, {sort:?}, {strategy:?}");
                         walked += 1;
                     }
                 }
@@ -326,6 +397,54 @@ mod tests {
         assert!(plan.walker().unwrap().walk(0, 0).is_none());
     }
 
+    #[test]
+    fn three_and_four_inputs_walk_as_gathered_where_every_run_is_in_order() {
+        // Ties across three inputs at 1.0 and -0.0/0.0, an input empty at a pixel, one input's
+        // window apart from the others', runs wholly in front and behind.
+        let a = row(
+            0,
+            &[3, 0, 2, 2],
+            &[0.0, 1.0, 2.0, 5.0, 6.0, 1.0, 1.0],
+            DeepState::Messy,
+        );
+        let b = row(
+            0,
+            &[2, 3, 1, 2],
+            &[-0.0, 1.0, 0.5, 1.5, 9.0, 3.0, 0.0, 1.0],
+            DeepState::Messy,
+        );
+        let c = row(
+            1,
+            &[3, 1, 1, 4],
+            &[1.0, 1.0, 2.0, 0.1, 7.0, 1.0, 2.0, 3.0, 4.0],
+            DeepState::Sorted,
+        );
+        let d = row(6, &[2], &[2.0, 1.0], DeepState::Messy);
+        // Every pixel of a, b, c (window 0..=4) under every policy and strategy.
+        assert_eq!(walks_as_gathered(&[&a, &b, &c]), 5 * 6);
+        // d's one pixel is out of order: refused where sorted (2 policies x 2 strategies),
+        // and with d trusted (`--assume-sorted`) nothing is walked at all.
+        let mut plan = MergePlan::new(&[&a, &b, &c, &d]).unwrap();
+        let walker = plan.walker().unwrap();
+        assert!(walker.walk_k(6, 0).is_none());
+        assert!(walker.walk_k(4, 0).is_some());
+        plan.sort = SortPolicy::AssumeSorted;
+        assert!(plan.walker().is_none());
+        // A file that says sorted and is not, trusted by `Auto`, is not walked either.
+        let lying = row(0, &[2], &[2.0, 1.0], DeepState::Sorted);
+        assert!(MergePlan::new(&[&a, &b, &lying])
+            .unwrap()
+            .walker()
+            .is_none());
+        // Nine inputs are past the walk's runs.
+        let nine = [&a; MAX_WALK_INPUTS + 1];
+        assert!(MergePlan::new(&nine).unwrap().walker().is_none());
+        assert!(MergePlan::new(&nine[..MAX_WALK_INPUTS])
+            .unwrap()
+            .walker()
+            .is_some());
+    }
+
     /// The one-pass check agrees with checking pixel by pixel: descents between pixels (past
     /// empty ones too) do not count, one inside a pixel does, at a piece boundary of the
     /// parallel pass as anywhere.
@@ -365,10 +484,9 @@ mod tests {
     }
 
     #[test]
-    fn volumes_half_depths_three_inputs_and_other_channels_are_not_walkable() {
+    fn volumes_half_depths_and_other_channels_are_not_walkable() {
         let a = row(0, &[1], &[1.0], DeepState::Messy);
         assert!(MergePlan::new(&[&a, &a]).unwrap().walker().is_some());
-        assert!(MergePlan::new(&[&a, &a, &a]).unwrap().walker().is_none());
         // One pixel of one sample, channels `names` (their planes all 0.5, Z 1, ZBack 2).
         let pixel = |names: &[(&str, SampleType)]| {
             let window = Bounds::from_origin_size(0, 0, 1, 1);
