@@ -1244,6 +1244,29 @@ mod tests {
         }
     }
 
+    /// A chunk that holds other counts than the count pass found (a file changed between the
+    /// two passes, here the pass's figure itself) is refused naming its block, before anything
+    /// is written into the planes.
+    #[test]
+    fn a_chunk_disagreeing_with_the_count_pass_is_an_error_naming_its_block() {
+        let image = image();
+        let bytes = crate::exr::encode_deep(&image, Codec::Zips).unwrap();
+        let window = image.data_window;
+        for budget in [1u64 << 30, 1] {
+            let mut source =
+                ChunkSource::from_bytes(bytes.clone(), &PartSelector::FirstDeep, 1 << 30).unwrap();
+            source.count_rows(budget).unwrap();
+            source.row_samples[4] += 1;
+            assert!(source.unpacks_straight_into_planes(window.y0, window.y1));
+            let err = source.take_rows(window.y0..=window.y1).unwrap_err();
+            let message = err.to_string();
+            assert!(
+                message.contains("block") && message.contains("were counted"),
+                "{message}"
+            );
+        }
+    }
+
     /// A chunk whose sample data is damaged is refused naming its block, as the blocks' way
     /// refuses it, and nothing panics.
     #[test]
