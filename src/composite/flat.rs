@@ -192,30 +192,14 @@ impl MergePlan<'_> {
     ) {
         let simple =
             |(samples, any_volume): (&[Sample], bool)| !(any_volume && needs_tidy(samples));
-        let columns = self.composite.len();
-        if let ([alpha], true, true) = (
-            &self.composite.alphas[..],
-            simple(pixels[0]),
-            simple(pixels[1]),
-        ) {
-            self.debug_assert_one_alpha(*alpha);
-            let mut values = [0f32; 2 * MAX_ONE_ALPHA_COLUMNS];
-            let mut fronts = [None; 2];
-            let mut both = [pixels[0].0.iter().copied(), pixels[1].0.iter().copied()];
-            if columns <= MAX_ONE_ALPHA_COLUMNS
-                && composite_one_alpha(
-                    &self.views,
-                    &mut both,
-                    *alpha,
-                    &mut values[..2 * columns],
-                    &mut fronts,
-                )
-            {
-                for (row, front) in values.chunks_exact(columns).zip(fronts) {
-                    self.push_flat(out, row, front);
-                }
-                return;
-            }
+        if simple(pixels[0])
+            && simple(pixels[1])
+            && self.push_one_alpha(
+                out,
+                &mut [pixels[0].0.iter().copied(), pixels[1].0.iter().copied()],
+            )
+        {
+            return;
         }
         for (samples, any_volume) in pixels {
             self.push_flattened(out, samples, any_volume, pixel);
@@ -251,6 +235,25 @@ impl MergePlan<'_> {
         n: usize,
         walk: impl Fn(i32) -> Option<I>,
     ) -> bool {
+        match n {
+            1 => walk(x).is_some_and(|walk| self.push_one_alpha(out, &mut [walk])),
+            _ => match (walk(x), walk(x + 1)) {
+                (Some(first), Some(second)) => self.push_one_alpha(out, &mut [first, second]),
+                _ => false,
+            },
+        }
+    }
+
+    /// Composite one or two pixels (`pixels`, each its samples in merge order, nothing to tidy)
+    /// in the one-alpha loop ([`composite_one_alpha`]) and append them; `false`, with nothing
+    /// appended, where the channels are not one alpha and its colours (2 to
+    /// [`MAX_ONE_ALPHA_COLUMNS`]).
+    #[inline(always)]
+    fn push_one_alpha<I: Iterator<Item = Sample>>(
+        &self,
+        out: &mut FlatPixels,
+        pixels: &mut [I],
+    ) -> bool {
         let ([alpha], columns) = (&self.composite.alphas[..], self.composite.len()) else {
             return false;
         };
@@ -258,35 +261,16 @@ impl MergePlan<'_> {
             return false;
         }
         self.debug_assert_one_alpha(*alpha);
+        let n = pixels.len();
         let mut values = [0f32; 2 * MAX_ONE_ALPHA_COLUMNS];
         let mut fronts = [None; 2];
-        let composited = match n {
-            1 => {
-                let Some(walk) = walk(x) else {
-                    return false;
-                };
-                composite_one_alpha(
-                    &self.views,
-                    &mut [walk],
-                    *alpha,
-                    &mut values[..columns],
-                    &mut fronts[..1],
-                )
-            }
-            _ => {
-                let (Some(first), Some(second)) = (walk(x), walk(x + 1)) else {
-                    return false;
-                };
-                composite_one_alpha(
-                    &self.views,
-                    &mut [first, second],
-                    *alpha,
-                    &mut values[..2 * columns],
-                    &mut fronts,
-                )
-            }
-        };
-        if !composited {
+        if !composite_one_alpha(
+            &self.views,
+            pixels,
+            *alpha,
+            &mut values[..n * columns],
+            &mut fronts[..n],
+        ) {
             return false;
         }
         for (row, front) in values[..n * columns].chunks_exact(columns).zip(fronts) {

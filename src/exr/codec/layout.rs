@@ -425,7 +425,7 @@ pub(super) fn copy_segments(block: &[u8], segments: &mut [Segment]) {
 }
 
 /// Bytes as bytes that may be uninitialised (a widening every byte slice allows).
-fn as_uninit(bytes: &[u8]) -> &[MaybeUninit<u8>] {
+pub(crate) fn as_uninit(bytes: &[u8]) -> &[MaybeUninit<u8>] {
     // SAFETY: MaybeUninit<u8> has u8's layout, and initialised bytes are valid MaybeUninit.
     unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast(), bytes.len()) }
 }

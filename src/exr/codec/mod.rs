@@ -20,6 +20,7 @@ mod rle;
 mod zip;
 mod zstd;
 
+pub(crate) use layout::as_uninit;
 pub use layout::{BlockLayout, Segment};
 pub use zstd::{
     with_level as zstd_with_level, LevelRefusal as ZstdLevelRefusal,

@@ -39,7 +39,7 @@ use super::part::{PartKind, PartReader};
 use crate::deep::{Bounds, Channel, DeepImage, DeepState, Plane};
 use crate::error::{Error, Result};
 use crate::exr::codec::{
-    check_plausible, decompress, decompress_into, BlockLayout, Codec, Segment,
+    as_uninit, check_plausible, decompress, decompress_into, BlockLayout, Codec, Segment,
 };
 
 /// Bands a streamed reader serves at once: one being read, one merged, one written. The
@@ -525,6 +525,26 @@ impl ChunkSource {
         }
     }
 
+    /// The per-pixel counts of chunk `entry`: kept from the count pass, or read again.
+    fn entry_counts(&self, entry: &ChunkEntry) -> Result<Vec<u32>> {
+        match &entry.counts {
+            Some(kept) => Ok(kept.to_u32(entry.head.region.area())),
+            None => self.read_counts(entry.at, &entry.head, entry.head_len),
+        }
+    }
+
+    /// The packed sample data of chunk `entry`, read.
+    fn packed_samples(&self, entry: &ChunkEntry) -> Result<Vec<u8>> {
+        let head = &entry.head;
+        let at = entry.at + (entry.head_len + head.packed_table_size) as u64;
+        self.read_exact_at(at, head.packed_sample_size)
+    }
+
+    /// Bytes of one sample of every channel of the part, as its chunks store them.
+    fn all_sample_bytes(&self) -> usize {
+        self.all_channels.iter().map(|c| c.sample_type.size()).sum()
+    }
+
     /// Read and inflate one chunk: its counts (kept, or read again) and its sample data. A
     /// chunk without samples is not read at all.
     fn decode_chunk(&self, entry: &ChunkEntry) -> Result<DecodedChunk> {
@@ -540,13 +560,9 @@ impl ChunkSource {
                 line_at: vec![0; region.height()],
             });
         }
-        let counts = match &entry.counts {
-            Some(kept) => kept.to_u32(region.area()),
-            None => self.read_counts(entry.at, head, entry.head_len)?,
-        };
-        let packed_at = entry.at + (entry.head_len + head.packed_table_size) as u64;
-        let packed = self.read_exact_at(packed_at, head.packed_sample_size)?;
-        let all_sample_bytes: usize = self.all_channels.iter().map(|c| c.sample_type.size()).sum();
+        let counts = self.entry_counts(entry)?;
+        let packed = self.packed_samples(entry)?;
+        let all_sample_bytes = self.all_sample_bytes();
         let mut line_samples = Vec::with_capacity(region.height());
         let mut line_at = Vec::with_capacity(region.height());
         let mut at = 0;
@@ -735,13 +751,9 @@ impl ChunkSource {
             && self.pending.is_empty()
             && first >= self.next_block
             && self.blocks[first..=last].iter().all(|block| {
-                block.chunks.len() == 1
-                    && block.chunks.iter().all(|c| {
-                        let region = c.head.region;
-                        region.height() == 1
-                            && region.x0 == self.window.x0
-                            && region.width() == self.window.width()
-                    })
+                matches!(&block.chunks[..], [c] if c.head.region.height() == 1
+                    && c.head.region.x0 == self.window.x0
+                    && c.head.region.width() == self.window.width())
             })
     }
 
@@ -856,13 +868,9 @@ impl ChunkSource {
             // Nothing to read: the counts stay 0 and the runs are empty.
             return Ok(());
         }
-        let read = match &entry.counts {
-            Some(kept) => kept.to_u32(region.area()),
-            None => self.read_counts(entry.at, head, entry.head_len)?,
-        };
+        let read = self.entry_counts(entry)?;
         let found: usize = read.iter().map(|&c| c as usize).sum();
-        let sample_bytes: usize = self.all_channels.iter().map(|c| c.sample_type.size()).sum();
-        if found != samples || head.unpacked_size != samples * sample_bytes {
+        if found != samples || head.unpacked_size != samples * self.all_sample_bytes() {
             return Err(Error::format(format!(
                 "block {region} holds {found} samples in {} bytes where {samples} were counted \
                  (did the file change while it was read?)",
@@ -870,8 +878,7 @@ impl ChunkSource {
             )));
         }
         counts.copy_from_slice(&read);
-        let packed_at = entry.at + (entry.head_len + head.packed_table_size) as u64;
-        let packed = self.read_exact_at(packed_at, head.packed_sample_size)?;
+        let packed = self.packed_samples(entry)?;
         let layout = BlockLayout::deep_samples(&self.all_channels, vec![samples]);
         let mut segments: Vec<Segment> = outs
             .into_iter()
@@ -1131,12 +1138,6 @@ unsafe fn finish_planes(planes: &mut [Plane], total: usize) {
             }
         }
     }
-}
-
-/// Bytes as bytes that may be uninitialised (a widening every byte slice allows).
-fn as_uninit(bytes: &[u8]) -> &[MaybeUninit<u8>] {
-    // SAFETY: MaybeUninit<u8> has u8's layout, and initialised bytes are valid MaybeUninit.
-    unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast(), bytes.len()) }
 }
 
 /// The bytes of the first `len` values of an empty plane's spare capacity, to be written.
