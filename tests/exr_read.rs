@@ -25,6 +25,7 @@ const DEEP_FILES: &[(&str, usize)] = &[
     ("variants/Balls_deeptile17x13_none.exr", 0),
     ("variants/Balls_deeptile32x16_rle.exr", 0),
     ("variants/Balls_deeptile64_zips.exr", 0),
+    ("variants/Balls_deeptile800x1_zips.exr", 0),
     ("variants/Balls_scan_none.exr", 0),
     ("variants/Balls_scan_rle.exr", 0),
 ];
@@ -47,6 +48,7 @@ fn every_variant_decodes_to_the_samples_of_balls() {
         "Balls_deeptile17x13_none",
         "Balls_deeptile32x16_rle",
         "Balls_deeptile64_zips",
+        "Balls_deeptile800x1_zips",
         "Balls_scan_none",
         "Balls_scan_rle",
     ] {

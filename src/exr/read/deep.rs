@@ -1245,6 +1245,39 @@ mod tests {
         }
     }
 
+    /// A tiled part whose tiles are one line high and at least as wide as the data window holds
+    /// one chunk a row as one-line scanline chunks do, and is unpacked straight into the
+    /// planes too: the same bands as through the decoded blocks (PyPI OpenEXR wrote the file).
+    #[test]
+    fn tiles_one_line_high_unpack_straight_into_planes() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/variants/Balls_deeptile800x1_zips.exr");
+        for rows in [1, 7, 406] {
+            let bands = |straight: bool| {
+                let mut source =
+                    ChunkSource::open(&path, &PartSelector::FirstDeep, 1 << 30).unwrap();
+                source.count_rows(1 << 30).unwrap();
+                source.straight_into_planes = straight;
+                let window = source.window;
+                let mut y = window.y0;
+                let mut bands = Vec::new();
+                while y <= window.y1 {
+                    let y1 = (y + rows - 1).min(window.y1);
+                    assert_eq!(source.unpacks_straight_into_planes(y, y1), straight);
+                    bands.push(source.take_rows(y..=y1).unwrap());
+                    y = y1 + 1;
+                }
+                bands
+            };
+            let straight = bands(true);
+            assert_eq!(
+                straight.iter().map(|b| b.sample_count()).sum::<usize>(),
+                162_877
+            );
+            assert!(straight == bands(false), "{rows} rows a band");
+        }
+    }
+
     /// A chunk that holds other counts than the count pass found (a file changed between the
     /// two passes, here the pass's figure itself) is refused naming its block, before anything
     /// is written into the planes.
