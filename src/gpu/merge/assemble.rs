@@ -33,6 +33,23 @@ pub(super) struct Accumulated {
     /// values per sample).
     pub(super) deep_tidied: Vec<(usize, Vec<f32>)>,
     stride: usize,
+    /// What a sample reference read back from the GPU must lie within.
+    pub(super) inputs: InputSamples,
+}
+
+/// Per input, its samples. Every sample reference (input, index) read back from the GPU is
+/// checked against them before the host follows it: a driver or synchronisation fault gives an
+/// error, never an index out of bounds (zink, which runs the GPU's work on another thread, showed
+/// a readback taken before its copy had finished panicking here).
+pub(super) struct InputSamples(Vec<u64>);
+
+impl InputSamples {
+    /// Whether (`input`, `index`) names a sample of the merge's inputs.
+    pub(super) fn names(&self, input: u32, index: u64) -> bool {
+        self.0
+            .get(input as usize)
+            .is_some_and(|&samples| index < samples)
+    }
 }
 
 impl Accumulated {
@@ -55,6 +72,12 @@ impl Accumulated {
             deep_sources: Vec::new(),
             deep_tidied: Vec::new(),
             stride,
+            inputs: InputSamples(
+                plan.inputs
+                    .iter()
+                    .map(|i| i.sample_count() as u64)
+                    .collect(),
+            ),
         }
     }
 

@@ -5,6 +5,7 @@
 //! more than `MAX_KWAY_INPUTS` inputs), tidying where volumes overlap on the GPU when the
 //! policy says so, and read the result back into the output being assembled.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -754,6 +755,12 @@ fn finish_band_readback(
             // them: a gather, so pieces of the band's pixels go in parallel.
             let assembling = Instant::now();
             let inverse = band.inverse_perm();
+            let inputs = &out.inputs;
+            let names_a_sample = |f: &[u32; 4]| {
+                // Bit 0: a front sample; bit 1: the host tidies the pixel from its inputs.
+                f[3] & 1 == 0 || f[3] & 2 != 0 || inputs.names(f[0], f[1] as u64)
+            };
+            let strays = AtomicU64::new(0);
             let band_values = &mut out.flat_values[base * stride..(base + pixels) * stride];
             let band_front = &mut out.flat_front[base..base + pixels];
             band_values
@@ -761,14 +768,22 @@ fn finish_band_readback(
                 .zip(band_front.par_chunks_mut(PIECE_PIXELS))
                 .zip(inverse.par_chunks(PIECE_PIXELS))
                 .for_each(|((values_out, front_out), inverse)| {
+                    let mut stray = 0;
                     for (k, &p) in inverse.iter().enumerate() {
                         let p = p as usize;
                         values_out[k * stride..(k + 1) * stride]
                             .copy_from_slice(&values[p * stride..(p + 1) * stride]);
                         front_out[k] = front[p];
+                        stray += u64::from(!names_a_sample(&front[p]));
                     }
+                    strays.fetch_add(stray, Ordering::Relaxed);
                 });
             stats.assemble_s += assembling.elapsed().as_secs_f64();
+            let strays = strays.into_inner();
+            if strays > 0 {
+                let why = format!("{strays} pixels' front samples are none of the inputs'");
+                return Err(inconsistent_image(ctx, why));
+            }
         }
         BandReadback::Deep { image, marks } => {
             let built = image.finish(ctx)?;
@@ -778,6 +793,7 @@ fn finish_band_readback(
             };
             built.check().map_err(|why| inconsistent_image(ctx, why))?;
             let inverse = band.inverse_perm();
+            let first_sample = out.deep_samples.len();
             out.deep_samples.reserve(built.offsets[pixels] as usize);
             out.deep_counts.reserve(pixels);
             for &p in &inverse {
@@ -794,6 +810,15 @@ fn finish_band_readback(
                         built.values[first * stride..(first + n) * stride].to_vec(),
                     ));
                 }
+            }
+            let inputs = &out.inputs;
+            let strays = out.deep_samples[first_sample..]
+                .par_iter()
+                .filter(|f| !inputs.names(f.input, f.index as u64))
+                .count();
+            if strays > 0 {
+                let why = format!("{strays} of its samples are none of the inputs'");
+                return Err(inconsistent_image(ctx, why));
             }
         }
         BandReadback::Sources {
@@ -830,15 +855,28 @@ fn finish_band_readback(
                 .zip(counts.chunks(PIECE_PIXELS))
                 .map(|(inverse, counts)| (counts.iter().map(|&n| n as usize).sum(), inverse))
                 .collect();
+            let inputs = &out.inputs;
+            let strays = AtomicU64::new(0);
             extend_in_parallel(&mut out.deep_sources, runs, |inverse: &[u32]| {
                 inverse.iter().flat_map(|&p| {
                     let range = range(p);
                     sources[range.start * words..range.end * words]
                         .chunks_exact(words)
-                        .map(|packed| packing.unpack(packed))
+                        .map(|packed| {
+                            let (input, index) = packing.unpack(packed);
+                            if !inputs.names(input, index as u64) {
+                                strays.fetch_add(1, Ordering::Relaxed);
+                            }
+                            (input, index)
+                        })
                 })
             });
             stats.assemble_s += assembling.elapsed().as_secs_f64();
+            let strays = strays.into_inner();
+            if strays > 0 {
+                let why = format!("{strays} of its sources are none of the inputs' samples");
+                return Err(inconsistent_image(ctx, why));
+            }
         }
     }
     stats.readback_wait_s += ctx.transfer_stats().readback_wait_s - waited_before;
