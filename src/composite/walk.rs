@@ -146,9 +146,9 @@ pub(crate) struct Walker<'p, 'a> {
 
 impl<'a> MergePlan<'a> {
     /// The walker of this merge's pixels, where they can be walked and composited by the
-    /// one-alpha loop: up to [`MAX_WALK_INPUTS`] inputs, each with a float Z and no ZBack, composited channels
-    /// that are one alpha and its colours (2 to [`MAX_ONE_ALPHA_COLUMNS`]). Inputs whose runs
-    /// the sort policy would sort are checked in one parallel pass each.
+    /// one-alpha loop: up to [`MAX_WALK_INPUTS`] inputs, each with a float Z and no ZBack,
+    /// composited channels that are one alpha and its colours (2 to [`MAX_ONE_ALPHA_COLUMNS`]).
+    /// Inputs whose runs the sort policy would sort are checked in one parallel pass each.
     pub(crate) fn walker(&self) -> Option<Walker<'_, 'a>> {
         let columns = self.composite.len();
         if self.inputs.len() > MAX_WALK_INPUTS

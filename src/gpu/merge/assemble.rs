@@ -50,6 +50,13 @@ impl InputSamples {
             .get(input as usize)
             .is_some_and(|&samples| index < samples)
     }
+
+    /// Whether a flat pixel's front record (input, index, Z bits, flags) names a sample of the
+    /// inputs where [`Accumulated::assemble`] will follow it: flag bit 0 says there is a front
+    /// sample, bit 1 that the host tidies the pixel from its inputs instead.
+    pub(super) fn names_front(&self, front: &[u32; 4]) -> bool {
+        front[3] & 1 == 0 || front[3] & 2 != 0 || self.names(front[0], front[1] as u64)
+    }
 }
 
 impl Accumulated {

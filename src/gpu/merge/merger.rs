@@ -756,10 +756,6 @@ fn finish_band_readback(
             let assembling = Instant::now();
             let inverse = band.inverse_perm();
             let inputs = &out.inputs;
-            let names_a_sample = |f: &[u32; 4]| {
-                // Bit 0: a front sample; bit 1: the host tidies the pixel from its inputs.
-                f[3] & 1 == 0 || f[3] & 2 != 0 || inputs.names(f[0], f[1] as u64)
-            };
             let strays = AtomicU64::new(0);
             let band_values = &mut out.flat_values[base * stride..(base + pixels) * stride];
             let band_front = &mut out.flat_front[base..base + pixels];
@@ -774,7 +770,7 @@ fn finish_band_readback(
                         values_out[k * stride..(k + 1) * stride]
                             .copy_from_slice(&values[p * stride..(p + 1) * stride]);
                         front_out[k] = front[p];
-                        stray += u64::from(!names_a_sample(&front[p]));
+                        stray += u64::from(!inputs.names_front(&front[p]));
                     }
                     strays.fetch_add(stray, Ordering::Relaxed);
                 });
