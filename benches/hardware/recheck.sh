@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # On a GPU machine, after a change to a build whose whole record run.sh took already, when a
 # lease has little time left: every GL test binary but gpu_verify in strict mode, four at once
-# (about a minute on an H100 host, against run.sh's five with `gpu-info --verify`), then the
+# (about a minute on an H100 host, against run.sh's five with `gpu-info --verify`), with
+# RECHECK_VERIFY=1 `gpu-info --verify` in strict mode beside them (about 3 minutes on an H100; the
+# timings wait for it), then the
 # end-to-end table (benches/end_to_end.sh, one repeat) and the GL engine's timelines
 # (timeline.sh, all threads: each engine with the defaults, then each TIMELINE_VARIANTS setting:
 # a DEEPMERGE_GL_ one on GL, any other on the CPU and GL engines) into $OUT. Exits non-zero when a
@@ -24,12 +26,30 @@ mkdir -p "$out"
 # shellcheck source=benches/hardware/setup.sh
 . benches/hardware/setup.sh
 failed=0
+"$B" gpu-info > "$out/gpu-info.txt" 2>&1
+nvidia-smi -L >> "$out/gpu-info.txt" 2>&1
+verify_pid=
+if [ "${RECHECK_VERIFY:-0}" = 1 ]; then
+    (
+        start=$(date +%s)
+        DEEPMERGE_GL_STRICT=1 timeout 300 "$B" gpu-info --verify --data tests/data/openexr-images \
+            > "$out/verify.log" 2>&1
+        rc=$?
+        echo "verify: exit $rc in $(($(date +%s) - start)) s" >> "$out/tests.txt.verify"
+        exit $rc
+    ) &
+    verify_pid=$!
+fi
 for t in .hw/gpu_*; do
     [ "$(basename "$t")" = gpu_verify ] || echo "$t"
 done | DEEPMERGE_GL_STRICT=1 xargs -P 4 -I{} sh -c \
     'name=$(basename {}); {} --test-threads 4 > "$0/$name.log" 2>&1; echo "$name: exit $? $(grep -h "^test result" "$0/$name.log" | tail -1)"' \
     "$out" > "$out/tests.txt"
 grep -v ": exit 0 " "$out/tests.txt" && failed=1
+if [ -n "$verify_pid" ]; then
+    wait "$verify_pid" || failed=1
+    cat "$out/tests.txt.verify" >> "$out/tests.txt" && rm "$out/tests.txt.verify"
+fi
 if [ -n "${BENCH_DEEP_WRITES:-}" ]; then
     timeout 150 "$B" bench --scenes hairball --size 1920x1080 --repeats 3 --markdown --no-oiiotool \
         --no-kway --no-tiles --stages --deep-writes "$BENCH_DEEP_WRITES" \

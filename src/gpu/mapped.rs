@@ -72,6 +72,8 @@ pub(crate) struct EnvSettings {
 impl EnvSettings {
     /// The settings as the environment gives them now.
     pub(crate) fn from_env() -> Result<EnvSettings> {
+        // Read where the copy threads start (`copy_pool`); checked here, with the others.
+        copy_threads_from(env_setting("DEEPMERGE_GL_COPY_THREADS").as_deref())?;
         Ok(EnvSettings {
             transfer: TransferPath::from_env()?,
             buffers: BufferStorage::from_env()?,
@@ -397,9 +399,10 @@ fn copy_into(base: SharedPtr, tasks: &[(usize, &[u8])]) {
         // it), no two tasks overlap, and no source overlaps the destination.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.at(at), bytes.len()) }
     };
-    if total < PARALLEL_COPY_BYTES {
+    let pool = copy_pool();
+    if total < PARALLEL_COPY_BYTES || pool.is_none() {
         tasks.iter().for_each(one);
-    } else {
+    } else if let Some(pool) = pool {
         // Split into pieces of about 1 MiB so every core gets work.
         let mut split: Vec<(usize, &[u8])> = Vec::new();
         for &(at, bytes) in tasks {
@@ -407,23 +410,47 @@ fn copy_into(base: SharedPtr, tasks: &[(usize, &[u8])]) {
                 split.push((at + k * PARALLEL_COPY_BYTES, part));
             }
         }
-        copy_pool().install(|| split.par_iter().for_each(one));
+        pool.install(|| split.par_iter().for_each(one));
     }
 }
 
 /// The threads that copy into staging memory and out of readbacks: a pool of their own, since
 /// the global one is busy decoding the next band, and a copy queued behind a decode would hold
-/// the GL thread.
-fn copy_pool() -> &'static rayon::ThreadPool {
-    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+/// the GL thread. As many threads as `DEEPMERGE_GL_COPY_THREADS` says (0: none, the GL thread
+/// copies alone), else the cores up to 8. `None`: no pool.
+fn copy_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
     POOL.get_or_init(|| {
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|k| format!("deepmerge-staging-{k}"))
-            .build()
-            .expect("the staging copy threads start")
+        // A context made already checked the setting (`EnvSettings`): a bad one is the default.
+        let asked = copy_threads_from(env_setting("DEEPMERGE_GL_COPY_THREADS").as_deref());
+        let threads = asked
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().min(8)));
+        (threads > 0).then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|k| format!("deepmerge-staging-{k}"))
+                .build()
+                .expect("the staging copy threads start")
+        })
     })
+    .as_ref()
+}
+
+/// `DEEPMERGE_GL_COPY_THREADS`'s thread count from its value `value` (unset or empty: `None`);
+/// anything but 0 to 64 is an error naming the variable.
+pub fn copy_threads_from(value: Option<&str>) -> Result<Option<usize>> {
+    let Some(text) = value.map(str::trim).filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    match text.parse::<usize>() {
+        Ok(n) if n <= 64 => Ok(Some(n)),
+        _ => Err(Error::Usage(format!(
+            "DEEPMERGE_GL_COPY_THREADS={text}: a number of threads from 0 (the GL thread copies \
+             alone) to 64 is needed"
+        ))),
+    }
 }
 
 impl GlContext {
