@@ -240,7 +240,7 @@ fn streamed_bands_overlap_across_bands_and_keep_the_cpu_bytes() {
 #[test]
 fn unknown_measurement_settings_in_the_environment_are_named() {
     use deepmerge::gpu::mapped::{
-        deep_readback_from, deep_writes_from, pairwise_from, staging_bytes_from,
+        copy_threads_from, deep_readback_from, deep_writes_from, pairwise_from, staging_bytes_from,
     };
     use deepmerge::gpu::resident::{DeepReadback, DeepWrites};
     use deepmerge::gpu::BufferStorage;
@@ -312,6 +312,64 @@ fn unknown_measurement_settings_in_the_environment_are_named() {
             "{e}"
         );
     }
+    assert_eq!(copy_threads_from(Some("0")).unwrap(), Some(0));
+    assert_eq!(copy_threads_from(Some(" 16 ")).unwrap(), Some(16));
+    assert_eq!(copy_threads_from(None).unwrap(), None);
+    for bad in ["65", "-1", "all"] {
+        let e = copy_threads_from(Some(bad)).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("DEEPMERGE_GL_COPY_THREADS={bad}: ")),
+            "{e}"
+        );
+    }
+}
+
+/// The staging copies and readback copies on the mapped path with no copy threads (the GL
+/// thread alone) and with a few: the CPU engine's bytes, flat and deep, in strict mode, over
+/// stagings larger than one parallel piece; a bad count is refused by name before any work.
+#[test]
+fn copies_on_the_gl_thread_alone_or_on_a_few_threads_keep_the_cpu_bytes() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("copy-threads");
+    std::fs::create_dir_all(&dir).unwrap();
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/openexr-images");
+    let inputs = [data.join("Leaves.exr"), data.join("Trunks.exr")];
+    let run = |backend: &str, threads: &str, extra: &[&str], out: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+            .args(&inputs)
+            .args(["--backend", backend, "-q", "-o"])
+            .arg(out)
+            .args(extra)
+            .env("DEEPMERGE_GL_STRICT", "1")
+            .env("DEEPMERGE_GL_TRANSFER", "mapped")
+            .env("DEEPMERGE_GL_COPY_THREADS", threads)
+            .output()
+            .unwrap()
+    };
+    for extra in [&[][..], &["--deep"][..]] {
+        let cpu = dir.join("cpu.exr");
+        assert!(run("cpu", "", extra, &cpu).status.success());
+        for threads in ["0", "3"] {
+            let gl = dir.join(format!("gl-{threads}.exr"));
+            let output = run("gl", threads, extra, &gl);
+            assert!(
+                output.status.success(),
+                "{threads} threads {extra:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            assert!(
+                std::fs::read(&gl).unwrap() == std::fs::read(&cpu).unwrap(),
+                "{threads} copy threads {extra:?}: the GL output differs from the CPU engine's"
+            );
+        }
+    }
+    let bad = dir.join("bad.exr");
+    let output = run("gl", "lots", &[], &bad);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && stderr.contains("DEEPMERGE_GL_COPY_THREADS=lots"),
+        "{stderr}"
+    );
+    assert!(!bad.exists());
 }
 
 /// Overlapped streamed bands hold one band more on the host, which the band plan counts: under

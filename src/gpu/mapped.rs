@@ -604,9 +604,16 @@ impl GlContext {
             layout.push((at, &pieces[k].bytes[from..to]));
             at += (to - from).next_multiple_of(16);
         }
-        let staging = self.take_staging(at.max(16))?;
+        let staging = {
+            let _span = crate::timeline::span(|| "take a staging buffer".to_string());
+            self.take_staging(at.max(16))?
+        };
         self.with_checker(|c| c.host_write(id(staging.buffer), what));
-        copy_into(SharedPtr(staging.ptr), &layout);
+        {
+            let _span = crate::timeline::span(|| format!("copy {} KiB into staging", at >> 10));
+            copy_into(SharedPtr(staging.ptr), &layout);
+        }
+        let _span = crate::timeline::span(|| "issue the staging copies".to_string());
         let mut result = Ok(());
         for (&(k, from, to), &(src, _)) in round.iter().zip(&layout) {
             let piece = &pieces[k];

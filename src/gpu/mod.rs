@@ -113,9 +113,10 @@ pub struct GlOptions {
     /// rasteriser (where it was not measured). `DEEPMERGE_GL_PAIRWISE=0|1` sets the default, for
     /// measurements.
     pub pairwise_long_pairs: Option<bool>,
-    /// How a merge writes a linearised or blocked interleaved deep output: straight, or into an
-    /// interleaved image relaid out after (`resident::DeepWrites`; coalesced writes, one more copy).
-    /// `DEEPMERGE_GL_DEEP_WRITES=direct|relayout` overrides it, for measurements.
+    /// How a merge writes a linearised or blocked interleaved deep output: straight (the
+    /// default, the fastest on an H100), into an interleaved image relaid out after, or through
+    /// shared memory (`resident::DeepWrites`). `DEEPMERGE_GL_DEEP_WRITES=direct|relayout|staged`
+    /// overrides it, for measurements.
     pub deep_writes: resident::DeepWrites,
     /// What comes back of a deep output merged by its keys alone with nothing for the host to
     /// tidy: its packed sources (`sources.comp`, 4 or 8 bytes a sample, copied in order) or the

@@ -25,7 +25,6 @@
 
 pub mod bbox;
 pub mod codec_floor;
-pub mod decode_pool;
 pub mod parts;
 pub mod pipeline;
 pub mod plan;

@@ -671,12 +671,12 @@ pub fn stream_bands_deferred(
                         }
                         return Ok(());
                     }
-                    images = Some(super::decode_pool::in_decode_pool(|| {
+                    images = Some(
                         sources
                             .par_iter_mut()
                             .map(|s| s.take_rows(band.clone()))
-                            .collect::<Result<_>>()
-                    })?);
+                            .collect::<Result<_>>()?,
+                    );
                     Ok(())
                 });
                 drop(span);

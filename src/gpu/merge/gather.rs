@@ -87,6 +87,9 @@ pub(super) fn gather_band<'a>(
         staged_bytes += buffers.bytes;
         staged.push(buffers);
     }
+    // To the end: what the host spends issuing the GPU's part (the staging above is timed
+    // round by round, `mapped.rs`).
+    let _issue_span = crate::timeline::span(|| "issue the count, scan and gather".to_string());
     let total_pixels = slice * inputs.len();
     // Stacked slices leave padding no gather writes: it must count 0.
     let counts = if slice == pixels {

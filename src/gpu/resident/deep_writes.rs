@@ -2,9 +2,10 @@
 //! writes its own pixel's run of slots, so into a linearised image (and the tails of blocked
 //! interleaved groups) neighbouring invocations write far apart and their stores do not
 //! coalesce. Three ways are kept, since which is fastest is the hardware's to say
-//! (docs/benchmarks.md, Table 2): straight into the layout (the default until a GPU measures
-//! the others), into an interleaved image relaid out after (`relayout.rs`), or through the
-//! workgroup's shared memory (`glsl/include/out_staging.glsl`). All give the same bytes.
+//! (docs/benchmarks.md, Table 2): straight into the layout (the default: on an H100 it was the
+//! fastest in every layout on hairball, "fourth run"), into an interleaved image relaid out
+//! after (`relayout.rs`), or through the workgroup's shared memory
+//! (`glsl/include/out_staging.glsl`). All give the same bytes.
 
 use crate::gpu::program::Defines;
 use crate::gpu::GlContext;
