@@ -12,12 +12,58 @@ use std::fmt::Write as _;
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
-/// One span: on which thread, what, and when (seconds from the timeline's origin).
+/// One span: on which thread, what, when (seconds from the timeline's origin), and what its
+/// thread spent meanwhile.
 struct Span {
     thread: String,
     label: String,
     start: f64,
     end: f64,
+    /// CPU seconds the thread ran and minor page faults it took during the span (`None` where
+    /// the system does not count them per thread).
+    used: Option<ThreadUse>,
+}
+
+/// A thread's CPU time and minor page faults so far (Linux's `getrusage(RUSAGE_THREAD)`): a
+/// span much longer than its thread's CPU time waited (for a lock, the scheduler, the
+/// disk), one as long ran all the while; faults count fresh pages the kernel handed it.
+#[derive(Clone, Copy)]
+struct ThreadUse {
+    cpu_s: f64,
+    faults: u64,
+}
+
+impl ThreadUse {
+    #[cfg(target_os = "linux")]
+    fn now() -> Option<ThreadUse> {
+        // SAFETY: both calls write only the structs they are given, about this thread. The
+        // CPU time comes from the thread's CPU clock (the scheduler's nanoseconds), not from
+        // getrusage's times, which may advance a whole tick at a time.
+        let (usage, cpu) = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            let mut cpu: libc::timespec = std::mem::zeroed();
+            let ok = libc::getrusage(libc::RUSAGE_THREAD, &mut usage) == 0
+                && libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut cpu) == 0;
+            ok.then_some((usage, cpu))
+        }?;
+        Some(ThreadUse {
+            cpu_s: cpu.tv_sec as f64 + cpu.tv_nsec as f64 * 1e-9,
+            faults: usage.ru_minflt as u64,
+        })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn now() -> Option<ThreadUse> {
+        None
+    }
+
+    /// What was used from `self` to `later` (on the same thread).
+    fn until(self, later: ThreadUse) -> ThreadUse {
+        ThreadUse {
+            cpu_s: (later.cpu_s - self.cpu_s).max(0.0),
+            faults: later.faults.saturating_sub(self.faults),
+        }
+    }
 }
 
 /// The spans recorded so far and the instant they count from.
@@ -72,15 +118,17 @@ fn thread_label() -> String {
     }
 }
 
-/// A span being timed: recorded when dropped.
+/// A span being timed: recorded when dropped, on the thread that opened it (not `Send`: its
+/// thread's CPU time is read at both ends).
 #[must_use = "a span is timed until it is dropped"]
 pub struct SpanGuard {
-    open: Option<(String, Instant)>,
+    open: Option<(String, Instant, Option<ThreadUse>)>,
+    _this_thread: std::marker::PhantomData<*const ()>,
 }
 
 impl Drop for SpanGuard {
     fn drop(&mut self) {
-        let (Some((label, started)), Some(timeline)) = (self.open.take(), timeline()) else {
+        let (Some((label, started, used)), Some(timeline)) = (self.open.take(), timeline()) else {
             return;
         };
         let span = Span {
@@ -88,6 +136,7 @@ impl Drop for SpanGuard {
             label,
             start: started.duration_since(timeline.origin).as_secs_f64(),
             end: timeline.origin.elapsed().as_secs_f64(),
+            used: used.zip(ThreadUse::now()).map(|(a, b)| a.until(b)),
         };
         timeline.spans.lock().expect("timeline lock").push(span);
     }
@@ -97,24 +146,34 @@ impl Drop for SpanGuard {
 /// timeline is recorded).
 pub fn span(label: impl FnOnce() -> String) -> SpanGuard {
     SpanGuard {
-        open: timeline().map(|_| (label(), Instant::now())),
+        open: timeline().map(|_| (label(), Instant::now(), ThreadUse::now())),
+        _this_thread: std::marker::PhantomData,
     }
 }
 
 /// The spans recorded so far, in start order, one a line: start and length in milliseconds,
-/// the thread, the label; then each thread's busy time (the union of its spans) against the
-/// wall time so far. `None` when no timeline is recorded.
+/// the milliseconds its thread ran on a CPU meanwhile and the minor page faults it took (`-`
+/// where not counted), the thread, the label; then each thread's busy time (the union of its
+/// spans) against the wall time so far. `None` when no timeline is recorded.
 pub fn report() -> Option<String> {
     let timeline = timeline()?;
     let mut spans = std::mem::take(&mut *timeline.spans.lock().expect("timeline lock"));
     spans.sort_by(|a, b| a.start.total_cmp(&b.start));
     let wall = timeline.origin.elapsed().as_secs_f64();
     let mut text = String::from("timeline (ms from the start; DEEPMERGE_TIMELINE)\n");
-    let _ = writeln!(text, "  {:>9} {:>9}  {:<8} what", "start", "took", "thread");
+    let _ = writeln!(
+        text,
+        "  {:>9} {:>9} {:>9} {:>7}  {:<8} what",
+        "start", "took", "on cpu", "faults", "thread"
+    );
     for s in &spans {
+        let (cpu, faults) = match s.used {
+            Some(u) => (format!("{:.1}", u.cpu_s * 1e3), u.faults.to_string()),
+            None => ("-".into(), "-".into()),
+        };
         let _ = writeln!(
             text,
-            "  {:>9.1} {:>9.1}  {:<8} {}",
+            "  {:>9.1} {:>9.1} {cpu:>9} {faults:>7}  {:<8} {}",
             s.start * 1e3,
             (s.end - s.start) * 1e3,
             s.thread,
@@ -165,7 +224,37 @@ mod tests {
             label: String::new(),
             start,
             end,
+            used: None,
         }
+    }
+
+    /// A thread's CPU time grows while it computes and not while it sleeps, and touching
+    /// fresh pages counts their faults.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_threads_use_counts_its_running_not_its_sleeping_and_its_fresh_pages() {
+        let start = ThreadUse::now().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(40));
+        let slept = start.until(ThreadUse::now().unwrap());
+        assert!(slept.cpu_s < 0.02, "{} s on a CPU asleep", slept.cpu_s);
+        let start = ThreadUse::now().unwrap();
+        let begun = Instant::now();
+        let mut x = 1u64;
+        while begun.elapsed().as_secs_f64() < 0.04 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        let ran = start.until(ThreadUse::now().unwrap());
+        // Most of the 40 ms, unless the machine took the CPU away for a while.
+        assert!(ran.cpu_s > 0.01, "{} s on a CPU computing", ran.cpu_s);
+        let start = ThreadUse::now().unwrap();
+        let mut fresh = vec![0u8; 16 << 20];
+        for page in fresh.chunks_mut(4096) {
+            page[0] = 1;
+        }
+        std::hint::black_box(&fresh);
+        let touched = start.until(ThreadUse::now().unwrap());
+        // 4,096 pages, or 8 where the kernel hands out 2 MiB pages to any mapping.
+        assert!(touched.faults >= 8, "{} faults", touched.faults);
     }
 
     /// Nested and overlapping spans count once; a gap does not count.

@@ -199,11 +199,14 @@ fn auto_makes_its_context_beside_the_inputs() {
     let spans = |thread: &str, what: &str| {
         err.lines()
             .filter(|l| {
+                // start, took, on cpu, faults, thread, what
                 let words: Vec<&str> = l.split_whitespace().collect();
-                words.len() > 3 && words[2] == thread && words[3..].join(" ") == what
+                words.len() > 5 && words[4] == thread && words[5..].join(" ") == what
             })
             .count()
     };
+    // The spans are read right: one every run has.
+    assert_eq!(spans("main", "open the inputs"), 1, "{err}");
     if err.starts_with("deepmerge: merging 2 inputs with OpenGL on") {
         assert!(err.lines().next().unwrap().contains("(auto: "), "{err}");
         assert_eq!(spans("gl-start", "GL context"), 1, "{err}");

@@ -146,8 +146,9 @@ fn check_gl_timeline(stderr: &str, overlapped: bool) {
         .skip(2)
         .filter(|l| !l.contains(": busy "))
         .map(|l| {
+            // start, took, on cpu, faults, thread, what
             let words: Vec<&str> = l.split_whitespace().collect();
-            (words[2].to_string(), words[3..].join(" "))
+            (words[4].to_string(), words[5..].join(" "))
         })
         .collect();
     let at = |thread: &str, what: &str| {

@@ -446,7 +446,8 @@ fn runstats_names_the_bands_and_the_tallest() {
 }
 
 /// The spans of `DEEPMERGE_TIMELINE=1 deepmerge ARGS --runstats`: (start ms, took ms, thread,
-/// what), and the whole stderr.
+/// what), and the whole stderr. Each span's CPU time is checked on the way: a number no larger
+/// than the span's length (one thread runs at most all the while), with its page faults.
 fn timeline<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Vec<(f64, f64, String, String)>, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
         .args(args)
@@ -462,8 +463,13 @@ fn timeline<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Vec<(f64, f64, String, St
         .skip(2)
         .filter_map(|l| {
             let words: Vec<&str> = l.split_whitespace().collect();
-            let (start, took) = (words.first()?.parse().ok()?, words.get(1)?.parse().ok()?);
-            Some((start, took, words[2].to_string(), words[3..].join(" ")))
+            let (start, took): (f64, f64) =
+                (words.first()?.parse().ok()?, words.get(1)?.parse().ok()?);
+            let on_cpu: f64 = words[2].parse().expect("on-cpu milliseconds");
+            let _faults: u64 = words[3].parse().expect("page faults");
+            // Printed to 0.1 ms each.
+            assert!(on_cpu <= took + 0.11, "{l}");
+            Some((start, took, words[4].to_string(), words[5..].join(" ")))
         })
         .collect();
     (spans, err)

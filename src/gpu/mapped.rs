@@ -399,18 +399,18 @@ fn copy_into(base: SharedPtr, tasks: &[(usize, &[u8])]) {
         // it), no two tasks overlap, and no source overlaps the destination.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.at(at), bytes.len()) }
     };
-    let pool = copy_pool();
-    if total < PARALLEL_COPY_BYTES || pool.is_none() {
-        tasks.iter().for_each(one);
-    } else if let Some(pool) = pool {
-        // Split into pieces of about 1 MiB so every core gets work.
-        let mut split: Vec<(usize, &[u8])> = Vec::new();
-        for &(at, bytes) in tasks {
-            for (k, part) in bytes.chunks(PARALLEL_COPY_BYTES).enumerate() {
-                split.push((at + k * PARALLEL_COPY_BYTES, part));
+    match copy_pool() {
+        Some(pool) if total >= PARALLEL_COPY_BYTES => {
+            // Split into pieces of about 1 MiB so every core gets work.
+            let mut split: Vec<(usize, &[u8])> = Vec::new();
+            for &(at, bytes) in tasks {
+                for (k, part) in bytes.chunks(PARALLEL_COPY_BYTES).enumerate() {
+                    split.push((at + k * PARALLEL_COPY_BYTES, part));
+                }
             }
+            pool.install(|| split.par_iter().for_each(one));
         }
-        pool.install(|| split.par_iter().for_each(one));
+        _ => tasks.iter().for_each(one),
     }
 }
 
