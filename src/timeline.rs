@@ -24,9 +24,10 @@ struct Span {
     used: Option<ThreadUse>,
 }
 
-/// A thread's CPU time and minor page faults so far (Linux's `getrusage(RUSAGE_THREAD)`): a
-/// span much longer than its thread's CPU time waited (for a lock, the scheduler, the
-/// disk), one as long ran all the while; faults count fresh pages the kernel handed it.
+/// A thread's CPU time (its CPU clock) and minor page faults (`getrusage(RUSAGE_THREAD)`) so
+/// far, on Linux: a span much longer than its thread's CPU time waited (for a lock, the
+/// scheduler, the disk), one as long ran all the while; faults count fresh pages the kernel
+/// handed it.
 #[derive(Clone, Copy)]
 struct ThreadUse {
     cpu_s: f64,

@@ -732,6 +732,15 @@ fn inconsistent_image(ctx: &GlContext, why: String) -> Error {
     ))
 }
 
+/// [`inconsistent_image`] where `strays` sample references read back name none of the inputs'
+/// samples (`what` says which: "{strays} {what}").
+fn refuse_strays(ctx: &GlContext, strays: u64, what: &str) -> Result<()> {
+    match strays {
+        0 => Ok(()),
+        _ => Err(inconsistent_image(ctx, format!("{strays} {what}"))),
+    }
+}
+
 /// Wait for the readbacks of `band` ([`GpuMerger::start_readback`]) and put it into `out`.
 fn finish_band_readback(
     ctx: &GlContext,
@@ -775,11 +784,8 @@ fn finish_band_readback(
                     strays.fetch_add(stray, Ordering::Relaxed);
                 });
             stats.assemble_s += assembling.elapsed().as_secs_f64();
-            let strays = strays.into_inner();
-            if strays > 0 {
-                let why = format!("{strays} pixels' front samples are none of the inputs'");
-                return Err(inconsistent_image(ctx, why));
-            }
+            let what = "pixels' front samples are none of the inputs'";
+            refuse_strays(ctx, strays.into_inner(), what)?;
         }
         BandReadback::Deep { image, marks } => {
             let built = image.finish(ctx)?;
@@ -812,10 +818,7 @@ fn finish_band_readback(
                 .par_iter()
                 .filter(|f| !inputs.names(f.input, f.index as u64))
                 .count();
-            if strays > 0 {
-                let why = format!("{strays} of its samples are none of the inputs'");
-                return Err(inconsistent_image(ctx, why));
-            }
+            refuse_strays(ctx, strays as u64, "of its samples are none of the inputs'")?;
         }
         BandReadback::Sources {
             packing,
@@ -868,11 +871,8 @@ fn finish_band_readback(
                 })
             });
             stats.assemble_s += assembling.elapsed().as_secs_f64();
-            let strays = strays.into_inner();
-            if strays > 0 {
-                let why = format!("{strays} of its sources are none of the inputs' samples");
-                return Err(inconsistent_image(ctx, why));
-            }
+            let what = "of its sources are none of the inputs' samples";
+            refuse_strays(ctx, strays.into_inner(), what)?;
         }
     }
     stats.readback_wait_s += ctx.transfer_stats().readback_wait_s - waited_before;
