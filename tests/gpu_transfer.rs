@@ -312,6 +312,26 @@ fn unknown_measurement_settings_in_the_environment_are_named() {
             "{e}"
         );
     }
+    {
+        use deepmerge::gpu::reader_staging::{reader_staging_from, ReaderStagingSize};
+        assert_eq!(
+            reader_staging_from(Some("1")).unwrap(),
+            Some(ReaderStagingSize::TwoBands)
+        );
+        assert_eq!(
+            reader_staging_from(Some("64M")).unwrap(),
+            Some(ReaderStagingSize::Bytes(64 << 20))
+        );
+        assert_eq!(reader_staging_from(Some("0")).unwrap(), None);
+        assert_eq!(reader_staging_from(None).unwrap(), None);
+        for bad in ["512K", "32G", "yes"] {
+            let e = reader_staging_from(Some(bad)).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("DEEPMERGE_GL_READER_STAGING={bad}: ")),
+                "{e}"
+            );
+        }
+    }
     assert_eq!(copy_threads_from(Some("0")).unwrap(), Some(0));
     assert_eq!(copy_threads_from(Some(" 16 ")).unwrap(), Some(16));
     assert_eq!(copy_threads_from(None).unwrap(), None);
@@ -482,4 +502,94 @@ fn a_deep_output_stages_and_merges_the_keys_alone() {
             }
         }
     });
+}
+
+/// Staging by the reader (`DEEPMERGE_GL_READER_STAGING=1`): the reader's threads copy each
+/// decoded band's planes into mapped blocks and the GPU copies them on from there. In strict
+/// mode, over blocks far smaller than a band's planes (so planes span blocks), flat and deep,
+/// chained, tidied: the CPU engine's bytes, with most of the staged bytes staged by the reader.
+/// Inputs that pruning rewrites, and the calls path, are staged as before (nothing by the
+/// reader), with the same bytes; a bad value is refused by name.
+#[test]
+fn planes_staged_by_the_reader_keep_the_cpu_bytes() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("reader-staging");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = common::powerplant_pair(&dir.join("pp"), "320x180");
+    let run = |backend: &str, setting: &str, transfer: &str, extra: &[&str], out: &str| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+            .args([&a, &b])
+            .args(["--backend", backend, "--band-rows", "24", "-o", out])
+            .args(if backend == "gl" {
+                &["--stats"][..]
+            } else {
+                &[]
+            })
+            .args(extra)
+            .env("DEEPMERGE_GL_STRICT", "1")
+            .env("DEEPMERGE_GL_DEFAULTS", "hardware")
+            .env("DEEPMERGE_GL_TRANSFER", transfer)
+            .env("DEEPMERGE_GL_STAGING", "64K")
+            .env("DEEPMERGE_GL_READER_STAGING", setting)
+            .output()
+            .unwrap();
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    // "host staging: S MiB in ...; R MiB of it staged by the reader's threads": (S, R).
+    let staged = |stats: &str| -> (f64, f64) {
+        let line = stats
+            .lines()
+            .find(|l| l.starts_with("host staging:"))
+            .unwrap_or_else(|| panic!("no host staging line: {stats}"));
+        let mib = |text: &str| -> f64 {
+            text.split_whitespace()
+                .find_map(|w| w.parse().ok())
+                .unwrap_or(0.0)
+        };
+        let (all, reader) = line.split_once(';').unwrap_or((line, ""));
+        (mib(all.trim_start_matches("host staging:")), mib(reader))
+    };
+    // (options, transfer path, DEEPMERGE_GL_READER_STAGING, the share the reader stages at
+    // least and at most).
+    let cases: [(&[&str], &str, &str, f64, f64); 8] = [
+        (&[], "mapped", "1", 0.5, 1.0),
+        (&["--deep"], "mapped", "1", 0.5, 1.0),
+        (&["--deep", "--tidy"], "mapped", "1", 0.5, 1.0),
+        (&["--merge-strategy", "chain"], "mapped", "1", 0.5, 1.0),
+        // At most 1 MiB pinned, in blocks of 64 KiB: the planes that fit, the rest as before.
+        (&[], "mapped", "1M", 0.01, 0.9),
+        (&["--deep", "--drop-transparent"], "mapped", "1", 0.0, 0.0),
+        (&[], "calls", "1", 0.0, 0.0),
+        (&[], "mapped", "0", 0.0, 0.0),
+    ];
+    for (extra, transfer, setting, least, most) in cases {
+        let (gl_out, cpu_out) = (dir.join("gl.exr"), dir.join("cpu.exr"));
+        let (ok, stats) = run("gl", setting, transfer, extra, gl_out.to_str().unwrap());
+        assert!(ok, "{extra:?} {transfer}: {stats}");
+        let (ok, err) = run("cpu", "", transfer, extra, cpu_out.to_str().unwrap());
+        assert!(ok, "{err}");
+        assert!(
+            std::fs::read(&gl_out).unwrap() == std::fs::read(&cpu_out).unwrap(),
+            "{extra:?} {transfer} {setting}: the GL output differs from the CPU engine's"
+        );
+        // The first band may be decoded before the context is current (then it is staged by
+        // the merging thread); the offsets and slot tables always are.
+        let (all, reader) = staged(&stats);
+        assert!(
+            all > 0.0
+                && reader >= least * all
+                && reader <= most * all
+                && (least > 0.0) == (reader > 0.0),
+            "{extra:?} {transfer} {setting}: {reader} of {all} MiB staged by the reader: {stats}"
+        );
+    }
+    let bad = dir.join("bad.exr");
+    let (ok, stderr) = run("gl", "yes", "mapped", &[], bad.to_str().unwrap());
+    assert!(
+        !ok && stderr.contains("DEEPMERGE_GL_READER_STAGING=yes"),
+        "{stderr}"
+    );
+    assert!(!bad.exists());
 }

@@ -9,13 +9,16 @@
 # variant's flat merge on all cores in $OUT/timeline-<variant>.log.
 #
 #   OUT=/tmp/c benches/hardware/contention.sh    (environment: CORES, default "all 8";
-#       REPEATS, default 3; VARIANTS, default "default DEEPMERGE_GL_COPY_THREADS=0
-#       DEEPMERGE_GL_STAGING=4M DEEPMERGE_GL_TRANSFER=calls DEEPMERGE_MALLOC=system"; a variant
+#       REPEATS, default 3; VARIANTS, default "default DEEPMERGE_GL_READER_STAGING=1
+#       DEEPMERGE_GL_READER_STAGING=64M
+#       DEEPMERGE_GL_COPY_THREADS=0 DEEPMERGE_GL_STAGING=4M DEEPMERGE_MALLOC=system"; a variant
 #       of DEEPMERGE_GL_ settings alone runs on the GL engine only, any other on both)
 #
 # Its first run (docs/hardware/h100-2026-11-27b, contention/) measured a lower priority for the
 # decode threads (niceness 5 and 19, a pool of their own) and 0 or 16 copy threads: neither
-# changed the flat merge at 16 threads, so the niceness switch was removed again.
+# changed the flat merge at 16 threads, so the niceness switch was removed again; transfers by
+# calls were slower than the default there, and left the list. DEEPMERGE_GL_READER_STAGING=1
+# (the reader's threads stage each band's planes, off the merging thread) is to be chosen here.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/hw-out}
@@ -24,7 +27,7 @@ mkdir -p "$out"
 . benches/hardware/setup.sh
 cores=${CORES:-all 8}
 repeats=${REPEATS:-3}
-variants=${VARIANTS:-default DEEPMERGE_GL_COPY_THREADS=0 DEEPMERGE_GL_STAGING=4M DEEPMERGE_GL_TRANSFER=calls DEEPMERGE_MALLOC=system}
+variants=${VARIANTS:-default DEEPMERGE_GL_READER_STAGING=1 DEEPMERGE_GL_READER_STAGING=64M DEEPMERGE_GL_COPY_THREADS=0 DEEPMERGE_GL_STAGING=4M DEEPMERGE_MALLOC=system}
 pp=/tmp/deepmerge-e2e/powerplant-1920x1080
 mkdir -p /tmp/deepmerge-e2e "$out/runs"
 [ -f "${pp}_1.exr" ] || "$B" scene powerplant --size 1920x1080 --seed 3 -o "$pp" >/dev/null

@@ -74,6 +74,8 @@ impl EnvSettings {
     pub(crate) fn from_env() -> Result<EnvSettings> {
         // Read where the copy threads start (`copy_pool`); checked here, with the others.
         copy_threads_from(env_setting("DEEPMERGE_GL_COPY_THREADS").as_deref())?;
+        // Read where a streamed merge starts its reader (`reader_staging.rs`); checked here too.
+        super::reader_staging::reader_staging_from_env()?;
         Ok(EnvSettings {
             transfer: TransferPath::from_env()?,
             buffers: BufferStorage::from_env()?,
@@ -295,15 +297,18 @@ pub struct TransferStats {
     pub staging_wait_s: f64,
     /// Readbacks issued ahead of need (copies into mapped memory).
     pub reads_ahead: u64,
+    /// Bytes the GPU copied out of planes the reader's threads had staged
+    /// (`DEEPMERGE_GL_READER_STAGING`, `reader_staging.rs`), which the merging thread did not copy.
+    pub reader_staged_bytes: u64,
     /// Host seconds spent waiting for a readback's fence.
     pub readback_wait_s: f64,
 }
 
 /// One buffer with persistent, coherent mapped storage.
 pub(crate) struct MappedBuffer {
-    buffer: glow::Buffer,
-    ptr: *mut u8,
-    capacity: usize,
+    pub(super) buffer: glow::Buffer,
+    pub(super) ptr: *mut u8,
+    pub(super) capacity: usize,
 }
 
 /// A fence with the hazard checker's serial when it was made.
@@ -337,18 +342,23 @@ pub(crate) struct MappedPool {
     orphans: Rc<RefCell<Vec<Pending>>>,
     /// Read mapped readbacks without waiting for their copies ([`GlContext::use_readback_waits`]).
     skip_readback_waits: Cell<bool>,
+    /// The planes the reader staged for the band being issued, lent for its staging
+    /// (`reader_staging.rs`): pieces that lie in them are copied by the GPU from there.
+    pub(super) reader_staged: RefCell<Option<super::reader_staging::StagedBand>>,
+    /// Blocks staging by the reader made, kept for the context's next merge.
+    pub(super) reader_blocks: RefCell<Vec<MappedBuffer>>,
 }
 
 /// A pointer the copy threads share; each writes its own range.
 #[derive(Clone, Copy)]
-struct SharedPtr(*mut u8);
+pub(super) struct SharedPtr(pub(super) *mut u8);
 // SAFETY: the threads write disjoint ranges of the destination, which outlives the parallel copy.
 unsafe impl Send for SharedPtr {}
 unsafe impl Sync for SharedPtr {}
 
 impl SharedPtr {
     /// The address `at` bytes in (a method, so that closures capture the whole `SharedPtr`).
-    fn at(self, at: usize) -> *mut u8 {
+    pub(super) fn at(self, at: usize) -> *mut u8 {
         // SAFETY: callers stay inside the destination (a mapping, or a readback's host copy).
         unsafe { self.0.add(at) }
     }
@@ -501,7 +511,7 @@ impl GlContext {
         self.mapped.skip_readback_waits.set(!on);
     }
 
-    fn round_bytes(&self) -> usize {
+    pub(super) fn round_bytes(&self) -> usize {
         match self.mapped.round_bytes.get() {
             0 => STAGING_BYTES,
             b => b,
@@ -545,7 +555,7 @@ impl GlContext {
         self.mapped.stats.get()
     }
 
-    fn count_transfer(&self, f: impl FnOnce(&mut TransferStats)) {
+    pub(super) fn count_transfer(&self, f: impl FnOnce(&mut TransferStats)) {
         let mut s = self.mapped.stats.get();
         f(&mut s);
         self.mapped.stats.set(s);
@@ -567,6 +577,15 @@ impl GlContext {
             }
             return Ok(());
         }
+        // Pieces the reader's threads staged already are copied by the GPU from there; the
+        // rest go through staging rounds.
+        let mut rest: Vec<&Piece> = Vec::with_capacity(pieces.len());
+        for piece in pieces {
+            if !self.copy_reader_staged(piece, what)? {
+                rest.push(piece);
+            }
+        }
+        let pieces = rest;
         // Rounds of at most `round_bytes`: (piece, its byte range) per round.
         let round_bytes = self.round_bytes();
         let mut round: Vec<(usize, usize, usize)> = Vec::new();
@@ -579,14 +598,14 @@ impl GlContext {
                 filled += take.next_multiple_of(16);
                 from += take;
                 if filled >= round_bytes {
-                    self.stage_round(pieces, &round, what)?;
+                    self.stage_round(&pieces, &round, what)?;
                     round.clear();
                     filled = 0;
                 }
             }
         }
         if !round.is_empty() {
-            self.stage_round(pieces, &round, what)?;
+            self.stage_round(&pieces, &round, what)?;
         }
         Ok(())
     }
@@ -594,7 +613,7 @@ impl GlContext {
     /// One staging round: take a staging buffer, fill it in parallel, copy it out, fence it.
     fn stage_round(
         &self,
-        pieces: &[Piece],
+        pieces: &[&Piece],
         round: &[(usize, usize, usize)],
         what: &str,
     ) -> Result<()> {
@@ -639,7 +658,7 @@ impl GlContext {
         result
     }
 
-    fn make_fence(&self) -> Option<Fence> {
+    pub(super) fn make_fence(&self) -> Option<Fence> {
         let serial = self.checker_serial();
         // SAFETY: a plain fence on the current context.
         let sync = unsafe { self.gl.fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0) }.ok()?;
@@ -647,8 +666,14 @@ impl GlContext {
         Some(Fence { sync, serial })
     }
 
+    /// Delete `fence` unwaited (nothing will wait on it any more).
+    pub(super) fn delete_fence(&self, fence: Fence) {
+        // SAFETY: the fence belongs to this context.
+        unsafe { self.gl.delete_sync(fence.sync) };
+    }
+
     /// Wait on the host until `fence` has signalled; returns the seconds waited.
-    fn wait_fence(&self, fence: Fence) -> Result<f64> {
+    pub(super) fn wait_fence(&self, fence: Fence) -> Result<f64> {
         let start = Instant::now();
         loop {
             // SAFETY: the fence is alive on this context; the timeout is in nanoseconds.
@@ -746,7 +771,7 @@ impl GlContext {
 
     /// A buffer of `capacity` bytes with persistent, coherent storage mapped for `access`
     /// (`GL_MAP_WRITE_BIT` or `GL_MAP_READ_BIT`).
-    fn allocate_mapped(&self, capacity: usize, access: u32) -> Result<MappedBuffer> {
+    pub(super) fn allocate_mapped(&self, capacity: usize, access: u32) -> Result<MappedBuffer> {
         let _span = crate::timeline::span(|| {
             let what = if access == glow::MAP_READ_BIT {
                 "readback"
@@ -805,7 +830,7 @@ impl GlContext {
         })
     }
 
-    fn delete_mapped(&self, buffer: MappedBuffer) {
+    pub(super) fn delete_mapped(&self, buffer: MappedBuffer) {
         // SAFETY: the buffer belongs to this context; GL keeps its storage until the copies
         // issued with it are done, and deleting it unmaps it.
         unsafe { self.gl.delete_buffer(buffer.buffer) };
@@ -1000,6 +1025,7 @@ impl GlContext {
             .readback
             .borrow_mut()
             .drain(..)
+            .chain(self.mapped.reader_blocks.borrow_mut().drain(..))
             .collect::<Vec<_>>()
         {
             self.delete_mapped(buffer);

@@ -42,6 +42,7 @@ mod merge;
 pub(crate) mod pool;
 mod profile;
 pub mod program;
+pub mod reader_staging;
 pub mod resident;
 pub mod scan;
 pub mod sort;

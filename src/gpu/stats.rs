@@ -124,6 +124,9 @@ pub struct GpuStats {
     pub readback_wait_s: f64,
     /// Mapped staging and readback buffers created (few: they are reused band after band).
     pub mapped_allocations: u64,
+    /// Bytes of `staged_bytes` that the reader's threads had copied into mapped memory already
+    /// (`DEEPMERGE_GL_READER_STAGING`), which the GPU copied on from there.
+    pub reader_staged_bytes: u64,
     /// Bytes copied back from the GPU, summed over bands.
     pub readback_bytes: u64,
     /// What came back: "composite" (flat output), "image" (a deep image in its layout) or
@@ -167,6 +170,7 @@ impl GpuStats {
             staging_wait_s: 0.0,
             readback_wait_s: 0.0,
             mapped_allocations: 0,
+            reader_staged_bytes: 0,
             readback_bytes: 0,
             readback_form: "nothing",
             deep_writes: None,
@@ -203,6 +207,7 @@ impl AddAssign for GpuStats {
         self.staging_wait_s += band.staging_wait_s;
         self.readback_wait_s += band.readback_wait_s;
         self.mapped_allocations += band.mapped_allocations;
+        self.reader_staged_bytes += band.reader_staged_bytes;
         self.readback_bytes += band.readback_bytes;
         self.readback_form = band.readback_form;
         self.deep_writes = band.deep_writes.or(self.deep_writes);
@@ -258,10 +263,18 @@ impl fmt::Display for GpuStats {
         )?;
         writeln!(
             f,
-            "host staging:   {:.1} MiB in {:.3} s, {:.2} GB/s (decoded planes and offsets)",
+            "host staging:   {:.1} MiB in {:.3} s, {:.2} GB/s (decoded planes and offsets){}",
             self.staged_bytes as f64 / (1 << 20) as f64,
             self.upload_s,
-            self.staged_bytes as f64 / self.upload_s.max(1e-9) / 1e9
+            self.staged_bytes as f64 / self.upload_s.max(1e-9) / 1e9,
+            if self.reader_staged_bytes > 0 {
+                format!(
+                    "; {:.1} MiB of it staged by the reader's threads",
+                    self.reader_staged_bytes as f64 / (1 << 20) as f64
+                )
+            } else {
+                String::new()
+            }
         )?;
         writeln!(
             f,

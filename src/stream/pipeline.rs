@@ -27,6 +27,7 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::sync_channel;
+use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -43,6 +44,8 @@ use crate::deep::{Bounds, Channel, ChannelRole, DeepImage};
 use crate::error::{Error, Result};
 use crate::exr::ChunkSource;
 use crate::exr::{DeepChunkWriter, DeepWriteOptions, FlatChunkWriter, FlatWriteOptions};
+#[cfg(feature = "gl")]
+use crate::gpu::reader_staging::{ReaderStaging, ReaderStagingOnGl, ReaderStagingSize};
 #[cfg(feature = "gl")]
 use crate::gpu::{
     issue_gl_over, merge_checked_images_gl_over, GlContext, GlOptions, GpuStats, IssuedMerge,
@@ -413,6 +416,33 @@ impl<'o> StreamMerge<'o> {
         };
         #[cfg(feature = "gl")]
         if let (Some((_, true)), Some(gl)) = (gl_device, engine.gl_options()) {
+            // Staging by the reader, where asked for (`gpu::reader_staging`), for inputs as the
+            // reader decodes them (pruned inputs are new planes: those are staged as before).
+            let reader_staging = match crate::gpu::reader_staging::reader_staging_from_env()? {
+                Some(size) if options.pruning.drop_transparent.is_none() => {
+                    let staging =
+                        ReaderStaging::new(matches!(options.merge.output, OutputKind::Deep));
+                    let band_bytes = bands
+                        .iter()
+                        .map(|band| {
+                            sources
+                                .iter()
+                                .map(|s| {
+                                    let samples = s.samples_in(band) as usize;
+                                    staging.band_bytes(
+                                        s.channels()
+                                            .iter()
+                                            .map(|c| (c.role, samples * c.sample_type.size())),
+                                    )
+                                })
+                                .sum::<usize>()
+                        })
+                        .max()
+                        .unwrap_or(0);
+                    Some((staging, band_bytes, size))
+                }
+                _ => None,
+            };
             let mut work = GlBands {
                 engine,
                 gl,
@@ -421,6 +451,8 @@ impl<'o> StreamMerge<'o> {
                 paths: &paths,
                 pending: None,
                 gpu_stats: &mut report.gpu_stats,
+                reader_staging,
+                reader_staging_on_gl: None,
             };
             stream_bands_deferred(sources, bands, &target, stats, &mut work)?;
             return Ok(report);
@@ -475,6 +507,12 @@ struct GlBands<'r, 'c> {
     /// The band issued last: its rows, its (pruned) inputs, and its merge on the way back.
     pending: Option<(Band, Vec<DeepImage>, IssuedMerge<'c>)>,
     gpu_stats: &'r mut Option<GpuStats>,
+    /// Staging by the reader, when asked for: the part the reader shares, and the staged bytes
+    /// of the largest band.
+    reader_staging: Option<(Arc<ReaderStaging>, usize, ReaderStagingSize)>,
+    /// The merging thread's part of it, once the context is current (`None` where it stages
+    /// without mapped memory).
+    reader_staging_on_gl: Option<ReaderStagingOnGl<'c>>,
 }
 
 #[cfg(feature = "gl")]
@@ -483,10 +521,21 @@ impl<'c> GlBands<'_, 'c> {
     /// where `--backend auto`'s context fell back to the CPU engine.
     fn ctx(&mut self) -> Result<Option<&'c GlContext>> {
         self.engine = self.engine.started()?;
-        Ok(match self.engine {
+        let ctx = match self.engine {
             MergeEngine::Gl(ctx, _) => Some(ctx),
             _ => None,
-        })
+        };
+        if let (Some(ctx), None, Some((shared, band_bytes, size))) =
+            (ctx, &self.reader_staging_on_gl, &self.reader_staging)
+        {
+            self.reader_staging_on_gl =
+                ReaderStagingOnGl::new(ctx, shared.clone(), *band_bytes, *size);
+            if self.reader_staging_on_gl.is_none() {
+                // Not on this context's transfers: the reader stages nothing.
+                self.reader_staging = None;
+            }
+        }
+        Ok(ctx)
     }
     /// Wait for the pending band, if any, and assemble it.
     fn finish_pending(&mut self) -> Result<Vec<(Band, MergeOutput)>> {
@@ -511,7 +560,20 @@ impl DeferredWork for GlBands<'_, '_> {
     /// A context still starting is made current while the reader decodes the first band (39 ms
     /// on an NVIDIA H100 host, on top of the helper's making of it).
     fn prepare(&mut self) -> Result<()> {
-        self.ctx().map(|_| ())
+        self.ctx()?;
+        // Blocks for the reader's first band, should it still be decoding it.
+        match &mut self.reader_staging_on_gl {
+            Some(on_gl) => on_gl.top_up(),
+            None => Ok(()),
+        }
+    }
+
+    fn after_decode(&self) -> Option<AfterDecode> {
+        let (shared, ..) = self.reader_staging.as_ref()?;
+        let shared = shared.clone();
+        Some(Arc::new(move |start: i32, images: &[DeepImage]| {
+            shared.stage(start, images)
+        }))
     }
 
     fn band(&mut self, band: Band, images: Vec<DeepImage>) -> Result<Vec<(Band, MergeOutput)>> {
@@ -541,10 +603,18 @@ impl DeferredWork for GlBands<'_, '_> {
         let pruning = &self.options.pruning;
         let images: Vec<DeepImage> = images.into_iter().map(|i| pruning.inputs(i)).collect();
         let refs: Vec<&DeepImage> = images.iter().collect();
+        // Blocks for the band the reader decodes now; this band's staged planes lent for its
+        // staging, and fenced once it is issued.
+        if let Some(on_gl) = &mut self.reader_staging_on_gl {
+            on_gl.top_up()?;
+            on_gl.lend(*band.start());
+        }
         // The reader checked every band's depths as it assembled it.
-        let mut issued =
-            issue_gl_over(ctx, &refs, &self.options.merge, &self.gl, Some(band_window))
-                .map_err(|e| e.in_merge(self.paths))?;
+        let issued = issue_gl_over(ctx, &refs, &self.options.merge, &self.gl, Some(band_window));
+        if let Some(on_gl) = &mut self.reader_staging_on_gl {
+            on_gl.settle();
+        }
+        let mut issued = issued.map_err(|e| e.in_merge(self.paths))?;
         drop(refs);
         if self.pending.is_some() {
             issued.issued_ahead();
@@ -569,12 +639,21 @@ pub trait DeferredWork {
     fn prepare(&mut self) -> Result<()> {
         Ok(())
     }
+    /// Work for the reader's threads on each band it decoded, before it hands the band over
+    /// (`None`: none). Called once, before the reader starts.
+    fn after_decode(&self) -> Option<AfterDecode> {
+        None
+    }
     /// Take a band's rows (absolute, as planned) and one image per source; give back the bands
     /// whose output is now ready, in order.
     fn band(&mut self, band: Band, images: Vec<DeepImage>) -> Result<Vec<(Band, MergeOutput)>>;
     /// Give back every band still held, in order.
     fn flush(&mut self) -> Result<Vec<(Band, MergeOutput)>>;
 }
+
+/// Work the reader's threads do on a band they decoded (its first row, one image per source),
+/// before handing it over ([`DeferredWork::after_decode`]).
+pub type AfterDecode = Arc<dyn Fn(i32, &[DeepImage]) + Send + Sync>;
 
 /// A band's work that hands every band back at once ([`stream_bands`]'s closure).
 struct Immediate<'w>(&'w mut dyn FnMut(Band, Vec<DeepImage>) -> Result<MergeOutput>);
@@ -656,6 +735,7 @@ pub fn stream_bands_deferred(
     let timed = |stage: Stage, f: &mut dyn FnMut() -> Result<()>| timed(stats, stage, f);
     let band_count = bands.len();
     let skip_empty = output.empty_rows.is_some();
+    let after_decode = work.after_decode();
     std::thread::scope(|scope| {
         let (band_tx, band_rx) = sync_channel::<Result<(Band, Option<Vec<DeepImage>>)>>(0);
         let (merged_tx, merged_rx) = sync_channel::<(Band, Option<MergeOutput>)>(0);
@@ -671,12 +751,14 @@ pub fn stream_bands_deferred(
                         }
                         return Ok(());
                     }
-                    images = Some(
-                        sources
-                            .par_iter_mut()
-                            .map(|s| s.take_rows(band.clone()))
-                            .collect::<Result<_>>()?,
-                    );
+                    let decoded: Vec<DeepImage> = sources
+                        .par_iter_mut()
+                        .map(|s| s.take_rows(band.clone()))
+                        .collect::<Result<_>>()?;
+                    if let Some(after) = &after_decode {
+                        after(*band.start(), &decoded);
+                    }
+                    images = Some(decoded);
                     Ok(())
                 });
                 drop(span);

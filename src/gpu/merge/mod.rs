@@ -249,6 +249,8 @@ pub(crate) fn issue_gl_over<'a>(
     stats.buffers = ctx.buffer_storage().name();
     stats.staging_wait_s = transfers.staging_wait_s - transfers_before.staging_wait_s;
     stats.mapped_allocations = transfers.allocations - transfers_before.allocations;
+    stats.reader_staged_bytes =
+        transfers.reader_staged_bytes - transfers_before.reader_staged_bytes;
     let fences = ctx.fence_stats();
     stats.release_fences = fences.fences - fences_before.fences;
     stats.reuses_waited = fences.reuses_waited - fences_before.reuses_waited;
