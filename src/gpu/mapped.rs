@@ -666,6 +666,19 @@ impl GlContext {
         Some(Fence { sync, serial })
     }
 
+    /// Whether `fence` has signalled, asked without waiting; never in strict mode, which counts
+    /// no fence as signalled until the host has waited on it: the path a GPU that is behind the
+    /// host takes, not llvmpipe's (`strict.rs`). A signalled fence is still to be waited on
+    /// ([`Self::wait_fence`], at once), so that the hazard checker sees it.
+    pub(super) fn signalled(&self, fence: &Fence) -> bool {
+        if self.is_strict() {
+            return false;
+        }
+        // SAFETY: a status query of a live fence of this context.
+        let status = unsafe { self.gl.client_wait_sync(fence.sync, 0, 0) };
+        status == glow::ALREADY_SIGNALED || status == glow::CONDITION_SATISFIED
+    }
+
     /// Delete `fence` unwaited (nothing will wait on it any more).
     pub(super) fn delete_fence(&self, fence: Fence) {
         // SAFETY: the fence belongs to this context.
@@ -715,19 +728,8 @@ impl GlContext {
     fn take_staging(&self, bytes: usize) -> Result<MappedBuffer> {
         let found = {
             let mut free = self.mapped.staging.borrow_mut();
-            // Strict mode counts no fence as signalled until the host has waited on it: the
-            // path a GPU that is behind the host takes, not llvmpipe's (`strict.rs`).
-            let poll = !self.is_strict();
-            let done = |fence: &Option<Fence>| {
-                fence.as_ref().is_none_or(|f| {
-                    if !poll {
-                        return false;
-                    }
-                    // SAFETY: a status query of a live fence of this context.
-                    let status = unsafe { self.gl.client_wait_sync(f.sync, 0, 0) };
-                    status == glow::ALREADY_SIGNALED || status == glow::CONDITION_SATISFIED
-                })
-            };
+            // (Never signalled in strict mode before the host waited: `signalled`.)
+            let done = |fence: &Option<Fence>| fence.as_ref().is_none_or(|f| self.signalled(f));
             let fits: Vec<usize> = (0..free.len())
                 .filter(|&k| free[k].0.capacity >= bytes)
                 .collect();

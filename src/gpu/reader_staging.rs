@@ -328,25 +328,48 @@ impl<'c> ReaderStagingOnGl<'c> {
         })
     }
 
+    /// Blocks whose copies have finished (asked without waiting) back to the reader: called
+    /// once the merging thread has issued a band and waited for the one before, so that the
+    /// reader can fill them again for the band it decodes now.
+    pub fn reclaim_finished(&mut self) -> Result<()> {
+        while self
+            .in_flight
+            .front()
+            .is_some_and(|(_, fence)| fence.as_ref().is_none_or(|f| self.ctx.signalled(f)))
+        {
+            self.reclaim_oldest()?;
+        }
+        Ok(())
+    }
+
+    /// The oldest band's blocks back to the reader, once the host has waited on their fence.
+    fn reclaim_oldest(&mut self) -> Result<()> {
+        let Some((blocks, fence)) = self.in_flight.pop_front() else {
+            return Ok(());
+        };
+        if let Some(fence) = fence {
+            self.ctx.wait_fence(fence)?;
+        }
+        // From here the reader may write them at any time: the hazard checker sees the write
+        // now (after the wait above, or a hazard).
+        for block in &blocks {
+            self.ctx
+                .with_checker(|c| c.host_write(id(block.buffer), "planes the reader stages"));
+        }
+        self.shared.lock().free.extend(blocks);
+        Ok(())
+    }
+
     /// Before a band is issued: blocks whose copies are done back to the reader, and new ones
     /// made until the reader has enough for its next band (or the most are made).
     pub fn top_up(&mut self) -> Result<()> {
+        self.reclaim_finished()?;
         loop {
             if self.shared.lock().free.len() >= self.wanted {
                 return Ok(());
             }
-            if let Some((blocks, fence)) = self.in_flight.pop_front() {
-                if let Some(fence) = fence {
-                    self.ctx.wait_fence(fence)?;
-                }
-                // From here the reader may write them at any time: the hazard checker sees the
-                // write now (after the wait above, or a hazard).
-                for block in &blocks {
-                    self.ctx.with_checker(|c| {
-                        c.host_write(id(block.buffer), "planes the reader stages")
-                    });
-                }
-                self.shared.lock().free.extend(blocks);
+            if !self.in_flight.is_empty() {
+                self.reclaim_oldest()?;
                 continue;
             }
             if self.made >= self.most {

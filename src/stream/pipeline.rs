@@ -621,6 +621,12 @@ impl DeferredWork for GlBands<'_, '_> {
         }
         // This band's GPU work is issued: now wait for the band before it.
         let ready = self.finish_pending()?;
+        // This band's copies out of the reader's blocks were issued right behind that band's
+        // readback: where the GPU is through them, the reader may fill the blocks again now,
+        // for the band it is decoding.
+        if let Some(on_gl) = &mut self.reader_staging_on_gl {
+            on_gl.reclaim_finished()?;
+        }
         self.pending = Some((band, images, issued));
         Ok(ready)
     }
