@@ -455,6 +455,14 @@ impl<'o> StreamMerge<'o> {
                 reader_staging_on_gl: None,
             };
             stream_bands_deferred(sources, bands, &target, stats, &mut work)?;
+            let missed = work
+                .reader_staging
+                .as_ref()
+                .map(|(shared, ..)| shared.missed());
+            drop(work);
+            if let (Some(stats), Some(missed)) = (&mut report.gpu_stats, missed) {
+                stats.reader_missed_bands = Some(missed);
+            }
             return Ok(report);
         }
         stream_bands(sources, bands, &target, stats, &mut |band, images| {
