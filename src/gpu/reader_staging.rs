@@ -29,7 +29,7 @@
 //!   finished is a hazard there, as for any staging buffer.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rayon::prelude::*;
@@ -149,6 +149,8 @@ pub struct ReaderStaging {
     on: AtomicBool,
     /// Only the depth planes (a deep output stages no values), or every plane.
     depth_only: bool,
+    /// Bands the reader has decoded (whether it staged them or not).
+    decoded: AtomicUsize,
 }
 
 impl ReaderStaging {
@@ -159,6 +161,7 @@ impl ReaderStaging {
             shared: Mutex::new(Shared::default()),
             on: AtomicBool::new(false),
             depth_only,
+            decoded: AtomicUsize::new(0),
         })
     }
 
@@ -183,6 +186,7 @@ impl ReaderStaging {
     /// On the reader's thread, once band `band_start`'s `images` are decoded: copy their planes
     /// into free blocks with the decode threads, if enough blocks are free; else leave them.
     pub fn stage(&self, band_start: i32, images: &[DeepImage]) {
+        self.decoded.fetch_add(1, Ordering::AcqRel);
         if !self.on.load(Ordering::Acquire) {
             return;
         }
@@ -291,6 +295,8 @@ pub struct ReaderStagingOnGl<'c> {
     in_flight: VecDeque<(Vec<Block>, Option<Fence>)>,
     /// Blocks to keep free for the reader's next band.
     wanted: usize,
+    /// The first rows of the bands the reader decodes (those where an input holds samples).
+    busy_bands: Vec<i32>,
     /// Blocks made, and the most that may be.
     made: usize,
     most: usize,
@@ -305,6 +311,7 @@ impl<'c> ReaderStagingOnGl<'c> {
         shared: Arc<ReaderStaging>,
         band_bytes: usize,
         size: ReaderStagingSize,
+        busy_bands: Vec<i32>,
     ) -> Option<ReaderStagingOnGl<'c>> {
         if ctx.transfer_path() != TransferPath::Mapped || band_bytes == 0 {
             return None;
@@ -322,6 +329,7 @@ impl<'c> ReaderStagingOnGl<'c> {
             shared,
             in_flight: VecDeque::new(),
             wanted: band_blocks.min(most.div_ceil(2)),
+            busy_bands,
             made: 0,
             most,
             block_bytes,
@@ -360,10 +368,21 @@ impl<'c> ReaderStagingOnGl<'c> {
         Ok(())
     }
 
-    /// Before a band is issued: blocks whose copies are done back to the reader, and new ones
-    /// made until the reader has enough for its next band (or the most are made).
-    pub fn top_up(&mut self) -> Result<()> {
+    /// Before the band starting at row `band_start` is issued (`None`: before the first band):
+    /// blocks whose copies are done back to the reader, and new ones made until the reader has
+    /// enough for its next band (or the most are made). None are made where the reader has no
+    /// band left to stage: pinned memory costs the merging thread time to make (a run of one
+    /// band would pay it for nothing; so would a first band decoded before the context was
+    /// current).
+    pub fn top_up(&mut self, band_start: Option<i32>) -> Result<()> {
         self.reclaim_finished()?;
+        let more = match band_start {
+            None => self.shared.decoded.load(Ordering::Acquire) == 0,
+            Some(start) => self.busy_bands.iter().any(|&b| b > start),
+        };
+        if !more {
+            return Ok(());
+        }
         loop {
             if self.shared.lock().free.len() >= self.wanted {
                 return Ok(());

@@ -439,7 +439,12 @@ impl<'o> StreamMerge<'o> {
                         })
                         .max()
                         .unwrap_or(0);
-                    Some((staging, band_bytes, size))
+                    let busy: Vec<i32> = bands
+                        .iter()
+                        .filter(|band| sources.iter().any(|s| s.samples_in(band) > 0))
+                        .map(|band| *band.start())
+                        .collect();
+                    Some((staging, band_bytes, size, busy))
                 }
                 _ => None,
             };
@@ -515,9 +520,9 @@ struct GlBands<'r, 'c> {
     /// The band issued last: its rows, its (pruned) inputs, and its merge on the way back.
     pending: Option<(Band, Vec<DeepImage>, IssuedMerge<'c>)>,
     gpu_stats: &'r mut Option<GpuStats>,
-    /// Staging by the reader, when asked for: the part the reader shares, and the staged bytes
-    /// of the largest band.
-    reader_staging: Option<(Arc<ReaderStaging>, usize, ReaderStagingSize)>,
+    /// Staging by the reader, when asked for: the part the reader shares, the staged bytes of
+    /// the largest band, the pinned memory asked for, and the bands the reader decodes.
+    reader_staging: Option<(Arc<ReaderStaging>, usize, ReaderStagingSize, Vec<i32>)>,
     /// The merging thread's part of it, once the context is current (`None` where it stages
     /// without mapped memory).
     reader_staging_on_gl: Option<ReaderStagingOnGl<'c>>,
@@ -533,11 +538,11 @@ impl<'c> GlBands<'_, 'c> {
             MergeEngine::Gl(ctx, _) => Some(ctx),
             _ => None,
         };
-        if let (Some(ctx), None, Some((shared, band_bytes, size))) =
+        if let (Some(ctx), None, Some((shared, band_bytes, size, busy))) =
             (ctx, &self.reader_staging_on_gl, &self.reader_staging)
         {
             self.reader_staging_on_gl =
-                ReaderStagingOnGl::new(ctx, shared.clone(), *band_bytes, *size);
+                ReaderStagingOnGl::new(ctx, shared.clone(), *band_bytes, *size, busy.clone());
             if self.reader_staging_on_gl.is_none() {
                 // Not on this context's transfers: the reader stages nothing.
                 self.reader_staging = None;
@@ -571,7 +576,7 @@ impl DeferredWork for GlBands<'_, '_> {
         self.ctx()?;
         // Blocks for the reader's first band, should it still be decoding it.
         match &mut self.reader_staging_on_gl {
-            Some(on_gl) => on_gl.top_up(),
+            Some(on_gl) => on_gl.top_up(None),
             None => Ok(()),
         }
     }
@@ -614,7 +619,7 @@ impl DeferredWork for GlBands<'_, '_> {
         // Blocks for the band the reader decodes now; this band's staged planes lent for its
         // staging, and fenced once it is issued.
         if let Some(on_gl) = &mut self.reader_staging_on_gl {
-            on_gl.top_up()?;
+            on_gl.top_up(Some(*band.start()))?;
             on_gl.lend(*band.start());
         }
         // The reader checked every band's depths as it assembled it.
