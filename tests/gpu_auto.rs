@@ -6,6 +6,8 @@
 //! `DEEPMERGE_GL_DEFAULTS=hardware`, the GL tests' second pass) the same start runs the merge on
 //! the GL engine, with the CPU engine's bytes.
 
+mod timeline_spans;
+
 use deepmerge::backend::EngineChoice;
 use deepmerge::composite::{MergeOptions, OutputKind};
 use deepmerge::gpu::{GlOptions, StartingGl};
@@ -196,13 +198,11 @@ fn auto_makes_its_context_beside_the_inputs() {
         .unwrap();
     let err = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "{err}");
+    let timeline = timeline_spans::spans(&err);
     let spans = |thread: &str, what: &str| {
-        err.lines()
-            .filter(|l| {
-                // start, took, on cpu, faults, thread, what
-                let words: Vec<&str> = l.split_whitespace().collect();
-                words.len() > 5 && words[4] == thread && words[5..].join(" ") == what
-            })
+        timeline
+            .iter()
+            .filter(|span| span.thread == thread && span.what == what)
             .count()
     };
     // The spans are read right: one every run has.

@@ -4,6 +4,7 @@
 //! stage table. On llvmpipe (CI) the timestamps are real; GL_TIME_ELAPSED would read 0 there.
 
 mod gpu_common;
+mod timeline_spans;
 
 use std::process::Command;
 
@@ -140,16 +141,9 @@ fn timeline_shows_the_gl_engine_start_up_and_its_band_stages() {
 /// stderr.
 fn check_gl_timeline(stderr: &str, overlapped: bool) {
     // The span lines after the header: (thread, what).
-    let spans: Vec<(String, String)> = stderr
-        .lines()
-        .skip_while(|l| !l.starts_with("timeline"))
-        .skip(2)
-        .filter(|l| !l.contains(": busy "))
-        .map(|l| {
-            // start, took, on cpu, faults, thread, what
-            let words: Vec<&str> = l.split_whitespace().collect();
-            (words[4].to_string(), words[5..].join(" "))
-        })
+    let spans: Vec<(String, String)> = timeline_spans::spans(stderr)
+        .into_iter()
+        .map(|span| (span.thread, span.what))
         .collect();
     let at = |thread: &str, what: &str| {
         spans

@@ -7,6 +7,7 @@
 //! must stay under a small budget with a peak that barely grows.
 
 mod common;
+mod timeline_spans;
 
 use std::path::{Path, PathBuf};
 
@@ -457,19 +458,14 @@ fn timeline<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Vec<(f64, f64, String, St
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{err}");
-    let spans = err
-        .lines()
-        .skip_while(|l| !l.starts_with("timeline"))
-        .skip(2)
-        .filter_map(|l| {
-            let words: Vec<&str> = l.split_whitespace().collect();
-            let (start, took): (f64, f64) =
-                (words.first()?.parse().ok()?, words.get(1)?.parse().ok()?);
-            let on_cpu: f64 = words[2].parse().expect("on-cpu milliseconds");
-            let _faults: u64 = words[3].parse().expect("page faults");
+    let spans = timeline_spans::spans(&err)
+        .into_iter()
+        .map(|span| {
+            let on_cpu = span.on_cpu.expect("on-cpu milliseconds");
+            span.faults.expect("page faults");
             // Printed to 0.1 ms each.
-            assert!(on_cpu <= took + 0.11, "{l}");
-            Some((start, took, words[4].to_string(), words[5..].join(" ")))
+            assert!(on_cpu <= span.took + 0.11, "{span:?}");
+            (span.start, span.took, span.thread, span.what)
         })
         .collect();
     (spans, err)
