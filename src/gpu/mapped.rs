@@ -679,7 +679,7 @@ impl GlContext {
         status == glow::ALREADY_SIGNALED || status == glow::CONDITION_SATISFIED
     }
 
-    /// Delete `fence` unwaited (nothing will wait on it any more).
+    /// Delete `fence` once nothing will wait on it any more (waited for, or given up on).
     pub(super) fn delete_fence(&self, fence: Fence) {
         // SAFETY: the fence belongs to this context.
         unsafe { self.gl.delete_sync(fence.sync) };
@@ -698,8 +698,7 @@ impl GlContext {
                 glow::ALREADY_SIGNALED | glow::CONDITION_SATISFIED => break,
                 glow::TIMEOUT_EXPIRED if start.elapsed() < FENCE_TIMEOUT => continue,
                 other => {
-                    // SAFETY: as above.
-                    unsafe { self.gl.delete_sync(fence.sync) };
+                    self.delete_fence(fence);
                     return Err(Error::Gl(if other == glow::TIMEOUT_EXPIRED {
                         format!(
                             "{} did not finish its work within {} s (glClientWaitSync)",
@@ -715,10 +714,10 @@ impl GlContext {
                 }
             }
         }
-        // SAFETY: nothing waits on the fence any more.
-        unsafe { self.gl.delete_sync(fence.sync) };
+        let serial = fence.serial;
+        self.delete_fence(fence);
         self.gl_called("glClientWaitSync");
-        self.with_checker(|c| c.fence_done(fence.serial));
+        self.with_checker(|c| c.fence_done(serial));
         Ok(start.elapsed().as_secs_f64())
     }
 
@@ -764,8 +763,7 @@ impl GlContext {
         while free.len() > MAX_FREE_BUFFERS {
             let (old, fence) = free.remove(0);
             if let Some(fence) = fence {
-                // SAFETY: the fence belongs to this context; nothing will wait on it.
-                unsafe { self.gl.delete_sync(fence.sync) };
+                self.delete_fence(fence);
             }
             self.delete_mapped(old);
         }
@@ -893,8 +891,7 @@ impl GlContext {
                 self.delete_mapped(chunk);
             }
             if let Some(fence) = fence {
-                // SAFETY: the fence belongs to this context.
-                unsafe { self.gl.delete_sync(fence.sync) };
+                self.delete_fence(fence);
             }
             return Err(e);
         }
@@ -912,8 +909,7 @@ impl GlContext {
         let orphans: Vec<Pending> = self.mapped.orphans.borrow_mut().drain(..).collect();
         for orphan in orphans {
             if let Pending::Mapped { chunks, fence, .. } = orphan {
-                // SAFETY: the fence belongs to this context; nothing waits on it any more.
-                unsafe { self.gl.delete_sync(fence.sync) };
+                self.delete_fence(fence);
                 for (chunk, _) in chunks {
                     self.delete_mapped(chunk);
                 }
@@ -940,8 +936,7 @@ impl GlContext {
             } => {
                 let span = crate::timeline::span(|| "wait for a readback".into());
                 let waited = if self.mapped.skip_readback_waits.get() {
-                    // SAFETY: the fence belongs to this context; nothing waits on it.
-                    unsafe { self.gl.delete_sync(fence.sync) };
+                    self.delete_fence(fence);
                     Ok(0.0)
                 } else {
                     self.wait_fence(fence)
@@ -1017,8 +1012,7 @@ impl GlContext {
             .collect::<Vec<_>>()
         {
             if let Some(fence) = fence {
-                // SAFETY: the fence belongs to this context.
-                unsafe { self.gl.delete_sync(fence.sync) };
+                self.delete_fence(fence);
             }
             self.delete_mapped(buffer);
         }
