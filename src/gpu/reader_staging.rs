@@ -91,6 +91,17 @@ struct Block {
     capacity: usize,
 }
 
+impl Block {
+    /// The mapped buffer this block is.
+    fn mapped(self) -> MappedBuffer {
+        MappedBuffer {
+            buffer: self.buffer,
+            ptr: self.ptr.0,
+            capacity: self.capacity,
+        }
+    }
+}
+
 /// One staged plane: its host address range and where it starts in the band's blocks, laid end
 /// to end.
 struct StagedPlane {
@@ -144,6 +155,12 @@ struct Shared {
 /// ([`ReaderStagingOnGl`]).
 pub struct ReaderStaging {
     shared: Mutex<Shared>,
+    /// The pinned memory asked for.
+    size: ReaderStagingSize,
+    /// The bytes the reader stages of the largest band.
+    band_bytes: usize,
+    /// The first rows of the bands the reader decodes (those where an input holds samples).
+    busy_bands: Vec<i32>,
     /// Whether the merging thread's context stages through mapped memory at all (known once it
     /// is current): until then, and where it does not, the reader stages nothing.
     on: AtomicBool,
@@ -155,28 +172,40 @@ pub struct ReaderStaging {
 
 impl ReaderStaging {
     /// Staging by the reader of every plane (flat output) or of the depth planes alone
-    /// (`depth_only`: a deep output's merge stages only its keys).
-    pub fn new(depth_only: bool) -> Arc<ReaderStaging> {
-        Arc::new(ReaderStaging {
+    /// (`depth_only`: a deep output's merge stages only its keys), pinning what `size` says,
+    /// for `bands`: each band's first row and its planes' roles and bytes (every source's).
+    pub fn new(
+        depth_only: bool,
+        size: ReaderStagingSize,
+        bands: impl Iterator<Item = (i32, Vec<(ChannelRole, usize)>)>,
+    ) -> Arc<ReaderStaging> {
+        let mut staging = ReaderStaging {
             shared: Mutex::new(Shared::default()),
+            size,
+            band_bytes: 0,
+            busy_bands: Vec::new(),
             on: AtomicBool::new(false),
             depth_only,
             decoded: AtomicUsize::new(0),
-        })
+        };
+        for (start, planes) in bands {
+            if planes.iter().any(|&(_, bytes)| bytes > 0) {
+                staging.busy_bands.push(start);
+            }
+            // Each plane starts on 16 bytes in the blocks.
+            let bytes = planes
+                .iter()
+                .filter(|&&(role, _)| staging.stages(role))
+                .map(|&(_, bytes)| bytes.next_multiple_of(16))
+                .sum();
+            staging.band_bytes = staging.band_bytes.max(bytes);
+        }
+        Arc::new(staging)
     }
 
     fn lock(&self) -> MutexGuard<'_, Shared> {
         // A panic on another thread ends the run; the blocks' bookkeeping is still whole.
         self.shared.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The bytes the planes of `images` that this stages take in blocks (each plane starts on
-    /// 16 bytes).
-    pub fn band_bytes(&self, planes: impl Iterator<Item = (ChannelRole, usize)>) -> usize {
-        planes
-            .filter(|&(role, _)| self.stages(role))
-            .map(|(_, bytes)| bytes.next_multiple_of(16))
-            .sum()
     }
 
     fn stages(&self, role: ChannelRole) -> bool {
@@ -295,8 +324,6 @@ pub struct ReaderStagingOnGl<'c> {
     in_flight: VecDeque<(Vec<Block>, Option<Fence>)>,
     /// Blocks to keep free for the reader's next band.
     wanted: usize,
-    /// The first rows of the bands the reader decodes (those where an input holds samples).
-    busy_bands: Vec<i32>,
     /// Blocks made, and the most that may be.
     made: usize,
     most: usize,
@@ -304,21 +331,15 @@ pub struct ReaderStagingOnGl<'c> {
 }
 
 impl<'c> ReaderStagingOnGl<'c> {
-    /// The merging thread's side on `ctx`, for bands of at most `band_bytes` staged bytes:
-    /// `None` where `ctx` does not stage through mapped memory (the reader then stages nothing).
-    pub fn new(
-        ctx: &'c GlContext,
-        shared: Arc<ReaderStaging>,
-        band_bytes: usize,
-        size: ReaderStagingSize,
-        busy_bands: Vec<i32>,
-    ) -> Option<ReaderStagingOnGl<'c>> {
-        if ctx.transfer_path() != TransferPath::Mapped || band_bytes == 0 {
+    /// The merging thread's side of `shared` on `ctx`: `None` where `ctx` does not stage
+    /// through mapped memory, or no band has planes to stage (the reader then stages nothing).
+    pub fn new(ctx: &'c GlContext, shared: Arc<ReaderStaging>) -> Option<ReaderStagingOnGl<'c>> {
+        if ctx.transfer_path() != TransferPath::Mapped || shared.band_bytes == 0 {
             return None;
         }
         let block_bytes = ctx.round_bytes();
-        let band_blocks = band_bytes.div_ceil(block_bytes);
-        let most = match size {
+        let band_blocks = shared.band_bytes.div_ceil(block_bytes);
+        let most = match shared.size {
             // One band's blocks filled by the reader while another's are copied out.
             ReaderStagingSize::TwoBands => 2 * band_blocks,
             ReaderStagingSize::Bytes(bytes) => (bytes / block_bytes).max(2),
@@ -329,7 +350,6 @@ impl<'c> ReaderStagingOnGl<'c> {
             shared,
             in_flight: VecDeque::new(),
             wanted: band_blocks.min(most.div_ceil(2)),
-            busy_bands,
             made: 0,
             most,
             block_bytes,
@@ -378,7 +398,7 @@ impl<'c> ReaderStagingOnGl<'c> {
         self.reclaim_finished()?;
         let more = match band_start {
             None => self.shared.decoded.load(Ordering::Acquire) == 0,
-            Some(start) => self.busy_bands.iter().any(|&b| b > start),
+            Some(start) => self.shared.busy_bands.iter().any(|&b| b > start),
         };
         if !more {
             return Ok(());
@@ -453,8 +473,10 @@ impl<'c> ReaderStagingOnGl<'c> {
 }
 
 impl Drop for ReaderStagingOnGl<'_> {
-    /// Keep every block on the context for its next merge, and delete the fences; the reader
-    /// has stopped by now.
+    /// Keep every block on the context for its next merge, once the copies out of it are done
+    /// (a run that failed may have left some issued): the next merge hands kept blocks to its
+    /// reader at once. A block whose copies cannot be waited for is deleted instead (GL keeps
+    /// its storage until they are done). The reader has stopped by now.
     fn drop(&mut self) {
         self.shared.on.store(false, Ordering::Release);
         let mut blocks: Vec<Block> = Vec::new();
@@ -462,10 +484,12 @@ impl Drop for ReaderStagingOnGl<'_> {
             blocks.extend(band.blocks);
         }
         for (held, fence) in self.in_flight.drain(..) {
-            if let Some(fence) = fence {
-                self.ctx.delete_fence(fence);
+            match fence.map(|fence| self.ctx.wait_fence(fence)) {
+                Some(Err(_)) => held
+                    .into_iter()
+                    .for_each(|block| self.ctx.delete_mapped(block.mapped())),
+                _ => blocks.extend(held),
             }
-            blocks.extend(held);
         }
         {
             let mut shared = self.shared.lock();
@@ -474,16 +498,9 @@ impl Drop for ReaderStagingOnGl<'_> {
                 blocks.extend(band.blocks);
             }
         }
-        // Kept on the context for its next merge (a frame sequence, the Python module): making
-        // pinned memory costs more than holding it. Their copies came before this merge's last
-        // readback, which the host waited for (the hazard checker sees it when the next merge
-        // hands them to its reader).
+        // Making pinned memory costs more than holding it (a frame sequence, the Python module).
         let mut kept = self.ctx.mapped.reader_blocks.borrow_mut();
-        kept.extend(blocks.into_iter().map(|block| MappedBuffer {
-            buffer: block.buffer,
-            ptr: block.ptr.0,
-            capacity: block.capacity,
-        }));
+        kept.extend(blocks.into_iter().map(Block::mapped));
     }
 }
 

@@ -45,7 +45,7 @@ use crate::error::{Error, Result};
 use crate::exr::ChunkSource;
 use crate::exr::{DeepChunkWriter, DeepWriteOptions, FlatChunkWriter, FlatWriteOptions};
 #[cfg(feature = "gl")]
-use crate::gpu::reader_staging::{ReaderStaging, ReaderStagingOnGl, ReaderStagingSize};
+use crate::gpu::reader_staging::{ReaderStaging, ReaderStagingOnGl};
 #[cfg(feature = "gl")]
 use crate::gpu::{
     issue_gl_over, merge_checked_images_gl_over, GlContext, GlOptions, GpuStats, IssuedMerge,
@@ -420,31 +420,22 @@ impl<'o> StreamMerge<'o> {
             // reader decodes them (pruned inputs are new planes: those are staged as before).
             let reader_staging = match crate::gpu::reader_staging::reader_staging_from_env()? {
                 Some(size) if options.pruning.drop_transparent.is_none() => {
-                    let staging =
-                        ReaderStaging::new(matches!(options.merge.output, OutputKind::Deep));
-                    let band_bytes = bands
-                        .iter()
-                        .map(|band| {
-                            sources
-                                .iter()
-                                .map(|s| {
-                                    let samples = s.samples_in(band) as usize;
-                                    staging.band_bytes(
-                                        s.channels()
-                                            .iter()
-                                            .map(|c| (c.role, samples * c.sample_type.size())),
-                                    )
-                                })
-                                .sum::<usize>()
-                        })
-                        .max()
-                        .unwrap_or(0);
-                    let busy: Vec<i32> = bands
-                        .iter()
-                        .filter(|band| sources.iter().any(|s| s.samples_in(band) > 0))
-                        .map(|band| *band.start())
-                        .collect();
-                    Some((staging, band_bytes, size, busy))
+                    let planes = |band: &Band| -> Vec<(ChannelRole, usize)> {
+                        sources
+                            .iter()
+                            .flat_map(|s| {
+                                let samples = s.samples_in(band) as usize;
+                                s.channels()
+                                    .into_iter()
+                                    .map(move |c| (c.role, samples * c.sample_type.size()))
+                            })
+                            .collect()
+                    };
+                    Some(ReaderStaging::new(
+                        matches!(options.merge.output, OutputKind::Deep),
+                        size,
+                        bands.iter().map(|band| (*band.start(), planes(band))),
+                    ))
                 }
                 _ => None,
             };
@@ -460,10 +451,7 @@ impl<'o> StreamMerge<'o> {
                 reader_staging_on_gl: None,
             };
             stream_bands_deferred(sources, bands, &target, stats, &mut work)?;
-            let missed = work
-                .reader_staging
-                .as_ref()
-                .map(|(shared, ..)| shared.missed());
+            let missed = work.reader_staging.as_ref().map(|shared| shared.missed());
             drop(work);
             if let (Some(stats), Some(missed)) = (&mut report.gpu_stats, missed) {
                 stats.reader_missed_bands = Some(missed);
@@ -520,9 +508,8 @@ struct GlBands<'r, 'c> {
     /// The band issued last: its rows, its (pruned) inputs, and its merge on the way back.
     pending: Option<(Band, Vec<DeepImage>, IssuedMerge<'c>)>,
     gpu_stats: &'r mut Option<GpuStats>,
-    /// Staging by the reader, when asked for: the part the reader shares, the staged bytes of
-    /// the largest band, the pinned memory asked for, and the bands the reader decodes.
-    reader_staging: Option<(Arc<ReaderStaging>, usize, ReaderStagingSize, Vec<i32>)>,
+    /// Staging by the reader, when asked for: the part the reader shares.
+    reader_staging: Option<Arc<ReaderStaging>>,
     /// The merging thread's part of it, once the context is current (`None` where it stages
     /// without mapped memory).
     reader_staging_on_gl: Option<ReaderStagingOnGl<'c>>,
@@ -538,11 +525,10 @@ impl<'c> GlBands<'_, 'c> {
             MergeEngine::Gl(ctx, _) => Some(ctx),
             _ => None,
         };
-        if let (Some(ctx), None, Some((shared, band_bytes, size, busy))) =
+        if let (Some(ctx), None, Some(shared)) =
             (ctx, &self.reader_staging_on_gl, &self.reader_staging)
         {
-            self.reader_staging_on_gl =
-                ReaderStagingOnGl::new(ctx, shared.clone(), *band_bytes, *size, busy.clone());
+            self.reader_staging_on_gl = ReaderStagingOnGl::new(ctx, shared.clone());
             if self.reader_staging_on_gl.is_none() {
                 // Not on this context's transfers: the reader stages nothing.
                 self.reader_staging = None;
@@ -582,8 +568,7 @@ impl DeferredWork for GlBands<'_, '_> {
     }
 
     fn after_decode(&self) -> Option<AfterDecode> {
-        let (shared, ..) = self.reader_staging.as_ref()?;
-        let shared = shared.clone();
+        let shared = self.reader_staging.clone()?;
         Some(Arc::new(move |start: i32, images: &[DeepImage]| {
             shared.stage(start, images)
         }))
