@@ -9,17 +9,24 @@
 mod common;
 mod timeline_spans;
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use common::{data, powerplant_pair};
-use deepmerge::composite::{merge_images, MergeOptions, MergeOutput, OutputKind};
-use deepmerge::deep::DeepImage;
-use deepmerge::exr::ChannelSelection;
+use deepmerge::composite::{
+    merge_images, merge_images_over, MergeOptions, MergeOutput, OutputKind,
+};
+use deepmerge::deep::{Bounds, DeepImage};
 use deepmerge::exr::{
     encode_deep_with, read_deep, write_deep_with, write_flat_with, Codec, DeepWriteOptions,
     FlatType, FlatWriteOptions, ReadOptions,
 };
-use deepmerge::stream::{merge_files, MergeEngine, StreamOptions};
+use deepmerge::exr::{ChannelSelection, ChunkSource, PartSelector};
+use deepmerge::stream::pipeline::{stream_bands_deferred, AfterDecode, DeferredWork};
+use deepmerge::stream::{merge_files, Band, BandOutput, MergeEngine, OutputFormat, StreamOptions};
 
 const BAND_HEIGHTS: [usize; 4] = [1, 7, 16, 23];
 
@@ -610,4 +617,165 @@ fn freed_band_buffers_are_kept_for_the_next_band_unless_asked_not_to() {
         "{err}"
     );
     assert!(!dir.path().join("x.exr").exists());
+}
+
+/// The work of [`the_reader_decodes_ahead_while_the_merge_gets_ready_within_the_bands_planned`]:
+/// it gets ready slowly (as a GL context being made does), holds `held` bands (the band issued
+/// and the one before, as the GL engine's overlapped bands do), and notes how far ahead of it
+/// the reader has decoded.
+struct SlowToStart {
+    held: usize,
+    decoded: Arc<AtomicUsize>,
+    decoded_in_prepare: usize,
+    /// The most bands decoded beyond those already handed to the work, at any band.
+    most_ahead: usize,
+    bands_taken: usize,
+    options: MergeOptions,
+    window: Bounds,
+    pending: VecDeque<(Band, MergeOutput)>,
+}
+
+impl DeferredWork for SlowToStart {
+    fn prepare(&mut self) -> deepmerge::Result<()> {
+        let alive = self.held + 2;
+        let started = Instant::now();
+        while self.decoded.load(Ordering::SeqCst) < alive && started.elapsed().as_secs() < 60 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Long enough for the reader to decode a band more, were it let.
+        std::thread::sleep(Duration::from_millis(300));
+        self.decoded_in_prepare = self.decoded.load(Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn bands_held(&self) -> usize {
+        self.held
+    }
+
+    fn after_decode(&self) -> Option<AfterDecode> {
+        let decoded = self.decoded.clone();
+        Some(Arc::new(move |_, _| {
+            decoded.fetch_add(1, Ordering::SeqCst);
+        }))
+    }
+
+    fn band(
+        &mut self,
+        band: Band,
+        images: Vec<DeepImage>,
+    ) -> deepmerge::Result<Vec<(Band, MergeOutput)>> {
+        let ahead = self.decoded.load(Ordering::SeqCst) - self.bands_taken;
+        self.most_ahead = self.most_ahead.max(ahead);
+        self.bands_taken += 1;
+        let refs: Vec<&DeepImage> = images.iter().collect();
+        let window = Bounds {
+            y0: *band.start(),
+            y1: *band.end(),
+            ..self.window
+        };
+        let merged = merge_images_over(&refs, &self.options, Some(window))?;
+        self.pending.push_back((band, merged));
+        let ready = self.pending.len().saturating_sub(self.held - 1);
+        Ok(self.pending.drain(..ready).collect())
+    }
+
+    fn flush(&mut self) -> deepmerge::Result<Vec<(Band, MergeOutput)>> {
+        Ok(self.pending.drain(..).collect())
+    }
+}
+
+/// The plan budgets for three bands alive (four where the merge holds two): while the merge is
+/// getting ready, the reader decodes that many bands and no more, and once the merge runs it is
+/// never further ahead; the output is the streamed merge's, byte for byte.
+#[test]
+fn the_reader_decodes_ahead_while_the_merge_gets_ready_within_the_bands_planned() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = powerplant_pair(&dir.path().join("pp"), "160x96");
+    let inputs = [PathBuf::from(&a), PathBuf::from(&b)];
+    let options = StreamOptions {
+        band_rows: Some(8),
+        ..flat()
+    };
+    let reference = dir.path().join("reference.exr");
+    streamed(&inputs, &options, &reference);
+    let expected = std::fs::read(&reference).unwrap();
+    for held in [1, 2] {
+        let sources: Vec<ChunkSource> = inputs
+            .iter()
+            .map(|p| {
+                let mut source = ChunkSource::open(p, &PartSelector::FirstDeep, 1 << 30).unwrap();
+                source.count_rows(1 << 30).unwrap();
+                source
+            })
+            .collect();
+        let window = sources[0].window;
+        let bands: Vec<Band> = (window.y0..=window.y1)
+            .step_by(8)
+            .map(|y| y..=(y + 7).min(window.y1))
+            .collect();
+        assert_eq!(bands.len(), 12);
+        let out = dir.path().join(format!("held{held}.exr"));
+        // The first input's metadata, as the streamed merge keeps it.
+        let (_, flat_write) = options.write_options_from(
+            &sources[0].attributes,
+            &[&sources[0].all_channels, &sources[1].all_channels],
+        );
+        let target = BandOutput {
+            path: &out,
+            window,
+            format: OutputFormat::Flat(&flat_write),
+            empty_rows: None,
+        };
+        let mut work = SlowToStart {
+            held,
+            decoded: Arc::default(),
+            decoded_in_prepare: 0,
+            most_ahead: 0,
+            bands_taken: 0,
+            options: options.merge,
+            window,
+            pending: VecDeque::new(),
+        };
+        stream_bands_deferred(sources, bands, &target, None, &mut work).unwrap();
+        let alive = held + 2;
+        assert_eq!(work.decoded_in_prepare, alive, "held {held}");
+        assert!(work.most_ahead <= alive, "held {held}: {}", work.most_ahead);
+        assert_eq!(work.bands_taken, 12);
+        assert!(std::fs::read(&out).unwrap() == expected, "held {held}");
+    }
+}
+
+/// `DEEPMERGE_READ_AHEAD=0` (the reader hands over each band when the merge takes it) gives the
+/// same bytes; other values are refused by name.
+#[test]
+fn read_ahead_off_gives_the_same_bytes_and_bad_values_are_named() {
+    use deepmerge::stream::pipeline::read_ahead_from;
+    assert!(read_ahead_from(None).unwrap());
+    assert!(read_ahead_from(Some("1")).unwrap());
+    assert!(!read_ahead_from(Some("0")).unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = powerplant_pair(&dir.path().join("pp"), "160x96");
+    let mut outputs = Vec::new();
+    for setting in ["1", "0", "yes"] {
+        let out = dir.path().join(format!("out{setting}.exr"));
+        let run = common::deepmerge()
+            .args([&a, &b, "--band-rows", "8", "-o"])
+            .arg(&out)
+            .env("DEEPMERGE_READ_AHEAD", setting)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&run.stderr);
+        if setting == "yes" {
+            assert!(!run.status.success());
+            assert!(
+                err.contains("DEEPMERGE_READ_AHEAD=yes") && err.contains("use 1 or 0"),
+                "{err}"
+            );
+            assert!(!out.exists());
+        } else {
+            assert!(run.status.success(), "{err}");
+            outputs.push(std::fs::read(&out).unwrap());
+        }
+    }
+    assert!(outputs[0] == outputs[1]);
 }

@@ -166,7 +166,7 @@ pub struct ReaderStaging {
     on: AtomicBool,
     /// Only the depth planes (a deep output stages no values), or every plane.
     depth_only: bool,
-    /// Bands the reader has decoded (whether it staged them or not).
+    /// Bands of `busy_bands` the reader has decoded (whether it staged them or not).
     decoded: AtomicUsize,
 }
 
@@ -215,7 +215,9 @@ impl ReaderStaging {
     /// On the reader's thread, once band `band_start`'s `images` are decoded: copy their planes
     /// into free blocks with the decode threads, if enough blocks are free; else leave them.
     pub fn stage(&self, band_start: i32, images: &[DeepImage]) {
-        self.decoded.fetch_add(1, Ordering::AcqRel);
+        if self.busy_bands.binary_search(&band_start).is_ok() {
+            self.decoded.fetch_add(1, Ordering::AcqRel);
+        }
         if !self.on.load(Ordering::Acquire) {
             return;
         }
@@ -388,19 +390,15 @@ impl<'c> ReaderStagingOnGl<'c> {
         Ok(())
     }
 
-    /// Before the band starting at row `band_start` is issued (`None`: before the first band):
-    /// blocks whose copies are done back to the reader, and new ones made until the reader has
-    /// enough for its next band (or the most are made). None are made where the reader has no
-    /// band left to stage: pinned memory costs the merging thread time to make (a run of one
-    /// band would pay it for nothing; so would a first band decoded before the context was
-    /// current).
-    pub fn top_up(&mut self, band_start: Option<i32>) -> Result<()> {
+    /// Before a band is issued (and before the first): blocks whose copies are done back to
+    /// the reader, and new ones made until the reader has enough for its next band (or the
+    /// most are made). None are made where the reader has no band left to decode: pinned
+    /// memory costs the merging thread time to make (a run of one band would pay it for
+    /// nothing; so would the bands the reader decoded while the context was being made).
+    pub fn top_up(&mut self) -> Result<()> {
         self.reclaim_finished()?;
-        let more = match band_start {
-            None => self.shared.decoded.load(Ordering::Acquire) == 0,
-            Some(start) => self.shared.busy_bands.iter().any(|&b| b > start),
-        };
-        if !more {
+        let decoded = self.shared.decoded.load(Ordering::Acquire);
+        if decoded >= self.shared.busy_bands.len() {
             return Ok(());
         }
         loop {

@@ -9,8 +9,9 @@
 //! - [`parts`]: which part of each multi-part input is read, and part-by-part (stereo) merges
 //!   into a multi-part output.
 //! - [`pipeline`]: reading band k+1, merging band k (either engine, on the calling thread,
-//!   which owns the GL context) and writing band k-1 overlap on three threads joined by
-//!   rendezvous channels, so at most three bands are alive; each stage uses rayon inside.
+//!   which owns the GL context) and writing band k-1 overlap on three threads; the reader
+//!   decodes ahead while fewer than the three bands planned for are alive (tokens), and each
+//!   stage uses rayon inside.
 //! - The chunk writers live in `crate::exr` ([`crate::exr::DeepChunkWriter`],
 //!   [`crate::exr::FlatChunkWriter`]); the whole-image writers are those writers fed one band.
 //!

@@ -1,11 +1,15 @@
 //! The streamed merge as three overlapping stages: a reader thread decodes band k+1 while the
 //! calling thread merges band k and a writer thread encodes and writes band k-1.
 //!
-//! The stages are joined by rendezvous channels (`sync_channel(0)`): a stage hands a band over
-//! only when the next one takes it, so at most three bands are alive, which is what the band
-//! planner budgets for. The merge runs on the calling thread because a GL context is current on
-//! one thread only; the reader and writer use rayon inside (chunks unpack and pack in
-//! parallel), and so does the CPU merge (rows in parallel).
+//! The band planner budgets for three bands alive at once (one read, one merged, one written).
+//! The stages keep to that with tokens, one per band alive: the reader takes a token before it
+//! decodes a band and the writer gives it back once the band is written; the merge hands each
+//! band to the writer when the writer takes it (`sync_channel(0)`). So the reader decodes ahead
+//! wherever fewer bands are alive: above all while the merge is still getting ready (a GL
+//! context being made, 75-100 ms on an NVIDIA H100 host, in which the reader decoded one band
+//! and then waited), and where the writer keeps up. The merge runs on the calling thread
+//! because a GL context is current on one thread only; the reader and writer use rayon inside
+//! (chunks unpack and pack in parallel), and so does the CPU merge (rows in parallel).
 //!
 //! A band in which no input holds a sample (rows between inputs far apart, empty rows of an
 //! input) is neither decoded nor merged: the reader passes over its rows
@@ -17,7 +21,7 @@
 //! stage issues band k+1's GPU work before it waits for band k's readback and assembles it
 //! ([`DeferredWork`]): the GPU merges one band while the host waits for and assembles the other,
 //! and the writer gets each band one band later. One more band is then alive, which the band
-//! planner counts.
+//! planner counts, and so do the tokens ([`DeferredWork::bands_held`]).
 //!
 //! A failure in any stage ends the others: a reader error is sent down the channel, a merge
 //! error drops the channels (the reader's next send fails, the writer sees the end before the
@@ -556,15 +560,20 @@ impl<'c> GlBands<'_, 'c> {
 
 #[cfg(feature = "gl")]
 impl DeferredWork for GlBands<'_, '_> {
-    /// A context still starting is made current while the reader decodes the first band (39 ms
-    /// on an NVIDIA H100 host, on top of the helper's making of it).
+    /// A context still starting is made current while the reader decodes the first bands (39
+    /// ms on an NVIDIA H100 host, on top of the helper's making of it).
     fn prepare(&mut self) -> Result<()> {
         self.ctx()?;
-        // Blocks for the reader's first band, should it still be decoding it.
+        // Blocks for the bands the reader has yet to decode, if any.
         match &mut self.reader_staging_on_gl {
-            Some(on_gl) => on_gl.top_up(None),
+            Some(on_gl) => on_gl.top_up(),
             None => Ok(()),
         }
+    }
+
+    /// The band being issued and the one whose readback it waits for.
+    fn bands_held(&self) -> usize {
+        2
     }
 
     fn after_decode(&self) -> Option<AfterDecode> {
@@ -601,10 +610,10 @@ impl DeferredWork for GlBands<'_, '_> {
         let pruning = &self.options.pruning;
         let images: Vec<DeepImage> = images.into_iter().map(|i| pruning.inputs(i)).collect();
         let refs: Vec<&DeepImage> = images.iter().collect();
-        // Blocks for the band the reader decodes now; this band's staged planes lent for its
+        // Blocks for the bands the reader has yet to decode; this band's staged planes lent for its
         // staging, and fenced once it is issued.
         if let Some(on_gl) = &mut self.reader_staging_on_gl {
-            on_gl.top_up(Some(*band.start()))?;
+            on_gl.top_up()?;
             on_gl.lend(*band.start());
         }
         // The reader checked every band's depths as it assembled it.
@@ -638,10 +647,17 @@ impl DeferredWork for GlBands<'_, '_> {
 /// it ([`stream_bands_deferred`]): the GL merge that overlaps one band's readback with the next
 /// band's GPU work.
 pub trait DeferredWork {
-    /// Get ready for the first band, while the reader decodes it (a GL context still starting
-    /// is made current here). Called once, before any band.
+    /// Get ready for the first band, while the reader decodes it and the ones after it (a GL
+    /// context still starting is made current here). Called once, before any band.
     fn prepare(&mut self) -> Result<()> {
         Ok(())
+    }
+    /// The most bands the work holds at once: 1 where it hands each band back before it takes
+    /// the next, 2 where it issues a band before it hands back the one before. The band plan
+    /// budgets for this many in the merge stage, one being decoded and one being written; the
+    /// reader decodes ahead while fewer are alive ([`stream_bands_deferred`]).
+    fn bands_held(&self) -> usize {
+        1
     }
     /// Work for the reader's threads on each band it decoded, before it hands the band over
     /// (`None`: none). Called once, before the reader starts.
@@ -740,12 +756,26 @@ pub fn stream_bands_deferred(
     let band_count = bands.len();
     let skip_empty = output.empty_rows.is_some();
     let after_decode = work.after_decode();
+    // One token per band the plan lets be alive: the reader takes one before it decodes a band,
+    // the writer gives it back once the band is written.
+    let alive = work.bands_held() + 2;
+    // Decoded bands waiting for the merge: as many as the tokens allow, or none (the reader
+    // hands each band over when the merge takes it, as before reading ahead).
+    let queued = if read_ahead_from_env()? { alive } else { 0 };
     std::thread::scope(|scope| {
-        let (band_tx, band_rx) = sync_channel::<Result<(Band, Option<Vec<DeepImage>>)>>(0);
+        let (band_tx, band_rx) = sync_channel::<Result<(Band, Option<Vec<DeepImage>>)>>(queued);
         let (merged_tx, merged_rx) = sync_channel::<(Band, Option<MergeOutput>)>(0);
+        let (token_tx, token_rx) = sync_channel::<()>(alive);
+        for _ in 0..alive {
+            token_tx.send(()).expect("room for every token");
+        }
         let reader = scope.spawn(move || {
             crate::timeline::name_thread("reader");
             for band in bands {
+                // No token: the writer stopped (the run failed).
+                if token_rx.recv().is_err() {
+                    break;
+                }
                 let mut images = None;
                 let span = crate::timeline::span(|| format!("decode rows {band:?}"));
                 let read = timed(Stage::Read, &mut || {
@@ -808,6 +838,9 @@ pub fn stream_bands_deferred(
                 )?;
                 drop(merged);
                 written += 1;
+                // The reader may decode another band in its place. Never blocks: every token
+                // out is a band's; the reader may have stopped.
+                let _ = token_tx.try_send(());
             }
             // Fewer bands than planned: another stage failed; the temporary file goes away.
             if written < band_count {
@@ -925,6 +958,19 @@ pub fn stream_bands_deferred(
         reader.join().expect("reader thread");
         result.and(written)
     })
+}
+
+/// Whether the reader decodes ahead of the merge, as `DEEPMERGE_READ_AHEAD` says (a measurement
+/// setting): `1` (or unset) while fewer bands than planned are alive, `0` only the band after
+/// the one being merged; anything else is an error that names the variable.
+pub fn read_ahead_from(value: Option<&str>) -> Result<bool> {
+    let choices = [("1", true), ("0", false)];
+    Ok(crate::env_setting::setting("DEEPMERGE_READ_AHEAD", value, &choices)?.unwrap_or(true))
+}
+
+/// [`read_ahead_from`] of the environment now.
+fn read_ahead_from_env() -> Result<bool> {
+    read_ahead_from(crate::env_setting::env_setting("DEEPMERGE_READ_AHEAD").as_deref())
 }
 
 /// The writer of the output kind asked for.
