@@ -4,8 +4,9 @@
 # deep, on each engine at each core count, with each setting in VARIANTS (environment
 # assignments, `+` joining several; "default" for none), REPEATS runs each, interleaved so that
 # drift spreads over every variant. Prints a markdown table of the median wall time
-# (`--runstats`'s total: the whole process but its start) against the codec floor of the same cores, and whether each output's
-# bytes equal the CPU engine's default; exits 1 where any differ. Then a timeline of each GL
+# (`--runstats`'s total: the whole process but its start) against the codec floor of the same
+# cores, the median peak memory, and whether each output's bytes equal the CPU engine's default;
+# exits 1 where any differ. Then a timeline of each GL
 # variant's flat merge on all cores in $OUT/timeline-<variant>.log.
 #
 #   OUT=/tmp/c benches/hardware/contention.sh    (environment: CORES, default "all 8";
@@ -57,13 +58,14 @@ run() {
         return
     }
     awk '/total \(wall\)/ { print $3 }' "$out/runs/last.log" >> "$file"
+    awk '/peak memory/ { print $3 }' "$out/runs/last.log" >> "${file%.txt}.peak"
 }
 median() { grep -v failed | sort -g | awk '{a[NR]=$1} END { if (NR) print a[int((NR+1)/2)]; else print "failed" }'; }
 failed=0
 echo "host: $all cores; $("$B" gpu-info 2>/dev/null | sed -n 's/^renderer: *//p')"
 echo
-echo "| output | cores | codec floor | engine | variant | wall (median of $repeats) | / floor | bytes = CPU default's |"
-echo "| --- | ---: | ---: | --- | --- | ---: | ---: | --- |"
+echo "| output | cores | codec floor | engine | variant | wall (median of $repeats) | / floor | peak (median) | bytes = CPU default's |"
+echo "| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | --- |"
 for c in $cores; do
     cpus=$c
     [ "$c" = all ] && cpus=$all
@@ -73,7 +75,7 @@ for c in $cores; do
         floor=$(taskset -c "0-$((cpus - 1))" "$B" "${pp}_0.exr" "${pp}_1.exr" "${extra[@]}" --backend cpu \
             --codec-floor --runstats -o /tmp/deepmerge-e2e/floor.exr 2>&1 >/dev/null |
             sed -n 's/.*encode [0-9.]* s = \([0-9.]*\) s;.*/\1/p')
-        rm -f "$out"/runs/*.txt
+        rm -f "$out"/runs/*.txt "$out"/runs/*.peak
         for _ in $(seq "$repeats"); do
             for variant in $variants; do
                 for engine in $(engines_of "$variant"); do
@@ -86,10 +88,11 @@ for c in $cores; do
             for engine in $(engines_of "$variant"); do
                 tag=${variant//[=+]/-}
                 wall=$(median < "$out/runs/$engine-$tag.txt")
+                peak=$(median < "$out/runs/$engine-$tag.peak")
                 ratio=$(awk -v w="$wall" -v f="$floor" 'BEGIN { if (f > 0 && w + 0 > 0) printf "%.2fx", w / f; else print "-" }')
                 same=yes
                 cmp -s "$ref" "/tmp/deepmerge-e2e/out-$engine-$kind-$tag.exr" || { same=NO; failed=1; }
-                echo "| $kind | $cpus | ${floor:-?} s | $engine | $variant | $wall s | $ratio | $same |"
+                echo "| $kind | $cpus | ${floor:-?} s | $engine | $variant | $wall s | $ratio | $peak MiB | $same |"
             done
         done
     done
