@@ -507,7 +507,8 @@ fn a_deep_output_stages_and_merges_the_keys_alone() {
 /// Staging by the reader (`DEEPMERGE_GL_READER_STAGING=1`): the reader's threads copy each
 /// decoded band's planes into mapped blocks and the GPU copies them on from there. In strict
 /// mode, over blocks far smaller than a band's planes (so planes span blocks), flat and deep,
-/// chained, tidied: the CPU engine's bytes, with most of the staged bytes staged by the reader.
+/// chained, tidied: the CPU engine's bytes, with most of the staged bytes staged by the reader
+/// where it hands each band over (`DEEPMERGE_READ_AHEAD=0`), some where it decodes ahead.
 /// Inputs that pruning rewrites, and the calls path, are staged as before (nothing by the
 /// reader), with the same bytes; a bad value is refused by name.
 #[test]
@@ -515,7 +516,12 @@ fn planes_staged_by_the_reader_keep_the_cpu_bytes() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("reader-staging");
     std::fs::create_dir_all(&dir).unwrap();
     let (a, b) = common::powerplant_pair(&dir.join("pp"), "320x180");
-    let run = |backend: &str, setting: &str, transfer: &str, extra: &[&str], out: &str| {
+    let run = |backend: &str,
+               setting: &str,
+               transfer: &str,
+               read_ahead: &str,
+               extra: &[&str],
+               out: &str| {
         // `mapped-lax`: the mapped path out of strict mode, where the host may find a fence
         // signalled without waiting on it (blocks go back to the reader as soon as that).
         let (transfer, strict) = match transfer.strip_suffix("-lax") {
@@ -536,6 +542,7 @@ fn planes_staged_by_the_reader_keep_the_cpu_bytes() {
             .env("DEEPMERGE_GL_TRANSFER", transfer)
             .env("DEEPMERGE_GL_STAGING", "64K")
             .env("DEEPMERGE_GL_READER_STAGING", setting)
+            .env("DEEPMERGE_READ_AHEAD", read_ahead)
             .output()
             .unwrap();
         (
@@ -557,44 +564,64 @@ fn planes_staged_by_the_reader_keep_the_cpu_bytes() {
         let (all, reader) = line.split_once(';').unwrap_or((line, ""));
         (mib(all.trim_start_matches("host staging:")), mib(reader))
     };
-    // (options, transfer path, DEEPMERGE_GL_READER_STAGING, the share the reader stages at
-    // least and at most).
-    let cases: [(&[&str], &str, &str, f64, f64); 10] = [
-        (&[], "mapped", "1", 0.5, 1.0),
-        (&[], "mapped-lax", "1", 0.5, 1.0),
-        (&[], "mapped-lax", "1M", 0.01, 0.9),
-        (&["--deep"], "mapped", "1", 0.5, 1.0),
-        (&["--deep", "--tidy"], "mapped", "1", 0.5, 1.0),
-        (&["--merge-strategy", "chain"], "mapped", "1", 0.5, 1.0),
+    // (options, transfer path, DEEPMERGE_GL_READER_STAGING, DEEPMERGE_READ_AHEAD, the share the
+    // reader stages at least and at most). Where the reader decodes ahead (the default), bands
+    // beyond the two its blocks hold are staged as before, how many depending on how far
+    // ahead it ran: the cases that bound the share from below hand each band over instead.
+    type Case = (
+        &'static [&'static str],
+        &'static str,
+        &'static str,
+        &'static str,
+        f64,
+        f64,
+    );
+    let cases: [Case; 12] = [
+        (&[], "mapped", "1", "0", 0.5, 1.0),
+        (&[], "mapped-lax", "1", "0", 0.5, 1.0),
+        (&[], "mapped-lax", "1M", "0", 0.01, 0.9),
+        (&["--deep"], "mapped", "1", "0", 0.5, 1.0),
+        (&["--deep", "--tidy"], "mapped", "1", "0", 0.5, 1.0),
+        (&["--merge-strategy", "chain"], "mapped", "1", "0", 0.5, 1.0),
         // At most 1 MiB pinned, in blocks of 64 KiB: the planes that fit, the rest as before.
-        (&[], "mapped", "1M", 0.01, 0.9),
-        (&["--deep", "--drop-transparent"], "mapped", "1", 0.0, 0.0),
-        (&[], "calls", "1", 0.0, 0.0),
-        (&[], "mapped", "0", 0.0, 0.0),
+        (&[], "mapped", "1M", "0", 0.01, 0.9),
+        (&[], "mapped", "1", "1", 0.01, 1.0),
+        (&["--deep"], "mapped-lax", "1", "1", 0.01, 1.0),
+        (
+            &["--deep", "--drop-transparent"],
+            "mapped",
+            "1",
+            "1",
+            0.0,
+            0.0,
+        ),
+        (&[], "calls", "1", "1", 0.0, 0.0),
+        (&[], "mapped", "0", "1", 0.0, 0.0),
     ];
-    for (extra, transfer, setting, least, most) in cases {
+    for (extra, transfer, setting, read_ahead, least, most) in cases {
         let (gl_out, cpu_out) = (dir.join("gl.exr"), dir.join("cpu.exr"));
-        let (ok, stats) = run("gl", setting, transfer, extra, gl_out.to_str().unwrap());
+        let gl_path = gl_out.to_str().unwrap();
+        let (ok, stats) = run("gl", setting, transfer, read_ahead, extra, gl_path);
         assert!(ok, "{extra:?} {transfer}: {stats}");
-        let (ok, err) = run("cpu", "", transfer, extra, cpu_out.to_str().unwrap());
+        let (ok, err) = run("cpu", "", transfer, "1", extra, cpu_out.to_str().unwrap());
         assert!(ok, "{err}");
         assert!(
             std::fs::read(&gl_out).unwrap() == std::fs::read(&cpu_out).unwrap(),
             "{extra:?} {transfer} {setting}: the GL output differs from the CPU engine's"
         );
-        // The first band may be decoded before the context is current (then it is staged by
-        // the merging thread); the offsets and slot tables always are.
+        // Bands decoded before the context is current are staged by the merging thread; so are
+        // the offsets and slot tables, always.
         let (all, reader) = staged(&stats);
         assert!(
             all > 0.0
                 && reader >= least * all
                 && reader <= most * all
                 && (least > 0.0) == (reader > 0.0),
-            "{extra:?} {transfer} {setting}: {reader} of {all} MiB staged by the reader: {stats}"
+            "{extra:?} {transfer} {setting} {read_ahead}: {reader} of {all} MiB staged by the reader: {stats}"
         );
     }
     let bad = dir.join("bad.exr");
-    let (ok, stderr) = run("gl", "yes", "mapped", &[], bad.to_str().unwrap());
+    let (ok, stderr) = run("gl", "yes", "mapped", "1", &[], bad.to_str().unwrap());
     assert!(
         !ok && stderr.contains("DEEPMERGE_GL_READER_STAGING=yes"),
         "{stderr}"

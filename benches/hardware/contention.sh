@@ -11,7 +11,7 @@
 #
 #   OUT=/tmp/c benches/hardware/contention.sh    (environment: CORES, default "all 8";
 #       REPEATS, default 3; VARIANTS, default "default DEEPMERGE_GL_READER_STAGING=1
-#       DEEPMERGE_GL_READER_STAGING=64M
+#       DEEPMERGE_GL_READER_STAGING=64M DEEPMERGE_GL_READER_STAGING=1+DEEPMERGE_READ_AHEAD=0
 #       DEEPMERGE_GL_COPY_THREADS=0 DEEPMERGE_GL_STAGING=4M DEEPMERGE_READ_AHEAD=0"; a variant
 #       of DEEPMERGE_GL_ settings alone runs on the GL engine only, any other on both)
 #
@@ -21,7 +21,8 @@
 # calls were slower than the default there, and left the list. DEEPMERGE_GL_READER_STAGING=1
 # (the reader's threads stage each band's planes, off the merging thread) is to be chosen here,
 # and whether the reader's decoding ahead (eighteenth session; DEEPMERGE_READ_AHEAD=0 is the
-# hand-over before it) pays on each engine. glibc's allocator left the list for it (recheck.sh
+# hand-over before it) pays on each engine. Staging by the reader with its two bands of blocks
+# stages fewer bands where the reader runs further ahead (the rest as before), hence both. glibc's allocator left the list for it (recheck.sh
 # timed it on the fourth H100 run: docs/hardware/h100-2026-11-27b/recheck/timeline-malloc-system).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -31,7 +32,7 @@ mkdir -p "$out"
 . benches/hardware/setup.sh
 cores=${CORES:-all 8}
 repeats=${REPEATS:-3}
-variants=${VARIANTS:-default DEEPMERGE_GL_READER_STAGING=1 DEEPMERGE_GL_READER_STAGING=64M DEEPMERGE_GL_COPY_THREADS=0 DEEPMERGE_GL_STAGING=4M DEEPMERGE_READ_AHEAD=0}
+variants=${VARIANTS:-default DEEPMERGE_GL_READER_STAGING=1 DEEPMERGE_GL_READER_STAGING=64M DEEPMERGE_GL_READER_STAGING=1+DEEPMERGE_READ_AHEAD=0 DEEPMERGE_GL_COPY_THREADS=0 DEEPMERGE_GL_STAGING=4M DEEPMERGE_READ_AHEAD=0}
 pp=/tmp/deepmerge-e2e/powerplant-1920x1080
 mkdir -p /tmp/deepmerge-e2e "$out/runs"
 [ -f "${pp}_1.exr" ] || "$B" scene powerplant --size 1920x1080 --seed 3 -o "$pp" >/dev/null
