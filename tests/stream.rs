@@ -625,6 +625,8 @@ fn freed_band_buffers_are_kept_for_the_next_band_unless_asked_not_to() {
 /// the reader has decoded.
 struct SlowToStart {
     held: usize,
+    /// The band whose merge fails, if any.
+    fails_at: Option<usize>,
     decoded: Arc<AtomicUsize>,
     decoded_in_prepare: usize,
     /// The most bands decoded beyond those already handed to the work, at any band.
@@ -667,6 +669,12 @@ impl DeferredWork for SlowToStart {
         let ahead = self.decoded.load(Ordering::SeqCst) - self.bands_taken;
         self.most_ahead = self.most_ahead.max(ahead);
         self.bands_taken += 1;
+        if self.fails_at == Some(self.bands_taken - 1) {
+            return Err(deepmerge::Error::Usage(format!(
+                "the work failed at band {}",
+                self.bands_taken - 1
+            )));
+        }
         let refs: Vec<&DeepImage> = images.iter().collect();
         let window = Bounds {
             y0: *band.start(),
@@ -684,9 +692,59 @@ impl DeferredWork for SlowToStart {
     }
 }
 
+/// `inputs` streamed to `out` in bands of 8 rows through [`SlowToStart`] holding `held` bands
+/// and failing at band `fails_at`: the run's result and the work.
+fn slow_to_start(
+    inputs: &[PathBuf],
+    options: &StreamOptions,
+    held: usize,
+    fails_at: Option<usize>,
+    out: &Path,
+) -> (deepmerge::Result<()>, SlowToStart) {
+    let sources: Vec<ChunkSource> = inputs
+        .iter()
+        .map(|p| {
+            let mut source = ChunkSource::open(p, &PartSelector::FirstDeep, 1 << 30).unwrap();
+            source.count_rows(1 << 30).unwrap();
+            source
+        })
+        .collect();
+    let window = sources[0].window;
+    let bands: Vec<Band> = (window.y0..=window.y1)
+        .step_by(8)
+        .map(|y| y..=(y + 7).min(window.y1))
+        .collect();
+    assert_eq!(bands.len(), 12);
+    // The first input's metadata, as the streamed merge keeps it.
+    let (_, flat_write) = options.write_options_from(
+        &sources[0].attributes,
+        &[&sources[0].all_channels, &sources[1].all_channels],
+    );
+    let target = BandOutput {
+        path: out,
+        window,
+        format: OutputFormat::Flat(&flat_write),
+        empty_rows: None,
+    };
+    let mut work = SlowToStart {
+        held,
+        fails_at,
+        decoded: Arc::default(),
+        decoded_in_prepare: 0,
+        most_ahead: 0,
+        bands_taken: 0,
+        options: options.merge,
+        window,
+        pending: VecDeque::new(),
+    };
+    let result = stream_bands_deferred(sources, bands, &target, None, &mut work);
+    (result, work)
+}
+
 /// The plan budgets for three bands alive (four where the merge holds two): while the merge is
 /// getting ready, the reader decodes that many bands and no more, and once the merge runs it is
-/// never further ahead; the output is the streamed merge's, byte for byte.
+/// never further ahead; the output is the streamed merge's, byte for byte. A merge that fails
+/// while the reader waits for a band to be written ends the run with its error and no output.
 #[test]
 fn the_reader_decodes_ahead_while_the_merge_gets_ready_within_the_bands_planned() {
     let dir = tempfile::tempdir().unwrap();
@@ -700,48 +758,30 @@ fn the_reader_decodes_ahead_while_the_merge_gets_ready_within_the_bands_planned(
     streamed(&inputs, &options, &reference);
     let expected = std::fs::read(&reference).unwrap();
     for held in [1, 2] {
-        let sources: Vec<ChunkSource> = inputs
-            .iter()
-            .map(|p| {
-                let mut source = ChunkSource::open(p, &PartSelector::FirstDeep, 1 << 30).unwrap();
-                source.count_rows(1 << 30).unwrap();
-                source
-            })
-            .collect();
-        let window = sources[0].window;
-        let bands: Vec<Band> = (window.y0..=window.y1)
-            .step_by(8)
-            .map(|y| y..=(y + 7).min(window.y1))
-            .collect();
-        assert_eq!(bands.len(), 12);
         let out = dir.path().join(format!("held{held}.exr"));
-        // The first input's metadata, as the streamed merge keeps it.
-        let (_, flat_write) = options.write_options_from(
-            &sources[0].attributes,
-            &[&sources[0].all_channels, &sources[1].all_channels],
-        );
-        let target = BandOutput {
-            path: &out,
-            window,
-            format: OutputFormat::Flat(&flat_write),
-            empty_rows: None,
-        };
-        let mut work = SlowToStart {
-            held,
-            decoded: Arc::default(),
-            decoded_in_prepare: 0,
-            most_ahead: 0,
-            bands_taken: 0,
-            options: options.merge,
-            window,
-            pending: VecDeque::new(),
-        };
-        stream_bands_deferred(sources, bands, &target, None, &mut work).unwrap();
+        let (result, work) = slow_to_start(&inputs, &options, held, None, &out);
+        result.unwrap();
         let alive = held + 2;
         assert_eq!(work.decoded_in_prepare, alive, "held {held}");
         assert!(work.most_ahead <= alive, "held {held}: {}", work.most_ahead);
         assert_eq!(work.bands_taken, 12);
         assert!(std::fs::read(&out).unwrap() == expected, "held {held}");
+
+        let failed = dir.path().join(format!("failed{held}.exr"));
+        // On a thread of its own, so that a run that hangs fails the test.
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let (inputs, options, failed_out) = (inputs.clone(), options.clone(), failed.clone());
+        std::thread::spawn(move || {
+            let (result, work) = slow_to_start(&inputs, &options, held, Some(1), &failed_out);
+            let _ = done_tx.send((result.map_err(|e| e.to_string()), work.bands_taken));
+        });
+        let (result, bands_taken) = done_rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the failed run ended");
+        let e = result.unwrap_err();
+        assert!(e.contains("the work failed at band 1"), "{e}");
+        assert_eq!(bands_taken, 2);
+        assert!(!failed.exists());
     }
 }
 
