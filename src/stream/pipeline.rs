@@ -25,8 +25,8 @@
 //!
 //! A failure in any stage ends the others: a reader error is sent down the channel, a merge
 //! error drops the channels (the reader's next send fails, the writer sees the end before the
-//! last band and drops its temporary file), a writer error shows as a failed send. The first
-//! error is the run's one line.
+//! last band and drops its temporary file, and the reader's wait for a token ends with it), a
+//! writer error shows as a failed send. The first error is the run's one line.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -756,9 +756,10 @@ pub fn stream_bands_deferred(
     let band_count = bands.len();
     let skip_empty = output.empty_rows.is_some();
     let after_decode = work.after_decode();
-    // One token per band the plan lets be alive: the reader takes one before it decodes a band,
-    // the writer gives it back once the band is written.
-    let alive = work.bands_held() + 2;
+    // One token per band the plan lets be alive (`BANDS_IN_FLIGHT`, whose one merged band is
+    // `bands_held` here): the reader takes one before it decodes a band, the writer gives it
+    // back once the band is written.
+    let alive = crate::exr::BANDS_IN_FLIGHT as usize - 1 + work.bands_held();
     // Decoded bands waiting for the merge: as many as the tokens allow, or none (the reader
     // hands each band over when the merge takes it, as before reading ahead).
     let queued = if read_ahead_from_env()? { alive } else { 0 };
