@@ -4,8 +4,11 @@
 //! sequences; and the script's refusals, each naming its line before any file is read.
 
 mod common;
+mod timeline_spans;
 
 use std::path::{Path, PathBuf};
+
+use timeline_spans::Span;
 
 use common::{data, run};
 
@@ -379,10 +382,11 @@ path = "{}"
     }
 }
 
-#[test]
-fn frames_run_the_graph_per_frame_with_farm_progress() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// Frames 1-3 of two inputs in `d` (`a.####.exr`, `b.####.exr`: the corpus's Balls, Leaves
+/// and Trunks in turn) and `seq.toml`, which merges them (on `backend`, or the default) into
+/// `out.####.exr` (relative paths are the script's folder's); returns the script's path.
+fn sequence_in(d: &Path, backend: Option<&str>) -> PathBuf {
+    let backend = backend.map_or(String::new(), |b| format!("backend = \"{b}\""));
     let files = [
         data("openexr-images/Balls.exr"),
         data("openexr-images/Leaves.exr"),
@@ -393,10 +397,10 @@ fn frames_run_the_graph_per_frame_with_farm_progress() {
         std::fs::copy(&files[f % 3], d.join(format!("b.{f:04}.exr"))).unwrap();
     }
     let script = d.join("seq.toml");
-    // Relative paths are the script's folder's.
     std::fs::write(
         &script,
-        r#"
+        format!(
+            r#"
 [input.a]
 path = "a.####.exr"
 [input.b]
@@ -404,12 +408,22 @@ path = "b.####.exr"
 [node.m]
 op = "merge"
 inputs = ["a", "b"]
+{backend}
 [[output]]
 node = "m"
 path = "out.####.exr"
-"#,
+"#
+        ),
     )
     .unwrap();
+    script
+}
+
+#[test]
+fn frames_run_the_graph_per_frame_with_farm_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let script = sequence_in(d, None);
     let out = ok(&[
         "comp",
         s(&script),
@@ -439,6 +453,111 @@ path = "out.####.exr"
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--frames"));
+}
+
+/// The rows `a..=b` a span names after `prefix` ("decode rows 0..=63", "work rows 0..=63",
+/// "encode rows 0..=63 of output 0"), as `(a, b)`.
+fn rows_of(span: &Span, prefix: &str) -> Option<(i64, i64)> {
+    let rest = span.what.strip_prefix(prefix)?;
+    let range = rest.split_whitespace().next()?;
+    let (a, b) = range.split_once("..=")?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// The bands of a comp run's timeline, in order, each with its spans' (start, end) in ms:
+/// (decode, work, encode).
+type BandTimes = Vec<((f64, f64), (f64, f64), (f64, f64))>;
+
+fn band_times(spans: &[Span]) -> BandTimes {
+    let find = |prefix: &str, thread: &str, rows: (i64, i64)| {
+        let found: Vec<&Span> = spans
+            .iter()
+            .filter(|s| s.thread == thread && rows_of(s, prefix) == Some(rows))
+            .collect();
+        assert_eq!(found.len(), 1, "one span '{prefix}{rows:?}' on {thread}");
+        (found[0].start, found[0].start + found[0].took)
+    };
+    spans
+        .iter()
+        .filter(|s| s.thread == "main")
+        .filter_map(|s| rows_of(s, "work rows "))
+        .map(|rows| {
+            (
+                find("decode rows ", "reader", rows),
+                find("work rows ", "main", rows),
+                find("encode rows ", "writer", rows),
+            )
+        })
+        .collect()
+}
+
+/// A GL graph run over frames makes one context for them all, started on a helper while the
+/// first frame's inputs are opened; the reader decodes the bands ahead while it is made, never
+/// more than the three the plan counts (`DEEPMERGE_READ_AHEAD=0`: one, handed over as before);
+/// every frame has the CPU merge's bytes.
+#[test]
+fn gl_frames_share_one_context_and_the_reader_decodes_ahead_while_it_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let script = sequence_in(d, Some("gl"));
+    for read_ahead in ["1", "0"] {
+        let out = common::deepmerge()
+            .args(["comp", s(&script), "--frames", "1-2", "--band-rows", "64"])
+            .env("DEEPMERGE_TIMELINE", "1")
+            .env("DEEPMERGE_READ_AHEAD", read_ahead)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        let spans = timeline_spans::spans(&err);
+        let count = |what: &str| spans.iter().filter(|s| s.what == what).count();
+        assert_eq!(count("GL context"), 1, "one context made: {err}");
+        assert_eq!(count("make the GL context current"), 1, "{err}");
+        assert_eq!(count("GL context dropped"), 1, "{err}");
+        assert_eq!(count("finish the output files"), 2, "two frames: {err}");
+        // The first frame's bands.
+        let first_frame_end = spans
+            .iter()
+            .position(|s| s.what == "finish the output files")
+            .expect("a finished frame");
+        let bands = band_times(&spans[..first_frame_end]);
+        assert!(bands.len() >= 6, "several bands: {err}");
+        // Rounding to 0.1 ms in the timeline.
+        let after = |a: f64, b: f64| a + 0.2 >= b;
+        for k in 0..bands.len() {
+            if read_ahead == "1" && k >= 3 {
+                // A band is decoded only once a band three before it is written.
+                assert!(after(bands[k].0 .0, bands[k - 3].2 .1), "band {k}: {err}");
+            }
+            if read_ahead == "0" && k >= 2 {
+                // Handed over: decoded only once the band before the one before is worked.
+                assert!(after(bands[k].0 .0, bands[k - 2].1 .1), "band {k}: {err}");
+            }
+        }
+        if read_ahead == "1" {
+            // While the first band waits for the context (tens of ms on llvmpipe), the
+            // reader decodes the next two (about a millisecond each).
+            assert!(
+                bands[2].0 .1 < bands[0].1 .1,
+                "the third band decoded before the first is worked: {err}"
+            );
+        }
+        for f in 1..=2 {
+            let single = d.join(format!("single.{f}.exr"));
+            ok(&[
+                s(&d.join(format!("a.{f:04}.exr"))),
+                s(&d.join(format!("b.{f:04}.exr"))),
+                "--backend",
+                "cpu",
+                "-o",
+                s(&single),
+            ]);
+            assert!(
+                same(&d.join(format!("out.{f:04}.exr")), &single),
+                "frame {f}, DEEPMERGE_READ_AHEAD={read_ahead}"
+            );
+        }
+    }
 }
 
 /// The refusal of `script`, which must exit 2 with one line.

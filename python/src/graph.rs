@@ -8,7 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use deepmerge::comp::{
-    parse_script, run_graph, write_script, Graph, RunOptions, ScriptTable, ScriptValue,
+    parse_script, run_graph, run_graph_with, write_script, Graph, GraphEngine, RunOptions,
+    ScriptTable, ScriptValue,
 };
 use deepmerge::ops::{OpSpec, OPERATIONS};
 use deepmerge::sequence::parse_frames;
@@ -407,9 +408,13 @@ impl PyGraph {
         let tokens = graph.has_frame_tokens().map_err(to_py)?;
         py.detach(|| match (frames, tokens) {
             (None, false) => run_graph(&graph, &options),
-            (Some(frames), true) => frames
-                .iter()
-                .try_for_each(|&f| run_graph(&graph.for_frame(f)?, &options)),
+            (Some(frames), true) => {
+                // One GL context for every frame (where the graph merges on GL).
+                let engine = GraphEngine::new();
+                frames
+                    .iter()
+                    .try_for_each(|&f| run_graph_with(&graph.for_frame(f)?, &options, &engine))
+            }
             (None, true) => Err(deepmerge::Error::Usage(
                 "the graph's paths have frame tokens: pass frames=".into(),
             )),

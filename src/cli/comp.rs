@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use deepmerge::comp::{read_script, run_graph, RunOptions};
+use deepmerge::comp::{read_script, run_graph, run_graph_with, GraphEngine, RunOptions};
 use deepmerge::progress::{Progress, ProgressMode};
 use deepmerge::{sequence, Error, Result};
 
@@ -73,8 +73,13 @@ pub fn run_comp(args: &CompArgs) -> Result<()> {
     };
     let progress = Progress::new(progress_mode(args), frames.len() as u64, "frames");
     let (mut written, mut failed) = (0, 0);
+    // One GL context for every frame (where the graph merges on GL).
+    let engine = GraphEngine::new();
     for &frame in &frames {
-        match graph.for_frame(frame).and_then(|g| run_graph(&g, &options)) {
+        match graph
+            .for_frame(frame)
+            .and_then(|g| run_graph_with(&g, &options, &engine))
+        {
             Ok(()) => written += 1,
             Err(e) => {
                 failed += 1;

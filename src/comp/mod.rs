@@ -14,5 +14,5 @@ pub mod run;
 pub mod script;
 
 pub use graph::{op_names, Graph, Node, Op, Output};
-pub use run::{run_graph, RunOptions};
+pub use run::{run_graph, run_graph_with, GraphEngine, RunOptions};
 pub use script::{parse_script, read_script, write_script, ScriptTable, ScriptValue};

@@ -21,7 +21,10 @@
 //!   rows.
 //! - **Threads.** As in the streamed merge, a writer thread encodes band k-1's outputs while the
 //!   calling thread (which owns the GL context) works band k and, where no translation moves
-//!   rows, a reader thread decodes band k+1's input rows (`Runner::run`).
+//!   rows, a reader thread decodes the input rows of the bands after it (`Runner::run`): up to
+//!   the three bands the plan counts alive, with tokens as in `stream::pipeline`, so that it
+//!   decodes ahead while the calling thread waits (for the GL context, made on a helper thread
+//!   while the inputs are opened: [`GraphEngine`], one for every frame of a sequence).
 //! - A node's deep rows carry the `deepImageState` its operation claims, which is what its
 //!   pixels hold (every operation claims only what it keeps), so a node reading them sees what
 //!   it would read from the file the command writes: the same bytes as the steps through files.
@@ -70,8 +73,36 @@ impl Default for RunOptions {
     }
 }
 
-/// Run `graph` (its paths resolved: one frame) in one streamed pass, writing every output.
+/// The GL engine of a graph's GL merges, kept across runs: a frame sequence run with one
+/// (`run_graph_with`, as `deepmerge comp --frames` and the Python module do) makes one GL context
+/// for all its frames, not one a frame (on an NVIDIA H100 host a context costs 64-97 ms before
+/// the first merge can use it). The context is started on a helper thread when the first graph
+/// that merges on GL is planned, and made current on the calling thread by its first GL merge,
+/// so that making it overlaps the inputs' opening, planning and first decoded bands
+/// ([`crate::gpu::StartingGl`]). A context that cannot be made is said again by every later
+/// run. Keep it on the thread that runs the graphs: the context is current there.
+#[derive(Default)]
+pub struct GraphEngine {
+    #[cfg(feature = "gl")]
+    gl: std::cell::OnceCell<crate::backend::EngineChoice>,
+}
+
+impl GraphEngine {
+    /// An engine with no GL context yet (one is started when a graph first asks for it).
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// Run `graph` (its paths resolved: one frame) in one streamed pass, writing every output, with
+/// a GL context of its own where it merges on GL ([`run_graph_with`] shares one between runs).
 pub fn run_graph(graph: &Graph, options: &RunOptions) -> Result<()> {
+    run_graph_with(graph, options, &GraphEngine::new())
+}
+
+/// [`run_graph`] on `engine`'s GL context, made by the first run that needs it and kept for
+/// the next (the frames of a sequence).
+pub fn run_graph_with(graph: &Graph, options: &RunOptions, engine: &GraphEngine) -> Result<()> {
     let inputs: Vec<PathBuf> = graph
         .nodes
         .iter()
@@ -89,7 +120,7 @@ pub fn run_graph(graph: &Graph, options: &RunOptions) -> Result<()> {
             )));
         }
     }
-    let mut runner = Runner::open(graph, options)?;
+    let mut runner = Runner::open(graph, options, engine)?;
     runner.run()
 }
 
@@ -252,8 +283,15 @@ impl Memo {
 type InputRows = Result<Vec<(usize, DeepImage)>>;
 
 /// What the writer thread is handed: an output's band (output, rows, the node's window), or
-/// `None` once every band is sent.
-type OutputBand = Option<(usize, MergeOutput, Bounds)>;
+/// What the calling thread hands the writer.
+enum ToWriter {
+    /// Output `k`'s rows of a band, over its window.
+    Rows(usize, MergeOutput, Bounds),
+    /// Every output's rows of a band are sent: the reader may decode another in its place.
+    BandDone,
+    /// Every band is sent: finish the files.
+    Finish,
+}
 
 /// A writer of one output.
 enum Sink {
@@ -267,8 +305,9 @@ struct Runner<'g> {
     graph: &'g Graph,
     plans: Vec<NodePlan>,
     bands: Vec<crate::stream::Band>,
-    #[cfg(feature = "gl")]
-    gl: Option<crate::backend::EngineChoice>,
+    /// Where the GL merges get their context.
+    #[cfg_attr(not(feature = "gl"), allow(dead_code))]
+    gl: &'g GraphEngine,
 }
 
 /// A node's place in refusals: the script line and its name.
@@ -284,13 +323,12 @@ fn at_node(graph: &Graph, n: usize) -> impl Fn(Error) -> Error + '_ {
 
 impl<'g> Runner<'g> {
     /// Open the inputs, plan every node and the bands.
-    fn open(graph: &'g Graph, options: &RunOptions) -> Result<Self> {
+    fn open(graph: &'g Graph, options: &RunOptions, gl: &'g GraphEngine) -> Result<Self> {
         let mut runner = Runner {
             graph,
             plans: Vec::with_capacity(graph.nodes.len()),
             bands: Vec::new(),
-            #[cfg(feature = "gl")]
-            gl: None,
+            gl,
         };
         for n in 0..graph.nodes.len() {
             let plan = runner.plan_node(n, options).map_err(at_node(graph, n))?;
@@ -563,18 +601,21 @@ impl<'g> Runner<'g> {
         })
     }
 
-    /// Make the GL context the first GL merge asks for (one for the run).
+    /// Start the GL context the first GL merge asks for, on a helper thread (one for the
+    /// engine: every run on it shares it).
     #[cfg_attr(not(feature = "gl"), allow(unused_variables))]
     fn make_gl(&mut self, request: &crate::request::MergeRequest) -> Result<()> {
         #[cfg(feature = "gl")]
         {
-            if self.gl.is_none() {
-                self.gl = Some(crate::backend::choose_engine(
+            if self.gl.gl.get().is_none() {
+                let chosen = crate::backend::choose_engine_with(
                     crate::request::Backend::Gl,
                     request.gl.is_given(),
                     request.deep,
                     None,
-                )?);
+                    crate::backend::ContextStart::OnHelper,
+                )?;
+                let _ = self.gl.gl.set(chosen);
             }
             Ok(())
         }
@@ -756,12 +797,32 @@ impl<'g> Runner<'g> {
             }
         }
         let read_bands = bands.clone();
+        // One token per band the plan lets be alive, as in the streamed merge: the reader takes
+        // one before it decodes a band, the writer gives it back once the band is written, so
+        // the reader decodes ahead while the calling thread waits (for a GL context made on a
+        // helper, say), never further than the plan counted.
+        let alive = crate::exr::BANDS_IN_FLIGHT as usize;
+        let queued = if crate::stream::pipeline::read_ahead_from_env()? {
+            alive
+        } else {
+            0
+        };
         std::thread::scope(|scope| {
-            let (read_tx, read_rx) = sync_channel::<InputRows>(0);
-            let (write_tx, write_rx) = sync_channel::<OutputBand>(0);
+            let (read_tx, read_rx) = sync_channel::<InputRows>(queued);
+            let (write_tx, write_rx) = sync_channel::<ToWriter>(0);
+            let (token_tx, token_rx) = sync_channel::<()>(alive);
+            for _ in 0..alive {
+                token_tx.send(()).expect("room for every token");
+            }
             if prefetch {
                 scope.spawn(move || {
+                    crate::timeline::name_thread("reader");
                     for band in read_bands {
+                        // No token: the writer stopped (the run failed).
+                        if token_rx.recv().is_err() {
+                            break;
+                        }
+                        let _span = crate::timeline::span(|| format!("decode rows {band:?}"));
                         let rows: InputRows = sources
                             .iter_mut()
                             .filter_map(|(n, source)| {
@@ -778,19 +839,37 @@ impl<'g> Runner<'g> {
                 });
             }
             let writer = scope.spawn(move || -> Result<()> {
+                crate::timeline::name_thread("writer");
                 let mut sinks = sinks;
                 for message in write_rx {
-                    let Some((k, rows, window)) = message else {
-                        for sink in sinks {
-                            match sink {
-                                Sink::Deep(w) => w.finish()?,
-                                Sink::Flat(w) => w.finish()?,
-                                Sink::Png(w) => w.finish()?,
-                            }
+                    match message {
+                        ToWriter::Rows(k, rows, window) => {
+                            let _span = crate::timeline::span(|| {
+                                let w = match &rows {
+                                    MergeOutput::Deep(image) => image.data_window,
+                                    MergeOutput::Flat(image) => image.data_window,
+                                };
+                                format!("encode rows {}..={} of output {k}", w.y0, w.y1)
+                            });
+                            write_band(&mut sinks[k], &rows, window)?;
                         }
-                        return Ok(());
-                    };
-                    write_band(&mut sinks[k], &rows, window)?;
+                        // Never blocks: every token out is a band's; the reader may have
+                        // stopped.
+                        ToWriter::BandDone => {
+                            let _ = token_tx.try_send(());
+                        }
+                        ToWriter::Finish => {
+                            let _span = crate::timeline::span(|| "finish the output files".into());
+                            for sink in sinks {
+                                match sink {
+                                    Sink::Deep(w) => w.finish()?,
+                                    Sink::Flat(w) => w.finish()?,
+                                    Sink::Png(w) => w.finish()?,
+                                }
+                            }
+                            return Ok(());
+                        }
+                    }
                 }
                 // The work ended early: its error is the one to report; the temporary files go
                 // with the writers.
@@ -799,7 +878,7 @@ impl<'g> Runner<'g> {
             let worked = self.work_bands(bands, &readers, prefetch.then_some(&read_rx), &write_tx);
             let worked = worked.and_then(|()| {
                 write_tx
-                    .send(None)
+                    .send(ToWriter::Finish)
                     .map_err(|_| Error::internal("the writer stopped"))
             });
             drop(write_tx);
@@ -817,9 +896,10 @@ impl<'g> Runner<'g> {
         bands: Vec<crate::stream::Band>,
         readers: &[usize],
         read_rx: Option<&Receiver<InputRows>>,
-        write_tx: &SyncSender<OutputBand>,
+        write_tx: &SyncSender<ToWriter>,
     ) -> Result<()> {
         for band in bands {
+            let _span = crate::timeline::span(|| format!("work rows {band:?}"));
             match read_rx {
                 Some(rx) => {
                     let rows = rx
@@ -852,9 +932,12 @@ impl<'g> Runner<'g> {
                 memo.used(output.node);
                 // Usually the last reader: the rows move to the writer without a copy.
                 let rows = Rc::try_unwrap(rows).unwrap_or_else(|kept| kept.as_ref().clone());
-                if write_tx.send(Some((k, rows, w))).is_err() {
+                if write_tx.send(ToWriter::Rows(k, rows, w)).is_err() {
                     return Err(Error::internal("the writer stopped"));
                 }
+            }
+            if write_tx.send(ToWriter::BandDone).is_err() {
+                return Err(Error::internal("the writer stopped"));
             }
         }
         Ok(())
@@ -1003,7 +1086,9 @@ impl<'g> Runner<'g> {
     fn engine(&self, n: usize, gl: bool) -> MergeEngine<'_> {
         #[cfg(feature = "gl")]
         if gl {
-            if let (Some(engine), Op::Merge { request, .. }) = (&self.gl, &self.graph.nodes[n].op) {
+            if let (Some(engine), Op::Merge { request, .. }) =
+                (self.gl.gl.get(), &self.graph.nodes[n].op)
+            {
                 return engine.merging(request.gl_options());
             }
         }

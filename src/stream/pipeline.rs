@@ -969,8 +969,8 @@ pub fn read_ahead_from(value: Option<&str>) -> Result<bool> {
     Ok(crate::env_setting::setting("DEEPMERGE_READ_AHEAD", value, &choices)?.unwrap_or(true))
 }
 
-/// [`read_ahead_from`] of the environment now.
-fn read_ahead_from_env() -> Result<bool> {
+/// [`read_ahead_from`] of the environment now (the comp graph's pipeline reads it too).
+pub(crate) fn read_ahead_from_env() -> Result<bool> {
     read_ahead_from(crate::env_setting::env_setting("DEEPMERGE_READ_AHEAD").as_deref())
 }
 
