@@ -282,8 +282,7 @@ impl Memo {
 /// What the reader thread hands over per band: each deep input's rows of the band (node, rows).
 type InputRows = Result<Vec<(usize, DeepImage)>>;
 
-/// What the writer thread is handed: an output's band (output, rows, the node's window), or
-/// What the calling thread hands the writer.
+/// What the calling thread hands the writer thread.
 enum ToWriter {
     /// Output `k`'s rows of a band, over its window.
     Rows(usize, MergeOutput, Bounds),
