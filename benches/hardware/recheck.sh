@@ -15,6 +15,9 @@
 #                                    replaces it, e.g. "DEEPMERGE_MALLOC=system
 #                                    DEEPMERGE_GL_STAGING=16M", and an empty one runs none;
 #                                    TIMELINE_ENGINES, default "gl auto cpu";
+#                                    TIMELINE_CORES, the timelines' host threads, default "all"
+#                                    ("all 2" adds two threads: where a GL run's host time goes
+#                                    when decoding and encoding leave no core idle);
 #                                    BENCH_DEEP_WRITES, e.g. "relayout,staged:8K,staged:16K":
 #                                    after the tests, Tables 1-4 of hairball at 1080p with a Table 2
 #                                    column for each way of writing deep output, in
@@ -57,7 +60,7 @@ if [ -n "${BENCH_DEEP_WRITES:-}" ]; then
 fi
 benches/end_to_end.sh --bin "$B" --scenes powerplant --cores "${E2E_CORES:-all 2 8 4}" \
     --repeats 1 --dir /tmp/deepmerge-e2e > "$out/end-to-end.md" 2> "$out/end-to-end.err"
-OUT=$out/timeline benches/hardware/timeline.sh --bin "$B" --cores all \
+OUT=$out/timeline benches/hardware/timeline.sh --bin "$B" --cores "${TIMELINE_CORES:-all}" \
     --engines "${TIMELINE_ENGINES:-gl auto cpu}"
 for variant in ${TIMELINE_VARIANTS-DEEPMERGE_MALLOC=system}; do
     name=${variant#DEEPMERGE_GL_}
