@@ -36,9 +36,10 @@ pub const GL_FLAT_PIXEL_BYTES: u64 = 20;
 /// 4) and the image's offsets (8).
 pub const DEEP_PIXEL_BYTES: u64 = 16;
 
-/// Bytes per merged sample of deep output besides its channel values: the merge's sample record
-/// (24) and its tidied-values slot (24) on the CPU; the GL engine's read-back fragment (16) and
-/// sample record (24) stay below that.
+/// Bytes per merged sample of deep output besides its channel values: on the CPU, a tidied
+/// sample's record (24) and its values' slot (24), the most a sample takes (one copied from its
+/// input takes its share of a run's 16 bytes: `composite::source_runs`); the GL engine's
+/// read-back fragment (16) and sample record (24) stay below that.
 pub const DEEP_SAMPLE_BYTES: u64 = 48;
 
 /// The inputs' names for messages: "a.exr, b.exr" (as [`Error::in_merge`] writes them).

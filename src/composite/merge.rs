@@ -20,10 +20,13 @@
 //! - Z and ZBack: deep output keeps them, except for tidied pieces, which carry their new bounds.
 //!   Flat output's optional Z is the front-most contributing sample's Z.
 
+use std::ops::Range;
+
 use rayon::prelude::*;
 
 use super::order::{merge_runs_kway, merge_sorted_runs, sort_samples, SortPolicy, MAX_HEAP_RUNS};
 use super::pixel::{CompositeChannels, PixelSamples};
+use super::source_runs::{push_source_runs, samples_in, SourceRun};
 use super::tidy::{has_coincident_points, needs_tidy, tidy_deep_pixel};
 use super::views::{InputViews, Values};
 use crate::deep::{
@@ -456,7 +459,7 @@ fn merge_flat(plan: &MergePlan, with_z: bool) -> FlatImage {
 fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {
     let new_row = |width| DeepRow {
         counts: Vec::with_capacity(width),
-        samples: Vec::new(),
+        pieces: Vec::new(),
         tidied: Vec::new(),
     };
     let add_empty = |out: &mut DeepRow, n| out.counts.extend(std::iter::repeat_n(0, n));
@@ -471,13 +474,22 @@ fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {
                 if overlaps || (tidy && has_coincident_points(samples)) {
                     plan.tidy_samples(samples, pixel);
                     out.counts.push(pixel.len() as u32);
+                    let first = out.tidied.len();
                     for s in 0..pixel.len() {
-                        out.tidied.push((out.samples.len(), pixel.row(s).to_vec()));
-                        out.samples.push(pixel.samples[s]);
+                        out.tidied.push((pixel.samples[s], pixel.row(s).to_vec()));
                     }
+                    out.pieces.push(RowPiece::Tidied(first..out.tidied.len()));
                 } else {
                     out.counts.push(samples.len() as u32);
-                    out.samples.extend_from_slice(samples);
+                    let keys = samples.iter().map(|s| (s.input, s.index));
+                    match out.pieces.last_mut() {
+                        Some(RowPiece::Runs(runs)) => push_source_runs(runs, keys),
+                        _ => {
+                            let mut runs = Vec::new();
+                            push_source_runs(&mut runs, keys);
+                            out.pieces.push(RowPiece::Runs(runs));
+                        }
+                    }
                 }
             }
         },
@@ -495,13 +507,34 @@ fn merge_deep(plan: &MergePlan, tidy: bool) -> DeepImage {
     plan.merged_image(&counts, planes, tidy)
 }
 
-/// One row of a deep merge: per-pixel counts, the samples in merge order, and for samples that
-/// tidying split or merged, their position in `samples` and new composited values (in position
-/// order; none at all unless the merge tidies).
+/// One row of a deep merge: per-pixel counts, and its samples in merge order as pieces: runs of
+/// samples that copy their inputs' values, and the samples of tidied pixels (split or merged:
+/// each with its new composited values), kept in `tidied`.
 struct DeepRow {
     counts: Vec<u32>,
-    samples: Vec<Sample>,
-    tidied: Vec<(usize, Vec<f32>)>,
+    pieces: Vec<RowPiece>,
+    tidied: Vec<(Sample, Vec<f32>)>,
+}
+
+/// A stretch of a [`DeepRow`]'s samples.
+enum RowPiece {
+    /// Samples copied from the inputs, as runs of their values.
+    Runs(Vec<SourceRun>),
+    /// The samples `tidied[range]` of tidied pixels.
+    Tidied(Range<usize>),
+}
+
+impl DeepRow {
+    /// How many samples the row holds.
+    fn samples(&self) -> usize {
+        self.pieces
+            .iter()
+            .map(|piece| match piece {
+                RowPiece::Runs(runs) => samples_in(runs),
+                RowPiece::Tidied(range) => range.len(),
+            })
+            .sum()
+    }
 }
 
 /// Rows of a deep merge whose values one task gathers into a piece of an output plane.
@@ -517,19 +550,18 @@ fn build_plane(plan: &MergePlan, channel: &Channel, rows: &[DeepRow]) -> Plane {
     let pieces: Vec<Plane> = rows
         .par_chunks(PLANE_PIECE_ROWS)
         .map(|chunk| {
-            let n = chunk.iter().map(|r| r.samples.len()).sum();
+            let n = chunk.iter().map(DeepRow::samples).sum();
             let mut piece = Plane::with_capacity(channel.sample_type, n);
             for row in chunk {
-                if row.tidied.is_empty() {
-                    let keys = row.samples.iter().map(|s| (s.input, s.index));
-                    plan.gather_sources(&mut piece, &sources, keys);
-                    continue;
-                }
-                let mut tidied = row.tidied.iter().peekable();
-                for (position, sample) in row.samples.iter().enumerate() {
-                    let values = tidied.next_if(|(at, _)| *at == position);
-                    let values = values.map(|(_, values)| values.as_slice());
-                    plan.push_value(&mut piece, &sources, sample, values);
+                for part in &row.pieces {
+                    match part {
+                        RowPiece::Runs(runs) => plan.gather_runs(&mut piece, &sources, runs),
+                        RowPiece::Tidied(range) => {
+                            for (sample, values) in &row.tidied[range.clone()] {
+                                plan.push_value(&mut piece, &sources, sample, Some(values));
+                            }
+                        }
+                    }
                 }
             }
             piece
@@ -627,15 +659,10 @@ impl MergePlan<'_> {
         }
     }
 
-    fn gather_typed<T: PlaneValue>(
-        &self,
-        plane: &mut Plane,
-        sources: &ChannelSources,
-        keys: impl Iterator<Item = (u32, u64)>,
-    ) {
-        // Per input, its plane of this channel when typed as the output (None inside: the
-        // input lacks the channel); None outside when some input needs converting.
-        let typed: Option<Vec<Option<&[T]>>> = sources
+    /// Per input, its plane of `sources`' channel when typed as `T`, the output's type (None
+    /// inside: the input lacks the channel); None outside when some input needs converting.
+    fn typed_sources<T: PlaneValue>(&self, sources: &ChannelSources) -> Option<Vec<Option<&[T]>>> {
+        sources
             .inputs
             .iter()
             .zip(&self.inputs)
@@ -643,8 +670,16 @@ impl MergePlan<'_> {
                 Some(c) => T::values(&input.planes[*c]).map(Some),
                 None => Some(None),
             })
-            .collect();
-        match (typed, T::values_mut(plane)) {
+            .collect()
+    }
+
+    fn gather_typed<T: PlaneValue>(
+        &self,
+        plane: &mut Plane,
+        sources: &ChannelSources,
+        keys: impl Iterator<Item = (u32, u64)>,
+    ) {
+        match (self.typed_sources::<T>(sources), T::values_mut(plane)) {
             (Some(typed), Some(out)) => {
                 out.extend(keys.map(|(input, index)| match typed[input as usize] {
                     Some(values) => values[index as usize],
@@ -654,6 +689,43 @@ impl MergePlan<'_> {
             _ => {
                 for (input, index) in keys {
                     self.push_source(plane, sources, input, index);
+                }
+            }
+        }
+    }
+
+    /// [`MergePlan::gather_sources`] of the samples `runs` hold: where every input holding the
+    /// channel holds it in the output's type, each run is one copy of a slice of its input's
+    /// plane (zeros where the input lacks the channel); else value by value.
+    pub fn gather_runs(&self, plane: &mut Plane, sources: &ChannelSources, runs: &[SourceRun]) {
+        match plane.sample_type() {
+            SampleType::U32 => self.gather_runs_typed::<u32>(plane, sources, runs),
+            SampleType::F16 => self.gather_runs_typed::<half::f16>(plane, sources, runs),
+            SampleType::F32 => self.gather_runs_typed::<f32>(plane, sources, runs),
+        }
+    }
+
+    fn gather_runs_typed<T: PlaneValue>(
+        &self,
+        plane: &mut Plane,
+        sources: &ChannelSources,
+        runs: &[SourceRun],
+    ) {
+        match (self.typed_sources::<T>(sources), T::values_mut(plane)) {
+            (Some(typed), Some(out)) => {
+                for run in runs {
+                    let (start, len) = (run.start as usize, run.len as usize);
+                    match typed[run.input as usize] {
+                        Some(values) => out.extend_from_slice(&values[start..start + len]),
+                        None => out.resize(out.len() + len, T::ZERO),
+                    }
+                }
+            }
+            _ => {
+                for run in runs {
+                    for k in 0..run.len as u64 {
+                        self.push_source(plane, sources, run.input, run.start + k);
+                    }
                 }
             }
         }

@@ -14,6 +14,7 @@ mod one_alpha;
 mod order;
 mod pixel;
 pub mod prune;
+pub mod source_runs;
 pub mod tidy;
 mod views;
 mod walk;

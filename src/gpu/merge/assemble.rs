@@ -4,6 +4,7 @@
 //! with the pixels the GPU left to the host tidied by the reference.
 
 use super::super::stats::GpuStats;
+use crate::composite::source_runs::{push_source_runs, SourceRun};
 use crate::composite::tidy::needs_deep_tidy;
 use crate::composite::{
     ChannelSources, FlatPixels, MergeOptions, MergeOutput, MergePlan, OutputKind, PixelSamples,
@@ -232,6 +233,16 @@ impl Accumulated {
             self.tidy_lists(plan, tidy, stats, &mut counts, &mut samples, &mut tidied);
             (counts, samples)
         };
+        if tidied.is_empty() {
+            // Every sample copies its input's values: by runs, made once for every channel.
+            let runs = piece_runs(samples.len(), |range| {
+                samples[range].iter().map(|s| (s.input, s.index))
+            });
+            let planes = assemble_planes(plan, samples.len(), |plane, sources, range| {
+                plan.gather_runs(plane, sources, &runs[range.start / PLANE_PIECE_SAMPLES])
+            });
+            return plan.merged_image(&counts, planes, tidy);
+        }
         // `tidied` is in position order: each piece finds its first.
         let planes = assemble_planes(plan, samples.len(), |plane, sources, range| {
             let first = range.start;
@@ -259,14 +270,34 @@ impl Accumulated {
     /// input sample it names.
     fn assemble_deep_by_sources(self, plan: &MergePlan) -> DeepImage {
         let sources = &self.deep_sources;
-        let planes = assemble_planes(plan, sources.len(), |plane, from, range| {
-            let keys = sources[range]
+        let runs = piece_runs(sources.len(), |range| {
+            sources[range]
                 .iter()
-                .map(|&(input, index)| (input, index as u64));
-            plan.gather_sources(plane, from, keys);
+                .map(|&(input, index)| (input, index as u64))
+        });
+        let planes = assemble_planes(plan, sources.len(), |plane, from, range| {
+            plan.gather_runs(plane, from, &runs[range.start / PLANE_PIECE_SAMPLES])
         });
         plan.merged_image(&self.deep_counts, planes, false)
     }
+}
+
+/// The runs of each piece of [`assemble_planes`] (positions `k * PLANE_PIECE_SAMPLES..`), made
+/// in parallel from the keys (input, index) of each piece's positions, `keys(range)`.
+fn piece_runs<K>(samples: usize, keys: impl Fn(Range<usize>) -> K + Sync) -> Vec<Vec<SourceRun>>
+where
+    K: Iterator<Item = (u32, u64)>,
+{
+    (0..samples.div_ceil(PLANE_PIECE_SAMPLES))
+        .into_par_iter()
+        .map(|piece| {
+            let first = piece * PLANE_PIECE_SAMPLES;
+            let end = (first + PLANE_PIECE_SAMPLES).min(samples);
+            let mut runs = Vec::new();
+            push_source_runs(&mut runs, keys(first..end));
+            runs
+        })
+        .collect()
 }
 
 /// `plan`'s deep output channels over `samples` positions, channels and pieces of each in
