@@ -4,7 +4,7 @@
 //! with the pixels the GPU left to the host tidied by the reference.
 
 use super::super::stats::GpuStats;
-use crate::composite::source_runs::{push_source_runs, SourceRun};
+use crate::composite::source_runs::{push_source_runs, samples_in, SourceRun};
 use crate::composite::tidy::needs_deep_tidy;
 use crate::composite::{
     ChannelSources, FlatPixels, MergeOptions, MergeOutput, MergePlan, OutputKind, PixelSamples,
@@ -27,9 +27,10 @@ pub(super) struct Accumulated {
     pub(super) flat_front: Vec<[u32; 4]>,
     pub(super) deep_counts: Vec<u32>,
     pub(super) deep_samples: Vec<Fragment>,
-    /// A deep output read back by its sources (`DeepReadback::Sources`): each sample's (input,
-    /// index), in place of `deep_samples`.
-    pub(super) deep_sources: Vec<(u32, u32)>,
+    /// A deep output read back by its sources (`DeepReadback::Sources`), in place of
+    /// `deep_samples`: its samples in window order as runs of consecutive values of one input,
+    /// in pieces of [`PIECE_PIXELS`] pixels.
+    pub(super) deep_source_runs: Vec<Vec<SourceRun>>,
     /// Pixels the GPU tidied: (position of their first sample in `deep_samples`, `stride`
     /// values per sample).
     pub(super) deep_tidied: Vec<(usize, Vec<f32>)>,
@@ -50,6 +51,16 @@ impl InputSamples {
         self.0
             .get(input as usize)
             .is_some_and(|&samples| index < samples)
+    }
+
+    /// How many samples of `run` name none of the inputs' samples (an unknown input, or an
+    /// index past its samples).
+    pub(super) fn strays_in(&self, run: &SourceRun) -> u64 {
+        let end = run.start + run.len as u64;
+        match self.0.get(run.input as usize) {
+            Some(&samples) => end.saturating_sub(samples.max(run.start)),
+            None => run.len as u64,
+        }
     }
 
     /// Whether a flat pixel's front record (input, index, Z bits, flags) names a sample of the
@@ -77,7 +88,7 @@ impl Accumulated {
             },
             deep_counts: Vec::new(),
             deep_samples: Vec::new(),
-            deep_sources: Vec::new(),
+            deep_source_runs: Vec::new(),
             deep_tidied: Vec::new(),
             stride,
             inputs: InputSamples(
@@ -211,7 +222,7 @@ impl Accumulated {
     }
 
     fn assemble_deep(self, plan: &MergePlan, tidy: bool, stats: &mut GpuStats) -> DeepImage {
-        if self.deep_samples.is_empty() && !self.deep_sources.is_empty() {
+        if self.deep_samples.is_empty() && self.deep_source_runs.iter().any(|r| !r.is_empty()) {
             // Read back by sources: nothing to tidy (the readback asks for the keys then).
             debug_assert!(!tidy && self.deep_tidied.is_empty());
             return self.assemble_deep_by_sources(plan);
@@ -238,10 +249,7 @@ impl Accumulated {
             let runs = piece_runs(samples.len(), |range| {
                 samples[range].iter().map(|s| (s.input, s.index))
             });
-            let planes = assemble_planes(plan, samples.len(), |plane, sources, range| {
-                plan.gather_runs(plane, sources, &runs[range.start / PLANE_PIECE_SAMPLES])
-            });
-            return plan.merged_image(&counts, planes, tidy);
+            return plan.merged_image(&counts, assemble_planes_by_runs(plan, &runs), tidy);
         }
         // `tidied` is in position order: each piece finds its first.
         let planes = assemble_planes(plan, samples.len(), |plane, sources, range| {
@@ -269,15 +277,7 @@ impl Accumulated {
     /// The merged deep image from each sample's source alone: every channel copied from the
     /// input sample it names.
     fn assemble_deep_by_sources(self, plan: &MergePlan) -> DeepImage {
-        let sources = &self.deep_sources;
-        let runs = piece_runs(sources.len(), |range| {
-            sources[range]
-                .iter()
-                .map(|&(input, index)| (input, index as u64))
-        });
-        let planes = assemble_planes(plan, sources.len(), |plane, from, range| {
-            plan.gather_runs(plane, from, &runs[range.start / PLANE_PIECE_SAMPLES])
-        });
+        let planes = assemble_planes_by_runs(plan, &self.deep_source_runs);
         plan.merged_image(&self.deep_counts, planes, false)
     }
 }
@@ -296,6 +296,26 @@ where
             let mut runs = Vec::new();
             push_source_runs(&mut runs, keys(first..end));
             runs
+        })
+        .collect()
+}
+
+/// `plan`'s deep output channels copied from the inputs by `pieces` of runs, channels and pieces
+/// in parallel.
+fn assemble_planes_by_runs(plan: &MergePlan, pieces: &[Vec<SourceRun>]) -> Vec<Plane> {
+    plan.deep_channels
+        .par_iter()
+        .map(|channel| {
+            let sources = plan.channel_sources(channel);
+            let planes: Vec<Plane> = pieces
+                .par_iter()
+                .map(|runs| {
+                    let mut plane = Plane::with_capacity(channel.sample_type, samples_in(runs));
+                    plan.gather_runs(&mut plane, &sources, runs);
+                    plane
+                })
+                .collect();
+            Plane::concat(channel.sample_type, &planes)
         })
         .collect()
 }
@@ -326,4 +346,33 @@ fn assemble_planes(
             Plane::concat(channel.sample_type, &pieces)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run's strays are the samples that [`InputSamples::names`] refuses, one by one: an
+    /// unknown input's run whole, and the indices past an input's samples.
+    #[test]
+    fn a_runs_strays_are_the_samples_it_names_that_do_not_exist() {
+        let inputs = InputSamples(vec![10, 5, 0]);
+        for input in 0..4u32 {
+            for start in 0..14u64 {
+                for len in 1..7u32 {
+                    let run = SourceRun { start, input, len };
+                    let one_by_one = (start..start + len as u64)
+                        .filter(|&index| !inputs.names(input, index))
+                        .count() as u64;
+                    assert_eq!(inputs.strays_in(&run), one_by_one, "{run:?}");
+                }
+            }
+        }
+        let run = SourceRun {
+            start: 8,
+            input: 0,
+            len: 4,
+        };
+        assert_eq!(inputs.strays_in(&run), 2);
+    }
 }

@@ -16,8 +16,8 @@ use super::coop::{merge_deep_scheduled, merge_flat_scheduled};
 use super::gather::gather_band;
 use super::host_gather::host_gather;
 use super::prepare;
+use crate::composite::source_runs::{push_source_runs, samples_in, SourceRun};
 use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind};
-use crate::deep::parallel_extend::extend_in_parallel;
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
 use crate::gpu::mapped::PendingRead;
@@ -847,29 +847,37 @@ fn finish_band_readback(
             out.deep_counts
                 .extend(inverse.iter().map(|&p| range(p).len() as u32));
             let counts = &out.deep_counts[first_count..];
-            // Into the spare capacity, not a zeroed resize: a serial fill of the whole band
-            // (21 MiB a band of the 1080p pair) was the one part of this walk on one thread.
-            let runs = inverse
-                .chunks(PIECE_PIXELS)
-                .zip(counts.chunks(PIECE_PIXELS))
-                .map(|(inverse, counts)| (counts.iter().map(|&n| n as usize).sum(), inverse))
-                .collect();
+            // Each piece's samples as runs of consecutive values of one input
+            // (`composite::source_runs`: 20 samples a run on the 1080p pair), which the
+            // assembly copies, every sample's reference checked by its run's.
             let inputs = &out.inputs;
             let strays = AtomicU64::new(0);
-            extend_in_parallel(&mut out.deep_sources, runs, |inverse: &[u32]| {
-                inverse.iter().flat_map(|&p| {
-                    let range = range(p);
-                    sources[range.start * words..range.end * words]
-                        .chunks_exact(words)
-                        .map(|packed| {
-                            let (input, index) = packing.unpack(packed);
-                            if !inputs.names(input, index as u64) {
-                                strays.fetch_add(1, Ordering::Relaxed);
-                            }
-                            (input, index)
-                        })
+            let pieces: Vec<Vec<SourceRun>> = inverse
+                .par_chunks(PIECE_PIXELS)
+                .map(|inverse| {
+                    let mut runs = Vec::new();
+                    push_source_runs(
+                        &mut runs,
+                        inverse.iter().flat_map(|&p| {
+                            let range = range(p);
+                            sources[range.start * words..range.end * words]
+                                .chunks_exact(words)
+                                .map(|packed| {
+                                    let (input, index) = packing.unpack(packed);
+                                    (input, index as u64)
+                                })
+                        }),
+                    );
+                    let stray: u64 = runs.iter().map(|run| inputs.strays_in(run)).sum();
+                    strays.fetch_add(stray, Ordering::Relaxed);
+                    runs
                 })
-            });
+                .collect();
+            debug_assert_eq!(
+                pieces.iter().map(|runs| samples_in(runs)).sum::<usize>(),
+                counts.iter().map(|&n| n as usize).sum::<usize>()
+            );
+            out.deep_source_runs.extend(pieces);
             stats.assemble_s += assembling.elapsed().as_secs_f64();
             let what = "of its sources are none of the inputs' samples";
             refuse_strays(ctx, strays.into_inner(), what)?;
