@@ -379,6 +379,11 @@ fn main() -> ExitCode {
         Ok(_) => {}
         Err(e) => return exit_with(Err(e), "--memory-budget"),
     }
+    // The reader's measurement setting, refused before any file is opened (the runs read it
+    // again where they start).
+    if let Err(e) = deepmerge::stream::pipeline::read_ahead_from_env() {
+        return exit_with(Err(e), "--memory-budget");
+    }
     // An operation of the table is its own subcommand (`cli::ops`); the rest are `Command`'s.
     if let Some((name, args)) = matches.subcommand() {
         if let Some(spec) = deepmerge::ops::find(name) {

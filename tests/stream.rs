@@ -818,4 +818,35 @@ fn read_ahead_off_gives_the_same_bytes_and_bad_values_are_named() {
         }
     }
     assert!(outputs[0] == outputs[1]);
+    // Refused before any input is opened, for the merge and for `comp`: a missing input is not
+    // what is said.
+    let missing = dir.path().join("missing.exr");
+    let script = dir.path().join("graph.toml");
+    std::fs::write(
+        &script,
+        "[input.a]\npath = \"missing.exr\"\n[[output]]\nnode = \"a\"\npath = \"copy.exr\"\n",
+    )
+    .unwrap();
+    let runs = [
+        vec![
+            missing.clone().into_os_string(),
+            a.into(),
+            "-o".into(),
+            dir.path().join("o.exr").into(),
+        ],
+        vec!["comp".into(), script.into_os_string()],
+    ];
+    for args in runs {
+        let run = common::deepmerge()
+            .args(&args)
+            .env("DEEPMERGE_READ_AHEAD", "yes")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert!(!run.status.success());
+        assert!(
+            err.contains("DEEPMERGE_READ_AHEAD=yes") && !err.contains("missing"),
+            "{err}"
+        );
+    }
 }

@@ -103,6 +103,8 @@ pub fn run_graph(graph: &Graph, options: &RunOptions) -> Result<()> {
 /// [`run_graph`] on `engine`'s GL context, made by the first run that needs it and kept for
 /// the next (the frames of a sequence).
 pub fn run_graph_with(graph: &Graph, options: &RunOptions, engine: &GraphEngine) -> Result<()> {
+    // Refused before any input is opened (the pass reads it again when it starts).
+    crate::stream::pipeline::read_ahead_from_env()?;
     let inputs: Vec<PathBuf> = graph
         .nodes
         .iter()

@@ -212,6 +212,8 @@ impl<'o> StreamMerge<'o> {
     ) -> Result<Self> {
         let paths: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
         options.pruning.check()?;
+        // Refused before any input is opened (the stream reads it again when it starts).
+        read_ahead_from_env()?;
         if options.pruning.drop_hidden.is_some() && options.merge.output != OutputKind::Deep {
             return Err(Error::Usage(
                 "dropping hidden samples applies to deep output (a flat composite hides them \
@@ -969,8 +971,9 @@ pub fn read_ahead_from(value: Option<&str>) -> Result<bool> {
     Ok(crate::env_setting::setting("DEEPMERGE_READ_AHEAD", value, &choices)?.unwrap_or(true))
 }
 
-/// [`read_ahead_from`] of the environment now (the comp graph's pipeline reads it too).
-pub(crate) fn read_ahead_from_env() -> Result<bool> {
+/// [`read_ahead_from`] of the environment now (the comp graph's pipeline reads it too; the CLI
+/// asks once at its start, so that a bad value is refused before any file is opened).
+pub fn read_ahead_from_env() -> Result<bool> {
     read_ahead_from(crate::env_setting::env_setting("DEEPMERGE_READ_AHEAD").as_deref())
 }
 
