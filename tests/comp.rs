@@ -419,6 +419,29 @@ path = "out.####.exr"
     script
 }
 
+/// Each of `frames` of [`sequence_in`]'s output holds the bytes the merge command (with
+/// `extra` options) writes from that frame's two inputs; `what` ends a failure's message.
+fn frames_equal_single_merges(
+    d: &Path,
+    frames: std::ops::RangeInclusive<usize>,
+    extra: &[&str],
+    what: &str,
+) {
+    for f in frames {
+        let single = d.join(format!("single.{f}.exr"));
+        let a = d.join(format!("a.{f:04}.exr"));
+        let b = d.join(format!("b.{f:04}.exr"));
+        let mut args = vec![s(&a), s(&b)];
+        args.extend(extra);
+        args.extend(["-o", s(&single)]);
+        ok(&args);
+        assert!(
+            same(&d.join(format!("out.{f:04}.exr")), &single),
+            "frame {f}{what}"
+        );
+    }
+}
+
 #[test]
 fn frames_run_the_graph_per_frame_with_farm_progress() {
     let dir = tempfile::tempdir().unwrap();
@@ -433,19 +456,7 @@ fn frames_run_the_graph_per_frame_with_farm_progress() {
         "openjd",
     ]);
     assert!(out.contains("openjd_progress: 100"), "{out}");
-    for f in 1..=3 {
-        let single = d.join(format!("single.{f}.exr"));
-        ok(&[
-            s(&d.join(format!("a.{f:04}.exr"))),
-            s(&d.join(format!("b.{f:04}.exr"))),
-            "-o",
-            s(&single),
-        ]);
-        assert!(
-            same(&d.join(format!("out.{f:04}.exr")), &single),
-            "frame {f}"
-        );
-    }
+    frames_equal_single_merges(d, 1..=3, &[], "");
     // A token without --frames, and --frames without a token, are usage errors.
     let out = common::deepmerge()
         .args(["comp", s(&script)])
@@ -542,21 +553,8 @@ fn gl_frames_share_one_context_and_the_reader_decodes_ahead_while_it_is_made() {
                 "the third band decoded before the first is worked: {err}"
             );
         }
-        for f in 1..=2 {
-            let single = d.join(format!("single.{f}.exr"));
-            ok(&[
-                s(&d.join(format!("a.{f:04}.exr"))),
-                s(&d.join(format!("b.{f:04}.exr"))),
-                "--backend",
-                "cpu",
-                "-o",
-                s(&single),
-            ]);
-            assert!(
-                same(&d.join(format!("out.{f:04}.exr")), &single),
-                "frame {f}, DEEPMERGE_READ_AHEAD={read_ahead}"
-            );
-        }
+        let what = format!(", DEEPMERGE_READ_AHEAD={read_ahead}");
+        frames_equal_single_merges(d, 1..=2, &["--backend", "cpu"], &what);
     }
 }
 
