@@ -20,6 +20,9 @@
 # for deep output, the merge written interleaved and relaid out (DEEPMERGE_GL_DEEP_WRITES=relayout)
 # and the merged image read back instead of its packed sources (DEEPMERGE_GL_DEEP_READBACK=image),
 # and storage buffers allocated mutable (DEEPMERGE_GL_BUFFERS=mutable).
+# E2E_GL_DEEP_VARIANT (environment), e.g. "DEEPMERGE_GL_DEEP_READBACK=sources", adds one column:
+# the GL engine's deep merge with that setting (a GPU default not yet measured, against what it
+# replaced), in either table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release/deepmerge
@@ -71,12 +74,19 @@ measure() {
 
 echo "host: $all cores; $("$bin" gpu-info 2>/dev/null | sed -n 's/^renderer: *//p' | head -1)"
 echo
+deep_variant=${E2E_GL_DEEP_VARIANT:-}
+extra_head=
+extra_rule=
+if [ -n "$deep_variant" ]; then
+    extra_head=" GL deep, $deep_variant |"
+    extra_rule=" ---: |"
+fi
 if [ "$variants" = 1 ]; then
-    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | threads busy: decode / CPU / GL | GL calls | GL no overlap | GL k-way | GL relayout | GL image readback | GL mutable buffers | GL bytes = CPU's |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | threads busy: decode / CPU / GL | GL calls | GL no overlap | GL k-way | GL relayout | GL image readback | GL mutable buffers |$extra_head GL bytes = CPU's |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |$extra_rule --- |"
 else
-    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | threads busy: decode / CPU / GL | GL bytes = CPU's |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | threads busy: decode / CPU / GL |$extra_head GL bytes = CPU's |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |$extra_rule --- |"
 fi
 differs=0
 # same LABEL: whether the last output equals the CPU engine's; else LABEL joins the row's list.
@@ -127,6 +137,15 @@ for scene in $scenes; do
                 read -r mutable_s _ _ < <(DEEPMERGE_GL_BUFFERS=mutable measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
                 same mutable
                 printf ' %.2f s | %.2f s | %.2f s | %s | %s | %.2f s |' "$calls_s" "$serial_s" "$kway_s" "$relayout" "$image" "$mutable_s"
+            fi
+            if [ -n "$deep_variant" ]; then
+                if [ "$kind" = deep ]; then
+                    read -r variant_s _ _ < <(export "${deep_variant?}"; measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
+                    same "$deep_variant"
+                    printf ' %.2f s |' "$variant_s"
+                else
+                    printf ' - |'
+                fi
             fi
             if [ -z "$mismatch" ]; then echo " yes |"; else echo " **NO:$mismatch** |"; fi
         done

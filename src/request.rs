@@ -293,7 +293,7 @@ impl GlRequest {
             overlap_bands: None,
             pairwise_long_pairs: None,
             deep_writes: Default::default(),
-            deep_readback: Default::default(),
+            deep_readback: None,
         }
     }
 }

@@ -1,20 +1,23 @@
 //! The packed sources of a merged deep image (`glsl/sources.comp`, `GlOptions::deep_readback`):
 //! on the GPU against their CPU twin word by word, for every layout (BIA in several blocks, LL
 //! both ways) and every packing; the twin against the image's own lists; an inconsistent list
-//! or group minimum counted alike on both; and deep merges read back by sources and by the
-//! image against the reference, every layout, k-way and chained, both pixel orders, in strict
-//! mode.
+//! or group minimum counted alike on both; their runs (`glsl/source_runs.comp`) on the GPU
+//! against their twin, and the twin against the host's own runs; and deep merges read back by
+//! sources, by runs and by the image against the reference, every layout, k-way and chained,
+//! both pixel orders, both transfer paths (runs more than the readback's room included), in
+//! strict mode.
 
 // MergeOptions is built with `..Default::default()` even where every field is named today.
 #![allow(clippy::needless_update)]
 
 mod gpu_common;
 
+use deepmerge::composite::source_runs::{push_source_runs, SourceRun};
 use deepmerge::composite::{MergeOptions, MergeStrategy, OutputKind};
-use deepmerge::cpu::sources::pack_sources as pack_sources_twin;
-use deepmerge::deep::Bounds;
-use deepmerge::gpu::resident::{build_image, pack_sources, DeepReadback, GpuImage};
-use deepmerge::gpu::{GlContext, GlOptions};
+use deepmerge::cpu::sources::{pack_sources as pack_sources_twin, source_runs as source_runs_twin};
+use deepmerge::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
+use deepmerge::gpu::resident::{build_image, pack_sources, source_runs, DeepReadback, GpuImage};
+use deepmerge::gpu::{GlContext, GlOptions, TransferPath};
 use deepmerge::vocab::{Fragment, Layout, PixelOrder, SourcePacking, GROUP_SIZE};
 use gpu_common::{assert_gl_matches_reference, sorted_lists, test_rng, with_gl, Stages, Synth};
 
@@ -201,7 +204,11 @@ fn deep_merges_read_back_by_sources_or_by_image_give_the_reference_bytes() {
         let mut bytes = Vec::new();
         for layout in Layout::ALL {
             for strategy in [MergeStrategy::KWay, MergeStrategy::Chain] {
-                for readback in [DeepReadback::Sources, DeepReadback::Image] {
+                for readback in [
+                    DeepReadback::Sources,
+                    DeepReadback::Runs,
+                    DeepReadback::Image,
+                ] {
                     // Both pixel orders, the tidy on the host (which reads the image, as it
                     // needs depths) and on the GPU (whose values come back with the image).
                     for (pixel_order, tidy, stages) in [
@@ -220,7 +227,7 @@ fn deep_merges_read_back_by_sources_or_by_image_give_the_reference_bytes() {
                             layout,
                             block_size: 4,
                             pixel_order,
-                            deep_readback: readback,
+                            deep_readback: Some(readback),
                             ..Default::default()
                         });
                         let what = format!(
@@ -229,18 +236,20 @@ fn deep_merges_read_back_by_sources_or_by_image_give_the_reference_bytes() {
                         );
                         let stats =
                             assert_gl_matches_reference(ctx, &[&a, &b, &c], &options, &gl, &what);
-                        // Sources where the host tidies nothing; the image where it needs the
-                        // depths, or the values the GPU tidy made.
-                        let by_sources = readback == DeepReadback::Sources && !tidy;
-                        assert_eq!(
-                            stats.readback_form,
-                            if by_sources {
+                        // Sources or their runs where the host tidies nothing (runs only in the
+                        // window's pixel order); the image where it needs the depths, or the
+                        // values the GPU tidy made.
+                        let form = match readback {
+                            _ if tidy => "image",
+                            DeepReadback::Runs if pixel_order == PixelOrder::RowMajor => {
+                                "runs, 2 words a run"
+                            }
+                            DeepReadback::Runs | DeepReadback::Sources => {
                                 "sources, 1 word a sample"
-                            } else {
-                                "image"
-                            },
-                            "{what}"
-                        );
+                            }
+                            DeepReadback::Image => "image",
+                        };
+                        assert_eq!(stats.readback_form, form, "{what}");
                         bytes.push((
                             (layout, strategy, readback, pixel_order, tidy),
                             stats.readback_bytes,
@@ -264,5 +273,190 @@ fn deep_merges_read_back_by_sources_or_by_image_give_the_reference_bytes() {
                 );
             }
         }
+    });
+}
+
+/// Packed sources of `positions` (input, index), and their packing.
+fn packed(positions: &[(u32, u32)], packing: SourcePacking) -> Vec<u32> {
+    let mut words = vec![0u32; positions.len() * packing.words()];
+    for (k, &(input, index)) in positions.iter().enumerate() {
+        let fragment = Fragment {
+            z: 0.0,
+            zback: 0.0,
+            input,
+            index,
+        };
+        packing.pack(
+            &fragment,
+            &mut words[k * packing.words()..(k + 1) * packing.words()],
+        );
+    }
+    words
+}
+
+/// The GPU's run records of `sources` (`samples` positions) and the count its scan gave.
+fn gpu_runs(
+    ctx: &GlContext,
+    sources: &[u32],
+    samples: usize,
+    packing: SourcePacking,
+) -> (Vec<u32>, u32) {
+    let uploaded = ctx.upload(sources).expect("the sources upload");
+    let runs = source_runs(ctx, &uploaded, samples, packing).expect("the runs are found");
+    let count = runs.rank.read_range::<u32>(samples, 1)[0];
+    (
+        runs.records.read(count as usize * packing.run_words()),
+        count,
+    )
+}
+
+#[test]
+fn the_gpu_finds_the_runs_of_the_sources_as_its_twin_and_the_host_find_them() {
+    with_gl(|ctx| {
+        let packings = [
+            (1, SourcePacking::OneWord { index_bits: 32 }),
+            (2, SourcePacking::OneWord { index_bits: 31 }),
+            (5, SourcePacking::OneWord { index_bits: 28 }),
+            (3, SourcePacking::TwoWords),
+        ];
+        for (inputs, packing) in packings {
+            let mut rng = gpu_common::test_rng(inputs as u64 + 40);
+            let mut cases: Vec<(&str, Vec<(u32, u32)>)> = vec![("empty", Vec::new())];
+            // Random inputs sample by sample: short runs, one a sample at times.
+            let (_, keys) = stream(300, 0, 9, inputs, 7);
+            cases.push((
+                "interleaved",
+                keys.iter().map(|f| (f.input, f.index)).collect(),
+            ));
+            // Long stretches of each input, with steps back and jumps inside an input, an
+            // input repeated after a break, and runs across many GPU groups.
+            let mut long = Vec::new();
+            let mut next = vec![0u32; inputs as usize];
+            for stretch in 0..40 {
+                let input = rng.below(inputs as usize) as u32;
+                let n = 1 + rng.below(if stretch % 7 == 0 { 700 } else { 30 }) as u32;
+                let at = &mut next[input as usize];
+                if stretch % 5 == 3 && *at > 4 {
+                    *at -= 3; // a step back
+                } else if stretch % 5 == 4 {
+                    *at += 2; // a jump
+                }
+                long.extend((0..n).map(|k| (input, *at + k)));
+                *at += n;
+            }
+            cases.push(("long", long));
+            // The last index of a word has no next one: 0 after it starts a run.
+            if packing.index_bits() == 32 {
+                cases.push((
+                    "the last index",
+                    vec![(0, u32::MAX - 1), (0, u32::MAX), (0, 0), (0, 1)],
+                ));
+            }
+            for (name, positions) in cases {
+                let what = format!("{name}, {inputs} inputs {packing:?}");
+                let sources = packed(&positions, packing);
+                let twin = source_runs_twin(&sources, packing);
+                let (gpu, count) = gpu_runs(ctx, &sources, positions.len(), packing);
+                assert_eq!(gpu, twin, "{what}: GPU against twin");
+                assert_eq!(
+                    count as usize * packing.run_words(),
+                    twin.len(),
+                    "{what}: the count"
+                );
+                // The twin's records are the host's runs (each ends where the next begins).
+                let words = packing.run_words();
+                let firsts: Vec<usize> = twin.chunks_exact(words).map(|r| r[0] as usize).collect();
+                let from_records: Vec<SourceRun> = twin
+                    .chunks_exact(words)
+                    .enumerate()
+                    .map(|(r, record)| {
+                        let (input, index) = packing.unpack(&record[1..]);
+                        let end = firsts.get(r + 1).copied().unwrap_or(positions.len());
+                        SourceRun {
+                            start: index as u64,
+                            input,
+                            len: (end - firsts[r]) as u32,
+                        }
+                    })
+                    .collect();
+                let mut by_host = Vec::new();
+                push_source_runs(
+                    &mut by_host,
+                    positions
+                        .iter()
+                        .map(|&(input, index)| (input, index as u64)),
+                );
+                assert_eq!(
+                    from_records, by_host,
+                    "{what}: twin against the host's runs"
+                );
+                if name == "long" {
+                    assert!(by_host.len() * 10 < positions.len(), "{what}: long runs");
+                }
+            }
+        }
+    });
+}
+
+/// One row of `width` pixels, `n` samples each, whose depths are `z(pixel, k)`: A, R and Z.
+fn row_of(width: usize, n: usize, z: impl Fn(usize, usize) -> f32) -> DeepImage {
+    let window = Bounds::from_origin_size(0, 0, width, 1);
+    let samples = width * n;
+    let zs: Vec<f32> = (0..samples).map(|s| z(s / n, s % n)).collect();
+    let planes = vec![
+        Plane::F16(
+            (0..samples)
+                .map(|s| half::f16::from_f32(0.1 + (s % 7) as f32 / 20.0))
+                .collect(),
+        ),
+        Plane::F32((0..samples).map(|s| s as f32 * 0.25).collect()),
+        Plane::F32(zs),
+    ];
+    let channels = vec![
+        Channel::new("A", SampleType::F16),
+        Channel::new("R", SampleType::F32),
+        Channel::new("Z", SampleType::F32),
+    ];
+    DeepImage::from_counts(
+        window,
+        window,
+        channels,
+        &vec![n as u32; width],
+        planes,
+        DeepState::Sorted,
+    )
+    .expect("the row builds")
+}
+
+#[test]
+fn runs_read_back_through_mapped_memory_give_the_reference_even_past_their_room() {
+    with_gl(|ctx| {
+        let before = ctx.transfer_path();
+        ctx.set_transfer_path(TransferPath::Mapped)
+            .expect("llvmpipe has buffer storage (GL 4.5)");
+        let a = row_of(301, 6, |_, k| 2.0 * k as f32);
+        // Depths between a's: every merged sample changes input, a run a sample, more than
+        // the readback's room of a quarter of the samples.
+        let alternating = row_of(301, 6, |_, k| 2.0 * k as f32 + 1.0);
+        // Depths behind a's: two runs a pixel.
+        let behind = row_of(301, 6, |_, k| 100.0 + k as f32);
+        for (b, past_room) in [(&alternating, true), (&behind, false)] {
+            for layout in Layout::ALL {
+                let options = MergeOptions {
+                    output: OutputKind::Deep,
+                    ..Default::default()
+                };
+                let gl = GlOptions {
+                    layout,
+                    deep_readback: Some(DeepReadback::Runs),
+                    ..Default::default()
+                };
+                let what = format!("{} past the room {past_room}", layout.name());
+                let stats = assert_gl_matches_reference(ctx, &[&a, b], &options, &gl, &what);
+                assert_eq!(stats.readback_form, "runs, 2 words a run", "{what}");
+                assert_eq!(stats.runs_read_whole_bands > 0, past_room, "{what}");
+            }
+        }
+        ctx.set_transfer_path(before).expect("the default path");
     });
 }

@@ -291,12 +291,16 @@ fn unknown_measurement_settings_in_the_environment_are_named() {
     }
     let e = deep_readback_from(Some("keys")).unwrap_err().to_string();
     assert!(
-        e.contains("DEEPMERGE_GL_DEEP_READBACK=keys") && e.contains("use sources or image"),
+        e.contains("DEEPMERGE_GL_DEEP_READBACK=keys") && e.contains("use sources or runs or image"),
         "{e}"
     );
     assert_eq!(
         deep_readback_from(Some("image")).unwrap(),
         Some(DeepReadback::Image)
+    );
+    assert_eq!(
+        deep_readback_from(Some("runs")).unwrap(),
+        Some(DeepReadback::Runs)
     );
     assert_eq!(deep_readback_from(None).unwrap(), None);
     assert_eq!(staging_bytes_from(Some("16M")).unwrap(), Some(16 << 20));

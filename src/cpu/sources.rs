@@ -1,7 +1,8 @@
 //! Twin of `glsl/sources.comp`: the sources (input, index) of a merged deep image's samples in
 //! pixel order, packed as [`SourcePacking`] says, with the count of pixels whose list or group
 //! minimum disagrees with their count and of positions whose address falls outside the image
-//! (the GPU stage's `bad` word).
+//! (the GPU stage's `bad` word). And twin of `glsl/source_runs.comp`: the runs of those sources,
+//! a record for each stretch of positions taking consecutive values of one input.
 
 use crate::vocab::{BuiltImage, Layout, SourcePacking, GROUP_SIZE};
 
@@ -60,4 +61,24 @@ pub fn pack_sources(image: &BuiltImage, packing: SourcePacking) -> (Vec<u32>, u3
         }
     }
     (sources, bad)
+}
+
+/// The runs of `sources` (packed as `packing`, [`pack_sources`]'s first result), as
+/// `glsl/source_runs.comp` writes them: a record of [`SourcePacking::run_words`] words for each
+/// position that starts a run (the first; another input than the position before; or not the
+/// next index of the same input): the position, then its source's packed words.
+pub fn source_runs(sources: &[u32], packing: SourcePacking) -> Vec<u32> {
+    let words = packing.words();
+    let mut records = Vec::new();
+    let mut before: Option<(u32, u32)> = None;
+    for (position, packed) in sources.chunks_exact(words).enumerate() {
+        let (input, index) = packing.unpack(packed);
+        let continues = before.is_some_and(|(i, k)| i == input && k.checked_add(1) == Some(index));
+        if !continues {
+            records.push(position as u32);
+            records.extend_from_slice(packed);
+        }
+        before = Some((input, index));
+    }
+    records
 }

@@ -219,7 +219,7 @@ pub fn pairwise_from(value: Option<&str>) -> Result<Option<bool>> {
     setting("DEEPMERGE_GL_PAIRWISE", value, &[("1", true), ("0", false)])
 }
 
-/// What `DEEPMERGE_GL_DEEP_READBACK` asks for, if anything: `sources` or `image`
+/// What `DEEPMERGE_GL_DEEP_READBACK` asks for, if anything: `sources`, `runs` or `image`
 /// (`GlOptions::deep_readback`; for measurements).
 pub fn deep_readback_from_env() -> Result<Option<crate::gpu::resident::DeepReadback>> {
     deep_readback_from(env_setting("DEEPMERGE_GL_DEEP_READBACK").as_deref())
@@ -235,6 +235,7 @@ pub fn deep_readback_from(
         value,
         &[
             ("sources", DeepReadback::Sources),
+            ("runs", DeepReadback::Runs),
             ("image", DeepReadback::Image),
         ],
     )
@@ -921,12 +922,25 @@ impl GlContext {
     /// them (the host waits on the fence here, and counts the wait).
     pub(crate) fn finish_read<T: bytemuck::Pod + Default>(
         &self,
-        mut pending: PendingRead,
+        pending: PendingRead,
     ) -> Result<Vec<T>> {
+        self.finish_read_prefix(pending, usize::MAX)
+    }
+
+    /// [`Self::finish_read`] of at most the first `len` `T`s: a readback of a buffer's whole room
+    /// of which the GPU filled a part only it knew when the copy was issued (a deep output's
+    /// runs), copied out of mapped memory no further than that part.
+    pub(crate) fn finish_read_prefix<T: bytemuck::Pod + Default>(
+        &self,
+        mut pending: PendingRead,
+        len: usize,
+    ) -> Result<Vec<T>> {
+        let size = std::mem::size_of::<T>();
         match pending.inner.take().expect("a readback is finished once") {
             Pending::Ready(bytes) => {
-                let mut out = vec![T::default(); bytes.len() / std::mem::size_of::<T>()];
-                bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(&bytes);
+                let bytes = &bytes[..bytes.len().min(len.saturating_mul(size))];
+                let mut out = vec![T::default(); bytes.len() / size];
+                bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(bytes);
                 Ok(out)
             }
             Pending::Mapped {
@@ -934,6 +948,7 @@ impl GlContext {
                 fence,
                 bytes,
             } => {
+                let bytes = bytes.min(len.saturating_mul(size));
                 let span = crate::timeline::span(|| "wait for a readback".into());
                 let waited = if self.mapped.skip_readback_waits.get() {
                     self.delete_fence(fence);
@@ -950,10 +965,14 @@ impl GlContext {
                     let mut tasks = Vec::with_capacity(chunks.len());
                     let mut at = 0;
                     for (chunk, len) in &chunks {
+                        let len = (*len).min(bytes - at);
+                        if len == 0 {
+                            break;
+                        }
                         self.with_checker(|c| c.host_read(id(chunk.buffer)));
                         // SAFETY: the copy into the mapping has finished (the fence signalled)
                         // and `len` bytes of it are the readback's.
-                        let src = unsafe { std::slice::from_raw_parts(chunk.ptr, *len) };
+                        let src = unsafe { std::slice::from_raw_parts(chunk.ptr, len) };
                         tasks.push((at, src));
                         at += len;
                     }

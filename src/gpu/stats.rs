@@ -132,9 +132,12 @@ pub struct GpuStats {
     pub reader_missed_bands: Option<u64>,
     /// Bytes copied back from the GPU, summed over bands.
     pub readback_bytes: u64,
-    /// What came back: "composite" (flat output), "image" (a deep image in its layout) or
-    /// "sources, N word(s) a sample" (`GlOptions::deep_readback`).
+    /// What came back: "composite" (flat output), "image" (a deep image in its layout),
+    /// "sources, N word(s) a sample" or "runs, N words a run" (`GlOptions::deep_readback`).
     pub readback_form: &'static str,
+    /// Bands whose runs of sources outgrew the room their readback was issued with, read whole
+    /// from the GPU when the band finished (waiting for it; `DeepReadback::Runs`).
+    pub runs_read_whole_bands: u64,
     /// How the deep output was written (`GlOptions::deep_writes`, or what
     /// `DEEPMERGE_GL_DEEP_WRITES` said); `None` for flat output.
     pub deep_writes: Option<super::resident::DeepWrites>,
@@ -177,6 +180,7 @@ impl GpuStats {
             reader_missed_bands: None,
             readback_bytes: 0,
             readback_form: "nothing",
+            runs_read_whole_bands: 0,
             deep_writes: None,
         }
     }
@@ -215,6 +219,7 @@ impl AddAssign for GpuStats {
         self.reader_missed_bands = band.reader_missed_bands.or(self.reader_missed_bands);
         self.readback_bytes += band.readback_bytes;
         self.readback_form = band.readback_form;
+        self.runs_read_whole_bands += band.runs_read_whole_bands;
         self.deep_writes = band.deep_writes.or(self.deep_writes);
     }
 }
@@ -262,9 +267,13 @@ impl fmt::Display for GpuStats {
         )?;
         writeln!(
             f,
-            "read back:      {:.1} MiB ({})",
+            "read back:      {:.1} MiB ({}{})",
             self.readback_bytes as f64 / (1 << 20) as f64,
-            self.readback_form
+            self.readback_form,
+            match self.runs_read_whole_bands {
+                0 => String::new(),
+                n => format!("; {n} band(s) had more runs than room and were read whole"),
+            }
         )?;
         writeln!(
             f,

@@ -155,6 +155,20 @@ impl SourcePacking {
         }
     }
 
+    /// The low bits of a packed word that hold the index (32 for two words: a word of its own).
+    pub fn index_bits(self) -> u32 {
+        match self {
+            SourcePacking::OneWord { index_bits } => index_bits,
+            SourcePacking::TwoWords => 32,
+        }
+    }
+
+    /// Words of a run's record when the sources come back as runs (`glsl/source_runs.comp`): the
+    /// run's first position, then its first sample's source as packed here.
+    pub fn run_words(self) -> usize {
+        1 + self.words()
+    }
+
     /// `fragment`'s source into `out` (`words()` long).
     pub fn pack(self, fragment: &Fragment, out: &mut [u32]) {
         match self {

@@ -20,15 +20,17 @@ use crate::composite::source_runs::{push_source_runs, samples_in, SourceRun};
 use crate::composite::{MergeOptions, MergeOutput, MergePlan, OutputKind};
 use crate::deep::DeepImage;
 use crate::error::{Error, Result};
-use crate::gpu::mapped::PendingRead;
+use crate::gpu::mapped::{PendingRead, TransferPath};
 use crate::gpu::resident::{
     build_from_stream, build_image, kway_stride, merge_deep_kway, merge_flat_kway, pack_sources,
-    relayout, upload_stream, ColumnSpec, DeepReadback, GpuFlat, GpuImage, GpuStack, MergeSpec,
-    PendingImage,
+    relayout, source_runs, upload_stream, ColumnSpec, DeepReadback, GpuFlat, GpuImage, GpuStack,
+    MergeSpec, PendingImage,
 };
 use crate::gpu::stats::{BufferBytes, GpuStats};
 use crate::gpu::{tidy, GlContext, GlOptions, GpuBuffer};
-use crate::vocab::{check_offsets, Layout, MergeStrategy, SourcePacking, MAX_KWAY_INPUTS};
+use crate::vocab::{
+    check_offsets, Layout, MergeStrategy, PixelOrder, SourcePacking, MAX_KWAY_INPUTS,
+};
 
 /// What is resident after the merges: the flat composite or the merged deep image (with, when
 /// the GPU tidied it, per pixel 1 where the walk made new values).
@@ -38,7 +40,7 @@ enum Resident<'a> {
 }
 
 /// A band's result on its way back to the host ([`GpuMerger::start_readback`]).
-pub(super) enum BandReadback {
+pub(super) enum BandReadback<'a> {
     Flat {
         values: PendingRead,
         front: PendingRead,
@@ -55,7 +57,38 @@ pub(super) enum BandReadback {
         sources: PendingRead,
         bad: PendingRead,
     },
+    /// A deep output's runs of sources (`DeepReadback::Runs`), with the offsets, how many runs
+    /// there are and the count of inconsistent pixels.
+    Runs {
+        packing: SourcePacking,
+        offsets: PendingRead,
+        count: RunCount<'a>,
+        /// The first records, as many as `count` says or up to [`RunCount::Pending`]'s room.
+        records: PendingRead,
+        bad: PendingRead,
+    },
 }
+
+/// How many runs a band's readback of runs holds.
+pub(super) enum RunCount<'a> {
+    /// Read already: transfers by calls wait for every read, so the count was read first and
+    /// then exactly the runs' records.
+    Read(usize),
+    /// On its way beside the records, of which `room` come back with it: how many there are is
+    /// known only once the GPU has run, so the copy is issued for a room of a quarter of the
+    /// samples (2 or 3 bytes a sample; 20 samples a run on the 1080p powerplant pair) and the
+    /// records are copied out of mapped memory only as far as the count says. A band with
+    /// more runs than room (short runs: inputs alternating sample by sample) reads them all from
+    /// `on_gpu` when it finishes, waiting for the GPU.
+    Pending {
+        count: PendingRead,
+        room: usize,
+        on_gpu: GpuBuffer<'a>,
+    },
+}
+
+/// Runs one host task turns from records into [`SourceRun`]s (a piece of the output's assembly).
+const RUN_PIECE: usize = 1 << 14;
 
 /// A merge with its inputs resident on the GPU: build once, merge many (for benches), finish.
 pub struct GpuMerger<'a, 'i> {
@@ -606,7 +639,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
 
     /// Issue the band's readbacks (merging first if `merge_resident` was not called): copies
     /// into mapped memory behind a fence, which [`ReadbackTail::finish`] waits for.
-    pub(super) fn start_readback(&mut self) -> Result<BandReadback> {
+    pub(super) fn start_readback(&mut self) -> Result<BandReadback<'a>> {
         let _span = crate::timeline::span(|| "issue the merge and readback".into());
         if self.resident.is_none() {
             self.merge_resident()?;
@@ -626,7 +659,55 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                     })
                 })?
             }
-            Resident::Deep(image, None) if self.reads_sources(image) => {
+            Resident::Deep(image, None) if self.deep_readback_of(image) == DeepReadback::Runs => {
+                let inputs: Vec<usize> =
+                    self.plan.inputs.iter().map(|i| i.sample_count()).collect();
+                let packing = SourcePacking::for_inputs(&inputs);
+                // Packed and run before the timed readback: timer queries do not nest.
+                let (sources, bad) = pack_sources(ctx, image, packing)?;
+                let runs = source_runs(ctx, &sources, image.samples, packing)?;
+                drop(sources);
+                let words = packing.run_words();
+                // The offsets, the count and `bad` here; the records as the finish reads them.
+                self.stats.readback_bytes += (pixels + 3) as u64 * 4;
+                self.stats.readback_form = match words {
+                    2 => "runs, 2 words a run",
+                    _ => "runs, 3 words a run",
+                };
+                let (count, records) = if ctx.transfer_path() == TransferPath::Calls {
+                    let count = runs.rank.read_range::<u32>(image.samples, 1)[0] as usize;
+                    // A count past the samples is the finish's error; the read stays inside.
+                    let records =
+                        ctx.read_ahead(&runs.records, 0, count.min(image.samples) * words * 4)?;
+                    (RunCount::Read(count), records)
+                } else {
+                    let room = image.samples.div_ceil(4);
+                    let count = ctx.read_ahead(&runs.rank, image.samples * 4, 4)?;
+                    let records = ctx.read_ahead(&runs.records, 0, room * words * 4)?;
+                    let on_gpu = runs.records;
+                    (
+                        RunCount::Pending {
+                            count,
+                            room,
+                            on_gpu,
+                        },
+                        records,
+                    )
+                };
+                let bytes = ((pixels + 1) * 4) as u64;
+                ctx.timed("readback", bytes, || -> Result<_> {
+                    Ok(BandReadback::Runs {
+                        packing,
+                        offsets: ctx.read_ahead(&image.offsets, 0, (pixels + 1) * 4)?,
+                        count,
+                        records,
+                        bad: ctx.read_ahead(&bad, 0, 4)?,
+                    })
+                })?
+            }
+            Resident::Deep(image, None)
+                if self.deep_readback_of(image) == DeepReadback::Sources =>
+            {
                 let inputs: Vec<usize> =
                     self.plan.inputs.iter().map(|i| i.sample_count()).collect();
                 let packing = SourcePacking::for_inputs(&inputs);
@@ -676,13 +757,20 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
         Ok(pending)
     }
 
-    /// Whether the merged deep `image` comes back as its packed sources: merged by its keys
-    /// alone, with nothing for the host to tidy (which needs the depths), unless
-    /// [`GlOptions::deep_readback`] asks for the image.
-    fn reads_sources(&self, image: &GpuImage) -> bool {
-        !image.with_values
-            && !self.options.tidy
-            && self.gl_options.deep_readback_on(self.ctx) == DeepReadback::Sources
+    /// What of the merged deep `image` comes back: the image where it has values or the host
+    /// tidies (which needs the depths), else what [`GlOptions::deep_readback`] asks for (its
+    /// packed sources, their runs, or the image), with the runs only where the GPU's pixel
+    /// order is the window's (a run in the GPU's order could span pixels the window parts).
+    fn deep_readback_of(&self, image: &GpuImage) -> DeepReadback {
+        if image.with_values || self.options.tidy {
+            return DeepReadback::Image;
+        }
+        match self.gl_options.deep_readback_on(self.ctx) {
+            DeepReadback::Runs if self.gl_options.pixel_order != PixelOrder::RowMajor => {
+                DeepReadback::Sources
+            }
+            readback => readback,
+        }
     }
 
     /// What finishing the band's readback needs, without the inputs or the GPU images: the
@@ -709,9 +797,13 @@ pub(super) struct ReadbackTail<'a> {
     pub(super) stats: GpuStats,
 }
 
-impl ReadbackTail<'_> {
+impl<'a> ReadbackTail<'a> {
     /// Wait for the readbacks and put the band into `out`.
-    pub(super) fn finish(&mut self, pending: BandReadback, out: &mut Accumulated) -> Result<()> {
+    pub(super) fn finish(
+        &mut self,
+        pending: BandReadback<'a>,
+        out: &mut Accumulated,
+    ) -> Result<()> {
         finish_band_readback(
             self.ctx,
             &self.band,
@@ -741,13 +833,32 @@ fn refuse_strays(ctx: &GlContext, strays: u64, what: &str) -> Result<()> {
     }
 }
 
+/// The offsets of a deep output read back by its sources or their runs, once `sources.comp`'s
+/// count of inconsistent pixels (`bad`) is 0 and the offsets of the band's `pixels` rise to the
+/// end.
+fn finish_checked_offsets(
+    ctx: &GlContext,
+    offsets: PendingRead,
+    bad: PendingRead,
+    pixels: usize,
+) -> Result<Vec<u32>> {
+    let bad: Vec<u32> = ctx.finish_read(bad)?;
+    let offsets: Vec<u32> = ctx.finish_read(offsets)?;
+    if bad[0] != 0 {
+        let why = format!("{} pixels' lists disagree with their counts", bad[0]);
+        return Err(inconsistent_image(ctx, why));
+    }
+    check_offsets(&offsets, pixels).map_err(|why| inconsistent_image(ctx, why))?;
+    Ok(offsets)
+}
+
 /// Wait for the readbacks of `band` ([`GpuMerger::start_readback`]) and put it into `out`.
 fn finish_band_readback(
     ctx: &GlContext,
     band: &Band,
     columns: &ColumnSpec,
     stats: &mut GpuStats,
-    pending: BandReadback,
+    pending: BandReadback<'_>,
     out: &mut Accumulated,
 ) -> Result<()> {
     let _span = crate::timeline::span(|| "wait for and assemble the readback".into());
@@ -826,14 +937,8 @@ fn finish_band_readback(
             sources,
             bad,
         } => {
-            let bad: Vec<u32> = ctx.finish_read(bad)?;
-            let offsets: Vec<u32> = ctx.finish_read(offsets)?;
+            let offsets = finish_checked_offsets(ctx, offsets, bad, pixels)?;
             let words = packing.words();
-            if bad[0] != 0 {
-                let why = format!("{} pixels' lists disagree with their counts", bad[0]);
-                return Err(inconsistent_image(ctx, why));
-            }
-            check_offsets(&offsets, pixels).map_err(|why| inconsistent_image(ctx, why))?;
             let sources: Vec<u32> = ctx.finish_read(sources)?;
             if sources.len() != offsets[pixels] as usize * words {
                 return Err(inconsistent_image(ctx, "its sources are short".into()));
@@ -880,6 +985,106 @@ fn finish_band_readback(
             out.deep_source_runs.extend(pieces);
             stats.assemble_s += assembling.elapsed().as_secs_f64();
             let what = "of its sources are none of the inputs' samples";
+            refuse_strays(ctx, strays.into_inner(), what)?;
+        }
+        BandReadback::Runs {
+            packing,
+            offsets,
+            count,
+            records,
+            bad,
+        } => {
+            let offsets = finish_checked_offsets(ctx, offsets, bad, pixels)?;
+            let samples = offsets[pixels] as usize;
+            let words = packing.run_words();
+            let runs_past = |count: usize| {
+                let why = format!("{count} runs of sources for {samples} samples");
+                Err(inconsistent_image(ctx, why))
+            };
+            let (count, records) = match count {
+                RunCount::Read(count) => {
+                    if count > samples {
+                        return runs_past(count);
+                    }
+                    (count, ctx.finish_read_prefix(records, count * words)?)
+                }
+                RunCount::Pending {
+                    count,
+                    room,
+                    on_gpu,
+                } => {
+                    let count = ctx.finish_read::<u32>(count)?[0] as usize;
+                    if count > samples {
+                        return runs_past(count);
+                    }
+                    if count <= room {
+                        (count, ctx.finish_read_prefix(records, count * words)?)
+                    } else {
+                        ctx.finish_read_prefix::<u32>(records, 0)?;
+                        stats.runs_read_whole_bands += 1;
+                        (count, on_gpu.read_range::<u32>(0, count * words))
+                    }
+                }
+            };
+            if (count == 0) != (samples == 0) {
+                return runs_past(count);
+            }
+            if records.len() != count * words {
+                return Err(inconsistent_image(ctx, "its runs are short".into()));
+            }
+            stats.readback_bytes += records.len() as u64 * 4;
+            // The GPU's pixel order is the window's (`deep_readback_of`): counts as they are,
+            // and runs in order. A run ends where the next begins; every run is checked to
+            // begin after the one before and stay inside the band, and every sample it names
+            // against the inputs.
+            let assembling = Instant::now();
+            out.deep_counts
+                .extend(offsets.windows(2).map(|pair| pair[1] - pair[0]));
+            let first = |r: usize| records[r * words] as usize;
+            let end = |r: usize| if r + 1 < count { first(r + 1) } else { samples };
+            if count > 0 && first(0) != 0 {
+                return Err(inconsistent_image(ctx, "its first run starts late".into()));
+            }
+            let inputs = &out.inputs;
+            let strays = AtomicU64::new(0);
+            let disordered = AtomicU64::new(0);
+            let pieces: Vec<Vec<SourceRun>> = (0..count.div_ceil(RUN_PIECE))
+                .into_par_iter()
+                .map(|piece| {
+                    let runs: Vec<SourceRun> = (piece * RUN_PIECE
+                        ..((piece + 1) * RUN_PIECE).min(count))
+                        .filter_map(|r| {
+                            let (start, end) = (first(r), end(r));
+                            if end <= start || end > samples {
+                                disordered.fetch_add(1, Ordering::Relaxed);
+                                return None;
+                            }
+                            let packed = &records[r * words + 1..(r + 1) * words];
+                            let (input, index) = packing.unpack(packed);
+                            Some(SourceRun {
+                                start: index as u64,
+                                input,
+                                len: (end - start) as u32,
+                            })
+                        })
+                        .collect();
+                    let stray: u64 = runs.iter().map(|run| inputs.strays_in(run)).sum();
+                    strays.fetch_add(stray, Ordering::Relaxed);
+                    runs
+                })
+                .collect();
+            let disordered = disordered.into_inner();
+            if disordered != 0 {
+                let why = format!("{disordered} of its runs do not follow the one before");
+                return Err(inconsistent_image(ctx, why));
+            }
+            debug_assert_eq!(
+                pieces.iter().map(|runs| samples_in(runs)).sum::<usize>(),
+                samples
+            );
+            out.deep_source_runs.extend(pieces);
+            stats.assemble_s += assembling.elapsed().as_secs_f64();
+            let what = "of its runs' samples are none of the inputs'";
             refuse_strays(ctx, strays.into_inner(), what)?;
         }
     }

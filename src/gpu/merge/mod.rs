@@ -130,7 +130,7 @@ pub struct IssuedMerge<'a> {
     stats: GpuStats,
     window: Bounds,
     /// The last band, read back but not yet waited for (when bands overlap).
-    pending: Option<(ReadbackTail<'a>, BandReadback)>,
+    pending: Option<(ReadbackTail<'a>, BandReadback<'a>)>,
 }
 
 /// Everything [`merge_checked_images_gl_over`] does up to its last band's readback, which is

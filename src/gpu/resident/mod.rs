@@ -328,7 +328,7 @@ pub use kway::{merge_deep_kway, merge_flat_kway, GpuStack};
 pub use pairwise::{merge_deep, merge_deep_written, merge_flat, merge_program_binary};
 pub(crate) use pairwise::{merge_deep_listing, merge_flat_listing, Listing};
 pub use relayout::relayout;
-pub use sources::{pack_sources, DeepReadback};
+pub use sources::{pack_sources, source_runs, DeepReadback, GpuSourceRuns};
 
 /// How one merge runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,18 +8,24 @@
 use super::{base_defines, layout_defines, GpuImage};
 use crate::error::Result;
 use crate::gpu::buffer::GpuBuffer;
+use crate::gpu::program::Defines;
+use crate::gpu::scan::exclusive_scan_buffer;
 use crate::gpu::GlContext;
 use crate::vocab::{SourcePacking, GROUP_SIZE};
 
 /// What the readback of a deep output merged by its keys alone brings back, when the host
-/// tidies nothing (`GlOptions::deep_readback`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// tidies nothing (`GlOptions::deep_readback`; the device's default where it says nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeepReadback {
     /// The packed sources ([`pack_sources`]).
-    #[default]
     Sources,
     /// The image in its layout, keys and all.
     Image,
+    /// The runs of the packed sources ([`source_runs`]): a record for each run of samples
+    /// taking consecutive values of one input, 8 or 12 bytes a run (about 20 samples a run on
+    /// the 1080p powerplant pair), where the GPU's pixel order is the window's; the packed
+    /// sources elsewhere.
+    Runs,
 }
 
 /// `image`'s packed sources (sample i of pixel p at position `offsets[p] + i`), and one word
@@ -34,10 +40,7 @@ pub fn pack_sources<'a>(
     // Every position below the sample count is written (or its pixel counted in `bad`).
     let sources = ctx.scratch((image.samples * words * 4).max(16))?;
     let bad = ctx.zeroed(4)?;
-    let index_bits = match packing {
-        SourcePacking::OneWord { index_bits } => index_bits,
-        SourcePacking::TwoWords => 32,
-    };
+    let index_bits = packing.index_bits();
     let defines = layout_defines(
         base_defines(image.block_size),
         "IN",
@@ -62,4 +65,62 @@ pub fn pack_sources<'a>(
         ctx.dispatch(image.samples.max(image.pixels), GROUP_SIZE as usize)?;
     }
     Ok((sources, bad))
+}
+
+/// The runs of a merged deep image's packed sources, resident ([`source_runs`]).
+pub struct GpuSourceRuns<'a> {
+    /// One record a run, in position order: its first position, then its first sample's source
+    /// as packed ([`SourcePacking::run_words`] words). Room for a run at every position, since
+    /// how many there are is known only on the GPU.
+    pub records: GpuBuffer<'a>,
+    /// The exclusive scan of the runs' starts, `samples + 1` u32: at `samples`, how many runs.
+    pub rank: GpuBuffer<'a>,
+    /// Positions in the sources.
+    pub samples: usize,
+}
+
+/// The runs of `sources` (`samples` positions packed as `packing` by [`pack_sources`]): a run is
+/// positions whose samples take consecutive values of one input (`source_runs.comp`, twin
+/// `cpu::sources::source_runs`). The starts are marked, ranked by the GPU scan and scattered.
+pub fn source_runs<'a>(
+    ctx: &'a GlContext,
+    sources: &GpuBuffer<'a>,
+    samples: usize,
+    packing: SourcePacking,
+) -> Result<GpuSourceRuns<'a>> {
+    let starts = ctx.scratch((samples * 4).max(16))?;
+    let stage = |stage: u32| {
+        let defines = Defines::default()
+            .set("GROUP_SIZE", GROUP_SIZE)
+            .set("STAGE", stage)
+            .set("SOURCE_WORDS", packing.words())
+            .set("INDEX_BITS", packing.index_bits())
+            .set("RUN_WORDS", packing.run_words());
+        let program = ctx.use_stage("source_runs.comp", &defines)?;
+        ctx.uniform_u32(program, "u_samples", samples as u32);
+        Ok::<_, crate::error::Error>(program)
+    };
+    if samples > 0 {
+        stage(0)?;
+        sources.bind(0);
+        starts.bind(1);
+        ctx.set_dispatch_bytes((samples * (packing.words() + 1) * 4) as u64);
+        ctx.dispatch(samples, GROUP_SIZE as usize)?;
+    }
+    let rank = exclusive_scan_buffer(ctx, &starts, samples)?;
+    let records = ctx.scratch((samples * packing.run_words() * 4).max(16))?;
+    if samples > 0 {
+        stage(1)?;
+        sources.bind(0);
+        starts.bind(1);
+        rank.bind(2);
+        records.bind(3);
+        ctx.set_dispatch_bytes((samples * 3 * 4) as u64);
+        ctx.dispatch(samples, GROUP_SIZE as usize)?;
+    }
+    Ok(GpuSourceRuns {
+        records,
+        rank,
+        samples,
+    })
 }

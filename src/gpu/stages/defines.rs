@@ -312,21 +312,48 @@ pub fn relayout() -> Vec<Space> {
 /// `gpu::resident::pack_sources`: a merged image of every layout (BIA in blocks of every size,
 /// LL either way) packed in one word (with one, two or several inputs) or two.
 pub fn sources() -> Vec<Space> {
-    let packings = [(1, 32), (1, 31), (1, 28), (2, 32)]
-        .iter()
-        .map(|&(words, bits)| {
-            vec![
-                ("SOURCE_WORDS".to_string(), u32::to_string(&words)),
-                ("INDEX_BITS".to_string(), u32::to_string(&bits)),
-            ]
-        })
-        .collect();
     space(
         vec![
             fixed("GROUP_SIZE", GROUP_SIZE),
             image_axis("IN", &Layout::ALL, 0, "readonly"),
         ],
-        vec![block_axis(), Axis(packings), axis("LIST_ASCENDING", [1, 0])],
+        vec![
+            block_axis(),
+            packings_axis(false),
+            axis("LIST_ASCENDING", [1, 0]),
+        ],
+    )
+}
+
+/// Every packing of a deep output's sources (`vocab::SourcePacking`: one word with 32, 31 or
+/// 28 bits of index, or two words), as `sources.comp` takes it, with the words of a run's record
+/// too (`with_runs`) as `source_runs.comp` takes it.
+fn packings_axis(with_runs: bool) -> Axis {
+    let packings = [(1u32, 32u32), (1, 31), (1, 28), (2, 32)]
+        .iter()
+        .map(|&(words, bits)| {
+            let mut defines = vec![
+                ("SOURCE_WORDS".to_string(), words.to_string()),
+                ("INDEX_BITS".to_string(), bits.to_string()),
+            ];
+            if with_runs {
+                defines.push(("RUN_WORDS".to_string(), (words + 1).to_string()));
+            }
+            defines
+        })
+        .collect();
+    Axis(packings)
+}
+
+/// `gpu::resident::source_runs`: both stages, every packing of `sources.comp`.
+pub fn source_runs() -> Vec<Space> {
+    space(
+        vec![
+            fixed("GROUP_SIZE", GROUP_SIZE),
+            axis("STAGE", [0, 1]),
+            packings_axis(true),
+        ],
+        vec![],
     )
 }
 

@@ -104,6 +104,7 @@ pub const GLSL_FILES: &[GlslFile] = glsl! {
     "count_kway.comp" => "count", "cpu::merge::merge_kway_built", defines::count_kway;
     "relayout.comp" => "merge", "cpu::relayout::relayout", defines::relayout;
     "sources.comp" => "readback", "cpu::sources::pack_sources", defines::sources;
+    "source_runs.comp" => "readback", "cpu::sources::source_runs", defines::source_runs;
     "copy.comp" => "copy", "", defines::plain;
     "fill.comp" => "fill", "", defines::plain;
     "sort.comp" => "sort", "cpu::sort::sort_pixels, cpu::sort::sort_pixels_with_values", defines::sort;
