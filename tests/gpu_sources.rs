@@ -436,7 +436,7 @@ fn runs_read_back_through_mapped_memory_give_the_reference_even_past_their_room(
             .expect("llvmpipe has buffer storage (GL 4.5)");
         let a = row_of(301, 6, |_, k| 2.0 * k as f32);
         // Depths between a's: every merged sample changes input, a run a sample, more than
-        // the readback's room of a quarter of the samples.
+        // the readback's room of half the samples.
         let alternating = row_of(301, 6, |_, k| 2.0 * k as f32 + 1.0);
         // Depths behind a's: two runs a pixel.
         let behind = row_of(301, 6, |_, k| 100.0 + k as f32);

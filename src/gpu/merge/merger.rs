@@ -75,11 +75,12 @@ pub(super) enum RunCount<'a> {
     /// then exactly the runs' records.
     Read(usize),
     /// On its way beside the records, of which `room` come back with it: how many there are is
-    /// known only once the GPU has run, so the copy is issued for a room of a quarter of the
-    /// samples (2 or 3 bytes a sample; 20 samples a run on the 1080p powerplant pair) and the
-    /// records are copied out of mapped memory only as far as the count says. A band with
-    /// more runs than room (short runs: inputs alternating sample by sample) reads them all from
-    /// `on_gpu` when it finishes, waiting for the GPU.
+    /// known only once the GPU has run, so the copy is issued for a room of half the samples
+    /// (4 or 6 bytes a sample over the bus, no more than the packed sources) and the records
+    /// are copied out of mapped memory only as far as the count says (1080p pairs: 20 samples
+    /// a run for powerplant, 19 for hairball, 4 for atrium, whose runs a quarter would nearly
+    /// have outgrown). A band with more runs than room (inputs alternating sample by sample)
+    /// reads them all from `on_gpu` when it finishes, waiting for the GPU.
     Pending {
         count: PendingRead,
         room: usize,
@@ -681,7 +682,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                         ctx.read_ahead(&runs.records, 0, count.min(image.samples) * words * 4)?;
                     (RunCount::Read(count), records)
                 } else {
-                    let room = image.samples.div_ceil(4);
+                    let room = image.samples.div_ceil(2);
                     let count = ctx.read_ahead(&runs.rank, image.samples * 4, 4)?;
                     let records = ctx.read_ahead(&runs.records, 0, room * words * 4)?;
                     let on_gpu = runs.records;
