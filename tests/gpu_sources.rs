@@ -398,11 +398,12 @@ fn the_gpu_finds_the_runs_of_the_sources_as_its_twin_and_the_host_find_them() {
     });
 }
 
-/// One row of `width` pixels, `n` samples each, whose depths are `z(pixel, k)`: A, R and Z.
-fn row_of(width: usize, n: usize, z: impl Fn(usize, usize) -> f32) -> DeepImage {
-    let window = Bounds::from_origin_size(0, 0, width, 1);
-    let samples = width * n;
-    let zs: Vec<f32> = (0..samples).map(|s| z(s / n, s % n)).collect();
+/// `width` x `height` pixels of `n` samples each, whose depths are `z(k)` for sample k of a
+/// pixel: A, R and Z.
+fn image_of(width: usize, height: usize, n: usize, z: impl Fn(usize) -> f32) -> DeepImage {
+    let window = Bounds::from_origin_size(0, 0, width, height);
+    let samples = width * height * n;
+    let zs: Vec<f32> = (0..samples).map(|s| z(s % n)).collect();
     let planes = vec![
         Plane::F16(
             (0..samples)
@@ -417,46 +418,65 @@ fn row_of(width: usize, n: usize, z: impl Fn(usize, usize) -> f32) -> DeepImage 
         Channel::new("R", SampleType::F32),
         Channel::new("Z", SampleType::F32),
     ];
-    DeepImage::from_counts(
-        window,
-        window,
-        channels,
-        &vec![n as u32; width],
-        planes,
-        DeepState::Sorted,
-    )
-    .expect("the row builds")
+    let counts = vec![n as u32; width * height];
+    DeepImage::from_counts(window, window, channels, &counts, planes, DeepState::Sorted)
+        .expect("the image builds")
+}
+
+/// Puts the context's transfer path back when dropped, so that a failed assertion leaves the
+/// next test on this binary's shared context with its default.
+struct TransferPathBack<'a>(&'a GlContext, TransferPath);
+
+impl Drop for TransferPathBack<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.set_transfer_path(self.1);
+    }
 }
 
 #[test]
 fn runs_read_back_through_mapped_memory_give_the_reference_even_past_their_room() {
     with_gl(|ctx| {
-        let before = ctx.transfer_path();
+        let _back = TransferPathBack(ctx, ctx.transfer_path());
         ctx.set_transfer_path(TransferPath::Mapped)
             .expect("llvmpipe has buffer storage (GL 4.5)");
-        let a = row_of(301, 6, |_, k| 2.0 * k as f32);
+        let a = image_of(61, 9, 6, |k| 2.0 * k as f32);
         // Depths between a's: every merged sample changes input, a run a sample, more than
         // the readback's room of half the samples.
-        let alternating = row_of(301, 6, |_, k| 2.0 * k as f32 + 1.0);
+        let alternating = image_of(61, 9, 6, |k| 2.0 * k as f32 + 1.0);
         // Depths behind a's: two runs a pixel.
-        let behind = row_of(301, 6, |_, k| 100.0 + k as f32);
+        let behind = image_of(61, 9, 6, |k| 100.0 + k as f32);
         for (b, past_room) in [(&alternating, true), (&behind, false)] {
             for layout in Layout::ALL {
-                let options = MergeOptions {
-                    output: OutputKind::Deep,
-                    ..Default::default()
-                };
-                let gl = GlOptions {
-                    layout,
-                    deep_readback: Some(DeepReadback::Runs),
-                    ..Default::default()
-                };
-                let what = format!("{} past the room {past_room}", layout.name());
-                let stats = assert_gl_matches_reference(ctx, &[&a, b], &options, &gl, &what);
-                assert_eq!(stats.readback_form, "runs, 2 words a run", "{what}");
-                assert_eq!(stats.runs_read_whole_bands > 0, past_room, "{what}");
+                // One band, and bands of a row or two overlapped as on a GPU: a band's runs
+                // (and, past its room, their buffer) wait while the next band is issued.
+                for (overlap, budget) in [(false, 0), (true, 24 << 10)] {
+                    let options = MergeOptions {
+                        output: OutputKind::Deep,
+                        ..Default::default()
+                    };
+                    let gl = GlOptions {
+                        layout,
+                        deep_readback: Some(DeepReadback::Runs),
+                        overlap_bands: Some(overlap),
+                        band_budget_bytes: budget,
+                        ..Default::default()
+                    };
+                    let what = format!(
+                        "{} past the room {past_room}, overlapped {overlap}",
+                        layout.name()
+                    );
+                    let stats = assert_gl_matches_reference(ctx, &[&a, b], &options, &gl, &what);
+                    assert_eq!(stats.readback_form, "runs, 2 words a run", "{what}");
+                    if overlap {
+                        assert!(stats.bands > 2, "{what}: {} bands", stats.bands);
+                        assert!(stats.overlapped_bands > 0, "{what}: none overlapped");
+                        if past_room {
+                            assert_eq!(stats.runs_read_whole_bands, stats.bands as u64, "{what}");
+                        }
+                    }
+                    assert_eq!(stats.runs_read_whole_bands > 0, past_room, "{what}");
+                }
             }
         }
-        ctx.set_transfer_path(before).expect("the default path");
     });
 }

@@ -208,7 +208,8 @@ impl Default for GlOptions {
             pairwise_long_pairs: None,
             // Not yet measured on hardware: the writes as before.
             deep_writes: resident::DeepWrites::Direct,
-            // A quarter of the bytes (two inputs) and no walk of the layout on the host.
+            // The device's: runs on a GPU, packed sources on a software rasteriser (no walk of
+            // the layout on the host either way; `deep_readback_on`).
             deep_readback: None,
         }
     }

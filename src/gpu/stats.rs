@@ -130,7 +130,8 @@ pub struct GpuStats {
     /// Bands the reader found no free block for (staged by the merging thread), where the
     /// reader stages (`None` elsewhere): a streamed run's count, not a band's.
     pub reader_missed_bands: Option<u64>,
-    /// Bytes copied back from the GPU, summed over bands.
+    /// Bytes the host took back from the GPU, summed over bands. A readback of runs through
+    /// mapped memory counts the records it copied out, not the room the GPU copied them into.
     pub readback_bytes: u64,
     /// What came back: "composite" (flat output), "image" (a deep image in its layout),
     /// "sources, N word(s) a sample" or "runs, N words a run" (`GlOptions::deep_readback`).

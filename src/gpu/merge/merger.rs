@@ -61,6 +61,8 @@ pub(super) enum BandReadback<'a> {
     /// there are and the count of inconsistent pixels.
     Runs {
         packing: SourcePacking,
+        /// The samples of the merged image, which its offsets must end at.
+        samples: usize,
         offsets: PendingRead,
         count: RunCount<'a>,
         /// The first records, as many as `count` says or up to [`RunCount::Pending`]'s room.
@@ -699,6 +701,7 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                 ctx.timed("readback", bytes, || -> Result<_> {
                     Ok(BandReadback::Runs {
                         packing,
+                        samples: image.samples,
                         offsets: ctx.read_ahead(&image.offsets, 0, (pixels + 1) * 4)?,
                         count,
                         records,
@@ -835,8 +838,8 @@ fn refuse_strays(ctx: &GlContext, strays: u64, what: &str) -> Result<()> {
 }
 
 /// The offsets of a deep output read back by its sources or their runs, once `sources.comp`'s
-/// count of inconsistent pixels (`bad`) is 0 and the offsets of the band's `pixels` rise to the
-/// end.
+/// count of inconsistent pixels (`bad`) is 0 and the offsets of the band's `pixels` start at 0
+/// and rise to the end.
 fn finish_checked_offsets(
     ctx: &GlContext,
     offsets: PendingRead,
@@ -850,6 +853,9 @@ fn finish_checked_offsets(
         return Err(inconsistent_image(ctx, why));
     }
     check_offsets(&offsets, pixels).map_err(|why| inconsistent_image(ctx, why))?;
+    if offsets[0] != 0 {
+        return Err(inconsistent_image(ctx, "its offsets start past 0".into()));
+    }
     Ok(offsets)
 }
 
@@ -990,13 +996,22 @@ fn finish_band_readback(
         }
         BandReadback::Runs {
             packing,
+            samples,
             offsets,
             count,
             records,
             bad,
         } => {
             let offsets = finish_checked_offsets(ctx, offsets, bad, pixels)?;
-            let samples = offsets[pixels] as usize;
+            // The runs tile the merged samples, which the offsets must end at: the last run
+            // ends there, and the records' room was made for them.
+            if offsets[pixels] as usize != samples {
+                let why = format!(
+                    "its offsets end at {}, not at its {samples} samples",
+                    offsets[pixels]
+                );
+                return Err(inconsistent_image(ctx, why));
+            }
             let words = packing.run_words();
             let runs_past = |count: usize| {
                 let why = format!("{count} runs of sources for {samples} samples");
