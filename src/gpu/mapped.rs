@@ -393,6 +393,17 @@ enum Pending {
     Ready(Vec<u8>),
 }
 
+impl PendingRead {
+    /// How many bytes the readback brings.
+    fn bytes(&self) -> usize {
+        match &self.inner {
+            Some(Pending::Mapped { bytes, .. }) => *bytes,
+            Some(Pending::Ready(bytes)) => bytes.len(),
+            None => 0,
+        }
+    }
+}
+
 impl Drop for PendingRead {
     fn drop(&mut self) {
         if let Some(pending @ Pending::Mapped { .. }) = self.inner.take() {
@@ -932,23 +943,46 @@ impl GlContext {
     /// runs), copied out of mapped memory no further than that part.
     pub(crate) fn finish_read_prefix<T: bytemuck::Pod + Default>(
         &self,
-        mut pending: PendingRead,
+        pending: PendingRead,
         len: usize,
     ) -> Result<Vec<T>> {
         let size = std::mem::size_of::<T>();
+        let len = len.min(pending.bytes() / size);
+        let mut out = vec![T::default(); len];
+        self.finish_read_bytes(pending, bytemuck::cast_slice_mut(&mut out))?;
+        Ok(out)
+    }
+
+    /// [`Self::finish_read`] straight into `dst`, which the readback fills exactly (a flat band's
+    /// values into their place in the window): one copy out of mapped memory, none after.
+    pub(crate) fn finish_read_into<T: bytemuck::Pod>(
+        &self,
+        pending: PendingRead,
+        dst: &mut [T],
+    ) -> Result<()> {
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(dst);
+        assert_eq!(
+            bytes.len(),
+            pending.bytes(),
+            "a readback fills its destination"
+        );
+        self.finish_read_bytes(pending, bytes)
+    }
+
+    /// Wait for `pending` and copy its first `dst.len()` bytes (at most all of them) into `dst`;
+    /// its mapped buffers go back for reuse.
+    fn finish_read_bytes(&self, mut pending: PendingRead, dst: &mut [u8]) -> Result<()> {
         match pending.inner.take().expect("a readback is finished once") {
             Pending::Ready(bytes) => {
-                let bytes = &bytes[..bytes.len().min(len.saturating_mul(size))];
-                let mut out = vec![T::default(); bytes.len() / size];
-                bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(bytes);
-                Ok(out)
+                dst.copy_from_slice(&bytes[..dst.len()]);
+                Ok(())
             }
             Pending::Mapped {
                 chunks,
                 fence,
                 bytes,
             } => {
-                let bytes = bytes.min(len.saturating_mul(size));
+                let bytes = bytes.min(dst.len());
                 let span = crate::timeline::span(|| "wait for a readback".into());
                 let waited = if self.mapped.skip_readback_waits.get() {
                     self.delete_fence(fence);
@@ -958,10 +992,8 @@ impl GlContext {
                 };
                 drop(span);
                 let _span = crate::timeline::span(|| format!("copy out {} KiB", bytes >> 10));
-                let mut out = vec![T::default(); bytes / std::mem::size_of::<T>()];
                 if let Ok(waited) = waited {
                     self.count_transfer(|s| s.readback_wait_s += waited);
-                    let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
                     let mut tasks = Vec::with_capacity(chunks.len());
                     let mut at = 0;
                     for (chunk, len) in &chunks {
@@ -990,7 +1022,7 @@ impl GlContext {
                         self.delete_mapped(chunk);
                     }
                 }
-                waited.map(|_| out)
+                waited.map(|_| ())
             }
         }
     }

@@ -5,6 +5,7 @@
 use crate::composite::MergePlan;
 use crate::error::{Error, Result};
 use crate::gpu::GlOptions;
+use crate::vocab::PixelOrder;
 
 /// A run of rows of the union window, with its pixel order.
 #[derive(Clone, Debug)]
@@ -17,6 +18,9 @@ pub(super) struct Band {
     pub(super) width: usize,
     /// Layout pixel p → row-major index inside the band.
     pub(super) perm: Vec<u32>,
+    /// Whether `perm` is the identity: the GPU's pixel order is the window's
+    /// (`PixelOrder::RowMajor`), so results come back in place.
+    pub(super) in_window_order: bool,
 }
 
 impl Band {
@@ -26,6 +30,7 @@ impl Band {
             rows,
             width,
             perm: options.pixel_order.permutation(width, rows),
+            in_window_order: options.pixel_order == PixelOrder::RowMajor,
         }
     }
 
