@@ -27,9 +27,10 @@ pub(super) struct Accumulated {
     pub(super) flat_front: Vec<[u32; 4]>,
     pub(super) deep_counts: Vec<u32>,
     pub(super) deep_samples: Vec<Fragment>,
-    /// A deep output read back by its sources (`DeepReadback::Sources`), in place of
-    /// `deep_samples`: its samples in window order as runs of consecutive values of one input,
-    /// in pieces of [`PIECE_PIXELS`] pixels.
+    /// A deep output read back by its sources or their runs (`DeepReadback::Sources`,
+    /// `DeepReadback::Runs`), in place of `deep_samples`: its samples in window order as runs of
+    /// consecutive values of one input, in pieces (of [`PIECE_PIXELS`] pixels, or of a number
+    /// of runs read back as such) that the assembly copies in parallel.
     pub(super) deep_source_runs: Vec<Vec<SourceRun>>,
     /// Pixels the GPU tidied: (position of their first sample in `deep_samples`, `stride`
     /// values per sample).
@@ -61,6 +62,11 @@ impl InputSamples {
             Some(&samples) => end.saturating_sub(samples.max(run.start)),
             None => run.len as u64,
         }
+    }
+
+    /// How many samples of `runs` name none of the inputs' samples ([`Self::strays_in`] of each).
+    pub(super) fn strays_in_runs(&self, runs: &[SourceRun]) -> u64 {
+        runs.iter().map(|run| self.strays_in(run)).sum()
     }
 
     /// Whether a flat pixel's front record (input, index, Z bits, flags) names a sample of the
@@ -223,7 +229,7 @@ impl Accumulated {
 
     fn assemble_deep(self, plan: &MergePlan, tidy: bool, stats: &mut GpuStats) -> DeepImage {
         if self.deep_samples.is_empty() && self.deep_source_runs.iter().any(|r| !r.is_empty()) {
-            // Read back by sources: nothing to tidy (the readback asks for the keys then).
+            // Read back by sources or runs: nothing to tidy (the readback asks for the keys then).
             debug_assert!(!tidy && self.deep_tidied.is_empty());
             return self.assemble_deep_by_sources(plan);
         }

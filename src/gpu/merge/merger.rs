@@ -660,79 +660,74 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                     })
                 })?
             }
-            Resident::Deep(image, None) if self.deep_readback_of(image) == DeepReadback::Runs => {
+            Resident::Deep(image, None) if self.deep_readback_of(image) != DeepReadback::Image => {
                 let inputs: Vec<usize> =
                     self.plan.inputs.iter().map(|i| i.sample_count()).collect();
                 let packing = SourcePacking::for_inputs(&inputs);
-                // Packed and run before the timed readback: timer queries do not nest.
+                // Packed (and run) before the timed readback: timer queries do not nest.
                 let (sources, bad) = pack_sources(ctx, image, packing)?;
-                let runs = source_runs(ctx, &sources, image.samples, packing)?;
-                drop(sources);
-                let words = packing.run_words();
-                // The offsets, the count and `bad` here; the records as the finish reads them.
-                self.stats.readback_bytes += (pixels + 3) as u64 * 4;
-                self.stats.readback_form = match words {
-                    2 => "runs, 2 words a run",
-                    _ => "runs, 3 words a run",
-                };
-                let (count, records) = if ctx.transfer_path() == TransferPath::Calls {
-                    let count = runs.rank.read_range::<u32>(image.samples, 1)[0] as usize;
-                    // A count past the samples is the finish's error; the read stays inside.
-                    let records =
-                        ctx.read_ahead(&runs.records, 0, count.min(image.samples) * words * 4)?;
-                    (RunCount::Read(count), records)
-                } else {
-                    let room = image.samples.div_ceil(2);
-                    let count = ctx.read_ahead(&runs.rank, image.samples * 4, 4)?;
-                    let records = ctx.read_ahead(&runs.records, 0, room * words * 4)?;
-                    let on_gpu = runs.records;
-                    (
-                        RunCount::Pending {
+                if self.deep_readback_of(image) == DeepReadback::Runs {
+                    let runs = source_runs(ctx, &sources, image.samples, packing)?;
+                    drop(sources);
+                    let words = packing.run_words();
+                    // The offsets, the count and `bad` here; the records as the finish reads
+                    // them.
+                    self.stats.readback_bytes += (pixels + 3) as u64 * 4;
+                    self.stats.readback_form = match words {
+                        2 => "runs, 2 words a run",
+                        _ => "runs, 3 words a run",
+                    };
+                    let (count, records) = if ctx.transfer_path() == TransferPath::Calls {
+                        let count = runs.rank.read_range::<u32>(image.samples, 1)[0] as usize;
+                        // A count past the samples is the finish's error; the read stays inside.
+                        let room = count.min(image.samples);
+                        let records = ctx.read_ahead(&runs.records, 0, room * words * 4)?;
+                        (RunCount::Read(count), records)
+                    } else {
+                        let room = image.samples.div_ceil(2);
+                        let count = ctx.read_ahead(&runs.rank, image.samples * 4, 4)?;
+                        let records = ctx.read_ahead(&runs.records, 0, room * words * 4)?;
+                        let on_gpu = runs.records;
+                        (
+                            RunCount::Pending {
+                                count,
+                                room,
+                                on_gpu,
+                            },
+                            records,
+                        )
+                    };
+                    let bytes = ((pixels + 1) * 4) as u64;
+                    ctx.timed("readback", bytes, || -> Result<_> {
+                        Ok(BandReadback::Runs {
+                            packing,
+                            samples: image.samples,
+                            offsets: ctx.read_ahead(&image.offsets, 0, (pixels + 1) * 4)?,
                             count,
-                            room,
-                            on_gpu,
-                        },
-                        records,
-                    )
-                };
-                let bytes = ((pixels + 1) * 4) as u64;
-                ctx.timed("readback", bytes, || -> Result<_> {
-                    Ok(BandReadback::Runs {
-                        packing,
-                        samples: image.samples,
-                        offsets: ctx.read_ahead(&image.offsets, 0, (pixels + 1) * 4)?,
-                        count,
-                        records,
-                        bad: ctx.read_ahead(&bad, 0, 4)?,
-                    })
-                })?
-            }
-            Resident::Deep(image, None)
-                if self.deep_readback_of(image) == DeepReadback::Sources =>
-            {
-                let inputs: Vec<usize> =
-                    self.plan.inputs.iter().map(|i| i.sample_count()).collect();
-                let packing = SourcePacking::for_inputs(&inputs);
-                // Packed before the timed readback: timer queries do not nest.
-                let (sources, bad) = pack_sources(ctx, image, packing)?;
-                let bytes = (pixels + 1 + image.samples * packing.words()) as u64 * 4;
-                self.stats.readback_bytes += bytes;
-                self.stats.readback_form = match packing.words() {
-                    1 => "sources, 1 word a sample",
-                    _ => "sources, 2 words a sample",
-                };
-                ctx.timed("readback", bytes, || -> Result<_> {
-                    Ok(BandReadback::Sources {
-                        packing,
-                        offsets: ctx.read_ahead(&image.offsets, 0, (pixels + 1) * 4)?,
-                        sources: ctx.read_ahead(
-                            &sources,
-                            0,
-                            image.samples * packing.words() * 4,
-                        )?,
-                        bad: ctx.read_ahead(&bad, 0, 4)?,
-                    })
-                })?
+                            records,
+                            bad: ctx.read_ahead(&bad, 0, 4)?,
+                        })
+                    })?
+                } else {
+                    let bytes = (pixels + 1 + image.samples * packing.words()) as u64 * 4;
+                    self.stats.readback_bytes += bytes;
+                    self.stats.readback_form = match packing.words() {
+                        1 => "sources, 1 word a sample",
+                        _ => "sources, 2 words a sample",
+                    };
+                    ctx.timed("readback", bytes, || -> Result<_> {
+                        Ok(BandReadback::Sources {
+                            packing,
+                            offsets: ctx.read_ahead(&image.offsets, 0, (pixels + 1) * 4)?,
+                            sources: ctx.read_ahead(
+                                &sources,
+                                0,
+                                image.samples * packing.words() * 4,
+                            )?,
+                            bad: ctx.read_ahead(&bad, 0, 4)?,
+                        })
+                    })?
+                }
             }
             Resident::Deep(image, marks) => {
                 let with_values = marks.is_some();
@@ -992,8 +987,7 @@ fn finish_band_readback(
                                 })
                         }),
                     );
-                    let stray: u64 = runs.iter().map(|run| inputs.strays_in(run)).sum();
-                    strays.fetch_add(stray, Ordering::Relaxed);
+                    strays.fetch_add(inputs.strays_in_runs(&runs), Ordering::Relaxed);
                     runs
                 })
                 .collect();
@@ -1061,10 +1055,10 @@ fn finish_band_readback(
                 return Err(inconsistent_image(ctx, "its runs are short".into()));
             }
             stats.readback_bytes += records.len() as u64 * 4;
-            // The GPU's pixel order is the window's (`deep_readback_of`, `Band::in_window_order`): counts as they are,
-            // and runs in order. A run ends where the next begins; every run is checked to
-            // begin after the one before and stay inside the band, and every sample it names
-            // against the inputs.
+            // The GPU's pixel order is the window's (`deep_readback_of`,
+            // `Band::in_window_order`): counts as they are, and runs in order. A run ends where
+            // the next begins; every run is checked to begin after the one before and stay
+            // inside the band, and every sample it names against the inputs.
             let assembling = Instant::now();
             out.deep_counts
                 .extend(offsets.windows(2).map(|pair| pair[1] - pair[0]));
@@ -1096,8 +1090,7 @@ fn finish_band_readback(
                             })
                         })
                         .collect();
-                    let stray: u64 = runs.iter().map(|run| inputs.strays_in(run)).sum();
-                    strays.fetch_add(stray, Ordering::Relaxed);
+                    strays.fetch_add(inputs.strays_in_runs(&runs), Ordering::Relaxed);
                     runs
                 })
                 .collect();
