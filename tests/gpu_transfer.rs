@@ -632,3 +632,34 @@ fn planes_staged_by_the_reader_keep_the_cpu_bytes() {
     );
     assert!(!bad.exists());
 }
+
+/// A streamed merge's first band is often its largest: the smaller bands after it read back
+/// through the mapped buffers it left free, not buffers made for each (on an H200 host the
+/// later bands of a flat merge made ten, 1.3-4 ms each on the merging thread).
+#[test]
+fn a_smaller_merge_after_a_larger_one_reads_back_through_its_free_buffers() {
+    with_gl(|ctx| {
+        with_transfer(ctx, TransferPath::Mapped, Some(16 << 20), || {
+            // No mapped buffer another test left free on this context.
+            ctx.release_pooled();
+            let merge = |width, height, seed| {
+                let window = Bounds::from_origin_size(0, 0, width, height);
+                let a = Synth::new(window, 2, seed).build();
+                let b = Synth::new(window, 2, seed + 1).build();
+                let what = format!("{width}x{height}");
+                let gl = GlOptions::default();
+                assert_gl_matches_reference(ctx, &[&a, &b], &MergeOptions::default(), &gl, &what)
+            };
+            // The composite's two readbacks (values and fronts) take 3 MiB each...
+            let first = merge(512, 384, 1);
+            assert!(first.mapped_allocations >= 2, "{first:?}");
+            // ...and the next merge's 1.2 MiB, more than twice smaller, fit in them.
+            let second = merge(256, 300, 3);
+            assert_eq!(second.mapped_allocations, 0, "{second:?}");
+            // A small readback keeps to buffers at most twice its size: a 3 MiB one stays free
+            // for the larger readback that may follow.
+            let small = merge(64, 64, 5);
+            assert!(small.mapped_allocations >= 2, "{small:?}");
+        })
+    });
+}

@@ -14,9 +14,7 @@ use glutin::api::egl::context::{NotCurrentContext, PossiblyCurrentContext};
 use glutin::api::egl::device::Device;
 use glutin::api::egl::display::Display;
 use glutin::config::{ConfigSurfaceTypes, ConfigTemplateBuilder};
-use glutin::context::{
-    ContextApi, ContextAttributesBuilder, GlProfile, PossiblyCurrentGlContext, Version,
-};
+use glutin::context::{ContextApi, ContextAttributesBuilder, GlProfile, Version};
 use glutin::display::{GetGlDisplay, GlDisplay};
 
 use crate::error::{Error, Result};
@@ -95,16 +93,17 @@ impl fmt::Display for GlInfo {
     }
 }
 
-/// A context made and released on one thread ([`GlContext::release`]), for another to make
-/// current ([`GlContext::adopt`]): an EGL context not current anywhere may move between threads.
-pub(crate) struct Released {
+/// A context made on one thread and current on none ([`GlContext::new_unbound`]), for another
+/// to make current ([`GlContext::adopt`]): an EGL context not current anywhere may move between
+/// threads.
+pub(crate) struct Unbound {
     context: NotCurrentContext,
     display: Display,
     software: bool,
     strict: bool,
 }
 
-impl Released {
+impl Unbound {
     /// Whether the context was made in strict mode.
     pub(crate) fn strict(&self) -> bool {
         self.strict
@@ -188,6 +187,37 @@ impl GlContext {
         listed: impl FnOnce(bool),
     ) -> Result<GlContext> {
         let _span = crate::timeline::span(|| "GL context".into());
+        Self::on_best_device(settings, listed, |device| {
+            let made = Self::make_on_device(device, strict)?;
+            Self::adopt(made, settings).map_err(|e| e.to_string())
+        })
+    }
+
+    /// A context made as [`Self::new_listed`] makes it but never made current, for another
+    /// thread to [`Self::adopt`] (`starting.rs`). On an NVIDIA host the first binding of a
+    /// context on a thread costs 26-41 ms (`DEEPMERGE_TIMELINE`, H100 and H200): made on a
+    /// helper and bound there as well as on the merging thread, the context cost that twice,
+    /// once on the merging thread's path. A device whose context then cannot be bound or lacks
+    /// what the engine needs is found by [`Self::adopt`], whose caller makes one afresh.
+    pub(crate) fn new_unbound(
+        strict: bool,
+        settings: super::mapped::EnvSettings,
+        listed: impl FnOnce(bool),
+    ) -> Result<Unbound> {
+        let _span = crate::timeline::span(|| "GL context".into());
+        Self::on_best_device(settings, listed, |device| {
+            Self::make_on_device(device, strict)
+        })
+    }
+
+    /// `make` on the best EGL device that gives what it asks: hardware ones (no
+    /// `EGL_MESA_device_software`) first, then the software rasteriser; `listed` as
+    /// [`Self::new_listed`] says.
+    fn on_best_device<T>(
+        settings: super::mapped::EnvSettings,
+        listed: impl FnOnce(bool),
+        make: impl Fn(&Device) -> std::result::Result<T, String>,
+    ) -> Result<T> {
         let devices: Vec<Device> = Device::query_devices()
             .map_err(|e| {
                 Error::Gl(format!(
@@ -210,8 +240,8 @@ impl GlContext {
         );
         let mut failures = Vec::new();
         for device in ordered {
-            match Self::on_device(device, strict, settings) {
-                Ok(context) => return Ok(context),
+            match make(device) {
+                Ok(made) => return Ok(made),
                 Err(e) => failures.push(format!(
                     "{}: {e}",
                     device.name().or(device.vendor()).unwrap_or("device")
@@ -251,11 +281,8 @@ impl GlContext {
         }
     }
 
-    fn on_device(
-        device: &Device,
-        strict: bool,
-        settings: super::mapped::EnvSettings,
-    ) -> std::result::Result<GlContext, String> {
+    /// A core context of the highest version `device` gives, made and not yet current.
+    fn make_on_device(device: &Device, strict: bool) -> std::result::Result<Unbound, String> {
         // SAFETY: no raw display handle is passed, so glutin opens the device itself.
         let display = unsafe { Display::with_device(device, None) }.map_err(|e| e.to_string())?;
         // The default template asks for window surfaces and finds no config on a device display.
@@ -284,58 +311,31 @@ impl GlContext {
             }
         }
         let software = device.extensions().contains("EGL_MESA_device_software");
-        let released = Released {
+        Ok(Unbound {
             context: created?,
-            display,
-            software,
-            strict,
-        };
-        Self::adopt(released, settings).map_err(|e| e.to_string())
-    }
-
-    /// Give up this context on this thread, for another thread to take with [`Self::adopt`]:
-    /// what this context made is deleted here, where it is current, and the EGL context is
-    /// released. Only for a context made by [`Self::new_with`] (not a window's).
-    pub(crate) fn release(mut self) -> Result<Released> {
-        let Some((context, display)) = self._owned.take() else {
-            return Err(Error::internal(
-                "only a context this engine made can be released",
-            ));
-        };
-        let software = self.info.software;
-        let strict = self.strict.is_some();
-        // The drop deletes programs, pooled and mapped buffers with the context still current.
-        drop(self);
-        let _span = crate::timeline::span(|| "release the GL context".into());
-        let context = context
-            .make_not_current()
-            .map_err(|e| Error::Gl(format!("cannot release the GL context: {e}")))?;
-        Ok(Released {
-            context,
             display,
             software,
             strict,
         })
     }
 
-    /// Make a context just made, or [`Self::release`]d on another thread, current on this one,
-    /// with the `DEEPMERGE_GL_*` settings `settings` (the driver is loaded and the context
-    /// made: what is left is this thread's function table and queries). `released.software`
-    /// is the device's, or the released context's [`GlInfo::software`], which
-    /// `DEEPMERGE_GL_DEFAULTS` in `settings` gave already and gives again here.
+    /// Make a context just made, here or on another thread ([`Self::new_unbound`]), current on
+    /// this one with the `DEEPMERGE_GL_*` settings `settings` (the driver is loaded and the
+    /// context made: what is left is binding it, this thread's function table and the
+    /// queries). `unbound.software` is the device's; `DEEPMERGE_GL_DEFAULTS` in `settings`
+    /// overrides it here as it did for `listed`.
     pub(crate) fn adopt(
-        released: Released,
+        unbound: Unbound,
         settings: super::mapped::EnvSettings,
     ) -> Result<GlContext> {
-        let Released {
+        let Unbound {
             context,
             display,
             software,
             strict,
-        } = released;
-        // Timed apart (on an NVIDIA H100 host the whole took 27 ms on the merging thread, after
-        // the helper had done the same): whether binding the context or loading its functions
-        // and asking the device is what costs.
+        } = unbound;
+        // Timed apart: on NVIDIA H100 and H200 hosts binding is what costs (26-41 ms on a
+        // thread, the first time), loading the functions and asking the device about 1 ms.
         let span = crate::timeline::span(|| "bind the GL context to this thread".into());
         let context = context
             .make_current_surfaceless()

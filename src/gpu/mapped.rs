@@ -41,6 +41,12 @@ pub const STAGING_BYTES: usize = 16 << 20;
 /// Free mapped buffers kept for reuse, per direction; older ones are deleted.
 const MAX_FREE_BUFFERS: usize = 4;
 
+/// Readbacks of at least this many bytes are large ([`GlContext::take_readback`]).
+const LARGE_READBACK: usize = 1 << 20;
+
+/// How many times its size a large readback may take a free buffer of.
+const LARGE_READBACK_WASTE: usize = 4;
+
 /// Staging buffers made before the host waits for one to be free again: two, so that the host
 /// fills one while the GPU copies out of the other.
 const STAGING_BUFFERS: usize = 2;
@@ -1027,12 +1033,24 @@ impl GlContext {
         }
     }
 
+    /// A free readback buffer that holds `bytes` without wasting too much of itself, else a new
+    /// one. A large readback (a band's composite, its runs) may take one up to
+    /// [`LARGE_READBACK_WASTE`] times its size: a streamed merge's first band is often its
+    /// largest, and on an H200 host the later, smaller bands each made new buffers (1.3-4 ms a
+    /// buffer, ten of them on the merging thread of a 0.39 s flat merge) where the first band's
+    /// lay free. A small one (counts, offsets) keeps to twice its size, so that it does not
+    /// hold a large buffer a larger readback of the same band then has to make again.
     fn take_readback(&self, bytes: usize) -> Result<MappedBuffer> {
+        let most = if bytes >= LARGE_READBACK {
+            LARGE_READBACK_WASTE * bytes
+        } else {
+            2 * bytes.max(1 << 16)
+        };
         let found = {
             let mut free = self.mapped.readback.borrow_mut();
             free.iter()
                 .enumerate()
-                .filter(|(_, b)| b.capacity >= bytes && b.capacity <= 2 * bytes.max(1 << 16))
+                .filter(|(_, b)| b.capacity >= bytes && b.capacity <= most)
                 .min_by_key(|(_, b)| b.capacity)
                 .map(|(k, _)| k)
                 .map(|k| free.remove(k))

@@ -259,10 +259,12 @@ impl GlContext {
         self.pool.stats.get()
     }
 
-    /// Delete the pool's free buffers (buffers still taken come back later as usual): for a
-    /// long-lived context that wants its GPU memory back between jobs.
+    /// Delete the pool's free buffers and the free mapped staging and readback buffers
+    /// (buffers still taken come back later as usual): for a long-lived context that wants its
+    /// GPU and pinned memory back between jobs.
     pub fn release_pooled(&self) {
         self.clear_pool();
+        self.clear_mapped();
     }
 
     /// The constant buffer, made on first use: [`ZERO_BLOCK`] bytes of zeros followed by one

@@ -2,10 +2,11 @@
 //!
 //! Making a context costs a process 64-77 ms on an NVIDIA H100 host (the driver loaded, the
 //! device opened; `DEEPMERGE_TIMELINE`), before a single input was opened: a fifth of a 1080p
-//! flat merge. The context is made and released on a helper ([`GlContext::release`]) while the
-//! merging thread opens the inputs, reads their counts, plans the bands and the reader decodes
-//! the first one; the merging thread makes it current where it first needs it
-//! ([`StartingGl::get`]). The band plan needs only whether the device is a software rasteriser,
+//! flat merge. The context is made on a helper ([`GlContext::new_unbound`]) while the merging
+//! thread opens the inputs, reads their counts, plans the bands and the reader decodes the first
+//! one; the merging thread makes it current where it first needs it ([`StartingGl::get`]). The
+//! helper never binds it: on NVIDIA hosts a context's first binding on a thread cost 26-41 ms,
+//! and the helper's binding (to check the device) put that cost twice before the first band. The band plan needs only whether the device is a software rasteriser,
 //! which the helper tells as soon as EGL has listed the devices ([`StartingGl::software`]).
 //!
 //! Should the device tried first fail and the context come from the next one (a GPU listed but
@@ -17,7 +18,7 @@ use std::cell::{OnceCell, RefCell};
 use std::sync::mpsc::{channel, Receiver};
 use std::thread::JoinHandle;
 
-use super::context::Released;
+use super::context::Unbound;
 use super::mapped::EnvSettings;
 use super::{GlContext, GlOptions};
 use crate::error::{Error, Result};
@@ -29,7 +30,7 @@ pub struct StartingGl {
     /// Whether the device tried first is a software rasteriser, once the helper has listed them.
     software: OnceCell<bool>,
     listed: Receiver<bool>,
-    helper: RefCell<Option<JoinHandle<Result<Released>>>>,
+    helper: RefCell<Option<JoinHandle<Result<Unbound>>>>,
     ready: OnceCell<GlContext>,
     /// Why the context could not be made, once known (said again to every later caller).
     failed: OnceCell<String>,
@@ -47,7 +48,7 @@ impl StartingGl {
     /// Start making a context on a helper thread (strict mode as `DEEPMERGE_GL_STRICT` says). A
     /// bad `DEEPMERGE_GL_*` setting is refused here, on this thread.
     pub fn start() -> Result<StartingGl> {
-        Self::start_with(false, GlContext::new_listed)
+        Self::start_with(false, GlContext::new_unbound)
     }
 
     /// [`Self::start`] for `--backend auto`, which chose the GL engine because EGL lists a GPU:
@@ -55,7 +56,7 @@ impl StartingGl {
     /// GPU failed and EGL's next device was llvmpipe), the merge runs on the CPU engine, as
     /// `auto` would have chosen knowing it ([`Self::for_merge`], [`Self::fell_back`]).
     pub fn start_or_cpu() -> Result<StartingGl> {
-        Self::start_with(true, GlContext::new_listed)
+        Self::start_with(true, GlContext::new_unbound)
     }
 
     /// A start whose helper fails with `why` before EGL lists anything, as a GPU whose driver
@@ -68,10 +69,10 @@ impl StartingGl {
         })
     }
 
-    /// Start `make` (a context maker as [`GlContext::new_listed`]) on the helper thread.
+    /// Start `make` (a context maker as [`GlContext::new_unbound`]) on the helper thread.
     fn start_with<M>(falls_back: bool, make: M) -> Result<StartingGl>
     where
-        M: FnOnce(bool, EnvSettings, Box<dyn FnOnce(bool)>) -> Result<GlContext> + Send + 'static,
+        M: FnOnce(bool, EnvSettings, Box<dyn FnOnce(bool)>) -> Result<Unbound> + Send + 'static,
     {
         let strict = super::strict::strict_from_env();
         let settings = EnvSettings::from_env()?;
@@ -82,7 +83,7 @@ impl StartingGl {
                 let tell: Box<dyn FnOnce(bool)> = Box::new(move |software| {
                     let _ = tell.send(software);
                 });
-                make(strict, settings, tell)?.release()
+                make(strict, settings, tell)
             })
             .map_err(|e| Error::Gl(format!("cannot start a thread to make the GL context: {e}")))?;
         Ok(StartingGl {
@@ -163,7 +164,7 @@ impl StartingGl {
             return Err(Error::Gl(why.clone()));
         }
         let helper = self.helper.borrow_mut().take();
-        let released = match helper {
+        let unbound = match helper {
             Some(helper) => {
                 let _span = crate::timeline::span(|| "wait for the GL context".into());
                 helper.join().unwrap_or_else(|_| {
@@ -172,7 +173,7 @@ impl StartingGl {
             }
             None => Err(Error::internal("the GL context was taken twice")),
         };
-        match released.and_then(|released| self.adopt(released)) {
+        match unbound.and_then(|unbound| self.adopt(unbound)) {
             Ok(ctx) => Ok(self.ready.get_or_init(|| ctx)),
             Err(e) => {
                 // Said again as the same GL error (its message, not "OpenGL: " twice).
@@ -195,12 +196,13 @@ impl StartingGl {
         self.ready.get()
     }
 
-    /// `released` made current here; a driver that will not move a context between threads
-    /// gets a new one made on this thread instead.
-    fn adopt(&self, released: Released) -> Result<GlContext> {
+    /// `unbound` made current here. Where that fails (a driver that will not move a context
+    /// between threads, a device whose context cannot be bound or lacks what the engine needs)
+    /// a context is made on this thread instead, from the best device that gives one.
+    fn adopt(&self, unbound: Unbound) -> Result<GlContext> {
         let _span = crate::timeline::span(|| "make the GL context current".into());
-        let strict = released.strict();
-        GlContext::adopt(released, self.settings).or_else(|moved| {
+        let strict = unbound.strict();
+        GlContext::adopt(unbound, self.settings).or_else(|moved| {
             GlContext::new_listed(strict, self.settings, |_| {})
                 .map_err(|e| Error::Gl(format!("{moved}; made on this thread instead: {e}")))
         })
