@@ -656,8 +656,8 @@ fn a_smaller_merge_after_a_larger_one_reads_back_through_its_free_buffers() {
             // ...and the next merge's 1.2 MiB, more than twice smaller, fit in them.
             let second = merge(256, 300, 3);
             assert_eq!(second.mapped_allocations, 0, "{second:?}");
-            // A small readback keeps to buffers at most twice its size: a 3 MiB one stays free
-            // for the larger readback that may follow.
+            // A small readback (64 KiB) keeps to buffers at most twice its size: a 3 MiB one
+            // stays free for the larger readback that may follow.
             let small = merge(64, 64, 5);
             assert!(small.mapped_allocations >= 2, "{small:?}");
         })
