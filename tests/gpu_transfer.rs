@@ -13,7 +13,7 @@ mod common;
 mod gpu_common;
 
 use deepmerge::composite::{MergeOptions, MergeStrategy};
-use deepmerge::deep::Bounds;
+use deepmerge::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
 use deepmerge::gpu::{GlContext, GlOptions, Layout, TransferPath};
 use gpu_common::{assert_gl_matches_reference, outputs, real, with_gl, Stages, Synth};
 
@@ -635,7 +635,7 @@ fn planes_staged_by_the_reader_keep_the_cpu_bytes() {
 
 /// A streamed merge's first band is often its largest: the smaller bands after it read back
 /// through the mapped buffers it left free, not buffers made for each (on an H200 host the
-/// later bands of a flat merge made ten, 1.3-4 ms each on the merging thread).
+/// later bands of a flat merge made eight, 1.3-4 ms each on the merging thread).
 #[test]
 fn a_smaller_merge_after_a_larger_one_reads_back_through_its_free_buffers() {
     with_gl(|ctx| {
@@ -660,6 +660,76 @@ fn a_smaller_merge_after_a_larger_one_reads_back_through_its_free_buffers() {
             // stays free for the larger readback that may follow.
             let small = merge(64, 64, 5);
             assert!(small.mapped_allocations >= 2, "{small:?}");
+        })
+    });
+}
+
+/// `rows` rows of 4096 pixels, the first `sparse` of one sample each, the rest of two (RGBA, Z).
+fn rows_of(rows: usize, sparse: usize, seed: u32) -> DeepImage {
+    let width = 4096;
+    let window = Bounds::from_origin_size(0, 0, width, rows);
+    let counts: Vec<u32> = (0..width * rows)
+        .map(|p| if p / width < sparse { 1 } else { 2 })
+        .collect();
+    let samples = counts.iter().map(|&n| n as usize).sum::<usize>();
+    let half_plane = |k: u32| {
+        Plane::F16(
+            (0..samples)
+                .map(|s| half::f16::from_f32(0.2 + ((s as u32 + seed + k) % 5) as f32 / 10.0))
+                .collect(),
+        )
+    };
+    let planes = vec![
+        half_plane(0),
+        half_plane(1),
+        half_plane(2),
+        half_plane(3),
+        Plane::F32(
+            (0..samples)
+                .map(|s| ((s as u32 * 7 + seed) % 13) as f32)
+                .collect(),
+        ),
+    ];
+    let channels = ["A", "B", "G", "R"]
+        .into_iter()
+        .map(|name| Channel::new(name, SampleType::F16))
+        .chain([Channel::new("Z", SampleType::F32)])
+        .collect();
+    DeepImage::from_counts(window, window, channels, &counts, planes, DeepState::Sorted)
+        .expect("the image builds")
+}
+
+/// With bands overlapped, the second band's readbacks are issued while the first band's
+/// buffers are taken; after that, the two bands' buffers serve every band, so a merge whose
+/// first band is its largest makes two bands' worth of readback buffers (four for a flat merge:
+/// values and fronts), not more as its bands shrink (with every readback kept to buffers at
+/// most twice its size, this merge made eight mapped buffers where it now makes six).
+#[test]
+fn overlapped_bands_smaller_than_the_first_make_no_readback_buffers_of_their_own() {
+    with_gl(|ctx| {
+        with_transfer(ctx, TransferPath::Mapped, Some(16 << 20), || {
+            ctx.release_pooled();
+            // Two inputs of 34 sparse rows (128 KiB of samples a row) and 48 dense ones (256
+            // KiB), in bands of at most 4.2 MiB each, two resident: the first band is 33 rows
+            // (2.1 MiB of composite read back twice), the later ones 16-17 (1-1.1 MiB).
+            let a = rows_of(82, 34, 1);
+            let b = rows_of(82, 34, 2);
+            let gl = GlOptions {
+                overlap_bands: Some(true),
+                band_budget_bytes: 2 * (42 << 20) / 10,
+                ..Default::default()
+            };
+            let stats = assert_gl_matches_reference(
+                ctx,
+                &[&a, &b],
+                &MergeOptions::default(),
+                &gl,
+                "overlapped bands",
+            );
+            assert!(stats.bands >= 4, "{stats:?}");
+            assert!(stats.overlapped_bands > 0, "{stats:?}");
+            // Four readback buffers and the two staging buffers.
+            assert_eq!(stats.mapped_allocations, 4 + 2, "{stats:?}");
         })
     });
 }

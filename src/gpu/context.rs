@@ -478,7 +478,7 @@ impl Drop for GlContext {
     fn drop(&mut self) {
         let _span = crate::timeline::span(|| match self._owned {
             Some(_) => "GL context dropped".into(),
-            // `release` took it (or a window owns it): only this engine's objects go.
+            // A window owns it: only this engine's objects go.
             None => "GL objects deleted".into(),
         });
         self.profiler.borrow_mut().delete(&self.gl);

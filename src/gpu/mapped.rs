@@ -44,9 +44,6 @@ const MAX_FREE_BUFFERS: usize = 4;
 /// Readbacks of at least this many bytes are large ([`GlContext::take_readback`]).
 const LARGE_READBACK: usize = 1 << 20;
 
-/// How many times its size a large readback may take a free buffer of.
-const LARGE_READBACK_WASTE: usize = 4;
-
 /// Staging buffers made before the host waits for one to be free again: two, so that the host
 /// fills one while the GPU copies out of the other.
 const STAGING_BUFFERS: usize = 2;
@@ -1033,16 +1030,17 @@ impl GlContext {
         }
     }
 
-    /// A free readback buffer that holds `bytes` without wasting too much of itself, else a new
-    /// one. A large readback (a band's composite, its runs) may take one up to
-    /// [`LARGE_READBACK_WASTE`] times its size: a streamed merge's first band is often its
-    /// largest, and on an H200 host the later, smaller bands each made new buffers (1.3-4 ms a
-    /// buffer, ten of them on the merging thread of a 0.39 s flat merge) where the first band's
-    /// lay free. A small one (counts, offsets) keeps to twice its size, so that it does not
-    /// hold a large buffer a larger readback of the same band then has to make again.
+    /// A free readback buffer that holds `bytes`, else a new one of its size class. A large
+    /// readback (1 MiB or more: a band's composite, its runs, its offsets) takes the smallest
+    /// free buffer that holds it, whatever its size: a streamed merge's first band is often its
+    /// largest, and on an H200 host each later, smaller band of a flat merge made readback
+    /// buffers of its own where the first band's lay free (eight of them, 1.3-1.9 ms each on
+    /// the merging thread). A small readback (a count, a flag) keeps to buffers at most twice
+    /// its size (64 KiB at least), so that it does not hold a large buffer that a large
+    /// readback of the same band then makes again.
     fn take_readback(&self, bytes: usize) -> Result<MappedBuffer> {
         let most = if bytes >= LARGE_READBACK {
-            LARGE_READBACK_WASTE * bytes
+            usize::MAX
         } else {
             2 * bytes.max(1 << 16)
         };

@@ -6,8 +6,9 @@
 //! thread opens the inputs, reads their counts, plans the bands and the reader decodes the first
 //! one; the merging thread makes it current where it first needs it ([`StartingGl::get`]). The
 //! helper never binds it: on NVIDIA hosts a context's first binding on a thread cost 26-41 ms,
-//! and the helper's binding (to check the device) put that cost twice before the first band. The band plan needs only whether the device is a software rasteriser,
-//! which the helper tells as soon as EGL has listed the devices ([`StartingGl::software`]).
+//! and the helper's binding (to check the device) put that cost twice before the first band.
+//! The band plan needs only whether the device is a software rasteriser, which the helper tells
+//! as soon as EGL has listed the devices ([`StartingGl::software`]).
 //!
 //! Should the device tried first fail and the context come from the next one (a GPU listed but
 //! unusable, then llvmpipe), the bands were planned for the first: the merge is the same, only
@@ -181,10 +182,7 @@ impl StartingGl {
                     Some(what) => no_context_for(what, &e),
                     None => e,
                 };
-                let why = match &e {
-                    Error::Gl(why) => why.clone(),
-                    other => other.to_string(),
-                };
+                let why = gl_message(&e);
                 let _ = self.failed.set(why);
                 Err(e)
             }
@@ -202,10 +200,25 @@ impl StartingGl {
     fn adopt(&self, unbound: Unbound) -> Result<GlContext> {
         let _span = crate::timeline::span(|| "make the GL context current".into());
         let strict = unbound.strict();
-        GlContext::adopt(unbound, self.settings).or_else(|moved| {
-            GlContext::new_listed(strict, self.settings, |_| {})
-                .map_err(|e| Error::Gl(format!("{moved}; made on this thread instead: {e}")))
+        GlContext::adopt(unbound, self.settings).or_else(|first| {
+            GlContext::new_listed(strict, self.settings, |_| {}).map_err(|e| {
+                Error::Gl(format!(
+                    "the context made on a helper thread failed here ({}); none made on this \
+                     thread either: {}",
+                    gl_message(&first),
+                    gl_message(&e)
+                ))
+            })
         })
+    }
+}
+
+/// What `e` says, without the "OpenGL: " a GL error's display puts in front, for a message
+/// that quotes it inside another GL error.
+fn gl_message(e: &Error) -> String {
+    match e {
+        Error::Gl(why) => why.clone(),
+        other => other.to_string(),
     }
 }
 

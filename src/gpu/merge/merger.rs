@@ -716,14 +716,16 @@ impl<'a, 'i> GpuMerger<'a, 'i> {
                         _ => "sources, 2 words a sample",
                     };
                     ctx.timed("readback", bytes, || -> Result<_> {
+                        // The sources first: the larger readback takes the larger free
+                        // buffer (fields are evaluated in the order written).
                         Ok(BandReadback::Sources {
                             packing,
-                            offsets: ctx.read_ahead(&image.offsets, 0, (pixels + 1) * 4)?,
                             sources: ctx.read_ahead(
                                 &sources,
                                 0,
                                 image.samples * packing.words() * 4,
                             )?,
+                            offsets: ctx.read_ahead(&image.offsets, 0, (pixels + 1) * 4)?,
                             bad: ctx.read_ahead(&bad, 0, 4)?,
                         })
                     })?
