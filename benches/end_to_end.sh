@@ -22,7 +22,8 @@
 # and storage buffers allocated mutable (DEEPMERGE_GL_BUFFERS=mutable).
 # E2E_GL_DEEP_VARIANT (environment), e.g. "DEEPMERGE_GL_DEEP_READBACK=sources", adds one column:
 # the GL engine's deep merge with that setting (a GPU default not yet measured, against what it
-# replaced), in either table.
+# replaced), in either table. E2E_GL_VARIANT, e.g. "DEEPMERGE_GL_BAND_CAP=64M", adds one column
+# for both outputs: the GL engine's merge with that setting.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release/deepmerge
@@ -75,11 +76,16 @@ measure() {
 echo "host: $all cores; $("$bin" gpu-info 2>/dev/null | sed -n 's/^renderer: *//p' | head -1)"
 echo
 deep_variant=${E2E_GL_DEEP_VARIANT:-}
+gl_variant=${E2E_GL_VARIANT:-}
 extra_head=
 extra_rule=
 if [ -n "$deep_variant" ]; then
     extra_head=" GL deep, $deep_variant |"
     extra_rule=" ---: |"
+fi
+if [ -n "$gl_variant" ]; then
+    extra_head+=" GL, $gl_variant |"
+    extra_rule+=" ---: |"
 fi
 if [ "$variants" = 1 ]; then
     echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | threads busy: decode / CPU / GL | GL calls | GL no overlap | GL k-way | GL relayout | GL image readback | GL mutable buffers |$extra_head GL bytes = CPU's |"
@@ -146,6 +152,11 @@ for scene in $scenes; do
                 else
                     printf ' - |'
                 fi
+            fi
+            if [ -n "$gl_variant" ]; then
+                read -r variant_s _ _ < <(export "${gl_variant?}"; measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
+                same "$gl_variant"
+                printf ' %.2f s |' "$variant_s"
             fi
             if [ -z "$mismatch" ]; then echo " yes |"; else echo " **NO:$mismatch** |"; fi
         done

@@ -733,3 +733,54 @@ fn overlapped_bands_smaller_than_the_first_make_no_readback_buffers_of_their_own
         })
     });
 }
+
+/// `DEEPMERGE_GL_BAND_CAP` bounds the GL engine's bands on a GPU by the host's threads (the
+/// hardware weighs fewer page faults against more rounds of dispatches): more bands, the same
+/// bytes, flat and deep; a bad value is refused by name, on a software rasteriser too, before
+/// any output is written.
+#[test]
+fn a_band_cap_per_thread_cuts_more_bands_with_the_same_bytes() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("gl-band-cap");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = common::powerplant_pair(&dir.join("pp"), "640x360");
+    let run = |cap: &str, defaults: &str, extra: &[&str], out: &str| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_deepmerge"))
+            .args([&a, &b])
+            .args(["--backend", "gl", "--runstats", "-o"])
+            .arg(dir.join(out))
+            .args(extra)
+            .env("DEEPMERGE_GL_STRICT", "1")
+            .env("DEEPMERGE_GL_DEFAULTS", defaults)
+            .env("DEEPMERGE_GL_BAND_CAP", cap)
+            .env("RAYON_NUM_THREADS", "2")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&output.stderr).into_owned();
+        let bands = err
+            .lines()
+            .find(|l| l.trim_start().starts_with("bands"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|n| n.parse::<usize>().ok());
+        (output.status.success(), bands, err)
+    };
+    for extra in [&[][..], &["--deep"][..]] {
+        let (ok, whole, err) = run("", "hardware", extra, "whole.exr");
+        assert!(ok, "{err}");
+        // 4 MiB a thread, 2 threads: 8 MiB bands.
+        let (ok, capped, err) = run("4M", "hardware", extra, "capped.exr");
+        assert!(ok, "{err}");
+        let (whole, capped) = (whole.unwrap(), capped.unwrap());
+        assert!(capped > whole, "{extra:?}: {capped} bands against {whole}");
+        assert!(
+            std::fs::read(dir.join("capped.exr")).unwrap()
+                == std::fs::read(dir.join("whole.exr")).unwrap(),
+            "{extra:?}"
+        );
+    }
+    let (ok, _, err) = run("lots", "software", &[], "bad.exr");
+    assert!(
+        !ok && err.contains("DEEPMERGE_GL_BAND_CAP=lots: ") && err.contains("1M to 16G"),
+        "{err}"
+    );
+    assert!(!dir.join("bad.exr").exists());
+}

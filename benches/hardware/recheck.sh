@@ -10,6 +10,8 @@
 # test binary failed.
 #
 #   benches/hardware/recheck.sh     (environment: E2E_CORES, default "all 2 8 4";
+#                                    E2E_GL_VARIANT and E2E_GL_DEEP_VARIANT, a column each in
+#                                    the end-to-end table (benches/end_to_end.sh);
 #                                    TIMELINE_VARIANTS, default "DEEPMERGE_MALLOC=system" (glibc's
 #                                    own malloc thresholds against the CLI's reuse); a list given
 #                                    replaces it, e.g. "DEEPMERGE_MALLOC=system

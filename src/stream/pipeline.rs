@@ -349,15 +349,22 @@ impl<'o> StreamMerge<'o> {
             }
             MergeEngine::Cpu => None,
         };
-        // On a GPU of its own, the GL engine's bands are as large as the host budget allows: the
-        // CPU's cache-sized bands would cost a round of dispatches and a readback each. With
-        // overlapped bands the merge stage holds one band more, which the plan counts.
+        // On a GPU of its own, the GL engine's bands are as large as the host budget allows (or
+        // `DEEPMERGE_GL_BAND_CAP` a thread): the CPU's cache-sized bands would cost a round of
+        // dispatches and a readback each. With overlapped bands the merge stage holds one band
+        // more, which the plan counts.
         #[cfg(feature = "gl")]
         let bands = match gl_device {
             Some((software, overlap)) if options.band_rows.is_none() => {
                 let in_flight = crate::exr::BANDS_IN_FLIGHT + u64::from(overlap);
+                // Read on every GL run, so that a bad value is refused where it does nothing too.
+                let per_thread = super::plan::gl_band_cap_from_env()?;
                 if !software {
-                    plan_bands_capped(&sources, window, &shape, options, u64::MAX, in_flight)?
+                    let threads = options
+                        .band_threads
+                        .unwrap_or_else(rayon::current_num_threads);
+                    let cap = per_thread.map_or(u64::MAX, |cap| cap.saturating_mul(threads as u64));
+                    plan_bands_capped(&sources, window, &shape, options, cap, in_flight)?
                 } else if overlap {
                     let cap = super::plan::MAX_BAND_BYTES;
                     plan_bands_capped(&sources, window, &shape, options, cap, in_flight)?

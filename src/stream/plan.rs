@@ -45,6 +45,38 @@ pub fn band_cap(threads: usize) -> u64 {
     MAX_BAND_BYTES.max((threads as u64).saturating_mul(BAND_BYTES_PER_THREAD))
 }
 
+/// What `DEEPMERGE_GL_BAND_CAP` asks of the GL engine's bands on a GPU (a measurement
+/// setting): at most that many bytes of band for each host thread, or (`None`: unset, empty or
+/// `0`) bands as large as the host budget allows, the default. A size from 1M to 16G; anything
+/// else is an error that names the variable.
+///
+/// Why: the GL engine's bands on a GPU are as large as the host budget allows (a few bands for
+/// a 1080p frame), so the reader, decoding up to four bands ahead, touches most of a frame's
+/// decoded planes for the first time. On an NVIDIA H200 host at two threads the flat merge's
+/// decode then took 110,000 page faults (the CPU engine's, in its small bands, 17,000), and on
+/// this 2-core machine the same bands' unpacking took 1.59 s of CPU against 1.22 s in bands a
+/// quarter the size. Smaller bands cost the GPU's merging thread a round of dispatches and a
+/// readback each, which matters where that thread is the limit (16 threads, flat output):
+/// the hardware's to weigh (`benches/end_to_end.sh`, `E2E_GL_VARIANT`).
+pub fn gl_band_cap_from(value: Option<&str>) -> Result<Option<u64>> {
+    let text = value.map(str::trim).unwrap_or_default();
+    if text.is_empty() || text == "0" {
+        return Ok(None);
+    }
+    match crate::size::parse_bytes(text) {
+        Ok(bytes) if ((1 << 20)..=(16 << 30)).contains(&bytes) => Ok(Some(bytes)),
+        _ => Err(Error::Usage(format!(
+            "DEEPMERGE_GL_BAND_CAP={text}: use a size of band per host thread from 1M to 16G \
+             (64M), or 0 for bands as large as the memory budget allows"
+        ))),
+    }
+}
+
+/// [`gl_band_cap_from`] of the environment now.
+pub fn gl_band_cap_from_env() -> Result<Option<u64>> {
+    gl_band_cap_from(crate::env_setting::env_setting("DEEPMERGE_GL_BAND_CAP").as_deref())
+}
+
 /// Bytes per output row held for the whole merge: its planned cost (8) and its chunk's entry
 /// in the writer's offset table (at most 8).
 const OUTPUT_ROW_TABLE_BYTES: u64 = 16;
@@ -334,5 +366,21 @@ mod tests {
         assert_eq!(band_cap(4), 64 << 20);
         assert_eq!(band_cap(16), 256 << 20);
         assert_eq!(band_cap(usize::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn the_gl_band_cap_is_a_size_per_thread_or_none() {
+        assert_eq!(gl_band_cap_from(None).unwrap(), None);
+        assert_eq!(gl_band_cap_from(Some("")).unwrap(), None);
+        assert_eq!(gl_band_cap_from(Some("0")).unwrap(), None);
+        assert_eq!(gl_band_cap_from(Some("64M")).unwrap(), Some(64 << 20));
+        assert_eq!(gl_band_cap_from(Some(" 1048576 ")).unwrap(), Some(1 << 20));
+        for bad in ["512K", "17G", "lots", "-1"] {
+            let e = gl_band_cap_from(Some(bad)).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("DEEPMERGE_GL_BAND_CAP={bad}: ")) && e.contains("1M to 16G"),
+                "{e}"
+            );
+        }
     }
 }
