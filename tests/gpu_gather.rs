@@ -3,7 +3,9 @@
 //! `Plane::get_f32`): counts, keys and values element by element, for half, float and uint
 //! planes, absent channels, both pixel orders, bands that cut an input's rows, inputs offset
 //! from, wider than, or disjoint from the band, empty inputs, and inputs stacked into slices
-//! as a k-way merge stacks them.
+//! as a k-way merge stacks them; with the planes copied to the GPU and, on a software
+//! rasteriser, read in place (`GL_AMD_pinned_memory`: runs of halves that start in a word's
+//! high half among them).
 //! Runs on whatever GL the machine has (Mesa llvmpipe in CI), in strict mode; no GL is a
 //! failure, not a skip.
 
@@ -213,79 +215,101 @@ fn synth(window: Bounds, max_count: u32, seed: u64, volumes: bool) -> Input {
     }
 }
 
+/// `job` with the planes read in place (where the context can) and copied, then the context's
+/// own choice put back.
+fn both_ways(ctx: &GlContext, job: impl Fn(&str)) {
+    let default = ctx.pinned_planes();
+    for in_place in [true, false] {
+        ctx.set_pinned_planes(in_place);
+        job(if ctx.pinned_planes() {
+            "planes read in place"
+        } else {
+            "planes copied"
+        });
+    }
+    ctx.set_pinned_planes(default);
+}
+
 #[test]
 fn gpu_gather_matches_its_twin_on_synthetic_inputs() {
     with_gl(|ctx| {
-        let window = Bounds::from_origin_size(-3, 5, 37, 19);
-        // One input inside the window, offset; its band cut mid-image.
-        let a = synth(Bounds::from_origin_size(2, 7, 29, 13), 9, 11, true);
-        check(
-            ctx,
-            std::slice::from_ref(&a),
-            window,
-            0,
-            19,
-            "one input, whole window",
-        );
-        check(
-            ctx,
-            std::slice::from_ref(&a),
-            window,
-            4,
-            7,
-            "one input, a band cutting it",
-        );
-        check(
-            ctx,
-            std::slice::from_ref(&a),
-            window,
-            18,
-            1,
-            "one input, a band below it",
-        );
-        // Wider than the window (a --bbox smaller than the input), no ZBack, long lists.
-        let b = synth(Bounds::from_origin_size(-9, 3, 60, 30), 40, 12, false);
-        check(
-            ctx,
-            std::slice::from_ref(&b),
-            window,
-            3,
-            9,
-            "an input wider than the window",
-        );
-        // An input the band does not reach, and an empty one.
-        let c = synth(Bounds::from_origin_size(100, 100, 5, 5), 4, 13, true);
-        let mut empty = Synth::new(Bounds::from_origin_size(0, 6, 7, 3), 0, 14);
-        empty.empty_percent = 100;
-        let empty = Input {
-            image: empty.build(),
-            columns: SYNTH_COLUMNS.to_vec(),
-        };
-        check(ctx, &[a, b, c, empty], window, 2, 15, "four inputs stacked");
+        both_ways(ctx, |how| {
+            let check = |ctx: &GlContext, inputs: &[Input], window, row0, rows, what: &str| {
+                check(ctx, inputs, window, row0, rows, &format!("{what}, {how}"))
+            };
+            let window = Bounds::from_origin_size(-3, 5, 37, 19);
+            // One input inside the window, offset; its band cut mid-image.
+            let a = synth(Bounds::from_origin_size(2, 7, 29, 13), 9, 11, true);
+            check(
+                ctx,
+                std::slice::from_ref(&a),
+                window,
+                0,
+                19,
+                "one input, whole window",
+            );
+            check(
+                ctx,
+                std::slice::from_ref(&a),
+                window,
+                4,
+                7,
+                "one input, a band cutting it",
+            );
+            check(
+                ctx,
+                std::slice::from_ref(&a),
+                window,
+                18,
+                1,
+                "one input, a band below it",
+            );
+            // Wider than the window (a --bbox smaller than the input), no ZBack, long lists.
+            let b = synth(Bounds::from_origin_size(-9, 3, 60, 30), 40, 12, false);
+            check(
+                ctx,
+                std::slice::from_ref(&b),
+                window,
+                3,
+                9,
+                "an input wider than the window",
+            );
+            // An input the band does not reach, and an empty one.
+            let c = synth(Bounds::from_origin_size(100, 100, 5, 5), 4, 13, true);
+            let mut empty = Synth::new(Bounds::from_origin_size(0, 6, 7, 3), 0, 14);
+            empty.empty_percent = 100;
+            let empty = Input {
+                image: empty.build(),
+                columns: SYNTH_COLUMNS.to_vec(),
+            };
+            check(ctx, &[a, b, c, empty], window, 2, 15, "four inputs stacked");
+        })
     });
 }
 
 #[test]
 fn gpu_gather_matches_its_twin_on_real_files() {
     with_gl(|ctx| {
-        let columns = vec![Some("A"), Some("B"), Some("G"), Some("R")];
-        let balls = Input {
-            image: real("Balls.exr"),
-            columns: columns.clone(),
-        };
-        let leaves = Input {
-            image: real("Leaves.exr"),
-            columns,
-        };
-        let window = balls.image.data_window.union(&leaves.image.data_window);
-        let rows = window.height();
-        check(
-            ctx,
-            &[balls, leaves],
-            window,
-            rows / 3,
-            rows / 3 + 5,
-            "Balls + Leaves",
-        );
+        both_ways(ctx, |how| {
+            let columns = vec![Some("A"), Some("B"), Some("G"), Some("R")];
+            let balls = Input {
+                image: real("Balls.exr"),
+                columns: columns.clone(),
+            };
+            let leaves = Input {
+                image: real("Leaves.exr"),
+                columns,
+            };
+            let window = balls.image.data_window.union(&leaves.image.data_window);
+            let rows = window.height();
+            check(
+                ctx,
+                &[balls, leaves],
+                window,
+                rows / 3,
+                rows / 3 + 5,
+                &format!("Balls + Leaves, {how}"),
+            );
+        })
     });
 }

@@ -3,9 +3,15 @@
 // gather.comp.
 //
 // An input is staged as the reader decoded it: the sample offsets of its rows inside the band
-// (u32, relative to the first staged sample) and its planes, each a run of words in one buffer
-// (half: two values per word, low half first; float and uint: one per word). Slot 0 is Z,
-// slot 1 ZBack, slot 2 + c column c; a slot's descriptor is (first word, type).
+// (u32, relative to the first staged sample) and its planes, each a run of words (half: two
+// values per word, low half first; float and uint: one per word). Slot 0 is Z, slot 1 ZBack,
+// slot 2 + c column c; a slot's descriptor is (first word, type | shift << 8). Copied to the
+// GPU, every run lies in one buffer, each from a word's start. Read in place (PINNED_PLANES: a
+// software rasteriser's buffers over the decoded planes themselves, GL_AMD_pinned_memory),
+// slot k reads plane k's buffer (slots of one run bind one buffer twice), which starts at the
+// word holding the run's first value: a run of halves may start in a word's high half (shift
+// 1). The plane is the slot, not a descriptor's field, so that where the slot is a constant
+// (every call below, loops unrolled) the choice of buffer is made when the shader compiles.
 
 #define SLOT_ABSENT 0u
 #define SLOT_HALF 1u
@@ -15,6 +21,35 @@
 layout(std430, binding = 1) readonly buffer SourceOffsets { uint source_offsets[]; };
 layout(std430, binding = 2) readonly buffer SourcePlanes { uint source_words[]; };
 layout(std430, binding = 3) readonly buffer SourceSlots { uvec2 source_slots[]; };
+#if PINNED_PLANES
+// Planes 1-7 (plane 0 is SourcePlanes), for slots 1-7; the bindings the gather leaves free
+// (host: gpu::gather::PINNED_PLANE_BINDINGS).
+layout(std430, binding = 5) readonly buffer SourcePlane1 { uint source_words_1[]; };
+layout(std430, binding = 6) readonly buffer SourcePlane2 { uint source_words_2[]; };
+layout(std430, binding = 7) readonly buffer SourcePlane3 { uint source_words_3[]; };
+layout(std430, binding = 8) readonly buffer SourcePlane4 { uint source_words_4[]; };
+layout(std430, binding = 9) readonly buffer SourcePlane5 { uint source_words_5[]; };
+layout(std430, binding = 12) readonly buffer SourcePlane6 { uint source_words_6[]; };
+layout(std430, binding = 13) readonly buffer SourcePlane7 { uint source_words_7[]; };
+#endif
+
+// Word `i` of plane `plane`.
+uint plane_word(uint plane, uint i) {
+#if PINNED_PLANES
+    switch (plane) {
+    case 1u: return source_words_1[i];
+    case 2u: return source_words_2[i];
+    case 3u: return source_words_3[i];
+    case 4u: return source_words_4[i];
+    case 5u: return source_words_5[i];
+    case 6u: return source_words_6[i];
+    case 7u: return source_words_7[i];
+    default: return source_words[i];
+    }
+#else
+    return source_words[i];
+#endif
+}
 #if PERMUTED
 layout(std430, binding = 4) readonly buffer PixelOrder { uint pixel_order[]; };
 #endif
@@ -86,15 +121,18 @@ float uint_to_float(uint v) {
 // Sample s (staged index) of slot `slot`, or `fallback` where the input lacks the channel.
 float read_slot(uint slot, uint s, float fallback) {
     uvec2 d = source_slots[slot];
-    if (d.y == SLOT_HALF) {
-        uint word = source_words[d.x + (s >> 1)];
-        return half_bits_to_float((s & 1u) != 0u ? word >> 16 : word & 0xFFFFu);
+    uint type = d.y & 0xFu;
+    uint plane = PINNED_PLANES != 0 ? slot : 0u;
+    if (type == SLOT_HALF) {
+        uint h = s + (d.y >> 8);
+        uint word = plane_word(plane, d.x + (h >> 1));
+        return half_bits_to_float((h & 1u) != 0u ? word >> 16 : word & 0xFFFFu);
     }
-    if (d.y == SLOT_FLOAT) {
-        return uintBitsToFloat(source_words[d.x + s]);
+    if (type == SLOT_FLOAT) {
+        return uintBitsToFloat(plane_word(plane, d.x + s));
     }
-    if (d.y == SLOT_UINT) {
-        return uint_to_float(source_words[d.x + s]);
+    if (type == SLOT_UINT) {
+        return uint_to_float(plane_word(plane, d.x + s));
     }
     return fallback;
 }

@@ -77,6 +77,17 @@ impl<'a> GpuBuffer<'a> {
         }
     }
 
+    /// A buffer object made elsewhere (a pinned one, `gather.rs`) that dropping deletes.
+    pub(crate) fn owned(ctx: &'a GlContext, buffer: glow::Buffer, bytes: usize) -> Self {
+        GpuBuffer {
+            ctx,
+            buffer,
+            bytes,
+            capacity: bytes,
+            owner: Owner::Own,
+        }
+    }
+
     /// A view of a buffer object owned elsewhere, which dropping leaves alone.
     pub(crate) fn borrowed(ctx: &'a GlContext, buffer: glow::Buffer, bytes: usize) -> Self {
         GpuBuffer {

@@ -441,6 +441,19 @@ impl GlContext {
         context.mapped.deep_writes.set(settings.deep_writes);
         context.mapped.deep_readback.set(settings.deep_readback);
         context.set_transfer_round_bytes(settings.staging_bytes);
+        // Planes read in place only where the device is a software rasteriser and takes its
+        // defaults: its "GPU" reads host memory within each call (`gpu::gather`).
+        let pinned = software
+            && context.info.software
+            && context
+                .gl
+                .supported_extensions()
+                .contains("GL_AMD_pinned_memory");
+        context.mapped.pinned_possible.set(pinned);
+        context
+            .mapped
+            .pinned_planes
+            .set(pinned && settings.pinned != Some(false));
         Ok(context)
     }
 

@@ -6,6 +6,8 @@
 
 use std::time::Instant;
 
+use glow::HasContext;
+
 use super::buffer::GpuBuffer;
 use super::mapped::Piece;
 use super::program::Defines;
@@ -13,10 +15,28 @@ use super::GlContext;
 use crate::error::{Error, Result};
 use crate::vocab::{SlotSource, StagedInput, GROUP_SIZE};
 
+/// The storage bindings of the planes a gather reads in place, slot k's at entry k
+/// (`gather.glsl`: `SourcePlanes`, then `SourcePlane1` to `SourcePlane7`).
+pub(crate) const PINNED_PLANE_BINDINGS: [u32; 8] = [2, 5, 6, 7, 8, 9, 12, 13];
+
+/// `GL_EXTERNAL_VIRTUAL_MEMORY_BUFFER_AMD` (`GL_AMD_pinned_memory`): `glBufferData` on this
+/// target makes the buffer's storage the host memory given, not a copy of it.
+const EXTERNAL_VIRTUAL_MEMORY_BUFFER_AMD: u32 = 0x9160;
+
 /// One input's band on the GPU: the staged offsets, planes and slot descriptors.
+///
+/// The planes are one buffer the band's plane runs were copied into, or (read in place, on a
+/// software rasteriser) one buffer over each run's own host memory. Those last must not outlive
+/// the planes they stand on: a `StagedBuffers` lives inside the band's gather, where the
+/// [`StagedInput`] it was made from borrows the planes, and a software rasteriser finishes each
+/// dispatch inside the call that issues it.
 pub struct StagedBuffers<'a> {
     offsets: GpuBuffer<'a>,
-    planes: GpuBuffer<'a>,
+    /// The copied planes' one buffer, or one buffer a distinct run read in place.
+    planes: Vec<GpuBuffer<'a>>,
+    /// Read in place: per slot, the entry of `planes` it binds (`PINNED_PLANES` in
+    /// `gather.glsl`); empty where the planes were copied.
+    slot_planes: Vec<Option<usize>>,
     slots: GpuBuffer<'a>,
     input: u32,
     index_base: u32,
@@ -27,50 +47,113 @@ pub struct StagedBuffers<'a> {
     pub samples: usize,
     /// Bytes copied from the host.
     pub bytes: u64,
+    /// Bytes of planes read in place, not copied.
+    pub pinned_bytes: u64,
     /// Host seconds the staging took (copies into GL included).
     pub seconds: f64,
 }
 
+/// A buffer whose storage is `run`'s own memory, from the word that holds its first byte
+/// (`GL_AMD_pinned_memory`), and the halves it starts into that word (0 or 1). The word that
+/// holds the run's last byte is whole in the buffer: a run of halves of odd length ends two
+/// bytes into it, which the shader never uses (they lie inside the plane's allocation, whose
+/// size the allocator rounds to 8 bytes or more).
+fn pinned_buffer<'a>(ctx: &'a GlContext, run: &[u8]) -> Result<(GpuBuffer<'a>, u32)> {
+    let start = run.as_ptr() as usize;
+    let base = start & !3;
+    let end = (start + run.len()).next_multiple_of(4).max(base + 4);
+    // SAFETY: a buffer object of this context.
+    let buffer = unsafe { ctx.gl.create_buffer() }
+        .map_err(|e| Error::Gl(format!("cannot create a buffer: {e}")))?;
+    // SAFETY: [base, end) lies in the run's plane (see above), which outlives the buffer
+    // (see `StagedBuffers`); GL only reads it.
+    let error = unsafe {
+        let bytes = std::slice::from_raw_parts(base as *const u8, end - base);
+        ctx.gl
+            .bind_buffer(EXTERNAL_VIRTUAL_MEMORY_BUFFER_AMD, Some(buffer));
+        ctx.gl
+            .buffer_data_u8_slice(EXTERNAL_VIRTUAL_MEMORY_BUFFER_AMD, bytes, glow::STATIC_DRAW);
+        ctx.gl.bind_buffer(EXTERNAL_VIRTUAL_MEMORY_BUFFER_AMD, None);
+        ctx.gl.get_error()
+    };
+    ctx.with_checker(|c| c.allocated(super::buffer::id(buffer)));
+    let buffer = GpuBuffer::owned(ctx, buffer, end - base);
+    if error != glow::NO_ERROR {
+        return Err(Error::Gl(format!(
+            "a buffer over a decoded plane failed with GL error 0x{error:04x}"
+        )));
+    }
+    Ok((buffer, ((start - base) / 2) as u32))
+}
+
 /// Copy `input` to the GPU for a band `band_width` wide: its offsets, and each distinct plane
-/// run once (columns that read the same channel share it).
+/// run once (columns that read the same channel share it); or, where the context reads planes in
+/// place ([`GlContext::pinned_planes`]) and the runs fit its bindings, make a buffer over each
+/// run instead of copying it.
 pub fn stage<'a>(
     ctx: &'a GlContext,
     input: &StagedInput,
     band_width: usize,
 ) -> Result<StagedBuffers<'a>> {
     let start = Instant::now();
-    // Each distinct plane run, and per slot (first word, type).
+    // Each distinct plane run, and per slot the run it reads (or none, absent).
     let mut runs: Vec<(&[u8], usize)> = Vec::new();
-    let mut words = 0usize;
-    let mut descriptors: Vec<[u32; 2]> = Vec::with_capacity(input.slots.len());
+    let mut slot_runs: Vec<Option<usize>> = Vec::with_capacity(input.slots.len());
     for slot in &input.slots {
         let bytes = slot.bytes();
-        let first = match runs
+        let run = match runs
             .iter()
-            .find(|(b, _)| !bytes.is_empty() && std::ptr::eq(b.as_ptr(), bytes.as_ptr()))
+            .position(|(b, _)| !bytes.is_empty() && std::ptr::eq(b.as_ptr(), bytes.as_ptr()))
         {
-            Some(&(_, first)) => first,
-            None if matches!(slot, SlotSource::Absent) => 0,
+            Some(k) => Some(k),
+            None if matches!(slot, SlotSource::Absent) => None,
             None => {
-                runs.push((bytes, words));
-                let first = words;
-                words += slot.words();
-                first
+                runs.push((bytes, slot.words()));
+                Some(runs.len() - 1)
             }
         };
+        slot_runs.push(run);
+    }
+    let in_place = ctx.pinned_planes() && input.slots.len() <= PINNED_PLANE_BINDINGS.len();
+    let mut planes = Vec::new();
+    // Per run: its first word in its buffer and the halves it starts into that word.
+    let mut placed: Vec<(usize, u32)> = Vec::with_capacity(runs.len());
+    if in_place {
+        for (run, _) in &runs {
+            let (buffer, shift) = pinned_buffer(ctx, run)?;
+            planes.push(buffer);
+            placed.push((0, shift));
+        }
+    } else {
+        let mut words = 0usize;
+        for (_, run_words) in &runs {
+            placed.push((words, 0));
+            words += run_words;
+        }
         if words > u32::MAX as usize {
             return Err(Error::Gl(
                 "a band's staged planes pass 2^32 words; smaller bands are needed".into(),
             ));
         }
-        descriptors.push([first as u32, slot.glsl_type()]);
+        ctx.check_fits(words * 4, "an input's staged planes")?;
+        planes.push(ctx.scratch((words * 4).max(16))?);
     }
-    ctx.check_fits(words * 4, "an input's staged planes")?;
+    let descriptors: Vec<[u32; 2]> = input
+        .slots
+        .iter()
+        .zip(&slot_runs)
+        .map(|(slot, run)| match run {
+            Some(k) => {
+                let (first, shift) = placed[*k];
+                [first as u32, slot.glsl_type() | shift << 8]
+            }
+            None => [0, slot.glsl_type()],
+        })
+        .collect();
     let offsets = ctx.scratch((input.offsets.len() * 4).max(16))?;
-    let planes = ctx.scratch((words * 4).max(16))?;
     let slots = ctx.scratch((descriptors.len() * 8).max(16))?;
-    // One transfer of everything: on the mapped path the host copies it in parallel into
-    // staging memory and the GPU copies it on (`mapped.rs`).
+    // One transfer of everything copied: on the mapped path the host copies it in parallel
+    // into staging memory and the GPU copies it on (`mapped.rs`).
     let mut pieces = vec![
         Piece {
             dst: &offsets,
@@ -83,13 +166,23 @@ pub fn stage<'a>(
             bytes: bytemuck::cast_slice(&descriptors),
         },
     ];
-    // As bytes: a run of halves may start at an odd sample, off a word's alignment; an odd
-    // count leaves the last word's high half unwritten, and nothing reads it.
-    pieces.extend(runs.iter().map(|(run, first)| Piece {
-        dst: &planes,
-        to: first * 4,
-        bytes: run,
-    }));
+    let mut pinned_bytes = 0u64;
+    if in_place {
+        pinned_bytes = runs.iter().map(|(run, _)| run.len() as u64).sum();
+        ctx.count_transfer(|s| s.pinned_bytes += pinned_bytes);
+    } else {
+        // As bytes: a run of halves may start at an odd sample, off a word's alignment; an odd
+        // count leaves the last word's high half unwritten, and nothing reads it.
+        pieces.extend(
+            runs.iter()
+                .zip(&placed)
+                .map(|((run, _), &(first, _))| Piece {
+                    dst: &planes[0],
+                    to: first * 4,
+                    bytes: run,
+                }),
+        );
+    }
     let bytes: u64 = pieces.iter().map(|p| p.bytes.len() as u64).sum();
     ctx.timed("upload", bytes, || {
         ctx.write_pieces(&pieces, "staged planes")
@@ -98,6 +191,7 @@ pub fn stage<'a>(
     Ok(StagedBuffers {
         offsets,
         planes,
+        slot_planes: if in_place { slot_runs } else { Vec::new() },
         slots,
         input: input.input,
         index_base: input.index_base,
@@ -106,6 +200,7 @@ pub fn stage<'a>(
         origin: input.origin,
         samples: input.gathered_samples(band_width),
         bytes,
+        pinned_bytes,
         seconds: start.elapsed().as_secs_f64(),
     })
 }
@@ -121,11 +216,12 @@ pub struct GatherBand<'b, 'a> {
     pub order: Option<&'b GpuBuffer<'a>>,
 }
 
-fn defines(band: &GatherBand, columns: usize) -> Defines {
+fn defines(band: &GatherBand, staged: &StagedBuffers, columns: usize) -> Defines {
     Defines::default()
         .set("GROUP_SIZE", GROUP_SIZE)
         .set("NUM_COLUMNS", columns.max(1))
         .set("PERMUTED", u32::from(band.order.is_some()))
+        .set("PINNED_PLANES", u32::from(!staged.slot_planes.is_empty()))
 }
 
 fn set_source(ctx: &GlContext, program: glow::Program, staged: &StagedBuffers, band: &GatherBand) {
@@ -135,7 +231,14 @@ fn set_source(ctx: &GlContext, program: glow::Program, staged: &StagedBuffers, b
     ctx.uniform_u32(program, "u_input_width", staged.width as u32);
     ctx.uniform_u32(program, "u_input_rows", staged.rows as u32);
     staged.offsets.bind(1);
-    staged.planes.bind(2);
+    if staged.slot_planes.is_empty() {
+        staged.planes[0].bind(2);
+    }
+    for (plane, binding) in staged.slot_planes.iter().zip(PINNED_PLANE_BINDINGS) {
+        if let Some(k) = plane {
+            staged.planes[*k].bind(binding);
+        }
+    }
     staged.slots.bind(3);
     if let Some(order) = band.order {
         order.bind(4);
@@ -150,7 +253,7 @@ pub fn gather_counts(
     counts: &GpuBuffer,
     base: usize,
 ) -> Result<()> {
-    let program = ctx.use_stage("gather_count.comp", &defines(band, 1))?;
+    let program = ctx.use_stage("gather_count.comp", &defines(band, staged, 1))?;
     set_source(ctx, program, staged, band);
     ctx.uniform_u32(program, "u_count_base", base as u32);
     ctx.set_dispatch_bytes((band.pixels * 12) as u64);
@@ -172,7 +275,7 @@ pub fn gather(
     columns: usize,
     with_values: bool,
 ) -> Result<()> {
-    let defines = defines(band, columns);
+    let defines = defines(band, staged, columns);
     let defines = if with_values {
         defines
     } else {
@@ -184,9 +287,8 @@ pub fn gather(
     ctx.uniform_u32(program, "u_input", staged.input);
     ctx.uniform_u32(program, "u_index_base", staged.index_base);
     let value_bytes = if with_values { 4 * columns.max(1) } else { 0 };
-    ctx.set_dispatch_bytes(
-        staged.planes.bytes as u64 + (staged.samples * (16 + value_bytes)) as u64,
-    );
+    let plane_bytes: usize = staged.planes.iter().map(|p| p.bytes).sum();
+    ctx.set_dispatch_bytes(plane_bytes as u64 + (staged.samples * (16 + value_bytes)) as u64);
     ctx.run_per_pixel(
         program,
         band.pixels,

@@ -70,6 +70,8 @@ pub(crate) struct EnvSettings {
     /// `DEEPMERGE_GL_STAGING`: the bytes of one staging round and readback chunk, in place of
     /// [`STAGING_BYTES`] (a size, `16M`).
     pub staging_bytes: Option<usize>,
+    /// `DEEPMERGE_GL_PINNED`: whether a software rasteriser reads decoded planes in place.
+    pub pinned: Option<bool>,
 }
 
 impl EnvSettings {
@@ -88,6 +90,7 @@ impl EnvSettings {
             deep_readback: deep_readback_from_env()?,
             software_defaults: defaults_from(env_setting("DEEPMERGE_GL_DEFAULTS").as_deref())?,
             staging_bytes: staging_bytes_from(env_setting("DEEPMERGE_GL_STAGING").as_deref())?,
+            pinned: pinned_from(env_setting("DEEPMERGE_GL_PINNED").as_deref())?,
         })
     }
 }
@@ -222,6 +225,13 @@ pub fn pairwise_from(value: Option<&str>) -> Result<Option<bool>> {
     setting("DEEPMERGE_GL_PAIRWISE", value, &[("1", true), ("0", false)])
 }
 
+/// What `DEEPMERGE_GL_PINNED` asks for, from its value `value`: `1` (the default where it can
+/// be) has a software rasteriser read the decoded planes in place, `0` copies them as a GPU's
+/// are (`gpu::gather`; for measurements).
+pub fn pinned_from(value: Option<&str>) -> Result<Option<bool>> {
+    setting("DEEPMERGE_GL_PINNED", value, &[("1", true), ("0", false)])
+}
+
 /// What `DEEPMERGE_GL_DEEP_READBACK` asks for, if anything: `sources`, `runs` or `image`
 /// (`GlOptions::deep_readback`; for measurements).
 pub fn deep_readback_from_env() -> Result<Option<crate::gpu::resident::DeepReadback>> {
@@ -306,6 +316,9 @@ pub struct TransferStats {
     pub reader_staged_bytes: u64,
     /// Host seconds spent waiting for a readback's fence.
     pub readback_wait_s: f64,
+    /// Bytes of decoded planes the GPU read in place, never copied (`gpu::gather`, a software
+    /// rasteriser with `GL_AMD_pinned_memory`).
+    pub pinned_bytes: u64,
 }
 
 /// One buffer with persistent, coherent mapped storage.
@@ -351,6 +364,10 @@ pub(crate) struct MappedPool {
     pub(super) reader_staged: RefCell<Option<super::reader_staging::StagedBand>>,
     /// Blocks staging by the reader made, kept for the context's next merge.
     pub(super) reader_blocks: RefCell<Vec<MappedBuffer>>,
+    /// Whether a band's decoded planes are read in place rather than copied (`gpu::gather`).
+    pub(crate) pinned_planes: Cell<bool>,
+    /// Whether they can be: a software rasteriser with `GL_AMD_pinned_memory`.
+    pub(crate) pinned_possible: Cell<bool>,
 }
 
 /// A pointer the copy threads share; each writes its own range.
@@ -514,6 +531,22 @@ impl GlContext {
         self.mapped
             .round_bytes
             .set(bytes.map_or(0, |b| b.max(16).next_multiple_of(16)));
+    }
+
+    /// Whether a band's decoded planes are read in place (a software rasteriser with
+    /// `GL_AMD_pinned_memory`, unless `DEEPMERGE_GL_PINNED=0`) rather than copied (`gpu::gather`).
+    pub fn pinned_planes(&self) -> bool {
+        self.mapped.pinned_planes.get()
+    }
+
+    /// Read planes in place (`true`, where the context can: a software rasteriser with
+    /// `GL_AMD_pinned_memory`, whatever `DEEPMERGE_GL_PINNED` said) or copy them (`false`), so
+    /// that tests run both on one context.
+    #[doc(hidden)]
+    pub fn set_pinned_planes(&self, on: bool) {
+        self.mapped
+            .pinned_planes
+            .set(on && self.mapped.pinned_possible.get());
     }
 
     /// Read mapped readbacks without waiting for their fences (`false`), so that a test can

@@ -127,6 +127,9 @@ pub struct GpuStats {
     /// Bytes of `staged_bytes` that the reader's threads had copied into mapped memory already
     /// (`DEEPMERGE_GL_READER_STAGING`), which the GPU copied on from there.
     pub reader_staged_bytes: u64,
+    /// Bytes of decoded planes read in place by a software rasteriser, not in `staged_bytes`
+    /// (`gpu::gather`).
+    pub pinned_bytes: u64,
     /// Bands the reader found no free block for (staged by the merging thread), where the
     /// reader stages (`None` elsewhere): a streamed run's count, not a band's.
     pub reader_missed_bands: Option<u64>,
@@ -178,6 +181,7 @@ impl GpuStats {
             readback_wait_s: 0.0,
             mapped_allocations: 0,
             reader_staged_bytes: 0,
+            pinned_bytes: 0,
             reader_missed_bands: None,
             readback_bytes: 0,
             readback_form: "nothing",
@@ -217,6 +221,7 @@ impl AddAssign for GpuStats {
         self.readback_wait_s += band.readback_wait_s;
         self.mapped_allocations += band.mapped_allocations;
         self.reader_staged_bytes += band.reader_staged_bytes;
+        self.pinned_bytes += band.pinned_bytes;
         self.reader_missed_bands = band.reader_missed_bands.or(self.reader_missed_bands);
         self.readback_bytes += band.readback_bytes;
         self.readback_form = band.readback_form;
@@ -278,10 +283,18 @@ impl fmt::Display for GpuStats {
         )?;
         writeln!(
             f,
-            "host staging:   {:.1} MiB in {:.3} s, {:.2} GB/s (decoded planes and offsets){}",
+            "host staging:   {:.1} MiB in {:.3} s, {:.2} GB/s (decoded planes and offsets){}{}",
             self.staged_bytes as f64 / (1 << 20) as f64,
             self.upload_s,
             self.staged_bytes as f64 / self.upload_s.max(1e-9) / 1e9,
+            if self.pinned_bytes > 0 {
+                format!(
+                    "; {:.1} MiB of decoded planes read in place, not copied",
+                    self.pinned_bytes as f64 / (1 << 20) as f64
+                )
+            } else {
+                String::new()
+            },
             match self.reader_missed_bands {
                 Some(missed) => format!(
                     "; {:.1} MiB of it staged by the reader's threads ({missed} band(s) found \

@@ -251,6 +251,7 @@ pub(crate) fn issue_gl_over<'a>(
     stats.mapped_allocations = transfers.allocations - transfers_before.allocations;
     stats.reader_staged_bytes =
         transfers.reader_staged_bytes - transfers_before.reader_staged_bytes;
+    stats.pinned_bytes = transfers.pinned_bytes - transfers_before.pinned_bytes;
     let fences = ctx.fence_stats();
     stats.release_fences = fences.fences - fences_before.fences;
     stats.reuses_waited = fences.reuses_waited - fences_before.reuses_waited;

@@ -252,7 +252,11 @@ pub fn build() -> Vec<Space> {
 /// `gpu::gather`: the counting pass over one staged input.
 pub fn gather_count() -> Vec<Space> {
     space(
-        vec![fixed("GROUP_SIZE", GROUP_SIZE), axis("PERMUTED", [0, 1])],
+        vec![
+            fixed("GROUP_SIZE", GROUP_SIZE),
+            axis("PERMUTED", [0, 1]),
+            axis("PINNED_PLANES", [0, 1]),
+        ],
         vec![fixed("NUM_COLUMNS", 1)],
     )
 }
@@ -260,7 +264,11 @@ pub fn gather_count() -> Vec<Space> {
 /// `gpu::gather`: one staged input's samples into the stream.
 pub fn gather() -> Vec<Space> {
     space(
-        vec![fixed("GROUP_SIZE", GROUP_SIZE), axis("PERMUTED", [0, 1])],
+        vec![
+            fixed("GROUP_SIZE", GROUP_SIZE),
+            axis("PERMUTED", [0, 1]),
+            axis("PINNED_PLANES", [0, 1]),
+        ],
         vec![axis("NUM_COLUMNS", [1, 4, 6]), axis("WITH_VALUES", [1, 0])],
     )
 }
