@@ -139,10 +139,16 @@ pub struct GlContext {
     /// The buffer bound to each indexed storage binding the engine uses, so that a buffer going
     /// back to the pool is unbound (`buffer.rs`, `GlContext::unbind_everywhere`).
     pub(crate) storage_bindings: RefCell<Vec<Option<glow::Buffer>>>,
+    /// `glBufferData` itself, for buffers over host memory given by pointer
+    /// (`gpu::gather`'s planes read in place), which glow takes only as a slice.
+    pub(crate) buffer_data_raw: Option<BufferDataFn>,
     // Kept alive (and current) as long as the function table is used; `None` when the caller
     // owns the context (a window's, see [`GlContext::from_current`]).
     _owned: Option<(PossiblyCurrentContext, Display)>,
 }
+
+/// `glBufferData`'s signature.
+pub(crate) type BufferDataFn = unsafe extern "system" fn(u32, isize, *const std::ffi::c_void, u32);
 
 impl GlContext {
     /// Check that a buffer of `bytes` can be bound as one storage block (`what` names it):
@@ -394,6 +400,11 @@ impl GlContext {
         strict: bool,
         settings: super::mapped::EnvSettings,
     ) -> Result<GlContext> {
+        let mut loader = loader;
+        let buffer_data = loader(c"glBufferData");
+        // SAFETY: the loader's glBufferData has this signature; null is no function.
+        let buffer_data_raw = (!buffer_data.is_null())
+            .then(|| std::mem::transmute::<*const std::ffi::c_void, BufferDataFn>(buffer_data));
         let mut gl = glow::Context::from_loader_function_cstr(loader);
         let strict = strict.then(super::strict::Strict::default);
         if let Some(s) = &strict {
@@ -422,6 +433,7 @@ impl GlContext {
             strict,
             current_program: Cell::new(None),
             storage_bindings: RefCell::new(Vec::new()),
+            buffer_data_raw,
             _owned: None,
         };
         if let Some(path) = settings.transfer {
@@ -441,10 +453,13 @@ impl GlContext {
         context.mapped.deep_writes.set(settings.deep_writes);
         context.mapped.deep_readback.set(settings.deep_readback);
         context.set_transfer_round_bytes(settings.staging_bytes);
-        // Planes read in place only where the device is a software rasteriser and takes its
-        // defaults: its "GPU" reads host memory within each call (`gpu::gather`).
+        // Planes read in place only on llvmpipe taking its defaults: its "GPU" reads host memory
+        // inside each call (`gpu::gather`). Not any software device: zink over lavapipe runs
+        // the work on another thread and wants page-aligned memory.
         let pinned = software
             && context.info.software
+            && context.info.renderer.starts_with("llvmpipe")
+            && context.buffer_data_raw.is_some()
             && context
                 .gl
                 .supported_extensions()

@@ -4,6 +4,7 @@
 //! order, then, at the scanned offsets, the fragment keys and composited values. The host's only
 //! per-sample work is the decode; staging copies whole plane runs.
 
+use std::marker::PhantomData;
 use std::time::Instant;
 
 use glow::HasContext;
@@ -30,7 +31,8 @@ const EXTERNAL_VIRTUAL_MEMORY_BUFFER_AMD: u32 = 0x9160;
 /// the planes they stand on: a `StagedBuffers` lives inside the band's gather, where the
 /// [`StagedInput`] it was made from borrows the planes, and a software rasteriser finishes each
 /// dispatch inside the call that issues it.
-pub struct StagedBuffers<'a> {
+pub struct StagedBuffers<'a, 'i> {
+    ctx: &'a GlContext,
     offsets: GpuBuffer<'a>,
     /// The copied planes' one buffer, or one buffer a distinct run read in place.
     planes: Vec<GpuBuffer<'a>>,
@@ -51,28 +53,51 @@ pub struct StagedBuffers<'a> {
     pub pinned_bytes: u64,
     /// Host seconds the staging took (copies into GL included).
     pub seconds: f64,
+    /// The planes read in place are the staged input's: it outlives these buffers.
+    _planes: PhantomData<&'i [u8]>,
 }
 
-/// A buffer whose storage is `run`'s own memory, from the word that holds its first byte
-/// (`GL_AMD_pinned_memory`), and the halves it starts into that word (0 or 1). The word that
-/// holds the run's last byte is whole in the buffer: a run of halves of odd length ends two
-/// bytes into it, which the shader never uses (they lie inside the plane's allocation, whose
-/// size the allocator rounds to 8 bytes or more).
+impl Drop for StagedBuffers<'_, '_> {
+    /// Planes read in place are the host's memory again once their buffers go: wait for the
+    /// work that reads them (on llvmpipe done already, inside the calls that issued it; with
+    /// Mesa's GL thread, queued), so that nothing reads them after their owner frees them.
+    fn drop(&mut self) {
+        if !self.slot_planes.is_empty() {
+            self.ctx.finish();
+        }
+    }
+}
+
+/// A buffer whose storage is `run`'s own memory, from the word that holds its first byte to the
+/// word that holds its last (`GL_AMD_pinned_memory`), and the halves it starts into that first
+/// word (0 or 1). The run is a slice of a decoded plane, a `Vec` from the global allocator
+/// (malloc: 16-byte aligned, sizes rounded up to 8 bytes or more), so the two bytes before an odd
+/// start are the plane's previous value and the two after an odd end lie inside its
+/// allocation; the shader reads neither. `run` is not empty.
 fn pinned_buffer<'a>(ctx: &'a GlContext, run: &[u8]) -> Result<(GpuBuffer<'a>, u32)> {
+    debug_assert!(!run.is_empty());
     let start = run.as_ptr() as usize;
     let base = start & !3;
-    let end = (start + run.len()).next_multiple_of(4).max(base + 4);
+    let end = (start + run.len()).next_multiple_of(4);
+    ctx.check_fits(end - base, "a decoded plane read in place")?;
+    let Some(buffer_data) = ctx.buffer_data_raw else {
+        return Err(Error::Gl("glBufferData was not loaded".into()));
+    };
     // SAFETY: a buffer object of this context.
     let buffer = unsafe { ctx.gl.create_buffer() }
         .map_err(|e| Error::Gl(format!("cannot create a buffer: {e}")))?;
-    // SAFETY: [base, end) lies in the run's plane (see above), which outlives the buffer
-    // (see `StagedBuffers`); GL only reads it.
+    // SAFETY: [base, end) lies in the run's plane allocation (see above), which outlives the
+    // buffer (`StagedBuffers`); GL only reads it. Passed as a pointer, not a slice: its ends
+    // may lie outside the run.
     let error = unsafe {
-        let bytes = std::slice::from_raw_parts(base as *const u8, end - base);
         ctx.gl
             .bind_buffer(EXTERNAL_VIRTUAL_MEMORY_BUFFER_AMD, Some(buffer));
-        ctx.gl
-            .buffer_data_u8_slice(EXTERNAL_VIRTUAL_MEMORY_BUFFER_AMD, bytes, glow::STATIC_DRAW);
+        buffer_data(
+            EXTERNAL_VIRTUAL_MEMORY_BUFFER_AMD,
+            (end - base) as isize,
+            base as *const std::ffi::c_void,
+            glow::STATIC_DRAW,
+        );
         ctx.gl.bind_buffer(EXTERNAL_VIRTUAL_MEMORY_BUFFER_AMD, None);
         ctx.gl.get_error()
     };
@@ -90,11 +115,11 @@ fn pinned_buffer<'a>(ctx: &'a GlContext, run: &[u8]) -> Result<(GpuBuffer<'a>, u
 /// run once (columns that read the same channel share it); or, where the context reads planes in
 /// place ([`GlContext::pinned_planes`]) and the runs fit its bindings, make a buffer over each
 /// run instead of copying it.
-pub fn stage<'a>(
+pub fn stage<'a, 'i>(
     ctx: &'a GlContext,
-    input: &StagedInput,
+    input: &StagedInput<'i>,
     band_width: usize,
-) -> Result<StagedBuffers<'a>> {
+) -> Result<StagedBuffers<'a, 'i>> {
     let start = Instant::now();
     // Each distinct plane run, and per slot the run it reads (or none, absent).
     let mut runs: Vec<(&[u8], usize)> = Vec::new();
@@ -114,7 +139,12 @@ pub fn stage<'a>(
         };
         slot_runs.push(run);
     }
-    let in_place = ctx.pinned_planes() && input.slots.len() <= PINNED_PLANE_BINDINGS.len();
+    // In place where every slot has a binding and every run a sample (a band the input does
+    // not reach has empty runs, perhaps one past its planes' ends: copied, they cost nothing).
+    let in_place = ctx.pinned_planes()
+        && input.slots.len() <= PINNED_PLANE_BINDINGS.len()
+        && !runs.is_empty()
+        && runs.iter().all(|(run, _)| !run.is_empty());
     let mut planes = Vec::new();
     // Per run: its first word in its buffer and the halves it starts into that word.
     let mut placed: Vec<(usize, u32)> = Vec::with_capacity(runs.len());
@@ -189,6 +219,7 @@ pub fn stage<'a>(
     })?;
     drop(pieces);
     Ok(StagedBuffers {
+        ctx,
         offsets,
         planes,
         slot_planes: if in_place { slot_runs } else { Vec::new() },
@@ -202,6 +233,7 @@ pub fn stage<'a>(
         bytes,
         pinned_bytes,
         seconds: start.elapsed().as_secs_f64(),
+        _planes: PhantomData,
     })
 }
 
@@ -233,10 +265,12 @@ fn set_source(ctx: &GlContext, program: glow::Program, staged: &StagedBuffers, b
     staged.offsets.bind(1);
     if staged.slot_planes.is_empty() {
         staged.planes[0].bind(2);
-    }
-    for (plane, binding) in staged.slot_planes.iter().zip(PINNED_PLANE_BINDINGS) {
-        if let Some(k) = plane {
-            staged.planes[*k].bind(binding);
+    } else {
+        // Every plane binding, an absent slot's to a buffer of this input it never reads, so
+        // that none names a buffer of an earlier dispatch.
+        for (k, binding) in PINNED_PLANE_BINDINGS.into_iter().enumerate() {
+            let plane = staged.slot_planes.get(k).copied().flatten().unwrap_or(0);
+            staged.planes[plane].bind(binding);
         }
     }
     staged.slots.bind(3);
