@@ -2,7 +2,9 @@
 //! staged as the reader decoded it ([`StagedInput`]: its planes, half or float, and one offset
 //! per pixel), and the GPU makes from it what a build scatters: the per-pixel counts in layout
 //! order, then, at the scanned offsets, the fragment keys and composited values. The host's only
-//! per-sample work is the decode; staging copies whole plane runs.
+//! per-sample work is the decode; staging copies whole plane runs, and on Mesa llvmpipe, whose
+//! buffers are host memory, not even that: the gather reads the runs where the reader decoded
+//! them (`GL_AMD_pinned_memory`, [`GlContext::pinned_planes`]).
 
 use std::marker::PhantomData;
 use std::time::Instant;
@@ -26,11 +28,10 @@ const EXTERNAL_VIRTUAL_MEMORY_BUFFER_AMD: u32 = 0x9160;
 
 /// One input's band on the GPU: the staged offsets, planes and slot descriptors.
 ///
-/// The planes are one buffer the band's plane runs were copied into, or (read in place, on a
-/// software rasteriser) one buffer over each run's own host memory. Those last must not outlive
-/// the planes they stand on: a `StagedBuffers` lives inside the band's gather, where the
-/// [`StagedInput`] it was made from borrows the planes, and a software rasteriser finishes each
-/// dispatch inside the call that issues it.
+/// The planes are one buffer the band's plane runs were copied into, or (read in place, on
+/// llvmpipe) one buffer over each run's own host memory. Those last must not outlive the planes
+/// they stand on: a `StagedBuffers` borrows the [`StagedInput`] it was made from (`'i`), and
+/// waits for the GL's work before its buffers go (`Drop`).
 pub struct StagedBuffers<'a, 'i> {
     ctx: &'a GlContext,
     offsets: GpuBuffer<'a>,
@@ -71,9 +72,9 @@ impl Drop for StagedBuffers<'_, '_> {
 /// A buffer whose storage is `run`'s own memory, from the word that holds its first byte to the
 /// word that holds its last (`GL_AMD_pinned_memory`), and the halves it starts into that first
 /// word (0 or 1). The run is a slice of a decoded plane, a `Vec` from the global allocator
-/// (malloc: 16-byte aligned, sizes rounded up to 8 bytes or more), so the two bytes before an odd
-/// start are the plane's previous value and the two after an odd end lie inside its
-/// allocation; the shader reads neither. `run` is not empty.
+/// (glibc's malloc: 16-byte aligned, usable sizes whole multiples of 8 bytes), so the two bytes
+/// before an odd start are the plane's previous value and the two after an odd end lie inside
+/// its allocation; the shader reads neither. `run` is not empty.
 fn pinned_buffer<'a>(ctx: &'a GlContext, run: &[u8]) -> Result<(GpuBuffer<'a>, u32)> {
     debug_assert!(!run.is_empty());
     let start = run.as_ptr() as usize;
