@@ -50,8 +50,6 @@ pub struct StagedBuffers<'a, 'i> {
     pub samples: usize,
     /// Bytes copied from the host.
     pub bytes: u64,
-    /// Bytes of planes read in place, not copied.
-    pub pinned_bytes: u64,
     /// Host seconds the staging took (copies into GL included).
     pub seconds: f64,
     /// The planes read in place are the staged input's: it outlives these buffers.
@@ -197,10 +195,9 @@ pub fn stage<'a, 'i>(
             bytes: bytemuck::cast_slice(&descriptors),
         },
     ];
-    let mut pinned_bytes = 0u64;
     if in_place {
-        pinned_bytes = runs.iter().map(|(run, _)| run.len() as u64).sum();
-        ctx.count_transfer(|s| s.pinned_bytes += pinned_bytes);
+        let pinned: u64 = runs.iter().map(|(run, _)| run.len() as u64).sum();
+        ctx.count_transfer(|s| s.pinned_bytes += pinned);
     } else {
         // As bytes: a run of halves may start at an odd sample, off a word's alignment; an odd
         // count leaves the last word's high half unwritten, and nothing reads it.
@@ -232,7 +229,6 @@ pub fn stage<'a, 'i>(
         origin: input.origin,
         samples: input.gathered_samples(band_width),
         bytes,
-        pinned_bytes,
         seconds: start.elapsed().as_secs_f64(),
         _planes: PhantomData,
     })

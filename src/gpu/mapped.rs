@@ -81,6 +81,9 @@ impl EnvSettings {
         copy_threads_from(env_setting("DEEPMERGE_GL_COPY_THREADS").as_deref())?;
         // Read where a streamed merge starts its reader (`reader_staging.rs`); checked here too.
         super::reader_staging::reader_staging_from_env()?;
+        // Read where a streamed merge plans its bands (`stream::plan`); checked here too, so
+        // that a bad value is refused wherever it would do nothing (llvmpipe, `--band-rows`).
+        crate::stream::plan::gl_band_cap_from_env()?;
         Ok(EnvSettings {
             transfer: TransferPath::from_env()?,
             buffers: BufferStorage::from_env()?,

@@ -87,6 +87,12 @@ pub struct StreamOptions {
 }
 
 impl StreamOptions {
+    /// The threads a band is decoded and encoded on: [`Self::band_threads`], or the current
+    /// rayon pool's.
+    pub fn threads_per_band(&self) -> usize {
+        self.band_threads.unwrap_or_else(rayon::current_num_threads)
+    }
+
     /// The writers' options for an output made from an input whose header holds `attributes`
     /// (the first input's, of the part read): the writers' own attributes, then the input's as
     /// [`Self::metadata`] asks. The merge and every operation keep these metadata rules.

@@ -357,13 +357,10 @@ impl<'o> StreamMerge<'o> {
         let bands = match gl_device {
             Some((software, overlap)) if options.band_rows.is_none() => {
                 let in_flight = crate::exr::BANDS_IN_FLIGHT + u64::from(overlap);
-                // Read on every GL run, so that a bad value is refused where it does nothing too.
-                let per_thread = super::plan::gl_band_cap_from_env()?;
                 if !software {
-                    let threads = options
-                        .band_threads
-                        .unwrap_or_else(rayon::current_num_threads);
-                    let cap = per_thread.map_or(u64::MAX, |cap| cap.saturating_mul(threads as u64));
+                    let cap = super::plan::gl_band_cap_from_env()?.map_or(u64::MAX, |cap| {
+                        cap.saturating_mul(options.threads_per_band() as u64)
+                    });
                     plan_bands_capped(&sources, window, &shape, options, cap, in_flight)?
                 } else if overlap {
                     let cap = super::plan::MAX_BAND_BYTES;

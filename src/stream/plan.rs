@@ -144,11 +144,7 @@ pub fn plan_bands(
         window,
         shape,
         options,
-        band_cap(
-            options
-                .band_threads
-                .unwrap_or_else(rayon::current_num_threads),
-        ),
+        band_cap(options.threads_per_band()),
         BANDS_IN_FLIGHT,
     )
 }
