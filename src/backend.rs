@@ -294,7 +294,7 @@ pub const AUTO_GL_MIN_INPUT_BYTES: u64 = 256 << 20;
 /// [`AUTO_GL_MIN_INPUT_BYTES`], or what `DEEPMERGE_AUTO_GL_MIN_BYTES` says: a plain number is
 /// bytes (unlike `--memory-budget`, whose plain numbers are GiB), a number with a unit a size
 /// as `--memory-budget` takes it.
-fn auto_gl_min_input_bytes() -> Result<u64> {
+pub(crate) fn auto_gl_min_input_bytes() -> Result<u64> {
     let text = match std::env::var("DEEPMERGE_AUTO_GL_MIN_BYTES") {
         Ok(text) if !text.trim().is_empty() => text,
         _ => return Ok(AUTO_GL_MIN_INPUT_BYTES),

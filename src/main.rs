@@ -379,10 +379,18 @@ fn main() -> ExitCode {
         Ok(_) => {}
         Err(e) => return exit_with(Err(e), "--memory-budget"),
     }
-    // The reader's measurement setting, refused before any file is opened (the runs read it
-    // again where they start).
-    if let Err(e) = deepmerge::stream::pipeline::read_ahead_from_env() {
+    // Every measurement setting, refused before any file is opened and whatever the command
+    // (the runs read them again where they start: a GL setting only where a context starts, so
+    // a bad one would otherwise pass silently under `--backend cpu`); and a `DEEPMERGE_*` name
+    // deepmerge does not know, most likely a misspelt switch, said once.
+    if let Err(e) = deepmerge::env_setting::check_settings() {
         return exit_with(Err(e), "--memory-budget");
+    }
+    for (name, nearest) in deepmerge::env_setting::unknown_settings() {
+        eprintln!(
+            "deepmerge: warning: {}",
+            deepmerge::env_setting::unknown_setting_warning(&name, nearest)
+        );
     }
     // An operation of the table is its own subcommand (`cli::ops`); the rest are `Command`'s.
     if let Some((name, args)) = matches.subcommand() {

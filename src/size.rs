@@ -67,7 +67,10 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     let text = text.trim();
     match text.parse::<u64>() {
         Ok(bytes) => Ok(bytes),
-        Err(_) => parse_memory(text),
+        // Its own wording: `parse_memory`'s would call a plain number GiB.
+        Err(_) => parse_memory(text).map_err(|_| {
+            format!("a size is a number of bytes or a number with a unit (K, M, G), not {text:?}")
+        }),
     }
 }
 
@@ -93,6 +96,7 @@ mod tests {
         assert_eq!(parse_bytes("0"), Ok(0));
         assert_eq!(parse_bytes(" 4096 "), Ok(4096));
         assert_eq!(parse_bytes("16M"), Ok(16 << 20));
+        assert!(parse_bytes("lots").unwrap_err().contains("number of bytes"));
         for bad in ["", "-1", "lots", "2 lightyears"] {
             assert!(parse_bytes(bad).is_err(), "{bad}");
         }

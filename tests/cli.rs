@@ -407,6 +407,62 @@ fn scene_and_heatmap_subcommands_write_files() {
 }
 
 #[test]
+fn measurement_settings_are_checked_whatever_the_engine_and_misspelt_ones_are_named() {
+    let a = data("openexr-images/Balls.exr");
+    let b = data("openexr-images/Trunks.exr");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.exr");
+    let args = [
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let with = |env: &[(&str, &str)]| {
+        let mut command = deepmerge();
+        command.args(args);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let run = command.output().unwrap();
+        (
+            run.status.code(),
+            String::from_utf8_lossy(&run.stderr).into_owned(),
+        )
+    };
+    // A GL setting's bad value is refused by name under the CPU engine too, before any file
+    // is written (a GL context would have refused it; the CPU engine never makes one).
+    for (name, value, says) in [
+        ("DEEPMERGE_GL_TRANSFER", "bogus", "use mapped or calls"),
+        ("DEEPMERGE_GL_BAND_CAP", "lots", "from 1M to 16G"),
+        ("DEEPMERGE_AUTO_GL_MIN_BYTES", "lots", "number of bytes"),
+    ] {
+        let (code, err) = with(&[(name, value)]);
+        assert_eq!(code, Some(2), "{name}={value}: {err}");
+        assert!(
+            err.contains(&format!("{name}={value}")) && err.contains(says),
+            "{name}={value}: {err}"
+        );
+        assert!(!out.exists(), "{name}={value} wrote an output");
+    }
+    // A name deepmerge does not read is most likely a slip: one warning naming the nearest
+    // setting, and the run goes on with the same bytes as without it.
+    let (code, err) = with(&[]);
+    assert_eq!((code, err.as_str()), (Some(0), ""));
+    let plain = std::fs::read(&out).unwrap();
+    let (code, err) = with(&[("DEEPMERGE_GL_TRANSFR", "calls")]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "deepmerge: warning: DEEPMERGE_GL_TRANSFR is not a setting deepmerge reads (did you \
+         mean DEEPMERGE_GL_TRANSFER?); it is ignored"
+    );
+    assert!(std::fs::read(&out).unwrap() == plain);
+}
+
+#[test]
 fn backend_choice_without_gl_and_with_software_gl() {
     let a = data("openexr-images/Balls.exr");
     let b = data("openexr-images/Trunks.exr");
