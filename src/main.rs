@@ -360,6 +360,13 @@ enum ProgressArg {
     None,
 }
 
+/// Whether the command line asks for quiet (`-q`: nothing but errors), on the merge or on the
+/// subcommand it names; commands without the flag are not quiet.
+fn asks_quiet(matches: &clap::ArgMatches) -> bool {
+    let quiet = |m: &clap::ArgMatches| matches!(m.try_get_one::<bool>("quiet"), Ok(Some(true)));
+    quiet(matches) || matches.subcommand().is_some_and(|(_, sub)| quiet(sub))
+}
+
 fn main() -> ExitCode {
     // Times count from here when DEEPMERGE_TIMELINE asks for a timeline.
     deepmerge::timeline::start();
@@ -386,11 +393,13 @@ fn main() -> ExitCode {
     if let Err(e) = deepmerge::env_setting::check_settings() {
         return exit_with(Err(e), "--memory-budget");
     }
-    for (name, nearest) in deepmerge::env_setting::unknown_settings() {
-        eprintln!(
-            "deepmerge: warning: {}",
-            deepmerge::env_setting::unknown_setting_warning(&name, nearest)
-        );
+    if !asks_quiet(&matches) {
+        for (name, nearest) in deepmerge::env_setting::unknown_settings() {
+            eprintln!(
+                "deepmerge: warning: {}",
+                deepmerge::env_setting::unknown_setting_warning(&name, nearest)
+            );
+        }
     }
     // An operation of the table is its own subcommand (`cli::ops`); the rest are `Command`'s.
     if let Some((name, args)) = matches.subcommand() {

@@ -460,6 +460,33 @@ fn measurement_settings_are_checked_whatever_the_engine_and_misspelt_ones_are_na
          mean DEEPMERGE_GL_TRANSFER?); it is ignored"
     );
     assert!(std::fs::read(&out).unwrap() == plain);
+    // `-q` is nothing but errors, on the merge and on a subcommand.
+    let quiet = deepmerge()
+        .args(args)
+        .arg("-q")
+        .env("DEEPMERGE_GL_TRANSFR", "calls")
+        .output()
+        .unwrap();
+    assert!(quiet.status.success());
+    assert_eq!(String::from_utf8_lossy(&quiet.stderr), "");
+    let flat = dir.path().join("flat.exr");
+    let quiet = deepmerge()
+        .args([
+            "flatten",
+            a.to_str().unwrap(),
+            "-q",
+            "-o",
+            flat.to_str().unwrap(),
+        ])
+        .env("DEEPMERGE_GL_TRANSFR", "calls")
+        .output()
+        .unwrap();
+    assert!(
+        quiet.status.success(),
+        "{}",
+        String::from_utf8_lossy(&quiet.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&quiet.stderr), "");
 }
 
 #[test]

@@ -44,5 +44,19 @@ fn _deepmerge(module: &Bound<'_, PyModule>) -> PyResult<()> {
         "DEFAULT_MEMORY_BUDGET",
         deepmerge::stream::DEFAULT_MEMORY_BUDGET,
     )?;
+    warn_of_unknown_settings(module.py())?;
+    Ok(())
+}
+
+/// A `DEEPMERGE_*` variable the library does not read, most likely a misspelt measurement
+/// switch, said once at import as a `UserWarning` (the CLI says it at its start), naming the
+/// nearest setting: otherwise it would be silently a run without the switch.
+fn warn_of_unknown_settings(py: Python<'_>) -> PyResult<()> {
+    let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+    for (name, nearest) in deepmerge::env_setting::unknown_settings() {
+        let message = deepmerge::env_setting::unknown_setting_warning(&name, nearest);
+        let message = std::ffi::CString::new(message).expect("variable names hold no NUL");
+        PyErr::warn(py, &category, &message, 1)?;
+    }
     Ok(())
 }

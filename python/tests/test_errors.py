@@ -192,3 +192,23 @@ def test_no_opengl_is_a_gl_error(tmp_path):
     env = dict(os.environ, __EGL_VENDOR_LIBRARY_FILENAMES="/nonexistent")
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert done.stdout.strip() == class_name, done
+
+
+def test_a_misspelt_setting_is_named_at_import():
+    """A ``DEEPMERGE_*`` variable the library does not read warns once at import, naming the
+    nearest setting, as the CLI does at its start; known ones say nothing."""
+    code = "import warnings; warnings.simplefilter('always'); import deepmerge"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEEPMERGE_GL_TRANSF")}
+    run = lambda extra: subprocess.run(
+        [sys.executable, "-c", code], env={**env, **extra}, capture_output=True, text=True
+    )
+    quiet = run({"DEEPMERGE_GL_TRANSFER": "calls"})
+    assert quiet.returncode == 0, quiet.stderr
+    assert "DEEPMERGE_" not in quiet.stderr, quiet.stderr
+    warned = run({"DEEPMERGE_GL_TRANSFR": "calls"})
+    assert warned.returncode == 0, warned.stderr
+    assert warned.stderr.count("UserWarning") == 1, warned.stderr
+    assert (
+        "DEEPMERGE_GL_TRANSFR is not a setting deepmerge reads "
+        "(did you mean DEEPMERGE_GL_TRANSFER?)" in warned.stderr
+    ), warned.stderr
