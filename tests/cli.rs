@@ -412,20 +412,18 @@ fn measurement_settings_are_checked_whatever_the_engine_and_misspelt_ones_are_na
     let b = data("openexr-images/Trunks.exr");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("o.exr");
-    let args = [
+    let flat = dir.path().join("flat.exr");
+    let (a, b, out, flat) = (
         a.to_str().unwrap(),
         b.to_str().unwrap(),
-        "--backend",
-        "cpu",
-        "-o",
         out.to_str().unwrap(),
-    ];
-    let with = |env: &[(&str, &str)]| {
+        flat.to_str().unwrap(),
+    );
+    let merge = [a, b, "--backend", "cpu", "-o", out];
+    // The exit code and stderr of the CLI run with `args` and the variables `env`.
+    let with = |args: &[&str], env: &[(&str, &str)]| {
         let mut command = deepmerge();
-        command.args(args);
-        for (name, value) in env {
-            command.env(name, value);
-        }
+        command.args(args).envs(env.iter().copied());
         let run = command.output().unwrap();
         (
             run.status.code(),
@@ -439,54 +437,37 @@ fn measurement_settings_are_checked_whatever_the_engine_and_misspelt_ones_are_na
         ("DEEPMERGE_GL_BAND_CAP", "lots", "from 1M to 16G"),
         ("DEEPMERGE_AUTO_GL_MIN_BYTES", "lots", "number of bytes"),
     ] {
-        let (code, err) = with(&[(name, value)]);
+        let (code, err) = with(&merge, &[(name, value)]);
         assert_eq!(code, Some(2), "{name}={value}: {err}");
         assert!(
             err.contains(&format!("{name}={value}")) && err.contains(says),
             "{name}={value}: {err}"
         );
-        assert!(!out.exists(), "{name}={value} wrote an output");
+        assert!(
+            !std::path::Path::new(out).exists(),
+            "{name}={value} wrote an output"
+        );
     }
     // A name deepmerge does not read is most likely a slip: one warning naming the nearest
     // setting, and the run goes on with the same bytes as without it.
-    let (code, err) = with(&[]);
-    assert_eq!((code, err.as_str()), (Some(0), ""));
-    let plain = std::fs::read(&out).unwrap();
-    let (code, err) = with(&[("DEEPMERGE_GL_TRANSFR", "calls")]);
+    let slip = [("DEEPMERGE_GL_TRANSFR", "calls")];
+    assert_eq!(with(&merge, &[]), (Some(0), String::new()));
+    let plain = std::fs::read(out).unwrap();
+    let (code, err) = with(&merge, &slip);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(
         err.trim_end(),
         "deepmerge: warning: DEEPMERGE_GL_TRANSFR is not a setting deepmerge reads (did you \
          mean DEEPMERGE_GL_TRANSFER?); it is ignored"
     );
-    assert!(std::fs::read(&out).unwrap() == plain);
+    assert!(std::fs::read(out).unwrap() == plain);
     // `-q` is nothing but errors, on the merge and on a subcommand.
-    let quiet = deepmerge()
-        .args(args)
-        .arg("-q")
-        .env("DEEPMERGE_GL_TRANSFR", "calls")
-        .output()
-        .unwrap();
-    assert!(quiet.status.success());
-    assert_eq!(String::from_utf8_lossy(&quiet.stderr), "");
-    let flat = dir.path().join("flat.exr");
-    let quiet = deepmerge()
-        .args([
-            "flatten",
-            a.to_str().unwrap(),
-            "-q",
-            "-o",
-            flat.to_str().unwrap(),
-        ])
-        .env("DEEPMERGE_GL_TRANSFR", "calls")
-        .output()
-        .unwrap();
-    assert!(
-        quiet.status.success(),
-        "{}",
-        String::from_utf8_lossy(&quiet.stderr)
+    assert_eq!(
+        with(&[&merge[..], &["-q"]].concat(), &slip),
+        (Some(0), String::new())
     );
-    assert_eq!(String::from_utf8_lossy(&quiet.stderr), "");
+    let flatten = ["flatten", a, "-q", "-o", flat];
+    assert_eq!(with(&flatten, &slip), (Some(0), String::new()));
 }
 
 #[test]
