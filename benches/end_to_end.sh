@@ -6,6 +6,9 @@
 # each engine's peak memory, and how busy the threads were in the floor's decode and in each
 # engine's merge (CPU time over threads x wall: busy threads can only go faster by doing less;
 # idle ones wait on something serial; every thread of the process counts, a GL driver's too).
+# The engines' columns are the merge alone, timed inside that process, whose GL context is made
+# before the timing starts; "whole process" is a plain run's total wall time (`--runstats`), what
+# a user waits for, the GL context made beside the inputs as in any run.
 # Median of --repeats runs. GL runs in whatever GL the machine has
 # (llvmpipe here, the GPU's driver on a GPU host). Every GL output (each variant's too) is
 # compared with the CPU engine's, byte for byte: the last column says which differ, and the
@@ -73,6 +76,20 @@ measure() {
         "$(printf '%s\n' "${decode_busies[@]}" | median) $(printf '%s\n' "${merge_busies[@]}" | median)"
 }
 
+# A plain run of one configuration, $repeats times: the median of its total wall time.
+whole() {
+    local cpus=$1; shift
+    local walls=()
+    for _ in $(seq "$repeats"); do
+        local err
+        rm -f "$dir/out.exr"
+        err=$(taskset -c "0-$((cpus - 1))" "$bin" "$@" --runstats 2>&1 >/dev/null) || {
+            echo "end_to_end.sh: failed: $bin $*" >&2; echo "$err" >&2; exit 1; }
+        walls+=("$(sed -n 's/^ *total (wall) *\([0-9.]*\) s.*/\1/p' <<<"$err")")
+    done
+    printf '%s\n' "${walls[@]}" | median
+}
+
 echo "host: $all cores; $("$bin" gpu-info 2>/dev/null | sed -n 's/^renderer: *//p' | head -1)"
 echo
 deep_variant=${E2E_GL_DEEP_VARIANT:-}
@@ -88,11 +105,11 @@ if [ -n "$gl_variant" ]; then
     extra_rule+=" ---: |"
 fi
 if [ "$variants" = 1 ]; then
-    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | threads busy: decode / CPU / GL | GL calls | GL no overlap | GL k-way | GL relayout | GL image readback | GL mutable buffers |$extra_head GL bytes = CPU's |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |$extra_rule --- |"
+    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | whole process: CPU / GL | peak CPU / GL | threads busy: decode / CPU / GL | GL calls | GL no overlap | GL k-way | GL relayout | GL image readback | GL mutable buffers |$extra_head GL bytes = CPU's |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |$extra_rule --- |"
 else
-    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | peak CPU / GL | threads busy: decode / CPU / GL |$extra_head GL bytes = CPU's |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |$extra_rule --- |"
+    echo "| scene | output | cores | codec floor | CPU engine | GL engine | CPU / floor | GL / floor | whole process: CPU / GL | peak CPU / GL | threads busy: decode / CPU / GL |$extra_head GL bytes = CPU's |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |$extra_rule --- |"
 fi
 differs=0
 # same LABEL: whether the last output equals the CPU engine's; else LABEL joins the row's list.
@@ -119,9 +136,12 @@ for scene in $scenes; do
             cp "$dir/out.exr" "$dir/out-cpu.exr"
             read -r gl_s _ gl_peak _ gl_busy < <(measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
             same default
-            printf '| %s %s | %s | %s | %.2f s | %.2f s | %.2f s | %.2fx | %.2fx | %.0f / %.0f MiB | %s / %s / %s%% |' \
+            cpu_whole=$(whole "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend cpu -o "$dir/out.exr")
+            gl_whole=$(whole "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")
+            same whole-process
+            printf '| %s %s | %s | %s | %.2f s | %.2f s | %.2f s | %.2fx | %.2fx | %.2f / %.2f s | %.0f / %.0f MiB | %s / %s / %s%% |' \
                 "$scene" "$size" "$kind" "$c" "$floor_s" "$cpu_s" "$gl_s" \
-                "$(awk "BEGIN {print $cpu_s / $floor_s}")" "$(awk "BEGIN {print $gl_s / $floor_s}")" "$cpu_peak" "$gl_peak" \
+                "$(awk "BEGIN {print $cpu_s / $floor_s}")" "$(awk "BEGIN {print $gl_s / $floor_s}")" "$cpu_whole" "$gl_whole" "$cpu_peak" "$gl_peak" \
                 "${decode_busy:--}" "${cpu_busy:--}" "${gl_busy:--}"
             if [ "$variants" = 1 ]; then
                 read -r calls_s _ _ < <(DEEPMERGE_GL_TRANSFER=calls measure "$c" "${base}_0.exr" "${base}_1.exr" "${extra[@]}" --backend gl -o "$dir/out.exr")

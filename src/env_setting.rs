@@ -35,7 +35,8 @@ pub fn setting<T: Copy>(
     }
 }
 
-/// Every `DEEPMERGE_*` variable deepmerge reads at run time (docs/cli.md describes them).
+/// Every `DEEPMERGE_*` variable deepmerge reads at run time: the settings docs/cli.md describes,
+/// and the test hook that holds a temporary file open (`cleanup`).
 pub const SETTINGS: &[&str] = &[
     "DEEPMERGE_AUTO_GL_MIN_BYTES",
     "DEEPMERGE_GL_BAND_CAP",
