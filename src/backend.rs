@@ -3,9 +3,9 @@
 //!
 //! - [`choose_engine`]: `Backend::Cpu` is the CPU engine; `Backend::Gl` is OpenGL or an error;
 //!   `Backend::Auto` is the CPU engine for a merge, unless GPU options were given, which ask for
-//!   GL explicitly, and a deep merge on a host with a GPU of its own and at least
-//!   [`AUTO_GL_MIN_THREADS`] threads (from the CLI, of at least [`AUTO_GL_MIN_INPUT_BYTES`] of
-//!   input files), which runs on the GL engine. Measured end to end (file to
+//!   GL explicitly, and a deep merge on a host with a GPU of its own and
+//!   [`AUTO_GL_MIN_THREADS`] to [`AUTO_GL_MAX_THREADS`] threads (from the CLI, of at least
+//!   [`AUTO_GL_MIN_INPUT_BYTES`] of input files), which runs on the GL engine. Measured end to end (file to
 //!   file, docs/benchmarks.md): the CPU engine beat the GL engine on llvmpipe everywhere, and on
 //!   NVIDIA H100 and H200 hosts for flat output at 4 or more threads; on an H100 host on
 //!   2026-11-26, with its bytes confirmed equal, the GL engine was 1.24-1.9x faster for deep
@@ -278,6 +278,16 @@ pub const AUTO_PICKS_CPU: &str = " (faster end to end than the GL engine for fla
 /// run) and at 2 (5.53 s against 5.24 s, one run).
 pub const AUTO_GL_MIN_THREADS: usize = 4;
 
+/// The most host threads at which `Auto` runs a deep merge on a GPU. Timed as whole processes
+/// (medians of 3, `benches/hardware/contention.sh`), the CPU engine was as fast or faster at 16
+/// threads on both hosts that measured it: 1.185 s against 1.212 s on an NVIDIA H100 host
+/// (2026-11-27), 0.905 s against 1.040 s on an H200 host (2026-11-28); the GL engine led at 8
+/// (1.653 s against 1.770 s, H100). The end-to-end tables, which time the merge after the GL
+/// context is made, had them level at 16. With more threads the CPU engine's merge spreads over
+/// them while the GL engine's host side stays on one merging thread, so the GL engine's gain is
+/// where host threads are few.
+pub const AUTO_GL_MAX_THREADS: usize = 15;
+
 /// The least size of input files for which `Auto` runs a deep merge from the CLI on a GPU. The
 /// GL engine was measured faster on the 1080p powerplant pair (388 MB of ZIPS files, 51 M
 /// samples), by 0.5-1.1 s at 4-16 threads on an NVIDIA H100 host; a process pays for its GL
@@ -308,10 +318,9 @@ pub(crate) fn auto_gl_min_input_bytes() -> Result<u64> {
 
 /// `Auto` without GPU options, for a merge whose output is deep (`deep_output`) on `threads`
 /// host threads, of `input_bytes` of input files where known: the GL engine on a GPU of its own
-/// where the hardware table has it faster (deep output, [`AUTO_GL_MIN_THREADS`] or more
-/// threads, inputs of `min_bytes()` or more where their size is given; the bound is read only
-/// then), else the
-/// CPU engine; either way with the reason for the status line. Never a software rasteriser:
+/// where the hardware tables have it faster (deep output, [`AUTO_GL_MIN_THREADS`] to
+/// [`AUTO_GL_MAX_THREADS`] threads, inputs of `min_bytes()` or more where their size is given;
+/// the bound is read only then), else the CPU engine; either way with the reason for the status line. Never a software rasteriser:
 /// there the CPU engine is faster. A GPU that gives no context leaves the merge on the CPU
 /// engine and says why.
 fn auto_engine(
@@ -327,6 +336,11 @@ fn auto_engine(
     if threads < AUTO_GL_MIN_THREADS {
         return Ok(EngineChoice::cpu(format!(
             " (deep output on {threads} host threads, where the engines measured even on an NVIDIA H100 host; the GL engine leads from {AUTO_GL_MIN_THREADS}: --backend gl uses OpenGL)"
+        )));
+    }
+    if threads > AUTO_GL_MAX_THREADS {
+        return Ok(EngineChoice::cpu(format!(
+            " (deep output on {threads} host threads, where the CPU engine measured as fast as the GL engine or faster, whole processes on NVIDIA H100 and H200 hosts; the GL engine leads from {AUTO_GL_MIN_THREADS} to {AUTO_GL_MAX_THREADS}: --backend gl uses OpenGL)"
         )));
     }
     if let Some(bytes) = input_bytes {
@@ -420,6 +434,25 @@ mod tests {
             )),
             "{}",
             few.cpu_reason()
+        );
+        // Deep output on more threads than the GL engine leads to: the CPU engine, before EGL
+        // is asked anything.
+        let many = auto_engine(
+            true,
+            AUTO_GL_MAX_THREADS + 1,
+            None,
+            bound,
+            ContextStart::Now,
+        )
+        .unwrap();
+        assert!(many.context().is_none());
+        assert!(
+            many.cpu_reason().starts_with(&format!(
+                " (deep output on {} host threads, where the CPU engine measured as fast",
+                AUTO_GL_MAX_THREADS + 1
+            )),
+            "{}",
+            many.cpu_reason()
         );
         // Deep output from input files smaller than the GL engine was measured faster on: the
         // CPU engine, before EGL is asked anything.
