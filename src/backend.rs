@@ -415,45 +415,26 @@ mod tests {
         assert!(auto.context().is_none());
         assert_eq!(auto.cpu_reason(), AUTO_PICKS_CPU);
         assert_eq!(auto.name(), "cpu");
-        // Deep output on fewer threads than the GL engine leads from: the CPU engine, before
-        // EGL is asked anything.
+        // Deep output on fewer threads than the GL engine leads from, or more than it leads
+        // to: the CPU engine, before EGL is asked anything.
         let bound = || Ok(AUTO_GL_MIN_INPUT_BYTES);
-        let few = auto_engine(
-            true,
-            AUTO_GL_MIN_THREADS - 1,
-            None,
-            bound,
-            ContextStart::Now,
-        )
-        .unwrap();
-        assert!(few.context().is_none());
-        assert!(
-            few.cpu_reason().starts_with(&format!(
-                " (deep output on {} host threads",
-                AUTO_GL_MIN_THREADS - 1
-            )),
-            "{}",
-            few.cpu_reason()
-        );
-        // Deep output on more threads than the GL engine leads to: the CPU engine, before EGL
-        // is asked anything.
-        let many = auto_engine(
-            true,
-            AUTO_GL_MAX_THREADS + 1,
-            None,
-            bound,
-            ContextStart::Now,
-        )
-        .unwrap();
-        assert!(many.context().is_none());
-        assert!(
-            many.cpu_reason().starts_with(&format!(
-                " (deep output on {} host threads, where the CPU engine measured as fast",
-                AUTO_GL_MAX_THREADS + 1
-            )),
-            "{}",
-            many.cpu_reason()
-        );
+        for (threads, why) in [
+            (AUTO_GL_MIN_THREADS - 1, "where the engines measured even"),
+            (
+                AUTO_GL_MAX_THREADS + 1,
+                "where the CPU engine measured as fast",
+            ),
+        ] {
+            let choice = auto_engine(true, threads, None, bound, ContextStart::Now).unwrap();
+            assert!(choice.context().is_none());
+            assert!(
+                choice
+                    .cpu_reason()
+                    .starts_with(&format!(" (deep output on {threads} host threads, {why}")),
+                "{}",
+                choice.cpu_reason()
+            );
+        }
         // Deep output from input files smaller than the GL engine was measured faster on: the
         // CPU engine, before EGL is asked anything.
         let small = auto_engine(
