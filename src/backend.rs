@@ -5,19 +5,20 @@
 //!   `Backend::Auto` is the CPU engine for a merge, unless GPU options were given, which ask for
 //!   GL explicitly, and a deep merge on a host with a GPU of its own and
 //!   [`AUTO_GL_MIN_THREADS`] to [`AUTO_GL_MAX_THREADS`] threads (from the CLI, of at least
-//!   [`AUTO_GL_MIN_INPUT_BYTES`] of input files), which runs on the GL engine. Measured end to end (file to
-//!   file, docs/benchmarks.md): the CPU engine beat the GL engine on llvmpipe everywhere, and on
-//!   NVIDIA H100 and H200 hosts for flat output at 4 or more threads; on an H100 host on
-//!   2026-11-26, with its bytes confirmed equal, the GL engine was 1.24-1.9x faster for deep
-//!   output at 4, 8 and 16 threads and even at 2; on 2026-11-27, with the CPU engine's bands
-//!   grown with the threads, 1.1-1.2x faster at 4 and 8 threads and level at 16 and 2. `Auto`
-//!   asks EGL which devices it lists only
-//!   for such a deep merge (no display, no context), and makes a context only on a GPU: from the
-//!   CLI on a helper thread while the run opens its inputs ([`ContextStart::OnHelper`]; a GPU
-//!   that then gives no usable context leaves the merge on the CPU engine), for the Python
-//!   module before the choice returns. The status line (`--runstats`) says which engine and
-//!   why. The comp graph's merges stay on the
-//!   CPU engine under `Auto` (`MergeRequest::uses_gl`): they were not measured.
+//!   [`AUTO_GL_MIN_INPUT_BYTES`] of input files), which runs on the GL engine. Measured end to
+//!   end (file to file, docs/benchmarks.md): the CPU engine beat the GL engine on llvmpipe
+//!   everywhere, and on NVIDIA H100 and H200 hosts for flat output at 4 or more threads; on an
+//!   H100 host on 2026-11-26, with its bytes confirmed equal, the GL engine was 1.24-1.9x faster
+//!   for deep output at 4, 8 and 16 threads and even at 2; on 2026-11-27, with the CPU engine's
+//!   bands grown with the threads, 1.1-1.2x faster at 4 and 8 threads and level at 16 and 2;
+//!   timed as whole processes, the CPU engine was as fast or faster at 16 threads on H100 and
+//!   H200 hosts ([`AUTO_GL_MAX_THREADS`]). `Auto` asks EGL which devices it lists only for such
+//!   a deep merge (no display, no context), and makes a context only on a GPU: from the CLI on
+//!   a helper thread while the run opens its inputs ([`ContextStart::OnHelper`]; a GPU that then
+//!   gives no usable context leaves the merge on the CPU engine), for the Python module before
+//!   the choice returns. The status line (`--runstats`) says which engine and why. The comp
+//!   graph's merges stay on the CPU engine under `Auto` (`MergeRequest::uses_gl`): they were
+//!   not measured.
 //! - Where the GL engine's stages run (`GlOptions::sorts_on_gpu`, `GlOptions::tidies_on_gpu`):
 //!   a requested placement wins; otherwise the sort runs on the GPU (`sort.comp`, exact) and
 //!   the tidy on the host, bit-identical to the CPU engine on every device (`tidy.comp` works
@@ -320,8 +321,8 @@ pub(crate) fn auto_gl_min_input_bytes() -> Result<u64> {
 /// host threads, of `input_bytes` of input files where known: the GL engine on a GPU of its own
 /// where the hardware tables have it faster (deep output, [`AUTO_GL_MIN_THREADS`] to
 /// [`AUTO_GL_MAX_THREADS`] threads, inputs of `min_bytes()` or more where their size is given;
-/// the bound is read only then), else the CPU engine; either way with the reason for the status line. Never a software rasteriser:
-/// there the CPU engine is faster. A GPU that gives no context leaves the merge on the CPU
+/// the bound is read only then), else the CPU engine; either way with the reason for the status
+/// line. Never a software rasteriser: there the CPU engine is faster. A GPU that gives no context leaves the merge on the CPU
 /// engine and says why.
 fn auto_engine(
     deep_output: bool,

@@ -65,15 +65,15 @@ pub use pool::PoolStats;
 pub use profile::{copy_bandwidth, upload_bandwidth, GpuProfile, StageTime, STAGES};
 pub use stages::stage_of_program;
 pub use starting::StartingGl;
+pub use stats::{BufferBytes, GpuStats};
+
+pub use crate::vocab::{Layout, LongLists, MergeMethod, PixelOrder, RbmBlocks};
 
 /// Every `DEEPMERGE_GL_*` setting checked as a GL context would read it: the first bad value
 /// is an error naming its variable (`env_setting::check_settings`, the CLI's start).
 pub fn check_env_settings() -> crate::Result<()> {
     mapped::EnvSettings::from_env().map(|_| ())
 }
-pub use stats::{BufferBytes, GpuStats};
-
-pub use crate::vocab::{Layout, LongLists, MergeMethod, PixelOrder, RbmBlocks};
 
 /// How the GL engine lays out and merges images.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
