@@ -11,8 +11,8 @@
 //!   H100 host on 2026-11-26, with its bytes confirmed equal, the GL engine was 1.24-1.9x faster
 //!   for deep output at 4, 8 and 16 threads and even at 2; on 2026-11-27, with the CPU engine's
 //!   bands grown with the threads, 1.1-1.2x faster at 4 and 8 threads and level at 16 and 2;
-//!   timed as whole processes, the CPU engine was as fast or faster at 16 threads on H100 and
-//!   H200 hosts ([`AUTO_GL_MAX_THREADS`]). `Auto` asks EGL which devices it lists only for such
+//!   timed as whole processes, the CPU engine was as fast or faster from 12 threads on an H200
+//!   host and level at 16 on an H100 host ([`AUTO_GL_MAX_THREADS`]). `Auto` asks EGL which devices it lists only for such
 //!   a deep merge (no display, no context), and makes a context only on a GPU: from the CLI on
 //!   a helper thread while the run opens its inputs ([`ContextStart::OnHelper`]; a GPU that then
 //!   gives no usable context leaves the merge on the CPU engine), for the Python module before
@@ -280,14 +280,15 @@ pub const AUTO_PICKS_CPU: &str = " (faster end to end than the GL engine for fla
 pub const AUTO_GL_MIN_THREADS: usize = 4;
 
 /// The most host threads at which `Auto` runs a deep merge on a GPU. Timed as whole processes
-/// (medians of 3, `benches/hardware/contention.sh`), the CPU engine was as fast or faster at 16
-/// threads on both hosts that measured it: 1.185 s against 1.212 s on an NVIDIA H100 host
-/// (2026-11-27), 0.905 s against 1.040 s on an H200 host (2026-11-28); the GL engine led at 8
-/// (1.653 s against 1.770 s, H100). The end-to-end tables, which time the merge after the GL
-/// context is made, had them level at 16. With more threads the CPU engine's merge spreads over
-/// them while the GL engine's host side stays on one merging thread, so the GL engine's gain is
-/// where host threads are few.
-pub const AUTO_GL_MAX_THREADS: usize = 15;
+/// (the 1080p powerplant pair, medians of 3, `benches/hardware/contention.sh`) on an NVIDIA H200
+/// host (2026-11-28, fourth run), the GL engine led at 4 threads (2.88 s against 3.13 s), was
+/// level at 8 (1.56 s against 1.54 s) and behind at 12 (1.20 s against 1.13 s) and 16 (1.09 s
+/// against 0.94 s); on an H100 host (2026-11-27) it led at 8 (1.65 s against 1.77 s) and was
+/// level at 16 (1.21 s against 1.19 s). The end-to-end tables, which time the merge after the
+/// GL context is made, had them level at 16. With more threads the CPU engine's merge spreads
+/// over them while the GL engine's host side stays on one merging thread, so the GL engine's
+/// gain is where host threads are few.
+pub const AUTO_GL_MAX_THREADS: usize = 8;
 
 /// The least size of input files for which `Auto` runs a deep merge from the CLI on a GPU. The
 /// GL engine was measured faster on the 1080p powerplant pair (388 MB of ZIPS files, 51 M
