@@ -12,11 +12,11 @@
 //!   for deep output at 4, 8 and 16 threads and even at 2; on 2026-11-27, with the CPU engine's
 //!   bands grown with the threads, 1.1-1.2x faster at 4 and 8 threads and level at 16 and 2;
 //!   timed as whole processes, the CPU engine was as fast or faster from 12 threads on an H200
-//!   host and level at 16 on an H100 host ([`AUTO_GL_MAX_THREADS`]). `Auto` asks EGL which devices it lists only for such
-//!   a deep merge (no display, no context), and makes a context only on a GPU: from the CLI on
-//!   a helper thread while the run opens its inputs ([`ContextStart::OnHelper`]; a GPU that then
-//!   gives no usable context leaves the merge on the CPU engine), for the Python module before
-//!   the choice returns. The status line (`--runstats`) says which engine and why. The comp
+//!   host and level at 16 on an H100 host ([`AUTO_GL_MAX_THREADS`]). `Auto` asks EGL which
+//!   devices it lists only for such a deep merge (no display, no context), and makes a context
+//!   only on a GPU: from the CLI on a helper thread while the run opens its inputs
+//!   ([`ContextStart::OnHelper`]; a GPU that then gives no usable context leaves the merge on
+//!   the CPU engine), for the Python module before the choice returns. The status line (`--runstats`) says which engine and why. The comp
 //!   graph's merges stay on the CPU engine under `Auto` (`MergeRequest::uses_gl`): they were
 //!   not measured.
 //! - Where the GL engine's stages run (`GlOptions::sorts_on_gpu`, `GlOptions::tidies_on_gpu`):
@@ -323,8 +323,8 @@ pub(crate) fn auto_gl_min_input_bytes() -> Result<u64> {
 /// where the hardware tables have it faster (deep output, [`AUTO_GL_MIN_THREADS`] to
 /// [`AUTO_GL_MAX_THREADS`] threads, inputs of `min_bytes()` or more where their size is given;
 /// the bound is read only then), else the CPU engine; either way with the reason for the status
-/// line. Never a software rasteriser: there the CPU engine is faster. A GPU that gives no context leaves the merge on the CPU
-/// engine and says why.
+/// line. Never a software rasteriser: there the CPU engine is faster. A GPU that gives no
+/// context leaves the merge on the CPU engine and says why.
 fn auto_engine(
     deep_output: bool,
     threads: usize,
