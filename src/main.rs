@@ -211,7 +211,8 @@ struct MergeArgs {
     deep: bool,
     #[command(flatten)]
     write: OutputArgs,
-    /// Storage type of flat colour and alpha: half (the default) or float.
+    /// Storage type of flat colour and alpha: half or float (default: float where an input's
+    /// colour or alpha is float, half otherwise).
     #[arg(long, value_name = "TYPE", value_parser = named::<FlatType>(FLAT_TYPES))]
     flat_type: Option<FlatType>,
     /// Add a Z channel to flat output (depth of the front-most contributing sample).
@@ -239,9 +240,10 @@ struct MergeArgs {
         allow_hyphen_values = true
     )]
     bbox: String,
-    /// Which engine runs the merge: auto (a deep merge on a host with a GPU and 4 or more
-    /// threads on OpenGL, measured faster there; everything else on the CPU engine, faster
-    /// there; --runstats says why; GPU options such as --layout select OpenGL),
+    /// Which engine runs the merge: auto (a deep merge of 256 MiB or more of input files on a
+    /// host with a GPU and 4 to 8 threads on OpenGL, measured faster there; everything else on
+    /// the CPU engine, faster there; --runstats says why; GPU options such as --layout select
+    /// OpenGL),
     /// cpu (the reference engine) or gl (OpenGL 4.3 compute).
     #[arg(long, value_name = "ENGINE", default_value = "auto", value_parser = named::<Backend>(&["auto", "cpu", "gl"]))]
     backend: Backend,

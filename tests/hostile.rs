@@ -67,6 +67,52 @@ fn overlapping_volumes_file_is_what_its_generator_makes() {
     );
 }
 
+/// A pixel of 2^20 samples merged with Balls on the GL engine gives the CPU engine's bytes, flat
+/// and deep. llvmpipe ends an invocation's loops after 65535 iterations in all, and the merge
+/// kernels loop over a pixel's samples in one invocation: there the band is merged on the host
+/// (`gpu::loop_cap`), as `--stats` says; before, the flat pixel came out empty and a deep one
+/// with wrong depths, with no error. On a GPU the kernels merge it.
+#[test]
+fn a_pixel_longer_than_llvmpipes_loops_merges_on_gl_to_the_cpu_engines_bytes() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hostile-long-pixel");
+    std::fs::create_dir_all(&dir).unwrap();
+    let volumes = hostile("overlapping-volumes.exr");
+    let balls = data("openexr-images").join("Balls.exr");
+    for output in [&[][..], &["--deep"][..]] {
+        let run = |backend: &str| -> (Vec<u8>, String) {
+            let out = dir.join(format!("{backend}{}.exr", output.len()));
+            let run = deepmerge()
+                .args([&volumes, &balls])
+                .args(["--backend", backend])
+                .args(if backend == "gl" {
+                    &["--stats"][..]
+                } else {
+                    &[]
+                })
+                .args(output)
+                .arg("-o")
+                .arg(&out)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&run.stderr).into_owned();
+            assert!(run.status.success(), "{backend} {output:?}: {err}");
+            (std::fs::read(&out).unwrap(), err)
+        };
+        let (cpu, _) = run("cpu");
+        let (gl, stats) = run("gl");
+        assert!(
+            gl == cpu,
+            "{output:?}: the GL engine's bytes differ from the CPU engine's"
+        );
+        let on_llvmpipe = stats.contains("llvmpipe");
+        assert_eq!(
+            stats.contains("merged on the host: a pixel longer than"),
+            on_llvmpipe,
+            "{output:?}: {stats}"
+        );
+    }
+}
+
 /// Run the CLI with `args` in a shell that first applies `limits` (`ulimit` arguments, e.g.
 /// `-v 2097152`), on two worker threads and two malloc arenas so that the address-space limit
 /// measures the merge, not how many cores the machine has.

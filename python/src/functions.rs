@@ -238,9 +238,10 @@ fn read(
 /// ``inputs`` is a list of paths and ``DeepImage``\ s (the first input wins depth ties).
 /// ``output="flat"`` composites front to back (``flat_z=True`` adds the Z of the front-most
 /// contributing sample); ``output="deep"`` keeps the samples (``tidy=True`` splits overlapping
-/// volumes). ``backend`` is ``"auto"`` (OpenGL on a GPU, else the CPU engine), ``"cpu"`` or
-/// ``"gl"``; ``layout`` (``"ll"``, ``"la"``, ``"ia"``, ``"bia"``) and ``method`` (``"rbm"``,
-/// ``"stepwise"``) choose how the GPU merges and so select GL under ``"auto"``. ``part`` picks
+/// volumes). ``backend`` is ``"auto"`` (OpenGL for deep output on a GPU host at 4 to 8
+/// threads, as the CLI but with no size bound, since a thread keeps its context for its next
+/// merges; else the CPU engine), ``"cpu"`` or ``"gl"``; ``layout`` (``"ll"``, ``"la"``,
+/// ``"ia"``, ``"bia"``) and ``method`` (``"rbm"``, ``"stepwise"``) choose how the GPU merges and so select GL under ``"auto"``. ``part`` picks
 /// the part of path inputs: one index or name for every input, or a list of one per input, as
 /// ``--part`` given once or once per input; ``channels`` keeps only those channels of path
 /// inputs, as ``--channels`` (see ``read``).
@@ -260,7 +261,8 @@ fn read(
 /// ``compression`` (``"none"``, ``"rle"``, ``"zips"`` (deep default), ``"zstd"``, and
 /// ``"zip"`` (flat default) for flat output only), ``zstd_level`` (1 to 22, default 5),
 /// ``metadata`` (``"first"`` default: the first input's header attributes; ``"none"``) and
-/// ``flat_type`` (flat: ``"half"`` default, ``"float"``) are the CLI's ``--compression``,
+/// ``flat_type`` (flat: ``"half"`` or ``"float"``; by default float where an input's colour
+/// or alpha is float, half otherwise) are the CLI's ``--compression``,
 /// ``--zstd-level``, ``--metadata`` and ``--flat-type``. Returns a dict: ``streamed``, ``bands``, ``max_band_rows``,
 /// ``data_window``, ``memory_budget`` (bytes), ``backend`` (``"cpu"`` or ``"gl"``). With
 /// ``out`` and a ``DeepImage`` input the merge runs in memory and is then written.

@@ -71,7 +71,7 @@ def test_points_writes_the_cli_bytes(cli, tmp_path):
     "call, error, message",
     [
         (lambda o: dm.grade(BALLS, o, gamma=-1.0), dm.UsageError, "--gamma -1"),
-        (lambda o: dm.grade(BALLS, o, gain={"Q": 2.0}), dm.FormatError, "no colour channel \"Q\""),
+        (lambda o: dm.grade(BALLS, o, gain={"Q": 2.0}), dm.UsageError, "no colour channel \"Q\""),
         (lambda o: dm.reformat(BALLS, o, size=(0, 10)), dm.UsageError, "--size takes"),
         (lambda o: dm.reformat(BALLS, o), dm.UsageError, "--size WxH or --scale S"),
         (lambda o: dm.reformat(BALLS, o, scale=0.5, filter="cubic"), dm.UsageError, "nearest or box"),

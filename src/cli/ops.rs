@@ -172,7 +172,8 @@ pub struct FlattenArgs {
     /// Add a Z channel (depth of the front-most contributing sample).
     #[arg(long)]
     flat_z: bool,
-    /// Storage type of flat colour and alpha: half (the default) or float.
+    /// Storage type of flat colour and alpha: half or float (default: float where an input's
+    /// colour or alpha is float, half otherwise).
     #[arg(long, value_name = "TYPE", value_parser = named::<FlatType>(FLAT_TYPES))]
     flat_type: Option<FlatType>,
     /// Keep only these channels (comma-separated), plus Z, ZBack and the alphas they need.

@@ -34,6 +34,10 @@ pub struct GlInfo {
     /// `DEEPMERGE_GL_DEFAULTS=software` gives it a software rasteriser's defaults (`hardware`:
     /// a GPU's). The engine's defaults follow this, not the device.
     pub software: bool,
+    /// True on Mesa's gallivm rasterisers (llvmpipe, and lavapipe under zink), whatever the
+    /// defaults: they end an invocation's loops silently after 65535 iterations in all, so the
+    /// engine leaves bands with very long lists to the CPU engine ([`super::loop_cap`]).
+    pub loops_capped: bool,
     /// GL_MAX_SHADER_STORAGE_BLOCK_SIZE in bytes: the most one bound buffer range may hold.
     pub max_ssbo_bytes: u64,
     /// GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS.
@@ -411,7 +415,11 @@ impl GlContext {
             Self::enable_debug_output(&mut gl, s.debug_messages.clone());
         }
         // A device takes the defaults of its kind, unless DEEPMERGE_GL_DEFAULTS says otherwise.
-        let info = query_info(&gl, settings.software_defaults.unwrap_or(software));
+        let info = query_info(
+            &gl,
+            settings.software_defaults.unwrap_or(software),
+            software,
+        );
         // A deep merge binds two inputs and an output of five buffers each (`glsl/include/image.glsl`).
         if info.max_compute_ssbo_bindings < 15 {
             return Err(Error::Gl(format!(
@@ -519,12 +527,18 @@ impl Drop for GlContext {
     }
 }
 
-unsafe fn query_info(gl: &glow::Context, software: bool) -> GlInfo {
+/// The context's [`GlInfo`]: `software` whether it takes a software rasteriser's defaults,
+/// `software_device` whether its device is one.
+unsafe fn query_info(gl: &glow::Context, software: bool, software_device: bool) -> GlInfo {
     let int = |name| gl.get_parameter_i32(name).max(0) as u32;
     let indexed = |name, i| gl.get_parameter_indexed_i32(name, i).max(0) as u32;
+    let renderer = gl.get_parameter_string(glow::RENDERER);
     GlInfo {
         vendor: gl.get_parameter_string(glow::VENDOR),
-        renderer: gl.get_parameter_string(glow::RENDERER),
+        loops_capped: software_device
+            || renderer.contains("llvmpipe")
+            || renderer.contains("softpipe"),
+        renderer,
         version: gl.get_parameter_string(glow::VERSION),
         glsl_version: gl.get_parameter_string(glow::SHADING_LANGUAGE_VERSION),
         software,

@@ -36,6 +36,7 @@ mod context;
 mod fence;
 pub mod gather;
 mod hazard;
+pub mod loop_cap;
 pub mod mapped;
 pub mod memory;
 mod merge;

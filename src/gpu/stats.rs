@@ -73,6 +73,9 @@ pub struct GpuStats {
     /// Times a band did not fit the GPU (out of memory, or over the storage-block limit) and
     /// the rest of the window was cut into bands of half the budget.
     pub band_retries: usize,
+    /// Bands merged on the host by the CPU engine because a pixel's lists may be longer than a
+    /// software rasteriser's loops run ([`super::loop_cap`]).
+    pub host_bands: usize,
     /// Pixels of the output window.
     pub pixels: u64,
     /// Samples over all inputs.
@@ -158,6 +161,7 @@ impl GpuStats {
             kway: false,
             bands: 0,
             band_retries: 0,
+            host_bands: 0,
             pixels: 0,
             input_samples: 0,
             output_samples: 0,
@@ -198,6 +202,7 @@ impl AddAssign for GpuStats {
         self.kway |= band.kway;
         self.bands += band.bands;
         self.band_retries += band.band_retries;
+        self.host_bands += band.host_bands;
         self.pixels += band.pixels;
         self.input_samples += band.input_samples;
         self.output_samples += band.output_samples;
@@ -235,7 +240,7 @@ impl fmt::Display for GpuStats {
         writeln!(f, "renderer:       {}", self.renderer)?;
         writeln!(
             f,
-            "merge:          {} {} block {} in {} band(s){}{}",
+            "merge:          {} {} block {} in {} band(s){}{}{}",
             self.layout.name(),
             if self.kway {
                 "k-way (stepwise)"
@@ -246,6 +251,14 @@ impl fmt::Display for GpuStats {
             self.bands,
             if self.band_retries > 0 {
                 format!(" ({} retries with smaller bands)", self.band_retries)
+            } else {
+                String::new()
+            },
+            if self.host_bands > 0 {
+                format!(
+                    " ({} merged on the host: a pixel longer than the software rasteriser's loops run)",
+                    self.host_bands
+                )
             } else {
                 String::new()
             },

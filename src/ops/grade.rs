@@ -34,7 +34,7 @@ use std::path::Path;
 
 use crate::composite::{CompositeChannels, CompositeKind};
 use crate::deep::{Bounds, ChannelRole, DeepImage};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 use super::idselect::{id_at, read_id_manifest, IdCondition, IdSelect};
 use super::registry::{
@@ -388,10 +388,15 @@ impl DeepOp for Grade {
                         .filter(|(_, k)| matches!(k, CompositeKind::Colour { .. }))
                         .map(|(n, _)| n.as_str())
                         .collect();
-                    return Err(Error::format(format!(
-                        "has no colour channel {name:?} to grade (its colour channels: {})",
-                        colours.join(", ")
-                    )));
+                    // A channel the input lacks is a usage error, as `--channels` and
+                    // `idselect --id` have it (docs/cli.md, "Exit codes").
+                    return Err(Error::of_kind(
+                        ErrorKind::Usage,
+                        format!(
+                            "has no colour channel {name:?} to grade (its colour channels: {})",
+                            colours.join(", ")
+                        ),
+                    ));
                 }
             }
         }

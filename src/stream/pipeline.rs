@@ -49,6 +49,8 @@ use crate::error::{Error, Result};
 use crate::exr::ChunkSource;
 use crate::exr::{DeepChunkWriter, DeepWriteOptions, FlatChunkWriter, FlatWriteOptions};
 #[cfg(feature = "gl")]
+use crate::gpu::loop_cap::may_pass_software_loop_cap;
+#[cfg(feature = "gl")]
 use crate::gpu::reader_staging::{ReaderStaging, ReaderStagingOnGl};
 #[cfg(feature = "gl")]
 use crate::gpu::{
@@ -144,6 +146,15 @@ pub fn merge_checked(
     let (merged, stats) = match engine {
         MergeEngine::Cpu => (merge_checked_images_over(&refs, merge, window)?, None),
         #[cfg(feature = "gl")]
+        MergeEngine::Gl(ctx, gl)
+            if ctx.info().loops_capped && may_pass_software_loop_cap(&refs) =>
+        {
+            (
+                merge_checked_images_over(&refs, merge, window)?,
+                Some(host_band_stats(ctx, &gl)),
+            )
+        }
+        #[cfg(feature = "gl")]
         MergeEngine::Gl(ctx, gl) => {
             let (out, stats) = merge_checked_images_gl_over(ctx, &refs, merge, &gl, window)?;
             (out, Some(stats))
@@ -154,6 +165,16 @@ pub fn merge_checked(
         MergeEngine::Gl(never, _) => match never {},
     };
     Ok((pruning.output(merged), stats))
+}
+
+/// The statistics of a band the GL engine left to the CPU engine: a pixel's lists may be longer
+/// than the software rasteriser's loops run ([`crate::gpu::loop_cap`]).
+#[cfg(feature = "gl")]
+fn host_band_stats(ctx: &GlContext, gl: &GlOptions) -> GpuStats {
+    let mut stats = GpuStats::new(&ctx.info().renderer, gl);
+    stats.bands = 1;
+    stats.host_bands = 1;
+    stats
 }
 
 /// What a streamed merge did.
@@ -616,6 +637,18 @@ impl DeferredWork for GlBands<'_, '_> {
         let pruning = &self.options.pruning;
         let images: Vec<DeepImage> = images.into_iter().map(|i| pruning.inputs(i)).collect();
         let refs: Vec<&DeepImage> = images.iter().collect();
+        if ctx.info().loops_capped && may_pass_software_loop_cap(&refs) {
+            // llvmpipe would merge a pixel this long short: the band on the CPU engine, after
+            // the band before it.
+            let merged = merge_checked_images_over(&refs, &self.options.merge, Some(band_window))
+                .map_err(|e| e.in_merge(self.paths))?;
+            let merged = pruning.output(merged);
+            drop(refs);
+            add_stats(self.gpu_stats, host_band_stats(ctx, &self.gl));
+            let mut ready = self.finish_pending()?;
+            ready.push((band, merged));
+            return Ok(ready);
+        }
         // Blocks for the bands the reader has yet to decode; this band's staged planes lent for its
         // staging, and fenced once it is issued.
         if let Some(on_gl) = &mut self.reader_staging_on_gl {

@@ -67,30 +67,81 @@ fn row_samples(plan: &MergePlan) -> Vec<u64> {
     rows
 }
 
-/// Cut the window from row `first_row` on into bands whose merged buffers fit `limit` bytes
-/// each, when the output may hold `growth` times the merged samples (a tidy splits volumes: at
-/// most 2x, as a pixel of n samples has at most 2n boundaries and every tidied sample starts at
-/// one). The stacked inputs of a k-way merge take as many slots as the merged output.
+/// What one GPU buffer of a band may take, in bytes.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct BandLimits {
+    /// For a band of several rows: the size bands are cut to.
+    pub(super) band: u64,
+    /// For a band of one row too dense for `band`: the most the device and the GPU memory
+    /// budget allow one buffer, so that a dense row is merged in a band of its own rather than
+    /// refused while the budget has room (on a software rasteriser `band` is kept far below it).
+    pub(super) row: u64,
+    /// Whether `row` is the driver's largest storage block rather than the GPU memory budget's
+    /// share, for the refusal's words.
+    pub(super) row_is_storage_block: bool,
+}
+
+impl BandLimits {
+    /// Both limits halved, after the driver could not hold a band.
+    pub(super) fn halved(self) -> BandLimits {
+        BandLimits {
+            band: self.band / 2,
+            row: self.row / 2,
+            row_is_storage_block: false,
+        }
+    }
+}
+
+/// Cut the window from row `first_row` on into bands whose merged buffers fit `limits.band`
+/// bytes each (a row denser than that in a band of its own, up to `limits.row`), when the
+/// output may hold `growth` times the merged samples (a tidy splits volumes: at most 2x, as a
+/// pixel of n samples has at most 2n boundaries and every tidied sample starts at one). The
+/// stacked inputs of a k-way merge take as many slots as the merged output.
 pub(super) fn plan_bands(
     plan: &MergePlan,
     gl_options: &GlOptions,
-    limit: u64,
+    limits: BandLimits,
     stride: usize,
     growth: u64,
     first_row: usize,
 ) -> Result<Vec<Band>> {
     let per_sample = growth * 16u64.max(4 * stride as u64);
     let width = plan.window.width();
+    let limit = limits.band;
     let mut bands = Vec::new();
     let mut row0 = first_row;
     let mut total = 0u64;
     let rows = row_samples(plan);
     for (y, &n) in rows.iter().enumerate().skip(first_row) {
-        if (n + 1) * per_sample > limit {
+        let row_bytes = (n + 1) * per_sample;
+        if row_bytes > limits.row.max(limit) {
+            let (bound, remedy) = if limits.row_is_storage_block {
+                (
+                    "the driver's largest storage block",
+                    "the CPU engine merges it",
+                )
+            } else {
+                (
+                    "an eighth of the GPU memory budget",
+                    "a larger GPU memory budget, or the CPU engine, merges it",
+                )
+            };
             return Err(Error::Gl(format!(
-                "row {} holds {n} samples, more than one GPU buffer of {limit} bytes can take",
-                plan.window.y0 as i64 + y as i64
+                "row {} holds {n} samples: one GPU buffer of them takes {}, more than {bound} ({}); {remedy}",
+                plan.window.y0 as i64 + y as i64,
+                crate::size::human_bytes(row_bytes),
+                crate::size::human_bytes(limits.row.max(limit)),
             )));
+        }
+        if row_bytes > limit {
+            // A dense row in a band of its own, bounded by `limits.row`.
+            if y > row0 {
+                bands.push(Band::new(row0, y - row0, width, gl_options));
+            }
+            bands.push(Band::new(y, 1, width, gl_options));
+            row0 = y + 1;
+            total = 0;
+            continue;
         }
         if y > row0 && (total + n + 1) * per_sample > limit {
             bands.push(Band::new(row0, y - row0, width, gl_options));
@@ -99,6 +150,9 @@ pub(super) fn plan_bands(
         }
         total += n;
     }
-    bands.push(Band::new(row0, rows.len() - row0, width, gl_options));
+    // The rows after the last dense one; an empty window still gets its one (empty) band.
+    if row0 < rows.len() || bands.is_empty() {
+        bands.push(Band::new(row0, rows.len() - row0, width, gl_options));
+    }
     Ok(bands)
 }

@@ -39,7 +39,7 @@ mod merger;
 use std::time::Instant;
 
 use self::assemble::Accumulated;
-use self::band::plan_bands;
+use self::band::{plan_bands, BandLimits};
 pub use self::merger::{uses_kway, GpuMerger, PAIRWISE_MEAN_SAMPLES};
 use self::merger::{BandReadback, ReadbackTail};
 use super::resident::ColumnSpec;
@@ -108,6 +108,10 @@ pub fn merge_images_gl_over(
     merge_checked_images_gl_over(ctx, inputs, options, gl_options, window)
 }
 
+/// On a software rasteriser whose loops are capped ([`super::GlInfo::loops_capped`]) a pixel of
+/// more than tens of thousands of samples comes out short: callers leave such bands to the CPU
+/// engine ([`super::loop_cap`]), as the streamed merge does.
+///
 /// [`merge_images_gl_over`] of inputs whose depths are already checked
 /// ([`DeepImage::check_depths`]; the streamed merge's reader checks every band it hands out).
 pub fn merge_checked_images_gl_over(
@@ -151,20 +155,30 @@ pub(crate) fn issue_gl_over<'a>(
     plan.sort = options.sort;
     let stride = columns.stride();
     let overlap = gl_options.overlaps_bands(ctx);
-    let mut memory_limit = if gl_options.band_budget_bytes > 0 {
+    // The budget a band of one dense row may take: what the user gave, else what the device
+    // has free (on a software rasteriser, host memory).
+    let mut row_memory_limit = if gl_options.band_budget_bytes > 0 {
         gl_options.band_budget_bytes
-    } else if !ctx.info().software {
-        // A device of its own: bands fit what it has free.
-        super::memory::band_budget_of(super::memory::default_budget(ctx))
     } else {
+        super::memory::band_budget_of(super::memory::default_budget(ctx))
+    };
+    let mut memory_limit = if gl_options.band_budget_bytes == 0 && ctx.info().software {
         // A software rasteriser's buffers are host memory: bands like the CPU engine's.
-        super::memory::band_budget_of(super::memory::SOFTWARE_MERGE_BUDGET)
+        super::memory::band_budget_of(super::memory::SOFTWARE_MERGE_BUDGET).min(row_memory_limit)
+    } else {
+        row_memory_limit
     };
     if overlap {
         // Two bands are resident at once.
         memory_limit /= 2;
+        row_memory_limit /= 2;
     }
-    let mut limit = ctx.info().max_ssbo_bytes.min(memory_limit);
+    let max_ssbo = ctx.info().max_ssbo_bytes;
+    let mut limits = BandLimits {
+        band: max_ssbo.min(memory_limit),
+        row: max_ssbo.min(row_memory_limit),
+        row_is_storage_block: max_ssbo < row_memory_limit,
+    };
     // A tidy deep output built on the GPU may hold up to twice the merged samples.
     let growth = if options.tidy && options.output == OutputKind::Deep && gl_options.tidies_on_gpu()
     {
@@ -172,7 +186,7 @@ pub(crate) fn issue_gl_over<'a>(
     } else {
         1
     };
-    let mut bands = plan_bands(&plan, gl_options, limit, stride, growth, 0)?;
+    let mut bands = plan_bands(&plan, gl_options, limits, stride, growth, 0)?;
     let mut out = Accumulated::new(&plan, options, stride);
     drop(planning);
     let mut stats = GpuStats::new(&ctx.info().renderer, gl_options);
@@ -227,10 +241,10 @@ pub(crate) fn issue_gl_over<'a>(
                 // h100-2026-11-26): a retry is rare, so it starts from an idle device.
                 ctx.finish();
                 let row0 = bands[next].row0;
-                limit /= 2;
+                limits = limits.halved();
                 stats.band_retries += 1;
                 bands =
-                    plan_bands(&plan, gl_options, limit, stride, growth, row0).map_err(|e| {
+                    plan_bands(&plan, gl_options, limits, stride, growth, row0).map_err(|e| {
                         let e = match e {
                             Error::Gl(message) => message,
                             other => other.to_string(),
