@@ -1,19 +1,23 @@
 //! The software rasteriser's loop cap: Mesa's llvmpipe (gallivm) silently ends every loop of an
 //! invocation once the invocation has run 65535 loop iterations in all
-//! (`LP_MAX_TGSI_LOOP_ITERATIONS`, a guard against hangs). The merge kernels give each pixel's
-//! lists to one invocation, which loops over every sample of the pixel, so on llvmpipe a pixel
-//! of tens of thousands of samples is merged short: wrong keys in deep output, samples missing
-//! from a flat composite, and no error (found on 2026-11-28 with one pixel of 70,000 samples;
-//! 65,000 merged right). A GPU has no such cap. The sort and the tidy already spread or resume
-//! their loops (`sort.comp`, `tidy.comp`); the merges do not, so on a software rasteriser a
-//! band that may hold such a pixel is merged on the host by the CPU engine instead, which gives
-//! the bytes the GL engine gives everywhere else (`--stats` counts those bands).
+//! (`LP_MAX_TGSI_LOOP_ITERATIONS`, a guard against hangs). The gather (`gather.comp`) and the
+//! merge kernels give each pixel to one invocation, which loops over every sample of the pixel,
+//! so on llvmpipe a longer pixel is merged short, with no error: the gather leaves the samples
+//! past the cap unwritten, so deep output gets wrong depths and a flat composite reads whatever
+//! the buffer held (found on 2026-11-28: a pixel of 65,000 samples merged right, flat and deep,
+//! one input or two; one of 66,000 did not; strict mode's poison hid it in flat output, where
+//! the unwritten samples, NaN there, sorted behind an opaque front). A GPU has no such cap. The
+//! sort and the tidy already spread or resume their loops (`sort.comp`, `tidy.comp`); the
+//! gather and the merges do not, so on such a rasteriser a band that may hold a pixel of more
+//! than [`SOFTWARE_LONGEST_PIXEL`] samples is merged on the host by the CPU engine instead,
+//! which gives the bytes the GL engine gives everywhere else (`--stats` counts those bands).
 
 use crate::deep::DeepImage;
 
 /// The most samples a pixel of a band may hold, summed over the inputs, for the band to be
-/// merged by llvmpipe: a quarter of its cap, since an invocation may loop over its samples more
-/// than once (the merge, then the composite or the output's writes).
+/// merged by llvmpipe: a quarter of its cap, since a kernel may loop over a pixel's samples more
+/// than once (the default layout and merge, flat and deep, measured right up to the cap itself,
+/// 65,535 samples).
 pub const SOFTWARE_LONGEST_PIXEL: u64 = 16_384;
 
 /// Whether a pixel merged from `inputs` may hold more than [`SOFTWARE_LONGEST_PIXEL`] samples
