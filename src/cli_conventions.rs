@@ -1,10 +1,10 @@
 //! What a command-line user expects of any Unix tool, apart from what deepmerge does: shell
 //! completions and a manual page generated from the one argument definition, a `--version` that
 //! names the build's features, a quiet end when standard output is closed early
-//! (`deepmerge info FILE | head -3`), and an output path that must name a file.
+//! (`deepmerge info FILE | head -3`). (An output path that must name a file:
+//! `deepmerge::preview::check_output_is_a_file`.)
 
 use std::io::Write;
-use std::path::Path;
 
 use clap_complete::Shell;
 use deepmerge::{Error, Result};
@@ -28,19 +28,6 @@ pub fn die_quietly_on_closed_stdout() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-}
-
-/// Refuse an output path that names a directory (an existing one, or any path ending in a
-/// slash): an output is one file, written beside itself and renamed into place.
-pub fn check_output_is_a_file(path: &Path) -> Result<()> {
-    let text = path.as_os_str().to_string_lossy();
-    if text.ends_with(std::path::MAIN_SEPARATOR) || text.ends_with('/') || path.is_dir() {
-        return Err(Error::Usage(format!(
-            "{}: the output must be a file, not a directory",
-            path.display()
-        )));
-    }
-    Ok(())
 }
 
 /// Write the completion script of `command` for `shell` to standard output.

@@ -650,7 +650,7 @@ fn run_scene(name: &str, size: &str, seed: u64, inputs: usize, prefix: &Path) ->
 }
 
 fn run_heatmap(file: &Path, output: &Path, part: Option<String>) -> Result<()> {
-    cli_conventions::check_output_is_a_file(output)?;
+    deepmerge::preview::check_output_is_a_file(output)?;
     let options = ReadOptions {
         part: part
             .map(|p| p.parse().expect("infallible"))
@@ -815,9 +815,36 @@ fn merge_request(args: &MergeArgs) -> Result<MergeRequest> {
     })
 }
 
+/// Refuse a first input that names no file but is a slip for a command (`deepmerge flaten
+/// IN -o OUT`): clap reads an unknown word as the merge's first input, which would otherwise
+/// fail as a file that cannot be read, with no word of the command meant.
+fn check_not_a_misspelt_command(inputs: &[PathBuf]) -> Result<()> {
+    let Some(first) = inputs.first() else {
+        return Ok(());
+    };
+    let word = first.to_string_lossy();
+    if first.exists() || first.extension().is_some() || word.contains('/') {
+        return Ok(());
+    }
+    let nearest = command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .map(|name| (strsim::damerau_levenshtein(&word, &name), name))
+        .min()
+        // Close: a slip of a letter or two, not another word.
+        .filter(|(distance, name)| *distance <= 2 && *distance < name.len() / 2);
+    match nearest {
+        Some((_, name)) => Err(Error::Usage(format!(
+            "{word}: no such file, and no command of that name (did you mean `deepmerge {name}`?)"
+        ))),
+        None => Ok(()),
+    }
+}
+
 fn run_merge(args: &MergeArgs) -> Result<()> {
+    check_not_a_misspelt_command(&args.inputs)?;
     let output = args.output.as_ref().expect("clap requires -o");
-    cli_conventions::check_output_is_a_file(output)?;
+    deepmerge::preview::check_output_is_a_file(output)?;
     let request = merge_request(args)?;
     request.check(args.inputs.len(), &Flags)?;
     deepmerge::preview::check_output_name(output, args.deep)?;

@@ -28,9 +28,24 @@ fn extension(path: &Path) -> Option<String> {
         .map(|e| e.to_string_lossy().to_ascii_lowercase())
 }
 
+/// Refuse an output path that names a directory (an existing one, or any path ending in a
+/// slash): an output is one file, written beside itself and renamed into place.
+pub fn check_output_is_a_file(path: &Path) -> Result<()> {
+    let text = path.as_os_str().to_string_lossy();
+    if text.ends_with(std::path::MAIN_SEPARATOR) || text.ends_with('/') || path.is_dir() {
+        return Err(Error::Usage(format!(
+            "{}: the output must be a file, not a directory",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Refuse an output name the format cannot be told from: deep output must be `*.exr`, flat
-/// output `*.exr` or `*.png` (a PNG preview). Any case is accepted.
+/// output `*.exr` or `*.png` (a PNG preview). Any case is accepted. A directory is refused as
+/// one first, whatever its name ([`check_output_is_a_file`]).
 pub fn check_output_name(path: &Path, deep: bool) -> Result<()> {
+    check_output_is_a_file(path)?;
     match (extension(path).as_deref(), deep) {
         (Some("exr"), _) | (Some("png"), false) => Ok(()),
         (Some("png"), true) => Err(Error::Usage(format!(

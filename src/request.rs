@@ -306,7 +306,8 @@ pub struct MergeRequest {
     pub deep: bool,
     /// Flat output: add the Z of the front-most contributing sample.
     pub flat_z: bool,
-    /// Flat output: the storage of colour and alpha (`None`: half).
+    /// Flat output: the storage of colour and alpha (`None`: as the inputs store it, float where
+    /// an input's colour or alpha is float, else half).
     pub flat_type: Option<FlatType>,
     /// Deep output: split overlapping volumes and merge coincident samples.
     pub tidy: bool,

@@ -115,11 +115,14 @@ pub fn parse_frames(expr: &str) -> Result<Vec<i64>> {
     }
     for item in expr.split(',') {
         let item = item.trim();
+        let not_a_range = || bad(&format!("{item:?} is not a frame or range"));
         let (range, step) = match item.split_once('x') {
+            // A step only after a whole range: `x` or `3-x` is no range, not a bad step.
+            Some((r, _)) if r.is_empty() || r.ends_with('-') => return Err(not_a_range()),
             Some((r, s)) => {
                 let step: i64 = s
                     .parse()
-                    .map_err(|_| bad(&format!("{s:?} is not a step")))?;
+                    .map_err(|_| bad(&format!("{s:?} after x is not a step")))?;
                 if step <= 0 {
                     return Err(bad("the step after x must be positive"));
                 }
@@ -127,13 +130,12 @@ pub fn parse_frames(expr: &str) -> Result<Vec<i64>> {
             }
             None => (item, 1),
         };
-        let (first, rest) =
-            leading_int(range).ok_or_else(|| bad(&format!("{item:?} is not a frame or range")))?;
+        let (first, rest) = leading_int(range).ok_or_else(not_a_range)?;
         let last = match rest {
             "" => first,
             _ => match rest.strip_prefix('-').and_then(leading_int) {
                 Some((last, "")) => last,
-                _ => return Err(bad(&format!("{item:?} is not a frame or range"))),
+                _ => return Err(not_a_range()),
             },
         };
         if rest.is_empty() && step != 1 {

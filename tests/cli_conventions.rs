@@ -265,6 +265,11 @@ fn an_output_that_is_a_directory_is_refused_in_one_line() {
             vec![a, b, "--backend", "cpu", "-o", out],
             vec!["holdout", a, b, "-o", out],
             vec!["heatmap", a, "-o", out],
+            // The deep toolbox too, before it reads (it used to do the work, then fail).
+            vec!["flatten", a, "-o", out],
+            vec!["slice", a, "--near", "1", "-o", out],
+            vec!["grade", a, "--gain", "2", "-o", out],
+            vec!["points", a, "-o", out],
         ] {
             let output = deepmerge().args(&args).output().unwrap();
             let err = String::from_utf8_lossy(&output.stderr);
@@ -278,6 +283,42 @@ fn an_output_that_is_a_directory_is_refused_in_one_line() {
     }
     // Nothing was made, not even the directory the slash named.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+/// A slip in a command's name (`deepmerge flaten IN -o OUT`, which clap reads as a merge of a
+/// file named `flaten`) is named as one, with the command meant; a missing file that is no
+/// command's slip stays an I/O error.
+#[test]
+fn a_misspelt_command_is_named_with_the_one_meant() {
+    let dir = tempfile::tempdir().unwrap();
+    let balls = data("openexr-images/Balls.exr");
+    let out = dir.path().join("o.exr");
+    let run = |first: &str| {
+        let output = deepmerge()
+            .arg(first)
+            .arg(&balls)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    for (slip, meant) in [("flaten", "flatten"), ("slcie", "slice"), ("grad", "grade")] {
+        let (code, err) = run(slip);
+        assert_eq!(code, Some(2), "{slip}: {err}");
+        assert_eq!(err.lines().count(), 1, "{slip}: {err}");
+        assert!(
+            err.contains(&format!("did you mean `deepmerge {meant}`")),
+            "{slip}: {err}"
+        );
+    }
+    let (code, err) = run("no-such-shot");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("no-such-shot: cannot read"), "{err}");
+    assert!(!out.exists());
 }
 
 /// The README's test command is `tests/run`, `.ci/run` runs it, and the one `apt-get` line the

@@ -85,7 +85,7 @@ pub struct HoldoutArgs {
 
 /// Run `holdout`.
 pub fn run_holdout(args: &HoldoutArgs) -> Result<()> {
-    crate::cli_conventions::check_output_is_a_file(&args.output)?;
+    deepmerge::preview::check_output_is_a_file(&args.output)?;
     check_backend(args.backend)?;
     let request = OutputRequest {
         flat: args.flat,

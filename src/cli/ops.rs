@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::builder::PossibleValuesParser;
-use clap::{value_parser, Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
+use clap::{value_parser, Arg, ArgAction, ArgGroup, ArgMatches, Args, Command, FromArgMatches};
 use deepmerge::exr::ChannelSelection;
 use deepmerge::exr::{FlatType, PartSelector};
 use deepmerge::job::SequenceSummary;
@@ -308,7 +308,19 @@ fn subcommand(spec: &OpSpec) -> Command {
             arg = arg.default_value(default);
         }
         if let Some(other) = option.either {
-            arg = arg.required_unless_present(other).conflicts_with(other);
+            // One group for the pair, so that clap's refusal of neither names both
+            // (`<--size <WxH>|--scale <S>>`), not only the first.
+            let mut pair = [option.name, other];
+            pair.sort();
+            let group = format!("{}-or-{}", pair[0], pair[1]);
+            if !command.get_groups().any(|g| g.get_id() == group.as_str()) {
+                command = command.group(
+                    ArgGroup::new(group)
+                        .args(pair)
+                        .required(true)
+                        .multiple(false),
+                );
+            }
         }
         if let Some(other) = option.conflicts_with {
             arg = arg.conflicts_with(other);
@@ -354,6 +366,11 @@ fn values_of(spec: &'static OpSpec, matches: &ArgMatches) -> OpValues {
 
 /// Run the operation `spec` with the command line's `matches` (of its [`subcommand`]).
 pub fn run_operation(spec: &'static OpSpec, matches: &ArgMatches) -> Result<()> {
+    // An output that is a directory is refused first, before any input is read, as the merge
+    // refuses it.
+    if let Some(output) = matches.get_one::<PathBuf>("output") {
+        deepmerge::preview::check_output_is_a_file(output)?;
+    }
     let operation = (spec.build)(&values_of(spec, matches), &Flags)?;
     let inputs: Vec<PathBuf> = spec
         .inputs
