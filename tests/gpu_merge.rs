@@ -32,8 +32,8 @@ use deepmerge::gpu::{
     merge_images_gl, GlContext, GlOptions, Layout, MergeMethod, PixelOrder, RbmBlocks,
 };
 use gpu_common::{
-    assert_gl_matches, assert_gl_matches_reference, crop, outputs, real, with_gl, Reference,
-    Stages, Synth,
+    assert_gl_matches, assert_gl_matches_reference, assert_merge_matches, crop, outputs, real,
+    with_gl, Reference, Stages, Synth,
 };
 
 const BLOCKS: [u32; 4] = [1, 4, 8, 16];
@@ -640,5 +640,35 @@ fn bands_that_do_not_fit_are_retried_smaller() {
             text.contains("smaller bands do not help") && text.lines().count() == 1,
             "{text}"
         );
+    });
+}
+
+/// Pixels of tens of thousands of samples, flat and deep, every layout, against the reference.
+/// On a GPU the kernels merge them; on llvmpipe, whose loops end after 65535 iterations an
+/// invocation, `merge_images_gl` leaves such inputs to the CPU engine (`gpu::loop_cap`) and
+/// says so in its statistics: before, the gather left the samples past the cap unwritten.
+#[test]
+fn pixels_longer_than_llvmpipes_loops_merge_to_the_reference() {
+    with_gl(|ctx| {
+        let a = Synth::new(Bounds::from_origin_size(0, 0, 3, 1), 90_000, 8).build();
+        let b = Synth::new(Bounds::from_origin_size(1, 0, 3, 1), 60_000, 9).build();
+        let inputs = [&a, &b];
+        assert!(
+            deepmerge::gpu::loop_cap::may_pass_software_loop_cap(&inputs),
+            "the inputs are long enough to test what they are meant to"
+        );
+        let capped = ctx.info().loops_capped;
+        for options in outputs() {
+            let reference = Reference::new(&inputs, &options);
+            for layout in Layout::ALL {
+                let gl = Stages::Host.cell(layout, MergeMethod::Stepwise, 8, PixelOrder::RowMajor);
+                let what = format!("long pixels, {layout:?}, {:?}", options.output);
+                let (output, stats) = merge_images_gl(ctx, &inputs, &options, &gl)
+                    .unwrap_or_else(|e| panic!("{what}: GL merge failed: {e}"));
+                // Host stages: bit for bit, tidied pixels too.
+                assert_merge_matches(&output, &reference, Stages::Host, &what);
+                assert_eq!(stats.host_bands, usize::from(capped), "{what}: {stats:?}");
+            }
+        }
     });
 }

@@ -12,6 +12,7 @@
 //! than [`SOFTWARE_LONGEST_PIXEL`] samples is merged on the host by the CPU engine instead,
 //! which gives the bytes the GL engine gives everywhere else (`--stats` counts those bands).
 
+use super::{GlContext, GlOptions, GpuStats};
 use crate::deep::DeepImage;
 
 /// The most samples a pixel of a band may hold, summed over the inputs, for the band to be
@@ -19,6 +20,22 @@ use crate::deep::DeepImage;
 /// than once (the default layout and merge, flat and deep, measured right up to the cap itself,
 /// 65,535 samples).
 pub const SOFTWARE_LONGEST_PIXEL: u64 = 16_384;
+
+/// Whether `ctx` would merge `inputs` short: its loops are capped
+/// ([`super::GlInfo::loops_capped`]) and a pixel may hold more than [`SOFTWARE_LONGEST_PIXEL`]
+/// samples.
+pub fn merges_short(ctx: &GlContext, inputs: &[&DeepImage]) -> bool {
+    ctx.info().loops_capped && may_pass_software_loop_cap(inputs)
+}
+
+/// The GL engine's statistics of one band that the CPU engine merged in its stead
+/// ([`merges_short`]; the caller merges with `composite::merge_checked_images_over`).
+pub fn host_band_stats(ctx: &GlContext, gl_options: &GlOptions) -> GpuStats {
+    let mut stats = GpuStats::new(&ctx.info().renderer, gl_options);
+    stats.bands = 1;
+    stats.host_bands = 1;
+    stats
+}
 
 /// Whether a pixel merged from `inputs` may hold more than [`SOFTWARE_LONGEST_PIXEL`] samples
 /// ([`longest_lists_pass`] of their offsets).

@@ -49,7 +49,7 @@ use crate::error::{Error, Result};
 use crate::exr::ChunkSource;
 use crate::exr::{DeepChunkWriter, DeepWriteOptions, FlatChunkWriter, FlatWriteOptions};
 #[cfg(feature = "gl")]
-use crate::gpu::loop_cap::may_pass_software_loop_cap;
+use crate::gpu::loop_cap::{host_band_stats, merges_short};
 #[cfg(feature = "gl")]
 use crate::gpu::reader_staging::{ReaderStaging, ReaderStagingOnGl};
 #[cfg(feature = "gl")]
@@ -146,15 +146,6 @@ pub fn merge_checked(
     let (merged, stats) = match engine {
         MergeEngine::Cpu => (merge_checked_images_over(&refs, merge, window)?, None),
         #[cfg(feature = "gl")]
-        MergeEngine::Gl(ctx, gl)
-            if ctx.info().loops_capped && may_pass_software_loop_cap(&refs) =>
-        {
-            (
-                merge_checked_images_over(&refs, merge, window)?,
-                Some(host_band_stats(ctx, &gl)),
-            )
-        }
-        #[cfg(feature = "gl")]
         MergeEngine::Gl(ctx, gl) => {
             let (out, stats) = merge_checked_images_gl_over(ctx, &refs, merge, &gl, window)?;
             (out, Some(stats))
@@ -165,16 +156,6 @@ pub fn merge_checked(
         MergeEngine::Gl(never, _) => match never {},
     };
     Ok((pruning.output(merged), stats))
-}
-
-/// The statistics of a band the GL engine left to the CPU engine: a pixel's lists may be longer
-/// than the software rasteriser's loops run ([`crate::gpu::loop_cap`]).
-#[cfg(feature = "gl")]
-fn host_band_stats(ctx: &GlContext, gl: &GlOptions) -> GpuStats {
-    let mut stats = GpuStats::new(&ctx.info().renderer, gl);
-    stats.bands = 1;
-    stats.host_bands = 1;
-    stats
 }
 
 /// What a streamed merge did.
@@ -637,7 +618,7 @@ impl DeferredWork for GlBands<'_, '_> {
         let pruning = &self.options.pruning;
         let images: Vec<DeepImage> = images.into_iter().map(|i| pruning.inputs(i)).collect();
         let refs: Vec<&DeepImage> = images.iter().collect();
-        if ctx.info().loops_capped && may_pass_software_loop_cap(&refs) {
+        if merges_short(ctx, &refs) {
             // llvmpipe would merge a pixel this long short: the band on the CPU engine, after
             // the band before it.
             let merged = merge_checked_images_over(&refs, &self.options.merge, Some(band_window))

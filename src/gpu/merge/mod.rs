@@ -108,12 +108,10 @@ pub fn merge_images_gl_over(
     merge_checked_images_gl_over(ctx, inputs, options, gl_options, window)
 }
 
-/// On a software rasteriser whose loops are capped ([`super::GlInfo::loops_capped`]) a pixel of
-/// more than tens of thousands of samples comes out short: callers leave such bands to the CPU
-/// engine ([`super::loop_cap`]), as the streamed merge does.
-///
 /// [`merge_images_gl_over`] of inputs whose depths are already checked
 /// ([`DeepImage::check_depths`]; the streamed merge's reader checks every band it hands out).
+/// On a software rasteriser whose loops are capped, inputs with a pixel that may be longer than
+/// its loops run are merged by the CPU engine instead ([`super::loop_cap`]).
 pub fn merge_checked_images_gl_over(
     ctx: &GlContext,
     inputs: &[&DeepImage],
@@ -121,6 +119,10 @@ pub fn merge_checked_images_gl_over(
     gl_options: &GlOptions,
     window: Option<Bounds>,
 ) -> Result<(MergeOutput, GpuStats)> {
+    if super::loop_cap::merges_short(ctx, inputs) {
+        let merged = crate::composite::merge_checked_images_over(inputs, options, window)?;
+        return Ok((merged, super::loop_cap::host_band_stats(ctx, gl_options)));
+    }
     issue_gl_over(ctx, inputs, options, gl_options, window)?.finish(inputs, options)
 }
 
