@@ -224,5 +224,15 @@ mod tests {
                 "{bad:?} should be refused"
             );
         }
+        // What each refusal names: no range at all is not a bad step.
+        for (bad, says) in [
+            ("x", "\"x\" is not a frame or range"),
+            ("3-x", "\"3-x\" is not a frame or range"),
+            ("1-10xz", "\"z\" after x is not a step"),
+            ("1-10x", "\"\" after x is not a step"),
+        ] {
+            let message = parse_frames(bad).unwrap_err().to_string();
+            assert!(message.ends_with(says), "{bad:?}: {message}");
+        }
     }
 }

@@ -643,31 +643,60 @@ fn bands_that_do_not_fit_are_retried_smaller() {
     });
 }
 
-/// Pixels of tens of thousands of samples, flat and deep, every layout, against the reference.
-/// On a GPU the kernels merge them; on llvmpipe, whose loops end after 65535 iterations an
-/// invocation, `merge_images_gl` leaves such inputs to the CPU engine (`gpu::loop_cap`) and
-/// says so in its statistics: before, the gather left the samples past the cap unwritten.
+/// Pixels long enough for llvmpipe's cap on an invocation's loops (65535 iterations), flat and
+/// deep, against the reference, in three merges: k-way with pixels of up to 150,000 samples and
+/// the pairwise chain with shifted register blocks of 32 (about 33 iterations a sample) with
+/// pixels of up to 2,000, which llvmpipe would merge short (`gpu::loop_cap`: they go to the CPU
+/// engine there, and the statistics say so), and k-way up to 8,000 and the stepwise chain up to
+/// 1,400, which it merges right itself (no host band). On a GPU the kernels merge all of them.
+/// Before the guard the first came out wrong on llvmpipe (the second's pixels are just short of
+/// where the CLI measured that kernel failing, two inputs of 1,000 samples).
 #[test]
 fn pixels_longer_than_llvmpipes_loops_merge_to_the_reference() {
     with_gl(|ctx| {
-        let a = Synth::new(Bounds::from_origin_size(0, 0, 3, 1), 90_000, 8).build();
-        let b = Synth::new(Bounds::from_origin_size(1, 0, 3, 1), 60_000, 9).build();
-        let inputs = [&a, &b];
-        assert!(
-            deepmerge::gpu::loop_cap::may_pass_software_loop_cap(&inputs),
-            "the inputs are long enough to test what they are meant to"
-        );
         let capped = ctx.info().loops_capped;
-        for options in outputs() {
-            let reference = Reference::new(&inputs, &options);
-            for layout in Layout::ALL {
-                let gl = Stages::Host.cell(layout, MergeMethod::Stepwise, 8, PixelOrder::RowMajor);
-                let what = format!("long pixels, {layout:?}, {:?}", options.output);
-                let (output, stats) = merge_images_gl(ctx, &inputs, &options, &gl)
-                    .unwrap_or_else(|e| panic!("{what}: GL merge failed: {e}"));
-                // Host stages: bit for bit, tidied pixels too.
-                assert_merge_matches(&output, &reference, Stages::Host, &what);
-                assert_eq!(stats.host_bands, usize::from(capped), "{what}: {stats:?}");
+        let pair = |max_a: u32, max_b: u32, seed: u64| {
+            (
+                Synth::new(Bounds::from_origin_size(0, 0, 3, 1), max_a, seed).build(),
+                Synth::new(Bounds::from_origin_size(1, 0, 3, 1), max_b, seed + 1).build(),
+            )
+        };
+        let (long_a, long_b) = pair(90_000, 60_000, 8);
+        let (mid_a, mid_b) = pair(1_000, 1_000, 10);
+        let (kway_a, kway_b) = pair(4_000, 4_000, 12);
+        let (chain_a, chain_b) = pair(700, 700, 14);
+        let chain = MergeStrategy::Chain;
+        let kway = MergeStrategy::KWay;
+        let rbm32 = (MergeMethod::RegisterBlock, 32);
+        let stepwise = (MergeMethod::Stepwise, 8);
+        let cases = [
+            ("k-way, 150,000", [&long_a, &long_b], kway, stepwise, capped),
+            (
+                "chain RBM 32, 2,000",
+                [&mid_a, &mid_b],
+                chain,
+                rbm32,
+                capped,
+            ),
+            ("k-way, 8,000", [&kway_a, &kway_b], kway, stepwise, false),
+            ("chain, 1,400", [&chain_a, &chain_b], chain, stepwise, false),
+        ];
+        for (name, inputs, strategy, (method, block), on_host) in cases {
+            for options in outputs() {
+                let options = MergeOptions {
+                    strategy,
+                    ..options
+                };
+                let reference = Reference::new(&inputs, &options);
+                for layout in Layout::ALL {
+                    let gl = Stages::Host.cell(layout, method, block, PixelOrder::RowMajor);
+                    let what = format!("{name}, {layout:?}, {:?}", options.output);
+                    let (output, stats) = merge_images_gl(ctx, &inputs, &options, &gl)
+                        .unwrap_or_else(|e| panic!("{what}: GL merge failed: {e}"));
+                    // Host stages: bit for bit, tidied pixels too.
+                    assert_merge_matches(&output, &reference, Stages::Host, &what);
+                    assert_eq!(stats.host_bands, usize::from(on_host), "{what}: {stats:?}");
+                }
             }
         }
     });

@@ -309,7 +309,7 @@ fn subcommand(spec: &OpSpec) -> Command {
         }
         if let Some(other) = option.either {
             // One group for the pair, so that clap's refusal of neither names both
-            // (`<--size <WxH>|--scale <S>>`), not only the first.
+            // (`<--scale <S>|--size <WxH>>`, the pair in name order), not only the first.
             let mut pair = [option.name, other];
             pair.sort();
             let group = format!("{}-or-{}", pair[0], pair[1]);

@@ -34,9 +34,11 @@ pub struct GlInfo {
     /// `DEEPMERGE_GL_DEFAULTS=software` gives it a software rasteriser's defaults (`hardware`:
     /// a GPU's). The engine's defaults follow this, not the device.
     pub software: bool,
-    /// True on Mesa's gallivm rasterisers (llvmpipe, and lavapipe under zink), whatever the
-    /// defaults: they end an invocation's loops silently after 65535 iterations in all, so the
-    /// engine leaves bands with very long lists to the CPU engine ([`super::loop_cap`]).
+    /// True on a software rasteriser's device (`EGL_MESA_device_software`) or a renderer named
+    /// llvmpipe or softpipe (lavapipe under zink too), whatever the defaults: Mesa's gallivm ends
+    /// an invocation's loops silently after 65535 iterations in all, so the engine leaves bands
+    /// with very long lists to the CPU engine ([`super::loop_cap`]); any software rasteriser is
+    /// counted, to be safe.
     pub loops_capped: bool,
     /// GL_MAX_SHADER_STORAGE_BLOCK_SIZE in bytes: the most one bound buffer range may hold.
     pub max_ssbo_bytes: u64,

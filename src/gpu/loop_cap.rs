@@ -4,50 +4,96 @@
 //! merge kernels give each pixel to one invocation, which loops over every sample of the pixel,
 //! so on llvmpipe a longer pixel is merged short, with no error: the gather leaves the samples
 //! past the cap unwritten, so deep output gets wrong depths and a flat composite reads whatever
-//! the buffer held (found on 2026-11-28: a pixel of 65,000 samples merged right, flat and deep,
-//! one input or two; one of 66,000 did not; strict mode's poison hid it in flat output, where
-//! the unwritten samples, NaN there, sorted behind an opaque front). A GPU has no such cap. The
-//! sort and the tidy already spread or resume their loops (`sort.comp`, `tidy.comp`); the
-//! gather and the merges do not, so on such a rasteriser a band that may hold a pixel of more
-//! than [`SOFTWARE_LONGEST_PIXEL`] samples is merged on the host by the CPU engine instead,
-//! which gives the bytes the GL engine gives everywhere else (`--stats` counts those bands).
+//! the buffer held; a pairwise merge stops part way. Found on 2026-11-28 (two copies of one
+//! input, or eight, one long pixel; llvmpipe 15, the CLI):
+//! - the k-way merge (the default up to eight inputs) and the gather: a pixel of 65,000 samples
+//!   merged right, flat and deep, one of 66,000 did not: one iteration a sample;
+//! - the pairwise merge (`--merge-strategy chain`, and more than eight inputs): 6,000 right,
+//!   7,000 not, stepwise or with indexed register blocks; with shifted register blocks, about
+//!   the block size a sample (block 16: 3,000 right, 4,000 not; block 32: 1,800 and 2,000).
+//!
+//! Strict mode's poison hid the k-way case in flat output (the unwritten samples, NaN there,
+//! sorted behind an opaque front). A GPU has no such cap. The sort and the tidy already spread
+//! or resume their loops (`sort.comp`, `tidy.comp`); the gather and the merges do not, so on
+//! such a rasteriser a band in which a pixel may cost more than a quarter of the cap is merged
+//! on the host by the CPU engine instead, which gives the bytes the GL engine gives everywhere
+//! else (`--stats` counts those bands).
 
+use super::merge::uses_kway;
 use super::{GlContext, GlOptions, GpuStats};
+use crate::composite::{MergeOptions, MergeOutput};
 use crate::deep::DeepImage;
+use crate::vocab::MergeMethod;
 
-/// The most samples a pixel of a band may hold, summed over the inputs, for the band to be
-/// merged by llvmpipe: a quarter of its cap, since a kernel may loop over a pixel's samples more
-/// than once (the default layout and merge, flat and deep, measured right up to the cap itself,
-/// 65,535 samples).
-pub const SOFTWARE_LONGEST_PIXEL: u64 = 16_384;
+/// The loop iterations a band's longest pixel may cost for llvmpipe to merge it: a quarter of
+/// its cap, for what was not measured (other layouts, tidies, the viewer's kernels).
+pub const SOFTWARE_LOOP_BUDGET: u64 = 65_535 / 4;
 
-/// Whether `ctx` would merge `inputs` short: its loops are capped
-/// ([`super::GlInfo::loops_capped`]) and a pixel may hold more than [`SOFTWARE_LONGEST_PIXEL`]
-/// samples.
-pub fn merges_short(ctx: &GlContext, inputs: &[&DeepImage]) -> bool {
-    ctx.info().loops_capped && may_pass_software_loop_cap(inputs)
+/// Loop iterations the merge of `inputs` inputs may spend on each sample of a pixel, as
+/// measured (module docs): one for the k-way kernel (and the gather); for the pairwise merge
+/// ten, or the block size plus one with shifted register blocks. Where the pairwise merge may
+/// be chosen for long lists (`GlOptions::pairs_long_lists_pairwise`), its cost is assumed.
+pub fn iterations_per_sample(
+    ctx: &GlContext,
+    options: &MergeOptions,
+    gl: &GlOptions,
+    inputs: usize,
+) -> u64 {
+    let kway =
+        uses_kway(options.strategy, inputs) && !(inputs == 2 && gl.pairs_long_lists_pairwise(ctx));
+    if kway {
+        1
+    } else if gl.method == MergeMethod::RegisterBlock {
+        10u64.max(u64::from(gl.block_size) + 1)
+    } else {
+        10
+    }
 }
 
-/// The GL engine's statistics of one band that the CPU engine merged in its stead
-/// ([`merges_short`]; the caller merges with `composite::merge_checked_images_over`).
-pub fn host_band_stats(ctx: &GlContext, gl_options: &GlOptions) -> GpuStats {
+/// Whether `ctx` would merge `inputs` short: its loops are capped
+/// ([`super::GlInfo::loops_capped`]) and a pixel may cost more than [`SOFTWARE_LOOP_BUDGET`]
+/// iterations ([`iterations_per_sample`] times its samples).
+pub fn merges_short(
+    ctx: &GlContext,
+    inputs: &[&DeepImage],
+    options: &MergeOptions,
+    gl: &GlOptions,
+) -> bool {
+    ctx.info().loops_capped
+        && longest_pixel_bound(inputs.iter().map(|image| &image.offsets[..]))
+            * iterations_per_sample(ctx, options, gl, inputs.len())
+            > SOFTWARE_LOOP_BUDGET
+}
+
+/// The GL engine's statistics of one band of `inputs` that the CPU engine merged in its stead
+/// ([`merges_short`]; the caller merges with `composite::merge_checked_images_over`) into
+/// `merged`: its pixels and samples, and no GPU work.
+pub fn host_band_stats(
+    ctx: &GlContext,
+    gl_options: &GlOptions,
+    inputs: &[&DeepImage],
+    merged: &MergeOutput,
+) -> GpuStats {
     let mut stats = GpuStats::new(&ctx.info().renderer, gl_options);
     stats.bands = 1;
     stats.host_bands = 1;
+    stats.input_samples = inputs.iter().map(|i| i.sample_count() as u64).sum();
+    // As the GL merge counts them: the output window's pixels, and the merged samples (the
+    // inputs' for a flat composite, a tidied deep output's own).
+    let (window, output_samples) = match merged {
+        MergeOutput::Flat(flat) => (flat.data_window, stats.input_samples),
+        MergeOutput::Deep(deep) => (deep.data_window, deep.sample_count() as u64),
+    };
+    stats.pixels = window.area() as u64;
+    stats.output_samples = output_samples;
     stats
 }
 
-/// Whether a pixel merged from `inputs` may hold more than [`SOFTWARE_LONGEST_PIXEL`] samples
-/// ([`longest_lists_pass`] of their offsets).
-pub fn may_pass_software_loop_cap(inputs: &[&DeepImage]) -> bool {
-    longest_lists_pass(inputs.iter().map(|image| &image.offsets[..]))
-}
-
-/// Whether the sum of each input's longest list, given by its sample `offsets`, passes
-/// [`SOFTWARE_LONGEST_PIXEL`]: an upper bound of any one pixel's merged list, in one pass over
-/// the counts (windows that do not meet only make it larger than it need be).
-fn longest_lists_pass<'a>(offsets: impl Iterator<Item = &'a [u64]>) -> bool {
-    let longest: u64 = offsets
+/// The sum of each input's longest list, given by its sample `offsets`: an upper bound of any
+/// one pixel's merged list, in one pass over the counts (windows that do not meet only make it
+/// larger than it need be).
+pub fn longest_pixel_bound<'a>(offsets: impl Iterator<Item = &'a [u64]>) -> u64 {
+    offsets
         .map(|offsets| {
             offsets
                 .windows(2)
@@ -55,8 +101,7 @@ fn longest_lists_pass<'a>(offsets: impl Iterator<Item = &'a [u64]>) -> bool {
                 .max()
                 .unwrap_or(0)
         })
-        .sum();
-    longest > SOFTWARE_LONGEST_PIXEL
+        .sum()
 }
 
 #[cfg(test)]
@@ -74,13 +119,12 @@ mod tests {
 
     #[test]
     fn sums_the_inputs_longest_lists() {
-        let short = offsets_of(&[3, SOFTWARE_LONGEST_PIXEL / 2, 0]);
-        let long = offsets_of(&[SOFTWARE_LONGEST_PIXEL + 1]);
-        let pass = |inputs: &[&Vec<u64>]| longest_lists_pass(inputs.iter().map(|o| &o[..]));
-        assert!(!pass(&[&short]));
-        assert!(!pass(&[&short, &short]));
-        assert!(pass(&[&short, &short, &short]));
-        assert!(pass(&[&long]));
-        assert!(!pass(&[]));
+        let a = offsets_of(&[3, 700, 0]);
+        let b = offsets_of(&[1000]);
+        let bound = |inputs: &[&Vec<u64>]| longest_pixel_bound(inputs.iter().map(|o| &o[..]));
+        assert_eq!(bound(&[&a]), 700);
+        assert_eq!(bound(&[&a, &b, &a]), 2400);
+        assert_eq!(bound(&[&offsets_of(&[])]), 0);
+        assert_eq!(bound(&[]), 0);
     }
 }

@@ -199,6 +199,8 @@ impl AddAssign for GpuStats {
     /// Fold in the statistics of another band of the same merge: counts, bytes and times add
     /// up, the peak is the larger of the two (bands run one after another).
     fn add_assign(&mut self, band: GpuStats) {
+        // A band the CPU engine merged (`loop_cap`) made no transfers: the GL bands' words stay.
+        let on_gl = band.bands > band.host_bands;
         self.kway |= band.kway;
         self.bands += band.bands;
         self.band_retries += band.band_retries;
@@ -219,8 +221,11 @@ impl AddAssign for GpuStats {
         self.assemble_s += band.assemble_s;
         self.release_fences += band.release_fences;
         self.reuses_waited += band.reuses_waited;
-        self.transfer = band.transfer;
-        self.buffers = band.buffers;
+        if on_gl {
+            self.transfer = band.transfer;
+            self.buffers = band.buffers;
+            self.readback_form = band.readback_form;
+        }
         self.overlapped_bands += band.overlapped_bands;
         self.staging_wait_s += band.staging_wait_s;
         self.readback_wait_s += band.readback_wait_s;
@@ -229,7 +234,6 @@ impl AddAssign for GpuStats {
         self.pinned_bytes += band.pinned_bytes;
         self.reader_missed_bands = band.reader_missed_bands.or(self.reader_missed_bands);
         self.readback_bytes += band.readback_bytes;
-        self.readback_form = band.readback_form;
         self.runs_read_whole_bands += band.runs_read_whole_bands;
         self.deep_writes = band.deep_writes.or(self.deep_writes);
     }

@@ -618,14 +618,17 @@ impl DeferredWork for GlBands<'_, '_> {
         let pruning = &self.options.pruning;
         let images: Vec<DeepImage> = images.into_iter().map(|i| pruning.inputs(i)).collect();
         let refs: Vec<&DeepImage> = images.iter().collect();
-        if merges_short(ctx, &refs) {
+        if merges_short(ctx, &refs, &self.options.merge, &self.gl) {
             // llvmpipe would merge a pixel this long short: the band on the CPU engine, after
             // the band before it.
             let merged = merge_checked_images_over(&refs, &self.options.merge, Some(band_window))
                 .map_err(|e| e.in_merge(self.paths))?;
+            add_stats(
+                self.gpu_stats,
+                host_band_stats(ctx, &self.gl, &refs, &merged),
+            );
             let merged = pruning.output(merged);
             drop(refs);
-            add_stats(self.gpu_stats, host_band_stats(ctx, &self.gl));
             let mut ready = self.finish_pending()?;
             ready.push((band, merged));
             return Ok(ready);

@@ -122,7 +122,7 @@ pub(super) fn plan_bands(
                 )
             } else {
                 (
-                    "an eighth of the GPU memory budget",
+                    "one buffer's share of the GPU memory budget",
                     "a larger GPU memory budget, or the CPU engine, merges it",
                 )
             };
@@ -155,4 +155,70 @@ pub(super) fn plan_bands(
         bands.push(Band::new(row0, rows.len() - row0, width, gl_options));
     }
     Ok(bands)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deep::{Bounds, Channel, DeepImage, DeepState, Plane, SampleType};
+
+    /// A 2-wide image whose row y holds `rows[y]` samples (all in its first pixel).
+    fn image(rows: &[u32]) -> DeepImage {
+        let window = Bounds::from_origin_size(0, 0, 2, rows.len());
+        let counts: Vec<u32> = rows.iter().flat_map(|&n| [n, 0]).collect();
+        let samples: u32 = rows.iter().sum();
+        DeepImage::from_counts(
+            window,
+            window,
+            vec![Channel::new("Z", SampleType::F32)],
+            &counts,
+            vec![Plane::F32(vec![1.0; samples as usize])],
+            DeepState::Sorted,
+        )
+        .unwrap()
+    }
+
+    /// The bands' (first row, rows) for rows of `rows` samples, at 16 bytes a sample.
+    fn planned(rows: &[u32], band: u64, row: u64, first_row: usize) -> Result<Vec<(usize, usize)>> {
+        let image = image(rows);
+        let plan = MergePlan::new(&[&image])?;
+        let limits = BandLimits {
+            band,
+            row,
+            row_is_storage_block: false,
+        };
+        let bands = plan_bands(&plan, &GlOptions::default(), limits, 1, 1, first_row)?;
+        Ok(bands.iter().map(|b| (b.row0, b.rows)).collect())
+    }
+
+    #[test]
+    fn a_dense_row_gets_a_band_of_its_own_up_to_the_row_limit() {
+        // 16 bytes a sample: a band of 160 bytes holds rows of 4 samples two by two (the row's
+        // count plus one is charged).
+        let quiet = [4, 4, 4, 4];
+        assert_eq!(planned(&quiet, 160, 160, 0).unwrap(), [(0, 2), (2, 2)]);
+        // A row of 20 samples (336 bytes) first, in the middle, last; never an empty band.
+        assert_eq!(planned(&[20, 4, 4], 160, 400, 0).unwrap(), [(0, 1), (1, 2)]);
+        assert_eq!(
+            planned(&[4, 20, 4], 160, 400, 0).unwrap(),
+            [(0, 1), (1, 1), (2, 1)]
+        );
+        assert_eq!(planned(&[4, 4, 20], 160, 400, 0).unwrap(), [(0, 2), (2, 1)]);
+        assert_eq!(
+            planned(&[4, 20, 4, 4], 160, 400, 1).unwrap(),
+            [(1, 1), (2, 2)]
+        );
+        // Past the row limit, and after the limits are halved, it is refused, naming the row.
+        let refused = planned(&[4, 20], 160, 320, 0).unwrap_err().to_string();
+        assert!(refused.contains("row 1 holds 20 samples"), "{refused}");
+        let halved = BandLimits {
+            band: 160,
+            row: 400,
+            row_is_storage_block: true,
+        }
+        .halved();
+        assert_eq!((halved.band, halved.row), (80, 200));
+        // An empty window still gets its one (empty) band.
+        assert_eq!(planned(&[], 160, 160, 0).unwrap(), [(0, 0)]);
+    }
 }

@@ -22,7 +22,8 @@
 //!
 //! A band the driver cannot hold (`Error::GlMemory`: `GL_OUT_OF_MEMORY`, or a buffer over the
 //! storage-block limit) is not the end: the rest of the window is cut into bands of half the
-//! budget and merged again, down to single rows (`GpuStats::band_retries` counts the retries).
+//! budget and merged again, down to single rows whose limit halves too, until a row does not fit
+//! (`GpuStats::band_retries` counts the retries).
 //!
 //! The parts, a file each: [`band`] planning, the [`gather`] from decoded planes (and the
 //! [`host_gather`] of inputs the host sorts), the GL orchestration of one
@@ -119,9 +120,10 @@ pub fn merge_checked_images_gl_over(
     gl_options: &GlOptions,
     window: Option<Bounds>,
 ) -> Result<(MergeOutput, GpuStats)> {
-    if super::loop_cap::merges_short(ctx, inputs) {
+    if super::loop_cap::merges_short(ctx, inputs, options, gl_options) {
         let merged = crate::composite::merge_checked_images_over(inputs, options, window)?;
-        return Ok((merged, super::loop_cap::host_band_stats(ctx, gl_options)));
+        let stats = super::loop_cap::host_band_stats(ctx, gl_options, inputs, &merged);
+        return Ok((merged, stats));
     }
     issue_gl_over(ctx, inputs, options, gl_options, window)?.finish(inputs, options)
 }
@@ -235,7 +237,8 @@ pub(crate) fn issue_gl_over<'a>(
             Err(Error::GlMemory(why)) => {
                 // The driver could not hold this band (out of memory, or a storage-block limit
                 // lower than it claims): finish the band before it, then cut the rest of the
-                // window into bands of half the budget, down to single rows, before giving up.
+                // window into bands of half the budget, down to single rows (whose own limit
+                // halves as well), before giving up.
                 finish(&mut pending, &mut out, &mut stats)?;
                 // The failed band's buffers went back to the pool mid-build, some behind work
                 // still on the GPU. Their fences should cover that, but an H100 reported a pool
