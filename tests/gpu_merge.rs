@@ -647,8 +647,8 @@ fn bands_that_do_not_fit_are_retried_smaller() {
 /// deep, against the reference, in three merges: k-way with pixels of up to 150,000 samples and
 /// the pairwise chain with shifted register blocks of 32 (about 33 iterations a sample) with
 /// pixels of up to 2,000, which llvmpipe would merge short (`gpu::loop_cap`: they go to the CPU
-/// engine there, and the statistics say so), and k-way up to 8,000 and the stepwise chain up to
-/// 1,400, which it merges right itself (no host band). On a GPU the kernels merge all of them.
+/// engine there, and the statistics say so), and k-way of three inputs up to 7,800 and the
+/// stepwise chain up to 1,400, which it merges right itself (no host band). On a GPU the kernels merge all of them.
 /// Before the guard the first came out wrong on llvmpipe (the second's pixels are just short of
 /// where the CLI measured that kernel failing, two inputs of 1,000 samples).
 #[test]
@@ -663,23 +663,44 @@ fn pixels_longer_than_llvmpipes_loops_merge_to_the_reference() {
         };
         let (long_a, long_b) = pair(90_000, 60_000, 8);
         let (mid_a, mid_b) = pair(1_000, 1_000, 10);
-        let (kway_a, kway_b) = pair(4_000, 4_000, 12);
+        // Three inputs: two with long lists may take the pairwise merge under a GPU's defaults
+        // (`GlOptions::pairs_long_lists_pairwise`), which costs ten iterations a sample.
+        let (kway_a, kway_b) = pair(2_600, 2_600, 12);
+        let kway_c = Synth::new(Bounds::from_origin_size(0, 0, 2, 1), 2_600, 16).build();
         let (chain_a, chain_b) = pair(700, 700, 14);
         let chain = MergeStrategy::Chain;
         let kway = MergeStrategy::KWay;
         let rbm32 = (MergeMethod::RegisterBlock, 32);
         let stepwise = (MergeMethod::Stepwise, 8);
-        let cases = [
-            ("k-way, 150,000", [&long_a, &long_b], kway, stepwise, capped),
+        let cases: [(&str, Vec<&DeepImage>, _, _, bool); 4] = [
+            (
+                "k-way, 150,000",
+                vec![&long_a, &long_b],
+                kway,
+                stepwise,
+                capped,
+            ),
             (
                 "chain RBM 32, 2,000",
-                [&mid_a, &mid_b],
+                vec![&mid_a, &mid_b],
                 chain,
                 rbm32,
                 capped,
             ),
-            ("k-way, 8,000", [&kway_a, &kway_b], kway, stepwise, false),
-            ("chain, 1,400", [&chain_a, &chain_b], chain, stepwise, false),
+            (
+                "k-way, 7,800",
+                vec![&kway_a, &kway_b, &kway_c],
+                kway,
+                stepwise,
+                false,
+            ),
+            (
+                "chain, 1,400",
+                vec![&chain_a, &chain_b],
+                chain,
+                stepwise,
+                false,
+            ),
         ];
         for (name, inputs, strategy, (method, block), on_host) in cases {
             for options in outputs() {
